@@ -1,0 +1,93 @@
+import json
+import time
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from console.stack import ServiceError, Stack
+from tasks_library.importers import ImportFormatError
+from tasks_library.importers.humaneval import default_path, read_humaneval
+from tasks_library.models import TaskVersion
+from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.services import task_set_pin, task_versions_validate, tasks_import
+from training.config import RunConfig
+from training.services import run_create
+from training.tasks import run_launch
+from training.watch import run_summary, run_wait
+
+# The demo trains on the shortest valid HumanEval tasks so that a CPU-only laptop
+# sees the reward move within minutes; `train --taskset humaneval` uses all of them.
+DEMO_TASK_SET = "humaneval-demo"
+DEMO_CONFIG = {
+    "sft_epochs": 22, "sft_batch_size": 4, "lr": 2e-4, "tasks_per_step": 16, "group_size": 4,
+    "max_turns": 2, "train_tasks": 16,
+}
+
+
+class Command(BaseCommand):
+    help = (
+        "Crucible's main job on the embedded default: migrate, start Redis, a Celery worker and the console, "
+        "import the 164 HumanEval tasks, validate them in sandboxes, launch a training run through Celery "
+        "(SFT warm start, then GRPO over multi-turn rollouts) and print the console address. "
+        "With --headless it exits when the run ends and prints a JSON summary."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--headless", action="store_true", help="exit when the run ends")
+        parser.add_argument("--steps", type=int, default=20, help="GRPO steps of the demo run (default 20)")
+        parser.add_argument("--demo-tasks", type=int, default=16, help="tasks in the demo task set (default 16)")
+        parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
+
+    def handle(self, *args, headless, steps, demo_tasks, port, **options):
+        started = time.monotonic()
+        call_command("migrate", verbosity=0, interactive=False)
+        try:
+            with Stack() as stack:
+                stack.worker()
+                base = stack.web(port)
+                self._say(f"console: {base}/")
+                summary = self._main_job(base, steps=steps, demo_tasks=demo_tasks, headless=headless)
+                summary["seconds"] = round(time.monotonic() - started, 1)
+                self.stdout.write(json.dumps(summary, indent=2))
+                if not headless:
+                    self._say(f"run finished; the console stays up at {base}/ — press Ctrl-C to stop")
+                    while True:
+                        time.sleep(3600)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        except KeyboardInterrupt:
+            self._say("stopping")
+        if summary["run"]["status"] != "succeeded":
+            raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
+
+    def _main_job(self, base: str, *, steps: int, demo_tasks: int, headless: bool) -> dict:
+        t0 = time.monotonic()
+        try:
+            report = tasks_import(source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path()))
+        except ImportFormatError as exc:
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        self._say(f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in {time.monotonic() - t0:.1f} s")
+
+        t0 = time.monotonic()
+        versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
+        task_versions_validate(versions=versions)
+        valid = [v for v in versions if v.verdict == TaskVersion.VERDICT_VALID]
+        self._say(f"validated {len(versions)} task versions in sandboxes: {len(valid)} valid ({time.monotonic() - t0:.1f} s)")
+
+        demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
+        task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest valid HumanEval tasks")
+        run = run_create(task_set=task_set, config=RunConfig.from_dict({**DEMO_CONFIG, "steps": steps}))
+        run_launch.delay(run.pk)
+        self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
+        run = run_wait(run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"))
+        self._say(f"run {run.pk} {run.status}: {run.status_reason}")
+        return {
+            "imported": report.tasks,
+            "valid": len(valid),
+            "verdicts": {v: sum(1 for x in versions if x.verdict == v) for v in sorted({x.verdict for x in versions})},
+            "console": f"{base}/runs/{run.pk}/",
+            "run": run_summary(run),
+        }
+
+    def _say(self, text: str) -> None:
+        self.stderr.write(text)

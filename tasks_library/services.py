@@ -1,0 +1,171 @@
+"""Writes to the task library: imports and validation verdicts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from sandboxes import result as R
+from sandboxes.grading import expected_test_ids, run_python_tests
+from sandboxes.process import Limits
+from tasks_library.hashing import content_hash
+from tasks_library.importers import ImportFormatError
+from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskSetMember, TaskVersion, TestSuiteVersion
+from tasks_library.testsplit import visible_subset
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``new_versions`` counts task versions created."""
+
+    task_set: str
+    tasks: int = 0
+    new_versions: int = 0
+    unchanged: int = 0
+    task_ids: list[str] = field(default_factory=list)
+
+
+def environment_default_python() -> EnvironmentVersion:
+    """The environment of the interpreter Crucible runs on, created on first use."""
+    runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    content = {"name": "python", "runtime": runtime, "packages": [], "image": f"crucible/sandbox-python:{runtime}"}
+    env, _ = EnvironmentVersion.objects.get_or_create(content_hash=content_hash(content), defaults=content)
+    return env
+
+
+def _test_suite_for(record: dict) -> TestSuiteVersion:
+    hidden = record["tests"]
+    try:
+        hidden_ids = expected_test_ids(hidden)
+        visible = visible_subset(hidden)
+    except SyntaxError as exc:
+        raise ImportFormatError(f"{record['where']}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})") from exc
+    except ValueError as exc:
+        raise ImportFormatError(f"{record['where']}: field 'test': {exc}") from exc
+    if not hidden_ids:
+        raise ImportFormatError(f"{record['where']}: field 'test': check() contains no assert, so nothing can fail")
+    content = {
+        "harness": "python-check",
+        "visible_tests": visible,
+        "hidden_tests": hidden,
+        "visible_test_ids": expected_test_ids(visible),
+        "hidden_test_ids": hidden_ids,
+        "timeout_s": DEFAULT_TIMEOUT_S,
+    }
+    suite, _ = TestSuiteVersion.objects.get_or_create(content_hash=content_hash(content), defaults=content)
+    return suite
+
+
+@transaction.atomic
+def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], change_note: str = "") -> ImportReport:
+    """Import task records and pin them as the task set ``task_set_name``.
+
+    Idempotent: a record whose content matches an existing version of its task
+    creates nothing; a changed record creates a new version (parent: the latest)
+    and keeps the old. All or nothing: any error rolls the whole import back.
+
+    Raises:
+        ImportFormatError: a record is malformed (the message names file, line, field).
+    """
+    env = environment_default_python()
+    report = ImportReport(task_set=task_set_name)
+    pinned: list[TaskVersion] = []
+    for record in records:
+        suite = _test_suite_for(record)
+        content = {
+            "prompt": record["prompt"],
+            "entry_point": record["entry_point"],
+            "reference_solution": record["reference_solution"],
+            "environment": env.content_hash,
+            "test_suite": suite.content_hash,
+        }
+        digest = content_hash(content)
+        task, _ = Task.objects.get_or_create(task_id=record["task_id"], defaults={"source": source})
+        version = TaskVersion.objects.filter(task=task, content_hash=digest).first()
+        if version is None:
+            latest = task.versions.order_by("-number").first()
+            number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+            version = TaskVersion.objects.create(
+                task=task,
+                content_hash=digest,
+                parent=latest,
+                number=number,
+                prompt=record["prompt"],
+                entry_point=record["entry_point"],
+                reference_solution=record["reference_solution"],
+                environment=env,
+                test_suite=suite,
+                change_note=change_note or f"imported from {source}",
+            )
+            report.new_versions += 1
+        else:
+            report.unchanged += 1
+        pinned.append(version)
+        report.task_ids.append(task.task_id)
+    report.tasks = len(pinned)
+    task_set_pin(name=task_set_name, versions=pinned)
+    return report
+
+
+@transaction.atomic
+def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "") -> TaskSet:
+    """Create or replace the task set ``name`` so it pins exactly ``versions``, in order."""
+    task_set, _ = TaskSet.objects.get_or_create(name=name)
+    if description:
+        task_set.description = description
+    task_set.members.all().delete()
+    TaskSetMember.objects.bulk_create(
+        TaskSetMember(task_set=task_set, task_version=v, position=i) for i, v in enumerate(versions)
+    )
+    task_set.save()
+    return task_set
+
+
+def trivial_solution(version: TaskVersion) -> str:
+    """The prompt alone: a function whose body is its docstring, returning None."""
+    return version.prompt
+
+
+def _check_version(version: TaskVersion) -> tuple[str, list[str]]:
+    suite = version.test_suite
+    limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
+    reference = run_python_tests(
+        version.prompt + version.reference_solution, suite.hidden_tests, version.entry_point, limits=limits
+    )
+    if reference.status == R.INFRA_ERROR:
+        return TaskVersion.VERDICT_INFRA_ERROR, [f"reference run: {reference.detail}"]
+    if not reference.passed:
+        failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed][:3]
+        return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing]
+    trivial = run_python_tests(trivial_solution(version), suite.hidden_tests, version.entry_point, limits=limits)
+    if trivial.status == R.INFRA_ERROR:
+        return TaskVersion.VERDICT_INFRA_ERROR, [f"trivial run: {trivial.detail}"]
+    if trivial.passed:
+        return TaskVersion.VERDICT_TRIVIAL_PASSES, ["the prompt with an empty body passes every hidden test"]
+    return TaskVersion.VERDICT_VALID, []
+
+
+def task_versions_validate(*, versions: list[TaskVersion], parallelism: int = 2) -> list[TaskVersion]:
+    """Run the reference and a trivial solution of each version in sandboxes; store verdicts.
+
+    Each version's verdict is saved as soon as it is known (one small transaction
+    each), so an interrupted validation keeps what it finished.
+
+    Returns:
+        The versions, in the given order, with ``verdict`` and ``verdict_reasons`` set.
+    """
+    # Sandboxes run in worker threads; database writes stay on this thread.
+    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
+        for version, (verdict, reasons) in zip(versions, pool.map(_check_version, versions)):
+            now = timezone.now()
+            version.verdict, version.verdict_reasons, version.validated_at = verdict, reasons, now
+            TaskVersion.objects.filter(pk=version.pk).update(verdict=verdict, verdict_reasons=reasons, validated_at=now)
+    return versions

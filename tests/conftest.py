@@ -1,0 +1,47 @@
+"""Shared fixtures: a real Redis (the embedded one unless REDIS_URL is set) and a HumanEval slice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from tasks_library.importers.humaneval import default_path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_service():
+    """Redis for the channel layer and Celery: used if running, else started for the session."""
+    from console.stack import Stack
+
+    with Stack() as stack:
+        stack.redis()
+        yield
+
+
+def humaneval_rows() -> list[dict]:
+    with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+@pytest.fixture(scope="session")
+def humaneval() -> list[dict]:
+    """The 164 HumanEval rows as the package ships them."""
+    return humaneval_rows()
+
+
+@pytest.fixture
+def write_jsonl(tmp_path):
+    """Write rows (dicts, or raw bytes lines) to a JSONL file and return its path."""
+
+    def write(rows, name: str = "tasks.jsonl") -> Path:
+        path = tmp_path / name
+        with open(path, "wb") as handle:
+            for row in rows:
+                handle.write(row if isinstance(row, bytes) else json.dumps(row).encode())
+                handle.write(b"\n")
+        return path
+
+    return write

@@ -1,0 +1,125 @@
+"""In a real browser: the run page's plotly chart gains steps live over the websocket."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from console.stack import http_up, port_free
+from sandboxes.result import OK
+from tasks_library.services import task_versions_validate, tasks_import
+from tasks_library.selectors import task_set_get, task_set_versions
+from training import services
+from training.config import RunConfig
+from training.rollout import Rollout, TaskSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
+        raise RuntimeError(f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium")
+    pytestmark.append(pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)"))
+
+
+@pytest.fixture
+def console_server():
+    """daphne serving the console against the test database and the same Redis."""
+    port = next(p for p in range(8130, 8200) if port_free(p))
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not http_up(port):
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "daphne did not start"
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def running_run(humaneval):
+    rows = [{"task_id": r["task_id"], "prompt": r["prompt"], "entry_point": r["entry_point"],
+             "reference_solution": r["canonical_solution"], "tests": r["test"], "where": "test"} for r in humaneval[:2]]
+    tasks_import(source="humaneval", task_set_name="live", records=rows)
+    task_set = task_set_get(name="live")
+    versions = list(task_set_versions(task_set=task_set))
+    task_versions_validate(versions=versions)
+    run = services.run_create(task_set=task_set, config=RunConfig.from_dict({"steps": 5}))
+    services.run_transition(run_id=run.pk, to_status="launching")
+    services.run_transition(run_id=run.pk, to_status="running")
+    spec = TaskSpec(task_version_id=versions[0].pk, prompt=versions[0].prompt, entry_point=versions[0].entry_point,
+                    visible_tests="", hidden_tests="", timeout_s=5)
+    return run, spec
+
+
+def record_step(run, spec, step: int, rewards: list[float]):
+    rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status=OK, reward=r, tests_total=4,
+                        tests_passed=int(r * 4)) for i, r in enumerate(rewards)]
+    services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics={"reward/pass_rate": 0.5})
+
+
+def off_loop(fn, *args, **kwargs):
+    """Run ``fn`` in a plain thread: Playwright's sync API keeps an event loop in this one,
+    where Django's ORM and async_to_sync refuse to run."""
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()
+
+
+def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_run):
+    from playwright.sync_api import sync_playwright
+
+    run, spec = running_run
+    record_step(run, spec, 1, [0.0, 0.25, 0.5, 1.0])
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 700})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{console_server}/runs/{run.pk}/")
+        page.wait_for_selector("#live-state:text('live')", timeout=15000)
+        page.wait_for_selector("#reward-heatmap[data-steps='1']", timeout=10000)
+        assert page.locator("#reward-heatmap .main-svg").count() > 0, "plotly did not draw"
+
+        for step, rewards in ((2, [0.5, 0.5, 0.75, 1.0]), (3, [1.0, 1.0, 0.75, 1.0])):
+            started = time.monotonic()
+            off_loop(record_step, run, spec, step, rewards)
+            page.wait_for_selector(f"#reward-heatmap[data-steps='{step}']", timeout=5000)
+            assert time.monotonic() - started < 5
+        assert page.locator("#step-count").inner_text() == "3"
+        heat = page.evaluate("document.getElementById('reward-heatmap').data[0]")
+        assert heat["x"] == [1, 2, 3]
+        assert [row[2] for row in heat["z"]] == [0, 0, 0, 0, 0, 0, 0, 1, 0, 3]  # step 3: one 0.75, three 1.0
+
+        off_loop(services.run_transition, run_id=run.pk, to_status="succeeded", reason="done")
+        page.wait_for_selector("#run-status:text('succeeded')", timeout=5000)
+        page.screenshot(path=str(ARTIFACTS / "run_live.png"), full_page=True)
+
+        page.reload()
+        page.wait_for_selector("#reward-heatmap[data-steps='3']", timeout=10000)
+        assert errors == []
+        browser.close()

@@ -1,0 +1,83 @@
+"""The sandbox has no network, kills the whole tree and does not see the host's environment."""
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from sandboxes import result as R
+from sandboxes.grading import run_python_tests
+from sandboxes.process import Limits
+
+
+def run(program: str, tests: str, **limits):
+    return run_python_tests(program, tests, "probe", limits=Limits(**limits) if limits else None)
+
+
+def test_no_network_interface_but_loopback():
+    program = (
+        "import socket\n"
+        "def probe():\n"
+        "    try:\n"
+        "        socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+        "        return 'connected'\n"
+        "    except OSError as exc:\n"
+        "        return 'blocked'\n"
+    )
+    result = run(program, "def check(candidate):\n    assert candidate() == 'blocked'\n")
+    assert result.status == R.OK, result
+
+
+def test_host_environment_is_not_visible(monkeypatch):
+    monkeypatch.setenv("CRUCIBLE_TEST_SECRET", "hunter2")
+    program = "import os\ndef probe():\n    return sorted(k for k in os.environ if 'SECRET' in k or k.startswith('DJANGO') or k == 'REDIS_URL')\n"
+    result = run(program, "def check(candidate):\n    assert candidate() == []\n")
+    assert result.status == R.OK, result
+
+
+def test_deterministic_hash_seed_and_time_zone():
+    program = "import os, time\ndef probe():\n    return (os.environ.get('PYTHONHASHSEED'), time.strftime('%Z'))\n"
+    result = run(program, "def check(candidate):\n    assert candidate() == ('0', 'UTC')\n")
+    assert result.status == R.OK, result
+
+
+def test_timeout_kills_detached_grandchildren():
+    shared = Path(tempfile.mkdtemp(prefix="crucible-escape-", dir="/tmp"))
+    os.chmod(shared, 0o777)
+    started, escaped = shared / "started", shared / "escaped"
+    program = (
+        "import os, time\n"
+        "def probe():\n"
+        f"    open({str(started)!r}, 'w').write('yes')\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(2)\n"
+        f"            open({str(escaped)!r}, 'w').write('escaped')\n"
+        "            os._exit(0)\n"
+        "        os._exit(0)\n"
+        "    while True:\n"
+        "        time.sleep(0.1)\n"
+    )
+    try:
+        result = run(program, "def check(candidate):\n    assert candidate()\n", wall_timeout_s=1.0)
+        assert result.status == R.TIMEOUT
+        time.sleep(2.5)
+        assert started.exists(), "the sandbox could not write the control marker: the test proves nothing"
+        assert not escaped.exists(), "a grandchild outlived its execution"
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_workspace_is_fresh_each_time():
+    program = (
+        "import os\n"
+        "def probe():\n"
+        "    seen = os.path.exists('left-behind.txt')\n"
+        "    open('left-behind.txt', 'w').write('x')\n"
+        "    return seen\n"
+    )
+    tests = "def check(candidate):\n    assert candidate() is False\n"
+    assert run(program, tests).status == R.OK
+    assert run(program, tests).status == R.OK

@@ -1,0 +1,82 @@
+"""From a fresh shell: import, validate and train through Celery, each command starting the
+embedded Redis and a Celery worker for its own duration and stopping them after."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--set", "sft_epochs=2", "--set", "group_size=2", "--set", "tasks_per_step=2", "--set", "train_tasks=2",
+        "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2", "--set", "max_new_tokens=24"]
+
+
+@pytest.fixture
+def fresh_home(tmp_path, humaneval, write_jsonl):
+    """A fresh var directory (own SQLite file, own embedded Redis socket) and a 6-task slice."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
+    sliced = write_jsonl(humaneval[:6], "slice.jsonl")
+
+    def manage(*args, check=True, timeout=600):
+        proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    manage("migrate", "--verbosity", "0")
+    manage("import_tasks", "humaneval", "--path", str(sliced))
+    return manage, tmp_path / "var"
+
+
+@pytest.mark.slow
+def test_train_headless_json_runs_through_celery_and_cleans_up(fresh_home):
+    manage, var = fresh_home
+    report = json.loads(manage("validate_tasks", "--taskset", "humaneval", "--json").stdout)
+    assert report["counts"] == {"valid": 6}
+    out = manage("train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY)
+    summary = json.loads(out.stdout)
+    assert summary["status"] == "succeeded", summary
+    assert isinstance(summary["run_id"], int)
+    assert [s["step"] for s in summary["steps"]] == [1, 2]
+    assert all(0.0 <= s["reward_mean"] <= 1.0 for s in summary["steps"])
+    assert summary["summary"]["sft/examples"] == 6
+    # the services this command started are gone again
+    assert not (var / "redis.sock").exists() or not _answers(var / "redis.sock")
+    assert "celery" in (var / "logs" / "celery.log").read_text()
+    assert (var / "runs" / str(summary["run_id"]) / "checkpoint-final" / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_bad_config_and_missing_task_set_are_refused_before_launch(fresh_home):
+    manage, _var = fresh_home
+    refused = manage("train", "--taskset", "humaneval", "--steps", "2", "--set", "model_path=/no/such/model", check=False)
+    assert refused.returncode != 0 and "model_path" in refused.stderr and "Traceback" not in refused.stderr
+    missing = manage("train", "--taskset", "nope", "--steps", "2", check=False)
+    assert missing.returncode != 0 and "task set 'nope' not found" in missing.stderr
+    unvalidated = manage("train", "--taskset", "humaneval", "--steps", "2", check=False)
+    assert unvalidated.returncode != 0 and "validate_tasks" in unvalidated.stderr
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_is_reported_and_recorded(fresh_home):
+    manage, _var = fresh_home
+    manage("validate_tasks", "--taskset", "humaneval")
+    out = manage("train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY,
+                 "--set", "max_prompt_tokens=1", check=False)
+    assert out.returncode != 0
+    assert "max_prompt_tokens" in out.stderr and "Traceback" not in out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["status"] == "failed" and summary["steps"] == []
+
+
+def _answers(sock: Path) -> bool:
+    try:
+        return bool(redis.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping())
+    except (redis.RedisError, OSError):
+        return False

@@ -1,0 +1,1 @@
+"""RL and SFT objectives, one module each, readable top to bottom."""

@@ -1,0 +1,19 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from training.models import TrainingRun
+from training.trainer import train_run
+
+
+class Command(BaseCommand):
+    help = "Internal: run the trainer of one launched run in this process (the local backend starts it)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int, help="id of a run in status 'launching'")
+
+    def handle(self, *args, run_id: int, **options):
+        if not TrainingRun.objects.filter(pk=run_id).exists():
+            raise CommandError(f"run {run_id} does not exist")
+        try:
+            train_run(run_id)
+        except Exception as exc:  # the run already records the failure with its reason
+            raise CommandError(f"run {run_id} failed: {type(exc).__name__}: {exc}") from exc

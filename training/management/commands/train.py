@@ -1,0 +1,73 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from console.stack import ServiceError, Stack
+from tasks_library.selectors import TaskSetNotFound, task_set_get
+from training.config import ConfigError, RunConfig
+from training.services import run_create
+from training.tasks import run_launch
+from training.watch import run_summary, run_wait
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """``["lr=1e-4", "max_turns=3"]`` -> ``{"lr": 0.0001, "max_turns": 3}`` (values read as JSON, else text)."""
+    out = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"--set {pair!r}: write KEY=VALUE, for example --set lr=1e-4")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+class Command(BaseCommand):
+    help = (
+        "Launch a training run (SFT warm start, then GRPO over multi-turn sandbox rollouts) on a task set "
+        "through Celery. Starts the embedded Redis and a Celery worker for its own duration when none runs. "
+        "With --headless it waits for the run and prints a summary with the mean reward of every step."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--taskset", required=True, help="task set to train on (its valid versions)")
+        parser.add_argument("--steps", type=int, required=True, help="number of GRPO steps")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                            help="override a config key (repeatable), e.g. --set lr=1e-4 --set group_size=4")
+        parser.add_argument("--headless", action="store_true", help="wait for the run to end, print a summary")
+        parser.add_argument("--json", action="store_true", dest="as_json",
+                            help='with --headless: print {"run_id", "status", "steps": [{"step", "reward_mean"}]}')
+
+    def handle(self, *args, taskset, steps, overrides, headless, as_json, **options):
+        try:
+            task_set = task_set_get(name=taskset)
+            config = RunConfig.from_dict({**parse_overrides(overrides), "steps": steps})
+            run = run_create(task_set=task_set, config=config)
+        except (TaskSetNotFound, ConfigError, ValueError) as exc:
+            raise CommandError(str(exc)) from exc
+        try:
+            with Stack() as stack:
+                stack.worker()
+                run_launch.delay(run.pk)
+                if not as_json:
+                    self.stdout.write(f"launched run {run.pk} on task set {taskset!r} ({steps} steps)")
+                if not headless and not stack.started:
+                    return  # a running worker owns the run; follow it in the console
+                run = run_wait(run.pk, on_step=None if as_json else self._print_step)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        if as_json:
+            self.stdout.write(json.dumps(run_summary(run), indent=2))
+        else:
+            self.stdout.write(f"run {run.pk} {run.status}: {run.status_reason}")
+        if run.status != run.SUCCEEDED:
+            raise CommandError(f"run {run.pk} ended {run.status}: {run.status_reason}")
+
+    def _print_step(self, step) -> None:
+        m = step.metrics
+        self.stdout.write(
+            f"step {step.step}: reward/mean={step.reward_mean:.3f} pass_rate={m.get('reward/pass_rate', 0):.3f} "
+            f"loss/policy={m.get('loss/policy', 0):.4f}"
+        )

@@ -1,0 +1,126 @@
+"""Training runs, their status history, per-step metrics, trajectories and turns."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from tasks_library.models import TaskSet, TaskVersion
+
+
+class TrainingRun(models.Model):
+    PENDING = "pending"
+    LAUNCHING = "launching"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    STATUSES = [(s, s) for s in (PENDING, LAUNCHING, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)]
+    TERMINAL = (SUCCEEDED, FAILED, CANCELLED)
+
+    task_set = models.ForeignKey(TaskSet, on_delete=models.PROTECT, related_name="runs")
+    # The exact task versions the run used, so it can be reproduced after the set changes.
+    task_versions = models.ManyToManyField(TaskVersion, related_name="runs")
+    config = models.JSONField(default=dict)
+    backend = models.CharField(max_length=20, default="local")
+    backend_ref = models.CharField(max_length=200, blank=True)  # a pid, or a Job name
+    status = models.CharField(max_length=20, choices=STATUSES, default=PENDING)
+    status_reason = models.TextField(blank=True)
+    total_steps = models.PositiveIntegerField()
+    summary = models.JSONField(default=dict, blank=True)  # e.g. SFT warm-start figures
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+
+class RunTransition(models.Model):
+    """One status change of a run, with when and why."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=20)
+    to_status = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class StepMetric(models.Model):
+    """The metrics of one finished step; ``seq`` orders a run's events for back-fill.
+
+    ``metrics`` holds cleanrl-style names (``reward/mean``, ``loss/policy``);
+    ``reward_histogram`` holds counts over fixed bins (edges in ``reward_bins``),
+    so the console never receives raw reward lists.
+    """
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="steps")
+    step = models.PositiveIntegerField()
+    phase = models.CharField(max_length=10, default="rl")  # "sft" or "rl"
+    reward_mean = models.FloatField()
+    reward_histogram = models.JSONField(default=list)
+    reward_bins = models.JSONField(default=list)
+    metrics = models.JSONField(default=dict)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step"]
+        constraints = [models.UniqueConstraint(fields=["run", "step"], name="unique_run_step")]
+
+
+class Trajectory(models.Model):
+    """One multi-turn rollout of one task version inside a group."""
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="trajectories")
+    step = models.PositiveIntegerField()
+    group = models.PositiveIntegerField()
+    index_in_group = models.PositiveIntegerField()
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT)
+    status = models.CharField(max_length=20)  # the grading execution's status
+    reward = models.FloatField()
+    reward_components = models.JSONField(default=dict)
+    advantage = models.FloatField(default=0.0)
+    flags = models.JSONField(default=list)
+    tests_passed = models.PositiveIntegerField(default=0)
+    tests_total = models.PositiveIntegerField(default=0)
+    prompt_token_ids = models.JSONField(default=list)
+    final_code = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step", "group", "index_in_group"]
+        indexes = [models.Index(fields=["run", "step"])]
+
+
+class Turn(models.Model):
+    """One think-execute-observe turn: the sampled tokens and what the sandbox said.
+
+    ``token_ids`` are exactly the ids the policy sampled (token in, token out);
+    ``observation_token_ids`` are the ids appended after it, masked out of the loss.
+    """
+
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    policy_text = models.TextField()
+    token_ids = models.JSONField(default=list)
+    logprobs = models.JSONField(default=list)
+    action = models.CharField(max_length=20, default="run_code")
+    code = models.TextField(blank=True)
+    observation = models.TextField(blank=True)
+    observation_token_ids = models.JSONField(default=list)
+    sandbox_status = models.CharField(max_length=20, blank=True)
+    sandbox_result = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["trajectory", "index"], name="unique_turn")]

@@ -1,0 +1,144 @@
+"""Writes about training runs: creation, status transitions, steps, trajectories."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from console.events import broadcast_run_event
+from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.selectors import task_set_versions
+from training.config import RunConfig
+from training.models import RunTransition, StepMetric, TrainingRun, Trajectory, Turn
+from training.selectors import step_event
+
+REWARD_BINS = [i / 10 for i in range(11)]
+
+# Allowed moves of the run state machine.
+TRANSITIONS = {
+    TrainingRun.PENDING: {TrainingRun.LAUNCHING, TrainingRun.CANCELLED, TrainingRun.FAILED},
+    TrainingRun.LAUNCHING: {TrainingRun.RUNNING, TrainingRun.FAILED, TrainingRun.CANCELLED},
+    TrainingRun.RUNNING: {TrainingRun.SUCCEEDED, TrainingRun.FAILED, TrainingRun.CANCELLED, TrainingRun.INTERRUPTED},
+    TrainingRun.INTERRUPTED: {TrainingRun.LAUNCHING, TrainingRun.FAILED, TrainingRun.CANCELLED},
+}
+
+
+class InvalidTransition(ValueError):
+    """A status change the run state machine does not allow."""
+
+
+@transaction.atomic
+def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") -> TrainingRun:
+    """Create a pending run that pins the task set's current versions.
+
+    Raises:
+        ValueError: the task set has no valid task version to train on.
+    """
+    versions = list(task_set_versions(task_set=task_set).filter(verdict=TaskVersion.VERDICT_VALID))
+    if not versions:
+        raise ValueError(
+            f"task set {task_set.name!r} has no valid task version; run `python manage.py validate_tasks --taskset {task_set.name}`"
+        )
+    run = TrainingRun.objects.create(
+        task_set=task_set, config=config.to_dict(), backend=backend, total_steps=config.steps
+    )
+    run.task_versions.set(versions)
+    RunTransition.objects.create(run=run, from_status="", to_status=TrainingRun.PENDING, reason="created")
+    return run
+
+
+def run_transition(*, run_id: int, to_status: str, reason: str = "") -> TrainingRun:
+    """Move a run to ``to_status``, record why, and tell its watchers.
+
+    Raises:
+        InvalidTransition: the state machine does not allow the move.
+    """
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if to_status not in TRANSITIONS.get(run.status, set()):
+            raise InvalidTransition(f"run {run_id} cannot go from {run.status} to {to_status}")
+        RunTransition.objects.create(run=run, from_status=run.status, to_status=to_status, reason=reason)
+        run.status, run.status_reason = to_status, reason
+        now = timezone.now()
+        if to_status == TrainingRun.RUNNING and run.started_at is None:
+            run.started_at = now
+        if to_status in TrainingRun.TERMINAL:
+            run.finished_at = now
+        run.save(update_fields=["status", "status_reason", "started_at", "finished_at"])
+    broadcast_run_event(run_id, {"kind": "status", "status": to_status, "reason": reason})
+    return run
+
+
+def reward_histogram(rewards: list[float]) -> list[int]:
+    """Counts of ``rewards`` over :data:`REWARD_BINS` (ten bins on [0, 1], last one closed)."""
+    counts = [0] * (len(REWARD_BINS) - 1)
+    for value in rewards:
+        index = min(int(value * 10), len(counts) - 1) if value >= 0 else 0
+        counts[index] += 1
+    return counts
+
+
+def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> StepMetric:
+    """Persist one finished RL step (its trajectories, turns and metrics), then broadcast it.
+
+    Args:
+        rollouts: :class:`training.rollout.Rollout` objects of the step; dropped ones
+            are stored with their flag and left out of the reward statistics.
+        metrics: cleanrl-style scalar metrics (``loss/policy``, ``timing/update_s``...).
+    """
+    scored = [r.reward for r in rollouts if not r.dropped]
+    reward_mean = sum(scored) / len(scored) if scored else 0.0
+    with transaction.atomic():
+        metric = StepMetric.objects.create(
+            run_id=run_id,
+            step=step,
+            reward_mean=reward_mean,
+            reward_histogram=reward_histogram(scored),
+            reward_bins=REWARD_BINS,
+            metrics={"reward/mean": reward_mean, **metrics},
+        )
+        trajectories = Trajectory.objects.bulk_create(
+            Trajectory(
+                run_id=run_id,
+                step=step,
+                group=r.group,
+                index_in_group=r.index_in_group,
+                task_version_id=r.task.task_version_id,
+                status=r.status,
+                reward=r.reward,
+                reward_components={"correctness": r.reward},
+                advantage=r.advantage,
+                flags=r.flags,
+                tests_passed=r.tests_passed,
+                tests_total=r.tests_total,
+                prompt_token_ids=r.prompt_ids,
+                final_code=r.final_code,
+            )
+            for r in rollouts
+        )
+        Turn.objects.bulk_create(
+            Turn(
+                trajectory=trajectory,
+                index=i,
+                policy_text=t.policy_text,
+                token_ids=t.token_ids,
+                logprobs=t.logprobs,
+                code=t.code,
+                observation=t.observation,
+                observation_token_ids=t.observation_ids,
+                sandbox_status=t.sandbox_status,
+                sandbox_result=t.sandbox_result,
+            )
+            for trajectory, r in zip(trajectories, rollouts)
+            for i, t in enumerate(r.turns)
+        )
+    broadcast_run_event(run_id, step_event(metric))
+    return metric
+
+
+def run_summary_update(*, run_id: int, **fields) -> None:
+    """Merge ``fields`` into the run's summary (SFT figures, checkpoint path)."""
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        run.summary = {**run.summary, **fields}
+        run.save(update_fields=["summary"])
