@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 
 class ConfigError(ValueError):
     """A run configuration that cannot be launched; the message names the key."""
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """``["lr=1e-4", "max_turns=3"]`` -> ``{"lr": 0.0001, "max_turns": 3}`` (values read as JSON, else text).
+
+    Raises:
+        ConfigError: a pair is not ``KEY=VALUE``.
+    """
+    out = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: write KEY=VALUE, for example --set lr=1e-4")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
 
 
 @dataclass
@@ -34,6 +53,7 @@ class RunConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     clip_eps: float = 0.2
+    ppo_epochs: int = 1
     normalize_std: bool = True
     loss_aggregation: str = "seq-mean-token-mean"
     sandbox_parallelism: int = 2
@@ -71,7 +91,7 @@ class RunConfig:
     def check(self) -> None:
         """Raises ConfigError naming the first impossible value."""
         positive = ("steps", "tasks_per_step", "group_size", "max_turns", "max_new_tokens", "max_prompt_tokens",
-                    "train_tasks", "sandbox_parallelism", "sft_batch_size", "n_embd", "n_layer", "n_head")
+                    "train_tasks", "sandbox_parallelism", "ppo_epochs", "sft_batch_size", "n_embd", "n_layer", "n_head")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"config key {key!r} must be at least 1, got {getattr(self, key)}")

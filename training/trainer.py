@@ -117,18 +117,25 @@ def grpo_update(policy: Policy, optimizer: torch.optim.Optimizer, rollouts: list
     policy.model.train()
     with torch.no_grad():
         old_logprobs, _ = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
-    logprobs, entropy = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
-    loss = clipped_policy_loss(
-        logprobs, old_logprobs, advantages, loss_mask, clip_eps=config.clip_eps, aggregation=config.loss_aggregation
-    )
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
-    optimizer.step()
+    # PPO: several passes over the same batch; the clip keeps each token's ratio near 1.
+    for epoch in range(config.ppo_epochs):
+        logprobs, entropy = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
+        loss = clipped_policy_loss(
+            logprobs, old_logprobs, advantages, loss_mask, clip_eps=config.clip_eps, aggregation=config.loss_aggregation
+        )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+        optimizer.step()
+        if epoch == 0:
+            metrics["policy/entropy"] = ((entropy.detach() * loss_mask).sum() / loss_mask.sum()).item()
+    with torch.no_grad():
+        ratio = torch.exp(logprobs.detach() - old_logprobs)
+        clipped = ((ratio - 1).abs() > config.clip_eps).float()
     metrics.update(
         {
             "loss/policy": loss.item(),
-            "policy/entropy": ((entropy.detach() * loss_mask).sum() / loss_mask.sum()).item(),
+            "policy/clip_fraction": ((clipped * loss_mask).sum() / loss_mask.sum()).item(),
             "tokens/trained": int(loss_mask.sum()),
         }
     )

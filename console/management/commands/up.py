@@ -10,7 +10,7 @@ from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, task_versions_validate, tasks_import
-from training.config import RunConfig
+from training.config import ConfigError, RunConfig, parse_overrides
 from training.services import run_create
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
@@ -19,8 +19,8 @@ from training.watch import run_summary, run_wait
 # sees the reward move within minutes; `train --taskset humaneval` uses all of them.
 DEMO_TASK_SET = "humaneval-demo"
 DEMO_CONFIG = {
-    "sft_epochs": 22, "sft_batch_size": 4, "lr": 2e-4, "tasks_per_step": 16, "group_size": 4,
-    "max_turns": 2, "train_tasks": 16,
+    "sft_epochs": 18, "sft_batch_size": 4, "lr": 1e-4, "ppo_epochs": 4, "tasks_per_step": 8, "train_tasks": 8,
+    "group_size": 8, "max_turns": 2,
 }
 
 
@@ -37,16 +37,23 @@ class Command(BaseCommand):
         parser.add_argument("--steps", type=int, default=20, help="GRPO steps of the demo run (default 20)")
         parser.add_argument("--demo-tasks", type=int, default=16, help="tasks in the demo task set (default 16)")
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                            help="override a key of the demo run's config (repeatable), e.g. --set group_size=4")
 
-    def handle(self, *args, headless, steps, demo_tasks, port, **options):
+    def handle(self, *args, headless, steps, demo_tasks, port, overrides, **options):
         started = time.monotonic()
+        try:
+            config = RunConfig.from_dict({**DEMO_CONFIG, **parse_overrides(overrides), "steps": steps})
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
+        summary = None
         try:
             with Stack() as stack:
                 stack.worker()
                 base = stack.web(port)
                 self._say(f"console: {base}/")
-                summary = self._main_job(base, steps=steps, demo_tasks=demo_tasks, headless=headless)
+                summary = self._main_job(base, config=config, demo_tasks=demo_tasks)
                 summary["seconds"] = round(time.monotonic() - started, 1)
                 self.stdout.write(json.dumps(summary, indent=2))
                 if not headless:
@@ -57,10 +64,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except KeyboardInterrupt:
             self._say("stopping")
-        if summary["run"]["status"] != "succeeded":
+        if summary and summary["run"]["status"] != "succeeded":
             raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
 
-    def _main_job(self, base: str, *, steps: int, demo_tasks: int, headless: bool) -> dict:
+    def _main_job(self, base: str, *, config: RunConfig, demo_tasks: int) -> dict:
         t0 = time.monotonic()
         try:
             report = tasks_import(source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path()))
@@ -76,7 +83,7 @@ class Command(BaseCommand):
 
         demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
         task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest valid HumanEval tasks")
-        run = run_create(task_set=task_set, config=RunConfig.from_dict({**DEMO_CONFIG, "steps": steps}))
+        run = run_create(task_set=task_set, config=config)
         run_launch.delay(run.pk)
         self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
         run = run_wait(run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"))

@@ -4,24 +4,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, task_set_get
-from training.config import ConfigError, RunConfig
+from training.config import ConfigError, RunConfig, parse_overrides
 from training.services import run_create
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
-
-
-def parse_overrides(pairs: list[str]) -> dict:
-    """``["lr=1e-4", "max_turns=3"]`` -> ``{"lr": 0.0001, "max_turns": 3}`` (values read as JSON, else text)."""
-    out = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise CommandError(f"--set {pair!r}: write KEY=VALUE, for example --set lr=1e-4")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
 
 
 class Command(BaseCommand):

@@ -1,0 +1,36 @@
+"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean up."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from console.stack import port_free
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
+    port = next(p for p in range(8230, 8300) if port_free(p))
+    tiny = ["--set", "sft_epochs=2", "--set", "group_size=2", "--set", "tasks_per_step=2", "--set", "train_tasks=2",
+            "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2", "--set", "max_new_tokens=24",
+            "--set", "ppo_epochs=1"]
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "up", "--headless", "--steps", "2", "--demo-tasks", "4", "--port", str(port), *tiny],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["imported"] == 164
+    assert summary["valid"] == 164 and summary["verdicts"] == {"valid": 164}
+    assert summary["run"]["status"] == "succeeded"
+    assert [s["step"] for s in summary["run"]["steps"]] == [1, 2]
+    assert summary["console"] == f"http://127.0.0.1:{port}/runs/{summary['run']['run_id']}/"
+    assert f"console: http://127.0.0.1:{port}/" in proc.stderr
+    assert port_free(port), "the console started by `up --headless` is still listening"
