@@ -9,6 +9,7 @@ leaves tests unreported, and unreported tests fail.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
@@ -23,6 +24,11 @@ from sandboxes.runtimes import RuntimeUnavailable, python_interpreter
 log = logging.getLogger(__name__)
 HARNESS = Path(__file__).parent / "harness" / "python_check.py"
 SOLUTION_FILE = "solution.py"
+
+
+@functools.lru_cache(maxsize=1)
+def _harness_source() -> str:
+    return HARNESS.read_text(encoding="utf-8")
 
 
 def expected_test_ids(test_source: str) -> list[str]:
@@ -61,8 +67,9 @@ def run_python_tests(
     except OSError as exc:
         return R.ExecutionResult(status=R.INFRA_ERROR, detail=f"could not create workspace: {exc}")
     try:
-        # The harness is read from the host's package path, not copied into the
-        # workspace, so the submission's directory never holds test code.
+        # The harness travels as ``-c`` source and the tests through stdin: nothing
+        # of the grader lies in the workspace, and the sandbox user needs no read
+        # access to the project's checkout (which may sit under a private home).
         spec = {
             "nonce": nonce,
             "solution_path": str(workspace / SOLUTION_FILE),
@@ -71,7 +78,7 @@ def run_python_tests(
         }
         try:
             outcome = run_tree(
-                [python_interpreter(), "-I", str(HARNESS)],
+                [python_interpreter(), "-I", "-c", _harness_source()],
                 cwd=workspace,
                 stdin_for=lambda fd: json.dumps({**spec, "results_fd": fd}).encode(),
                 limits=limits,
