@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -87,17 +88,30 @@ def _wait(check, *, seconds: float, what: str, proc: subprocess.Popen, logfile: 
     raise ServiceError(f"{what} did not become ready within {seconds:.0f} s; its log ({logfile}) ends:\n{tail}")
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 class Stack:
     """A context manager owning the services it started (and only those)."""
 
     def __init__(self) -> None:
         self.started: list[tuple[str, subprocess.Popen]] = []
+        self._previous_sigterm = None
 
     def __enter__(self) -> Stack:
+        # A SIGTERM (kill, a supervisor) must stop what we started, as Ctrl-C does:
+        # turn it into SystemExit so the with-block unwinds through __exit__.
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stop()
+        try:
+            self.stop()
+        finally:
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
 
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> tuple[subprocess.Popen, Path]:
         logfile = log_dir() / f"{name}.log"

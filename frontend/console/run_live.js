@@ -22,9 +22,13 @@
     const x = ordered.map((e) => e.step);
     const bins = ordered.length ? ordered[0].bins : [];
     const centres = bins.slice(0, -1).map((b, i) => ((b + bins[i + 1]) / 2).toFixed(2));
-    const z = centres.map((_, row) => ordered.map((e) => e.histogram[row] || 0));
-    Plotly.react(heat, [{ type: "heatmap", x: x, y: centres, z: z, colorscale: "Viridis",
-      colorbar: { title: { text: "trajectories" } } }],
+    const counts = centres.map((_, row) => ordered.map((e) => e.histogram[row] || 0));
+    // Colour by log(1 + count) so that a few high-reward trajectories stay visible
+    // beside a crowded zero bin; the hover shows the real count.
+    const z = counts.map((row) => row.map((c) => Math.log1p(c)));
+    Plotly.react(heat, [{ type: "heatmap", x: x, y: centres, z: z, customdata: counts, colorscale: "Viridis",
+      hovertemplate: "step %{x}<br>reward ≈ %{y}<br>%{customdata} trajectories<extra></extra>",
+      colorbar: { title: { text: "log(1+n)" } } }],
       { title: { text: "Reward distribution per step" }, xaxis: { title: { text: "step" } },
         yaxis: { title: { text: "reward (bin centre)" } }, margin: { t: 40, r: 20 } },
       { displayModeBar: false, responsive: true });

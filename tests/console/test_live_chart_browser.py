@@ -113,7 +113,7 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         assert page.locator("#step-count").inner_text() == "3"
         heat = page.evaluate("document.getElementById('reward-heatmap').data[0]")
         assert heat["x"] == [1, 2, 3]
-        assert [row[2] for row in heat["z"]] == [0, 0, 0, 0, 0, 0, 0, 1, 0, 3]  # step 3: one 0.75, three 1.0
+        assert [row[2] for row in heat["customdata"]] == [0, 0, 0, 0, 0, 0, 0, 1, 0, 3]  # step 3: one 0.75, three 1.0
 
         off_loop(services.run_transition, run_id=run.pk, to_status="succeeded", reason="done")
         page.wait_for_selector("#run-status:text('succeeded')", timeout=5000)

@@ -34,3 +34,36 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     assert summary["console"] == f"http://127.0.0.1:{port}/runs/{summary['run']['run_id']}/"
     assert f"console: http://127.0.0.1:{port}/" in proc.stderr
     assert port_free(port), "the console started by `up --headless` is still listening"
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_services_a_command_started(tmp_path):
+    """`train` waiting on its run, killed with SIGTERM, stops the Redis and worker it started."""
+    import signal
+    import time
+
+    import redis as redis_client
+
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    script = (
+        "from console.stack import Stack\n"
+        "import time\n"
+        "with Stack() as s:\n"
+        "    s.worker()\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "manage.py", "shell", "-v", "0", "-c", script], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    sock = tmp_path / "var" / "redis.sock"
+    assert redis_client.Redis(unix_socket_path=str(sock)).ping()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    time.sleep(1)
+    with pytest.raises(redis_client.ConnectionError):
+        redis_client.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping()
+    leftovers = subprocess.run(["pgrep", "-f", f"crucible-{proc.pid}@"], capture_output=True, text=True).stdout
+    assert leftovers.strip() == "", f"celery worker left running: {leftovers}"
