@@ -143,12 +143,16 @@ def make_workspace(files: dict[str, str]) -> Path:
     return root
 
 
-def run_tree(argv: list[str], *, cwd: Path, stdin_for, limits: Limits) -> ProcessOutcome:
+def run_tree(
+    argv: list[str], *, cwd: Path, stdin_for, limits: Limits, pass_fds: tuple[int, ...] = ()
+) -> ProcessOutcome:
     """Run ``argv`` isolated in ``cwd`` and return what it did.
 
     ``stdin_for(results_fd)`` returns the bytes written to its standard input; it is
     told the number of the inherited pipe whose content comes back as
-    ``ProcessOutcome.results`` (capped at 4 MiB).
+    ``ProcessOutcome.results`` (capped at 4 MiB). ``pass_fds`` are further
+    descriptors the tree inherits; this function closes them in the host once the
+    tree holds them, so each end of a pipe lives in exactly one tree.
 
     Raises:
         OSError: the process could not be started (the caller reports ``infra_error``).
@@ -176,11 +180,11 @@ def run_tree(argv: list[str], *, cwd: Path, stdin_for, limits: Limits) -> Proces
             stderr=err_w,
             env={**SANDBOX_ENV, "HOME": str(cwd)},
             preexec_fn=_drop_privileges_and_limit(limits, as_root),
-            pass_fds=(res_w,),
+            pass_fds=(res_w, *pass_fds),
             close_fds=True,
         )
     finally:
-        for fd in (out_w, err_w, res_w, in_r):
+        for fd in (out_w, err_w, res_w, in_r, *pass_fds):
             os.close(fd)
     proc_holder["pid"] = proc.pid
     drains = [

@@ -73,12 +73,15 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion], *, para
     def score(sample: dict) -> SampleScore:
         version = versions[sample["task_id"]]
         suite = version.test_suite
-        result = run_python_tests(
-            version.prompt + sample["completion"], suite.hidden_tests, version.entry_point,
-            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
-        )
+        def run() -> R.ExecutionResult:
+            return run_python_tests(
+                version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
+                limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
+            )
+
+        result = run()
         if result.status == R.INFRA_ERROR:  # the sandbox failed, not the sample: try once more
-            result = run_python_tests(version.prompt + sample["completion"], suite.hidden_tests, version.entry_point)
+            result = run()
         flags = [] if result.status in (R.OK, R.FAILED) else [result.status]
         return SampleScore(
             task_id=sample["task_id"],

@@ -138,14 +138,17 @@ def _check_version(version: TaskVersion) -> tuple[str, list[str]]:
     suite = version.test_suite
     limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
     reference = run_python_tests(
-        version.prompt + version.reference_solution, suite.hidden_tests, version.entry_point, limits=limits
+        version.prompt + version.reference_solution, suite.hidden_tests, version.entry_point,
+        prompt=version.prompt, limits=limits,
     )
     if reference.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"reference run: {reference.detail}"]
     if not reference.passed:
         failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed][:3]
         return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing]
-    trivial = run_python_tests(trivial_solution(version), suite.hidden_tests, version.entry_point, limits=limits)
+    trivial = run_python_tests(
+        trivial_solution(version), suite.hidden_tests, version.entry_point, prompt=version.prompt, limits=limits
+    )
     if trivial.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"trivial run: {trivial.detail}"]
     if trivial.passed:

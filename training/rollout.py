@@ -114,9 +114,10 @@ def _limits(task: TaskSpec) -> Limits:
 
 def _run_with_retry(code: str, tests: str, task: TaskSpec) -> R.ExecutionResult:
     """One execution, retried once when the sandbox itself failed."""
-    result = run_python_tests(code, tests, task.entry_point, limits=_limits(task))
-    if result.status == R.INFRA_ERROR:
-        result = run_python_tests(code, tests, task.entry_point, limits=_limits(task))
+    for _attempt in range(2):
+        result = run_python_tests(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
+        if result.status != R.INFRA_ERROR:
+            break
     return result
 
 

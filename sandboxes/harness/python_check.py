@@ -1,32 +1,37 @@
-"""Grading harness for HumanEval-style Python tests, run *inside* the sandbox.
+"""The tests' side of grading (the driver), run in a sandbox of its own.
 
 The test source defines ``check(candidate)``; each top-level statement of its body
 that contains an ``assert`` is one test, and the others are setup run in order.
 Running the statements one by one (instead of calling ``check`` once) gives a
 result per test id, so a grader can count tests instead of trusting an exit code.
 
-Protocol (standard library only, so it runs under ``python -I``):
+``candidate`` is a proxy: each call is sent to the submission's process (see
+``python_runner.py``) and its answer comes back as plain data. The submission never
+shares an interpreter, a namespace or a descriptor with the tests, the expected
+values or this driver's report channel.
 
-* stdin: one JSON object ``{"nonce", "results_fd", "solution_path", "tests", "entry_point"}``;
-  the test source arrives here and is never written into the workspace.
-* the fd named ``results_fd`` in the spec: JSON lines ``{"nonce", "event": "test", "id", "passed", "error"}`` and a
-  final ``{"nonce", "event": "done"}``. A test with no line is a failure to the host.
-
-The host imports :func:`split_check` from this file to compute the expected ids,
-so both sides agree on what the tests are.
+Protocol: stdin carries ``{"results_fd", "request_fd", "reply_fd", "tests",
+"prompt", "entry_point"}``. The ``results_fd`` pipe receives JSON lines
+``{"event": "test", "id", "passed", "error"}``, ``{"event": "load_error"}`` and a final
+``{"event": "done"}``; a test with no line is a failure to the host.
 """
 
-from __future__ import annotations
-
 import ast
+import builtins
 import json
 import os
 import sys
 
+try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
+    from sandboxes.harness.plaindata import decode, dumps_line, encode
+except ImportError:
+    pass
+
 MAX_ERROR_CHARS = 500
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
-def split_check(test_source: str) -> list[tuple[str | None, ast.stmt]]:
+def split_check(test_source):
     """Split the body of ``check`` into ``(test_id, statement)`` pairs.
 
     ``test_id`` is ``"assert_<k>"`` for the k-th statement that contains an
@@ -39,11 +44,11 @@ def split_check(test_source: str) -> list[tuple[str | None, ast.stmt]]:
     module = ast.parse(test_source)
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name == "check":
-            pairs: list[tuple[str | None, ast.stmt]] = []
+            pairs = []
             count = 0
             for stmt in node.body:
                 if any(isinstance(sub, ast.Assert) for sub in ast.walk(stmt)):
-                    pairs.append((f"assert_{count}", stmt))
+                    pairs.append(("assert_%d" % count, stmt))
                     count += 1
                 else:
                     pairs.append((None, stmt))
@@ -51,59 +56,107 @@ def split_check(test_source: str) -> list[tuple[str | None, ast.stmt]]:
     raise ValueError("test source defines no check(candidate) function")
 
 
-def module_without_check(test_source: str) -> ast.Module:
+def module_without_check(test_source):
     """The test module's top level (imports, constants, helpers) minus ``check``."""
     module = ast.parse(test_source)
     module.body = [n for n in module.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")]
     return module
 
 
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text[:MAX_ERROR_CHARS]
+class SubmissionLost(RuntimeError):
+    """The submission's process is gone (it exited, crashed or was killed)."""
 
 
-def main() -> None:
+class Candidate:
+    """Calls the submission's function in its own process; answers are plain data."""
+
+    def __init__(self, name, requests, replies):
+        self.name, self.requests, self.replies = name, requests, replies
+        self.lost = None
+
+    def __call__(self, *args, **kwargs):
+        if self.lost:
+            raise SubmissionLost(self.lost)
+        try:
+            self.requests.write(dumps_line({"name": self.name, "args": encode(list(args)), "kwargs": encode(kwargs)}))
+            self.requests.flush()
+        except OSError:
+            self.lost = "the submission's process exited"
+            raise SubmissionLost(self.lost) from None
+        line = self.replies.readline(MAX_REPLY_BYTES)
+        if not line.endswith(b"\n"):
+            self.lost = "the submission's process exited or sent a reply over %d bytes" % MAX_REPLY_BYTES
+            raise SubmissionLost(self.lost)
+        reply = json.loads(line)
+        if "ok" in reply:
+            return decode(reply["ok"])
+        error = reply.get("error") or {}
+        kind = getattr(builtins, str(error.get("type")), None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind("%s (raised by the submission)" % error.get("message", ""))
+
+
+def _describe(exc):
+    return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
+
+
+def main():
     spec = json.loads(sys.stdin.read())
     sys.stdin.close()
-    nonce = spec["nonce"]
-    out = os.fdopen(spec["results_fd"], "w", buffering=1)
+    out = os.fdopen(spec["results_fd"], "wb", buffering=0)
 
-    def emit(**fields: object) -> None:
-        out.write(json.dumps({"nonce": nonce, **fields}) + "\n")
-        out.flush()
+    def emit(**fields):
+        out.write(dumps_line(fields))
 
+    requests = os.fdopen(spec["request_fd"], "wb")
+    replies = os.fdopen(spec["reply_fd"], "rb")
     pairs = split_check(spec["tests"])
-    namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = {"__name__": "__main__"}
     load_error = None
-    try:
-        with open(spec["solution_path"], encoding="utf-8") as handle:
-            source = handle.read()
-        exec(compile(source, spec["solution_path"], "exec"), namespace)
-        exec(compile(module_without_check(spec["tests"]), "<tests>", "exec"), namespace)
-        namespace["candidate"] = namespace[spec["entry_point"]]
-    except BaseException as exc:  # noqa: BLE001 - a SystemExit here must not end the harness
-        load_error = _describe(exc)
+    hello = replies.readline(MAX_REPLY_BYTES)
+    if not hello.endswith(b"\n"):
+        hello = {"load_error": "the submission's process exited while loading"}
+        emit(event="submission_lost", error=hello["load_error"])
+    else:
+        try:
+            hello = json.loads(hello)
+        except ValueError:
+            hello = {"load_error": "the submission's process sent no greeting"}
+    if "load_error" in hello:
+        load_error = str(hello["load_error"])[:MAX_ERROR_CHARS]
         emit(event="load_error", error=load_error)
+    else:
+        try:
+            # The prompt is task content: it may define helpers the tests call
+            # (HumanEval/32's ``poly``). Its stub of the entry point is replaced below.
+            exec(compile(spec.get("prompt", ""), "<prompt>", "exec"), namespace)
+        except Exception:  # noqa: BLE001 - a prompt that is not a whole program defines nothing
+            pass
+        exec(compile(module_without_check(spec["tests"]), "<tests>", "exec"), namespace)
+        # Tests may name the entry point itself (HumanEval/33 compares the candidate
+        # with ``sort_third``): in the original harness that name is the submission's
+        # function, so here it is the same proxy as ``candidate``.
+        namespace["candidate"] = namespace[spec["entry_point"]] = Candidate(spec["entry_point"], requests, replies)
 
     for test_id, stmt in pairs:
         if load_error is not None:
             if test_id is not None:
-                emit(event="test", id=test_id, passed=False, error=f"not run: {load_error}")
+                emit(event="test", id=test_id, passed=False, error="not run: " + load_error)
             continue
         try:
             exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"), namespace)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit/SkipTest from the submission fail the test
+        except BaseException as exc:  # noqa: BLE001 - any failure of a statement fails its test
             if test_id is not None:
                 emit(event="test", id=test_id, passed=False, error=_describe(exc))
             continue
         if test_id is not None:
             emit(event="test", id=test_id, passed=True, error="")
+    lost = namespace.get("candidate").lost if "candidate" in namespace else None
+    if lost:
+        emit(event="submission_lost", error=lost)
     emit(event="done")
     out.close()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Skip atexit handlers and finalizers the submission may have registered.
     os._exit(0)
 
 
