@@ -131,6 +131,7 @@ def run_python_tests(
         peak_memory_bytes=runner.peak_memory_bytes,
         tests=tests,
         detail=detail,
+        enforcement=runner.enforcement,
     )
 
 
@@ -159,7 +160,7 @@ def _status(runner, driver, *, events: dict, tests: list[R.TestResult], stderr: 
         return R.TIMEOUT
     if runner.output_exceeded:
         return R.OUTPUT_LIMIT
-    if "MemoryError" in stderr or any("MemoryError" in t.error for t in tests):
+    if runner.memory_limit_hit or "MemoryError" in stderr or any("MemoryError" in t.error for t in tests):
         return R.MEMORY_LIMIT
     if not events["done"] or events["submission_lost"] or runner.signal is not None:
         return R.CRASHED

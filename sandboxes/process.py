@@ -7,9 +7,12 @@ mount, ipc and uts namespaces. The child of ``unshare --fork`` is pid 1 of the n
 pid namespace, so when it exits or is killed the kernel kills every process left in
 the namespace: a daemonised grandchild cannot outlive its execution.
 
-Limits are rlimits set before exec (address space, CPU seconds, file size, open
-files, and process count where the sandbox runs as its own user). Wall-clock time
-and output size are enforced from the host by SIGKILL to the process group.
+Memory and process count are limited per execution tree by a cgroup where the host
+allows it (``cgroups.py``: v1 ``memory`` and ``pids``, as root), and otherwise by
+rlimits (address space, and process count of the sandbox user). CPU seconds, file
+size and open files are always rlimits set before exec. Wall-clock time and output
+size are enforced from the host by SIGKILL. ``ProcessOutcome.enforcement`` says
+whether a cgroup or rlimits alone held the tree.
 When the host runs as root, the tree first drops to the ``nobody`` user, so the
 sandbox cannot read the host's files that are private to root.
 
@@ -28,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from sandboxes import cgroups
 
 NOBODY = 65534
 SANDBOX_ENV = {
@@ -80,6 +85,9 @@ class ProcessOutcome:
     wall_ms: float
     cpu_ms: float
     peak_memory_bytes: int
+    enforcement: str = "rlimit"  # "cgroup-v1" when a cgroup held memory and pids
+    memory_limit_hit: bool = False
+    pids_limit_hit: bool = False
 
 
 class _Drain(threading.Thread):
@@ -106,15 +114,24 @@ class _Drain(threading.Thread):
             os.close(self.fd)
 
 
-def _drop_privileges_and_limit(limits: Limits, as_root: bool):
+def _drop_privileges_and_limit(limits: Limits, as_root: bool, cgroup: cgroups.Cgroup | None):
+    join_files = cgroup.join_files() if cgroup else []
+    # With a cgroup capping resident memory, the address-space rlimit only stops
+    # absurd reservations; without one it is the memory limit.
+    address_space = limits.memory_bytes * 4 if cgroup else limits.memory_bytes
+
     def preexec() -> None:
         os.setsid()
+        for path in join_files:  # join while still root: "0" means this process
+            fd = os.open(path, os.O_WRONLY)
+            os.write(fd, b"0")
+            os.close(fd)
         if as_root:
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
@@ -170,6 +187,7 @@ def run_tree(
             exceeded.set()
             _kill_group(proc_holder.get("pid"))
 
+    cgroup = cgroups.create(memory_bytes=limits.memory_bytes, processes=limits.processes)
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -179,10 +197,14 @@ def run_tree(
             stdout=out_w,
             stderr=err_w,
             env={**SANDBOX_ENV, "HOME": str(cwd)},
-            preexec_fn=_drop_privileges_and_limit(limits, as_root),
+            preexec_fn=_drop_privileges_and_limit(limits, as_root, cgroup),
             pass_fds=(res_w, *pass_fds),
             close_fds=True,
         )
+    except BaseException:
+        if cgroup:
+            cgroup.remove()
+        raise
     finally:
         for fd in (out_w, err_w, res_w, in_r, *pass_fds):
             os.close(fd)
@@ -217,6 +239,12 @@ def run_tree(
         drain.join(5)
     proc.returncode = 0  # reaped by wait4 above; stop Popen from waiting again
 
+    peak_memory = 0
+    memory_hit = pids_hit = False
+    if cgroup:
+        peak_memory = cgroup.peak_memory_bytes()
+        memory_hit, pids_hit = cgroup.memory_limit_hit(), cgroup.pids_limit_hit()
+        cgroup.remove()
     _pid, status, usage = waited["status"]
     exit_code = os.waitstatus_to_exitcode(status)
     signum = -exit_code if exit_code < 0 else None
@@ -234,7 +262,10 @@ def run_tree(
         output_exceeded=exceeded.is_set(),
         wall_ms=wall_ms,
         cpu_ms=(usage.ru_utime + usage.ru_stime) * 1000,
-        peak_memory_bytes=usage.ru_maxrss * 1024,
+        peak_memory_bytes=peak_memory if cgroup else usage.ru_maxrss * 1024,
+        enforcement="cgroup-v1" if cgroup else "rlimit",
+        memory_limit_hit=memory_hit,
+        pids_limit_hit=pids_hit,
     )
 
 

@@ -38,8 +38,12 @@ class ExecutionResult:
         truncated: True when either stream was longer than the cap.
         wall_ms: wall-clock milliseconds from spawn to exit.
         cpu_ms: user plus system CPU milliseconds of the whole process tree.
-        peak_memory_bytes: the largest resident set of any process in the tree.
+        peak_memory_bytes: with a cgroup, the peak memory charged to the whole tree
+            (resident plus page cache); with rlimits only, the largest resident set
+            of one process in it.
         tests: one entry per expected test id, in order.
+        enforcement: ``cgroup-v1`` when a per-execution cgroup held memory and process
+            count, ``rlimit`` when rlimits alone did.
     """
 
     status: str
@@ -53,6 +57,7 @@ class ExecutionResult:
     peak_memory_bytes: int = 0
     tests: list[TestResult] = field(default_factory=list)
     detail: str = ""
+    enforcement: str = "rlimit"
 
     @property
     def tests_passed(self) -> int:
