@@ -146,7 +146,7 @@ def make_workspace(files: dict[str, str]) -> Path:
     Raises:
         ValueError: a path is absolute or climbs out of the workspace.
     """
-    root = Path(tempfile.mkdtemp(prefix="crucible-ws-"))
+    root = Path(tempfile.mkdtemp(prefix=f"crucible-ws-{os.getpid()}-"))
     for rel, text in files.items():
         target = (root / rel).resolve()
         if root.resolve() not in target.parents:

@@ -33,11 +33,3 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
         .select_related("task", "test_suite", "environment")
         .order_by("tasksetmember__position")
     )
-
-
-def task_versions_latest(*, task_ids: list[str] | None = None) -> QuerySet[TaskVersion]:
-    """All task versions, optionally only of the given task ids."""
-    qs = TaskVersion.objects.select_related("task", "test_suite")
-    if task_ids is not None:
-        qs = qs.filter(task__task_id__in=task_ids)
-    return qs

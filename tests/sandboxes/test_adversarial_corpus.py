@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sandboxes import cgroups
 from sandboxes import result as R
 from sandboxes.grading import run_python_tests
 from sandboxes.process import Limits
@@ -116,15 +117,23 @@ def host_sentinel():
 
 
 def sandbox_processes(wait_s: float = 3.0) -> str:
-    """Live (non-zombie) processes of the sandbox user, after giving the kernel ``wait_s``
-    to finish tearing down a killed pid namespace."""
-    user = "nobody" if os.geteuid() == 0 else str(os.geteuid())
+    """What this test process's executions left running.
+
+    With cgroups, every execution tree has its own cgroup named after this pid, and a
+    cgroup with a live process in it cannot be removed: a leftover directory is a
+    leftover process. Without cgroups, the live processes of the sandbox user (this
+    check then assumes no other sandbox runs on the host meanwhile).
+    """
     deadline = time.monotonic() + wait_s
     while True:
-        out = subprocess.run(["ps", "-u", user, "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
-        live = [line for line in out.splitlines() if line.split()[1:2] and not line.split()[1].startswith("Z")]
-        if os.geteuid() != 0:
-            live = [line for line in live if "python_check" in line or "unshare" in line]
+        if cgroups.available():
+            live = [str(p) for c in cgroups.CONTROLLERS
+                    for p in (cgroups.ROOT / c / cgroups.PARENT).glob(f"x-{os.getpid()}-*")]
+        else:
+            user = "nobody" if os.geteuid() == 0 else str(os.geteuid())
+            out = subprocess.run(["ps", "-u", user, "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
+            live = [line for line in out.splitlines() if line.split()[1:2] and not line.split()[1].startswith("Z")]
+            live = [line for line in live if "plaindata" in line or "unshare" in line]
         if not live or time.monotonic() > deadline:
             return "\n".join(live)
         time.sleep(0.1)
@@ -134,7 +143,7 @@ def sandbox_processes(wait_s: float = 3.0) -> str:
 def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
     monkeypatch.setenv("CRUCIBLE_HOST_SECRET", HOST_SECRET)
     assert sandbox_processes() == "", "a sandbox process was running before the case"
-    workspaces_before = set(glob.glob(os.path.join(tempfile.gettempdir(), "crucible-ws-*")))
+    workspaces_before = set(glob.glob(os.path.join(tempfile.gettempdir(), f"crucible-ws-{os.getpid()}-*")))
     result = run_python_tests(case.program, TESTS, "add", limits=Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2))
 
     assert result.status != R.OK, f"false pass: {result}"
@@ -144,4 +153,4 @@ def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
     assert HOST_SECRET not in result.stdout + result.stderr
     assert SENTINEL.read_text() == "original"
     assert sandbox_processes() == "", "processes outlived the execution"
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "crucible-ws-*"))) <= workspaces_before
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), f"crucible-ws-{os.getpid()}-*"))) <= workspaces_before
