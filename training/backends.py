@@ -1,8 +1,11 @@
 """Launch backends: where a run's trainer process runs.
 
-``local`` starts ``manage.py run_trainer RUN_ID`` on this host and waits for it;
-when the process ends without the run reaching a final status (a crash, a kill),
-the run is marked failed with the tail of the trainer's log as the reason.
+``local`` starts ``manage.py run_trainer RUN_ID`` on this host and waits for it.
+The trainer stays in the worker's process group, so stopping the worker stops it
+too: no trainer outlives the worker that launched it. When the process ends without
+the run reaching a final status, the run is marked ``interrupted`` if a signal
+ended it (a stop, a kill: resumable) and ``failed`` otherwise, with the tail of the
+trainer's log as the reason.
 The Kubernetes backend is issue 5/8.
 """
 
@@ -42,14 +45,20 @@ def launch_local(run_id: int) -> None:
         proc = subprocess.Popen(
             [sys.executable, str(settings.BASE_DIR / "manage.py"), "run_trainer", str(run_id)],
             stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=settings.BASE_DIR, start_new_session=True,
+            cwd=settings.BASE_DIR,
         )
     TrainingRun.objects.filter(pk=run_id).update(backend_ref=f"pid:{proc.pid}")
     code = proc.wait()
     run.refresh_from_db()
     if not run.is_terminal:
-        reason = f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{_log_tail(logfile)}"
-        services.run_transition(run_id=run_id, to_status=TrainingRun.FAILED, reason=reason)
+        tail = _log_tail(logfile)
+        if code < 0:
+            reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
+            to_status = TrainingRun.INTERRUPTED
+        else:
+            reason = f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{tail}"
+            to_status = TrainingRun.FAILED
+        services.run_transition(run_id=run_id, to_status=to_status, reason=reason)
 
 
 BACKENDS = {"local": launch_local}

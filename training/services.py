@@ -17,7 +17,7 @@ REWARD_BINS = [i / 10 for i in range(11)]
 # Allowed moves of the run state machine.
 TRANSITIONS = {
     TrainingRun.PENDING: {TrainingRun.LAUNCHING, TrainingRun.CANCELLED, TrainingRun.FAILED},
-    TrainingRun.LAUNCHING: {TrainingRun.RUNNING, TrainingRun.FAILED, TrainingRun.CANCELLED},
+    TrainingRun.LAUNCHING: {TrainingRun.RUNNING, TrainingRun.FAILED, TrainingRun.CANCELLED, TrainingRun.INTERRUPTED},
     TrainingRun.RUNNING: {TrainingRun.SUCCEEDED, TrainingRun.FAILED, TrainingRun.CANCELLED, TrainingRun.INTERRUPTED},
     TrainingRun.INTERRUPTED: {TrainingRun.LAUNCHING, TrainingRun.FAILED, TrainingRun.CANCELLED},
 }
@@ -67,6 +67,18 @@ def run_transition(*, run_id: int, to_status: str, reason: str = "") -> Training
         run.save(update_fields=["status", "status_reason", "started_at", "finished_at"])
     broadcast_run_event(run_id, {"kind": "status", "status": to_status, "reason": reason})
     return run
+
+
+def run_interrupt_if_active(*, run_id: int, reason: str) -> bool:
+    """Mark a launching or running run ``interrupted`` (its trainer is gone); True if it was."""
+    status = TrainingRun.objects.values_list("status", flat=True).get(pk=run_id)
+    if status not in (TrainingRun.LAUNCHING, TrainingRun.RUNNING):
+        return False
+    try:
+        run_transition(run_id=run_id, to_status=TrainingRun.INTERRUPTED, reason=reason)
+    except InvalidTransition:  # it moved on meanwhile
+        return False
+    return True
 
 
 def reward_histogram(rewards: list[float]) -> list[int]:

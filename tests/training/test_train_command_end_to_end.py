@@ -80,3 +80,37 @@ def _answers(sock: Path) -> bool:
         return bool(redis.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping())
     except (redis.RedisError, OSError):
         return False
+
+
+@pytest.mark.slow
+def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
+    import signal
+    import time
+
+    manage, var = fresh_home
+    manage("validate_tasks", "--taskset", "humaneval")
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env["CRUCIBLE_VAR_DIR"] = str(var)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "train", "--taskset", "humaneval", "--steps", "50", "--headless",
+         "--set", "sft_epochs=200", "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout.readline().startswith("launched run 1")
+    query = "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, r.backend_ref)"
+    deadline = time.monotonic() + 60
+    while True:
+        status, ref = manage("shell", "-v", "0", "-c", query).stdout.split()
+        if status == "running":
+            break
+        assert time.monotonic() < deadline, f"run never started: {status}"
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "interrupted" in err and "Traceback" not in err
+    status, _ref = manage("shell", "-v", "0", "-c", query).stdout.split()
+    assert status == "interrupted"
+    trainer_pid = int(ref.split(":")[1])
+    time.sleep(0.5)
+    assert not Path(f"/proc/{trainer_pid}").exists() or "zombie" in Path(f"/proc/{trainer_pid}/status").read_text().lower(), \
+        "the trainer outlived the command that launched it"

@@ -11,7 +11,7 @@ from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, task_versions_validate, tasks_import
 from training.config import ConfigError, RunConfig, parse_overrides
-from training.services import run_create
+from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
 
@@ -48,6 +48,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
         summary = None
+        self.launched: list[int] = []
         try:
             with Stack() as stack:
                 stack.worker()
@@ -62,8 +63,14 @@ class Command(BaseCommand):
                         time.sleep(3600)
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
             self._say("stopping")
+            interrupted = [
+                run_id for run_id in self.launched
+                if run_interrupt_if_active(run_id=run_id, reason="`up` was stopped before the run finished")
+            ]
+            if interrupted:
+                raise CommandError(f"stopped; run {', '.join(map(str, interrupted))} interrupted") from None
         if summary and summary["run"]["status"] != "succeeded":
             raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
 
@@ -84,6 +91,7 @@ class Command(BaseCommand):
         demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
         task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest valid HumanEval tasks")
         run = run_create(task_set=task_set, config=config)
+        self.launched.append(run.pk)
         run_launch.delay(run.pk)
         self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
         run = run_wait(run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"))

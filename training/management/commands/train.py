@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, task_set_get
 from training.config import ConfigError, RunConfig, parse_overrides
-from training.services import run_create
+from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
 
@@ -44,6 +44,10 @@ class Command(BaseCommand):
                 run = run_wait(run.pk, on_step=None if as_json else self._print_step)
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # The worker this command started is stopped, and its trainer with it.
+            run_interrupt_if_active(run_id=run.pk, reason="the `train` command that owned its worker was stopped")
+            raise CommandError(f"stopped; run {run.pk} is interrupted") from exc
         if as_json:
             self.stdout.write(json.dumps(run_summary(run), indent=2))
         else:
