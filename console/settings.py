@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 import plotly
 
-from console.env import env_bool, env_int, env_list, env_str
+from console.env import env_bool, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -120,7 +120,12 @@ CELERY_TASK_ALWAYS_EAGER = False
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CRUCIBLE_CHANNEL_PREFIX", "crucible")},
+        # channels_redis blocks up to 5 s in BZPOPMIN: the read timeout must exceed it,
+        # or every idle websocket is dropped with a TimeoutError every few seconds.
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "socket_connect_timeout": 5}],
+            "prefix": env_str("CRUCIBLE_CHANNEL_PREFIX", "crucible"),
+        },
     }
 }
 
@@ -130,10 +135,6 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "frontend", ("plotly", Path(plotly.__file__).parent / "package_data")]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
-
-# --- crucible --------------------------------------------------------------------
-CRUCIBLE_PORT = env_int("CRUCIBLE_PORT", 8000, minimum=1)
-CRUCIBLE_SANDBOX_TIMEOUT_S = env_int("CRUCIBLE_SANDBOX_TIMEOUT_S", 10, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],

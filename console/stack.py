@@ -13,6 +13,7 @@ not is started here and stopped when the stack closes.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -59,10 +60,11 @@ def celery_workers() -> int:
 
 
 def http_up(port: int) -> bool:
+    """True when Crucible's console (not just any server) answers on ``port``."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
-            return response.status < 500
-    except OSError:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+            return json.loads(response.read()).get("service") == "crucible-console"
+    except (OSError, ValueError, AttributeError):
         return False
 
 
@@ -153,12 +155,20 @@ class Stack:
         )
         _wait(lambda: celery_workers() > 0, seconds=60, what="Celery worker", proc=proc, logfile=logfile)
 
+    def check_web_port(self, port: int) -> None:
+        """Fail fast when ``port`` is held by something that is not the console.
+
+        Raises:
+            ServiceError: naming the port and the flag to change it.
+        """
+        if not http_up(port) and not port_free(port):
+            raise ServiceError(f"port {port} is taken by something that is not the console; pass --port")
+
     def web(self, port: int) -> str:
         """Make sure the console answers on ``port``; returns its base address."""
         self.redis()
         if not http_up(port):
-            if not port_free(port):
-                raise ServiceError(f"port {port} is taken by something that is not the console; pass --port")
+            self.check_web_port(port)
             proc, logfile = self._spawn(
                 "web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"]
             )

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
 from training import selectors
 from training.models import StepMetric, TrainingRun
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness of the console; ``service`` lets a launcher tell it from another server."""
+    return JsonResponse({"service": "crucible-console", "ok": True})
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -35,4 +41,6 @@ class RunStepsApi(ListAPIView):
     serializer_class = StepSerializer
 
     def get_queryset(self):
+        if not selectors.run_exists(run_id=self.kwargs["run_id"]):
+            raise NotFound(f"run {self.kwargs['run_id']} does not exist")
         return selectors.run_steps(run_id=self.kwargs["run_id"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import defaultdict
 from collections.abc import Iterator
@@ -34,15 +35,18 @@ def read_samples(path: Path) -> Iterator[dict]:
     Raises:
         ImportFormatError: a line is not UTF-8 JSON, or lacks a string task_id or completion.
     """
-    with open(path, "rb") as handle:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             where = f"{path}:{lineno}"
             try:
                 row = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ImportFormatError(f"{where}: not a UTF-8 JSON object ({exc})") from exc
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            except json.JSONDecodeError as exc:
+                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
             if not isinstance(row, dict):
                 raise ImportFormatError(f"{where}: expected a JSON object")
             for field in ("task_id", "completion"):

@@ -110,6 +110,8 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
             report.unchanged += 1
         pinned.append(version)
         report.task_ids.append(task.task_id)
+    if not pinned:
+        raise ImportFormatError("the file holds no task; nothing to import")
     report.tasks = len(pinned)
     task_set_pin(name=task_set_name, versions=pinned)
     return report

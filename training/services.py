@@ -34,7 +34,10 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     Raises:
         ValueError: the task set has no valid task version to train on.
     """
-    versions = list(task_set_versions(task_set=task_set).filter(verdict=TaskVersion.VERDICT_VALID))
+    pinned = task_set_versions(task_set=task_set)
+    if not pinned.exists():
+        raise ValueError(f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)")
+    versions = list(pinned.filter(verdict=TaskVersion.VERDICT_VALID))
     if not versions:
         raise ValueError(
             f"task set {task_set.name!r} has no valid task version; run `python manage.py validate_tasks --taskset {task_set.name}`"

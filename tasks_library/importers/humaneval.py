@@ -44,7 +44,7 @@ def read_humaneval(path: Path) -> Iterator[dict]:
             try:
                 row = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
             if not isinstance(row, dict):
                 raise ImportFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
             for field in REQUIRED_FIELDS:

@@ -100,6 +100,8 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         page = browser.new_page(viewport={"width": 1400, "height": 700})
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        sockets = []
+        page.on("websocket", lambda ws: sockets.append(ws))
         page.goto(f"{console_server}/runs/{run.pk}/")
         page.wait_for_selector("#live-state:text('live')", timeout=15000)
         page.wait_for_selector("#reward-heatmap[data-steps='1']", timeout=10000)
@@ -111,6 +113,9 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
             page.wait_for_selector(f"#reward-heatmap[data-steps='{step}']", timeout=5000)
             assert time.monotonic() - started < 5
         assert page.locator("#step-count").inner_text() == "3"
+        # An idle socket stays open (channels_redis blocks 5 s per read on Redis).
+        page.wait_for_timeout(12000)
+        assert len(sockets) == 1 and page.locator("#live-state").inner_text() == "live", "the websocket dropped"
         heat = page.evaluate("document.getElementById('reward-heatmap').data[0]")
         assert heat["x"] == [1, 2, 3]
         assert [row[2] for row in heat["customdata"]] == [0, 0, 0, 0, 0, 0, 0, 1, 0, 3]  # step 3: one 0.75, three 1.0

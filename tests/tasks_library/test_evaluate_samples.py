@@ -59,3 +59,21 @@ def test_unknown_task_id_names_the_line(imported, write_jsonl):
 )
 def test_pass_at_k_matches_hand_worked_values(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_directory_and_bad_parallelism_are_clear_errors(imported, tmp_path, write_jsonl):
+    with pytest.raises(CommandError, match="is not a file"):
+        evaluate(tmp_path)
+    path = write_jsonl([{"task_id": imported[0]["task_id"], "completion": imported[0]["canonical_solution"]}], "s.jsonl")
+    with pytest.raises(CommandError, match="--parallelism must be at least 1"):
+        call_command("evaluate_samples", str(path), "--taskset", "humaneval", "--parallelism", "0")
+
+
+def test_gzipped_samples_are_read(imported, tmp_path):
+    import gzip
+
+    path = tmp_path / "samples.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for row in imported:
+            handle.write(json.dumps({"task_id": row["task_id"], "completion": row["canonical_solution"]}) + "\n")
+    assert evaluate(path)["pass@1"] == 1.0

@@ -83,5 +83,14 @@ def test_duplicate_task_id_is_refused(humaneval, write_jsonl):
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
-    with pytest.raises(CommandError, match="does not exist"):
+    with pytest.raises(CommandError, match="nope.jsonl is not a file"):
         call_command("import_tasks", "humaneval", "--path", str(tmp_path / "nope.jsonl"))
+
+
+@pytest.mark.django_db
+def test_empty_file_and_blank_task_set_name_are_refused(write_jsonl, humaneval):
+    with pytest.raises(CommandError, match="holds no task"):
+        run_import("--path", str(write_jsonl([], "empty.jsonl")))
+    with pytest.raises(CommandError, match="--taskset must be a non-empty name"):
+        run_import("--path", str(write_jsonl(humaneval[:1])), "--taskset", "  ")
+    assert TaskSet.objects.count() == 0 and TaskVersion.objects.count() == 0

@@ -43,7 +43,10 @@ class Command(BaseCommand):
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, **options):
         started = time.monotonic()
         try:
-            config = RunConfig.from_dict({**DEMO_CONFIG, **parse_overrides(overrides), "steps": steps})
+            extra = parse_overrides(overrides)
+            if "steps" in extra:
+                raise ConfigError("set the number of steps with --steps, not --set steps=...")
+            config = RunConfig.from_dict({**DEMO_CONFIG, **extra, "steps": steps})
         except ConfigError as exc:
             raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
@@ -51,6 +54,7 @@ class Command(BaseCommand):
         self.launched: list[int] = []
         try:
             with Stack() as stack:
+                stack.check_web_port(port)
                 stack.worker()
                 base = stack.web(port)
                 self._say(f"console: {base}/")

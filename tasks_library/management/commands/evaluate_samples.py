@@ -28,12 +28,16 @@ class Command(BaseCommand):
             versions = {v.task.task_id: v for v in task_set_versions(task_set=task_set_get(name=taskset))}
         except TaskSetNotFound as exc:
             raise CommandError(str(exc)) from exc
-        if not samples.exists():
-            raise CommandError(f"{samples} does not exist; pass a JSONL file of samples")
+        if parallelism < 1:
+            raise CommandError("--parallelism must be at least 1")
+        if not samples.is_file():
+            raise CommandError(f"{samples} is not a file; pass a JSONL (or .jsonl.gz) file of samples")
         try:
             rows = list(read_samples(samples))
         except ImportFormatError as exc:
             raise CommandError(str(exc)) from exc
+        except OSError as exc:
+            raise CommandError(f"cannot read {samples}: {exc}") from exc
         if not rows:
             raise CommandError(f"{samples} holds no samples")
         for row in rows:

@@ -26,8 +26,10 @@ class Command(BaseCommand):
     def handle(self, *args, source, path, taskset, as_json: bool, **options):
         reader, default = SOURCES[source]
         path = path or default()
-        if not path.exists():
-            raise CommandError(f"{path} does not exist; pass --path to a {source} JSONL file")
+        if not path.is_file():
+            raise CommandError(f"{path} is not a file; pass --path to a {source} JSONL file")
+        if taskset is not None and not taskset.strip():
+            raise CommandError("--taskset must be a non-empty name")
         try:
             report = tasks_import(source=source, task_set_name=taskset or source, records=reader(path))
         except ImportFormatError as exc:
@@ -39,7 +41,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(out, indent=2))
         else:
             self.stdout.write(
-                f"imported {report.tasks} tasks into task set {report.task_set!r}: "
-                f"{report.new_versions} new versions, {report.unchanged} unchanged"
+                f"imported {report.tasks} tasks: {report.new_versions} new versions, {report.unchanged} unchanged; "
+                f"task set {report.task_set!r} now pins exactly these {report.tasks} versions"
             )
 

@@ -29,7 +29,10 @@ class Command(BaseCommand):
     def handle(self, *args, taskset, steps, overrides, headless, as_json, **options):
         try:
             task_set = task_set_get(name=taskset)
-            config = RunConfig.from_dict({**parse_overrides(overrides), "steps": steps})
+            extra = parse_overrides(overrides)
+            if "steps" in extra:
+                raise ConfigError("set the number of steps with --steps, not --set steps=...")
+            config = RunConfig.from_dict({**extra, "steps": steps})
             run = run_create(task_set=task_set, config=config)
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
@@ -40,7 +43,10 @@ class Command(BaseCommand):
                 if not as_json:
                     self.stdout.write(f"launched run {run.pk} on task set {taskset!r} ({steps} steps)")
                 if not headless and not stack.started:
-                    return  # a running worker owns the run; follow it in the console
+                    # A running worker owns the run; follow it in the console.
+                    if as_json:
+                        self.stdout.write(json.dumps({"run_id": run.pk, "status": run.status}))
+                    return
                 run = run_wait(run.pk, on_step=None if as_json else self._print_step)
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
