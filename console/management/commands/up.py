@@ -94,7 +94,10 @@ class Command(BaseCommand):
 
         demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
         task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest valid HumanEval tasks")
-        run = run_create(task_set=task_set, config=config)
+        try:
+            run = run_create(task_set=task_set, config=config)
+        except ValueError as exc:  # no valid task to train on
+            raise CommandError(str(exc)) from exc
         self.launched.append(run.pk)
         run_launch.delay(run.pk)
         self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
