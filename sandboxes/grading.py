@@ -86,16 +86,18 @@ def run_python_tests(
         runner_spec = {"solution_path": str(workspace / SOLUTION_FILE), "request_fd": request_r, "reply_fd": reply_w}
         driver_spec = {"tests": test_source, "prompt": prompt, "entry_point": entry_point,
                        "request_fd": request_w, "reply_fd": reply_r}
-        # The harness programs travel as ``-c`` source and the tests through stdin:
+        # ``-I -S``: no environment, no user or site packages (the standard library
+        # only, and a faster start). The harness programs travel as ``-c`` source and
+        # the tests through stdin:
         # nothing of the grader lies in a workspace, and the sandbox user needs no
         # read access to the project's checkout (which may sit under a private home).
         with ThreadPoolExecutor(max_workers=2) as pool:
             runner_future = pool.submit(
-                run_tree, [interpreter, "-I", "-c", _harness_source("python_runner.py")], cwd=workspace,
+                run_tree, [interpreter, "-I", "-S", "-c", _harness_source("python_runner.py")], cwd=workspace,
                 stdin_for=lambda _fd: json.dumps(runner_spec).encode(), limits=limits, pass_fds=(request_r, reply_w),
             )
             driver_future = pool.submit(
-                run_tree, [interpreter, "-I", "-c", _harness_source("python_check.py")], cwd=driver_dir,
+                run_tree, [interpreter, "-I", "-S", "-c", _harness_source("python_check.py")], cwd=driver_dir,
                 stdin_for=lambda fd: json.dumps({**driver_spec, "results_fd": fd}).encode(), limits=limits,
                 pass_fds=(request_w, reply_r),
             )
