@@ -12,7 +12,7 @@ from math import comb
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.grading import run_python_tests
+from sandboxes.grading import run_python_tests_retrying
 from sandboxes.process import Limits
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import TaskVersion
@@ -77,15 +77,10 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion], *, para
     def score(sample: dict) -> SampleScore:
         version = versions[sample["task_id"]]
         suite = version.test_suite
-        def run() -> R.ExecutionResult:
-            return run_python_tests(
-                version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
-                limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
-            )
-
-        result = run()
-        if result.status == R.INFRA_ERROR:  # the sandbox failed, not the sample: try once more
-            result = run()
+        result = run_python_tests_retrying(
+            version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
+            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
+        )
         flags = [] if result.status in (R.OK, R.FAILED) else [result.status]
         return SampleScore(
             task_id=sample["task_id"],

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sandboxes import result as R
-from sandboxes.grading import run_python_tests
+from sandboxes.grading import run_python_tests_retrying
 from sandboxes.process import Limits
 from training.generation import sample_batch
 from training.policy import Policy
@@ -114,11 +114,7 @@ def _limits(task: TaskSpec) -> Limits:
 
 def _run_with_retry(code: str, tests: str, task: TaskSpec) -> R.ExecutionResult:
     """One execution, retried once when the sandbox itself failed."""
-    for _attempt in range(2):
-        result = run_python_tests(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
-        if result.status != R.INFRA_ERROR:
-            break
-    return result
+    return run_python_tests_retrying(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
 
 
 def observation_text(result: R.ExecutionResult) -> str:
