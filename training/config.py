@@ -29,6 +29,18 @@ def parse_overrides(pairs: list[str]) -> dict:
     return out
 
 
+def config_from_command_line(*, defaults: dict, overrides: list[str], steps: int) -> "RunConfig":
+    """The config of a command's run: ``defaults``, then ``--set`` pairs, then ``--steps``.
+
+    Raises:
+        ConfigError: a malformed pair, ``steps`` given through ``--set``, or a bad value.
+    """
+    extra = parse_overrides(overrides)
+    if "steps" in extra:
+        raise ConfigError("set the number of steps with --steps, not --set steps=...")
+    return RunConfig.from_dict({**defaults, **extra, "steps": steps})
+
+
 @dataclass
 class RunConfig:
     """Every knob of a run. Units: tokens for lengths, seconds for times.

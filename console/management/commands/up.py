@@ -10,7 +10,7 @@ from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, task_versions_validate, tasks_import
-from training.config import ConfigError, RunConfig, parse_overrides
+from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
@@ -43,10 +43,7 @@ class Command(BaseCommand):
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, **options):
         started = time.monotonic()
         try:
-            extra = parse_overrides(overrides)
-            if "steps" in extra:
-                raise ConfigError("set the number of steps with --steps, not --set steps=...")
-            config = RunConfig.from_dict({**DEMO_CONFIG, **extra, "steps": steps})
+            config = config_from_command_line(defaults=DEMO_CONFIG, overrides=overrides, steps=steps)
         except ConfigError as exc:
             raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)

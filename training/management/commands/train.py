@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, task_set_get
-from training.config import ConfigError, RunConfig, parse_overrides
+from training.config import ConfigError, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
@@ -29,10 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args, taskset, steps, overrides, headless, as_json, **options):
         try:
             task_set = task_set_get(name=taskset)
-            extra = parse_overrides(overrides)
-            if "steps" in extra:
-                raise ConfigError("set the number of steps with --steps, not --set steps=...")
-            config = RunConfig.from_dict({**extra, "steps": steps})
+            config = config_from_command_line(defaults={}, overrides=overrides, steps=steps)
             run = run_create(task_set=task_set, config=config)
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
