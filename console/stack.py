@@ -155,6 +155,20 @@ class Stack:
         )
         _wait(lambda: celery_workers() > 0, seconds=60, what="Celery worker", proc=proc, logfile=logfile)
 
+    def sandbox_workers(self, runtime: str = "python", concurrency: int | None = None) -> None:
+        """Make sure resident sandbox workers of ``runtime`` consume the execution queue."""
+        from sandboxes.queue import live_workers
+
+        self.redis()
+        if live_workers(runtime):
+            return
+        proc, logfile = self._spawn(
+            f"sandbox-{runtime}",
+            [sys.executable, "manage.py", "sandbox_worker", "--runtime", runtime,
+             "--concurrency", str(concurrency or os.cpu_count() or 2)],
+        )
+        _wait(lambda: live_workers(runtime) > 0, seconds=60, what=f"sandbox worker ({runtime})", proc=proc, logfile=logfile)
+
     def check_web_port(self, port: int) -> None:
         """Fail fast when ``port`` is held by something that is not the console.
 

@@ -27,6 +27,36 @@ class Cgroup:
     """One execution's cgroup directories, one per controller."""
 
     paths: dict[str, Path]
+    _oom_kills_before: int = 0
+    _pids_max_before: int = 0
+
+    def set_limits(self, *, memory_bytes: int | None = None, processes: int | None = None) -> None:
+        """Change the limits (a resident sandbox's cgroup serves many executions)."""
+        if memory_bytes is not None:
+            memsw = self.paths["memory"] / "memory.memsw.limit_in_bytes"
+            limit = self.paths["memory"] / "memory.limit_in_bytes"
+            # memory+swap may never be below memory: raise it first, lower it last.
+            order = [memsw, limit] if memory_bytes > _read_int(limit) else [limit, memsw]
+            for path in order:
+                if path.exists():
+                    path.write_text(str(memory_bytes))
+        if processes is not None:
+            (self.paths["pids"] / "pids.max").write_text(str(processes))
+
+    def reset_counters(self) -> None:
+        """Start a new execution: zero the peak and failure counters, note the OOM-kill count."""
+        for name in ("memory.max_usage_in_bytes", "memory.failcnt"):
+            (self.paths["memory"] / name).write_text("0")
+        self._oom_kills_before = self._oom_kills()
+        self._pids_max_before = self._pids_max_events()
+
+    def _oom_kills(self) -> int:
+        fields = (self.paths["memory"] / "memory.oom_control").read_text().split()
+        return int(dict(zip(fields[::2], fields[1::2])).get("oom_kill", "0"))
+
+    def _pids_max_events(self) -> int:
+        events = (self.paths["pids"] / "pids.events").read_text().split()
+        return int(events[1]) if len(events) == 2 and events[0] == "max" else 0
 
     def join_files(self) -> list[str]:
         """The ``cgroup.procs`` files a child writes ``0`` to, to join before exec."""
@@ -38,13 +68,14 @@ class Cgroup:
     def memory_limit_hit(self) -> bool:
         """True when the tree hit its memory limit: the OOM killer acted in it, or a
         charge failed (``memory.failcnt``)."""
-        fields = (self.paths["memory"] / "memory.oom_control").read_text().split()
-        stats = dict(zip(fields[::2], fields[1::2]))
-        return int(stats.get("oom_kill", "0")) > 0 or _read_int(self.paths["memory"] / "memory.failcnt") > 0
+        return self._oom_kills() > self._oom_kills_before or _read_int(self.paths["memory"] / "memory.failcnt") > 0
 
     def pids_limit_hit(self) -> bool:
-        events = (self.paths["pids"] / "pids.events").read_text().split()
-        return len(events) == 2 and events[0] == "max" and int(events[1]) > 0
+        return self._pids_max_events() > self._pids_max_before
+
+    def processes(self) -> list[int]:
+        """The pids in the cgroup now (an idle resident sandbox's cgroup holds none)."""
+        return [int(p) for p in (self.paths["pids"] / "cgroup.procs").read_text().split()]
 
     def kill_all(self) -> None:
         """SIGKILL every process left in the cgroup (v1 has no cgroup.kill)."""

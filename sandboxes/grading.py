@@ -11,17 +11,18 @@ and the submission cannot reach the report channel to forge one.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import logging
 import os
-import shutil
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.harness.python_check import split_check
-from sandboxes.process import Limits, make_workspace, run_tree
+from sandboxes.process import Limits
+from sandboxes.resident import Tree, Zygote, ZygoteDied, interpreter_bind_dirs, watch
 from sandboxes.runtimes import RuntimeUnavailable, python_interpreter
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,9 @@ SOLUTION_FILE = "solution.py"
 
 
 @functools.lru_cache(maxsize=4)
-def _harness_source(name: str) -> str:
-    """A harness program with the plain-data codec's source in front (standard library only)."""
-    return (HARNESS_DIR / "plaindata.py").read_text(encoding="utf-8") + "\n" + (HARNESS_DIR / name).read_text(encoding="utf-8")
+def _harness_sources(name: str) -> dict[str, str]:
+    """A role's harness and the plain-data codec it uses (standard library only)."""
+    return {source: (HARNESS_DIR / f"{source}.py").read_text(encoding="utf-8") for source in ("plaindata", name)}
 
 
 def expected_test_ids(test_source: str) -> list[str]:
@@ -44,72 +45,105 @@ def expected_test_ids(test_source: str) -> list[str]:
     return [test_id for test_id, _stmt in split_check(test_source) if test_id is not None]
 
 
-def run_python_tests(
-    program: str,
-    test_source: str,
-    entry_point: str,
-    *,
-    prompt: str = "",
-    limits: Limits | None = None,
-) -> R.ExecutionResult:
-    """Execute ``program`` in one sandbox and the tests of ``test_source`` in another.
+class PythonGrader:
+    """A warm pair of resident sandboxes: one for submissions, one for tests.
 
-    The tests' ``candidate`` calls ``entry_point`` in the submission's sandbox over a
-    pair of pipes; only plain data crosses (see ``harness/plaindata.py``). The
-    submission's sandbox never holds the tests, the expected values or the report
-    channel, so it can neither read nor forge them.
-
-    Args:
-        program: the full Python source under test (prompt plus completion).
-        test_source: HumanEval-style source defining ``check(candidate)``.
-        entry_point: the name of the function the tests call.
-        prompt: the task's prompt, run on the tests' side for helpers the tests use.
-        limits: resource limits of each sandbox; defaults to :class:`Limits`.
-
-    Returns:
-        An :class:`ExecutionResult` with one :class:`TestResult` per expected id;
-        stdout, stderr, times and memory are the submission's. Launch failures come
-        back as status ``infra_error``, never raised.
+    The two zygotes never share memory: the tests' zygote never runs a submission,
+    and the submissions' zygote never receives a test (so no execution can find
+    another's expected values in what it inherits). Not thread-safe: one grader per
+    worker thread.
     """
-    limits = limits or Limits()
-    expected = expected_test_ids(test_source)
-    try:
-        workspace = make_workspace({SOLUTION_FILE: program})
-    except OSError as exc:
-        return R.ExecutionResult(status=R.INFRA_ERROR, detail=f"could not create workspace: {exc}")
-    driver_dir = None
-    try:
-        driver_dir = make_workspace({})
-        interpreter = python_interpreter()
-        request_r, request_w = os.pipe()
-        reply_r, reply_w = os.pipe()
-        runner_spec = {"solution_path": str(workspace / SOLUTION_FILE), "request_fd": request_r, "reply_fd": reply_w}
-        driver_spec = {"tests": test_source, "prompt": prompt, "entry_point": entry_point,
-                       "request_fd": request_w, "reply_fd": reply_r}
-        # ``-I -S``: no environment, no user or site packages (the standard library
-        # only, and a faster start). The harness programs travel as ``-c`` source and
-        # the tests through stdin:
-        # nothing of the grader lies in a workspace, and the sandbox user needs no
-        # read access to the project's checkout (which may sit under a private home).
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            runner_future = pool.submit(
-                run_tree, [interpreter, "-I", "-S", "-c", _harness_source("python_runner.py")], cwd=workspace,
-                stdin_for=lambda _fd: json.dumps(runner_spec).encode(), limits=limits, pass_fds=(request_r, reply_w),
-            )
-            driver_future = pool.submit(
-                run_tree, [interpreter, "-I", "-S", "-c", _harness_source("python_check.py")], cwd=driver_dir,
-                stdin_for=lambda fd: json.dumps({**driver_spec, "results_fd": fd}).encode(), limits=limits,
-                pass_fds=(request_w, reply_r),
-            )
-            runner, driver = runner_future.result(), driver_future.result()
-    except (OSError, RuntimeUnavailable) as exc:
-        log.exception("sandbox launch failed")
-        return R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox launch failed: {exc}")
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
-        if driver_dir is not None:
-            shutil.rmtree(driver_dir, ignore_errors=True)
 
+    def __init__(self) -> None:
+        self.interpreter = python_interpreter()
+        binds = interpreter_bind_dirs(self.interpreter)
+        self.runner = Zygote(self.interpreter, "python_runner", _harness_sources("python_runner"), binds)
+        self.driver = Zygote(self.interpreter, "python_check", _harness_sources("python_check"), binds)
+
+    def ensure_started(self) -> None:
+        """(Re)start whichever zygote is not running.
+
+        Raises:
+            ZygoteDied: a zygote could not start.
+        """
+        for zygote in (self.runner, self.driver):
+            if not zygote.alive:
+                zygote.stop()
+                zygote.start()
+
+    def close(self) -> None:
+        self.runner.stop()
+        self.driver.stop()
+
+    def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
+              limits: Limits | None = None) -> R.ExecutionResult:
+        """Execute ``program`` in one sandbox and the tests of ``test_source`` in another.
+
+        The tests' ``candidate`` calls ``entry_point`` in the submission's sandbox over a
+        pair of pipes; only plain data crosses (see ``harness/plaindata.py``). The
+        submission's sandbox never holds the tests, the expected values or the report
+        channel, so it can neither read nor forge them.
+
+        Args:
+            program: the full Python source under test (prompt plus completion).
+            test_source: HumanEval-style source defining ``check(candidate)``.
+            entry_point: the name of the function the tests call.
+            prompt: the task's prompt, run on the tests' side for helpers the tests use.
+            limits: resource limits of each sandbox; defaults to :class:`Limits`.
+
+        Returns:
+            An :class:`ExecutionResult` with one :class:`TestResult` per expected id;
+            stdout, stderr, times and memory are the submission's.
+
+        Raises:
+            ZygoteDied: a resident sandbox died (the caller retries, then reports
+                ``infra_error``; never a policy failure).
+        """
+        limits = limits or Limits()
+        expected = expected_test_ids(test_source)
+        self.ensure_started()
+        pipes = {name: os.pipe() for name in ("request", "reply", "r_out", "r_err", "r_exit",
+                                              "d_out", "d_err", "d_exit", "results")}
+        try:
+            runner_pid = self.runner.start_tree(
+                files={SOLUTION_FILE: program},
+                spec={"solution_path": SOLUTION_FILE, "request_fd": 3, "reply_fd": 4, "fd_order": ["request", "reply"]},
+                limits=limits,
+                fds={"stdout": pipes["r_out"][1], "stderr": pipes["r_err"][1], "exit": pipes["r_exit"][1],
+                     "request": pipes["request"][0], "reply": pipes["reply"][1]},
+            )
+            driver_pid = self.driver.start_tree(
+                files={},
+                spec={"tests": test_source, "prompt": prompt, "entry_point": entry_point,
+                      "request_fd": 3, "reply_fd": 4, "results_fd": 5, "fd_order": ["request", "reply", "results"]},
+                limits=limits,
+                fds={"stdout": pipes["d_out"][1], "stderr": pipes["d_err"][1], "exit": pipes["d_exit"][1],
+                     "request": pipes["request"][1], "reply": pipes["reply"][0], "results": pipes["results"][1]},
+            )
+        except BaseException:
+            for fd in (fd for pair in pipes.values() for fd in pair):
+                try:  # start_tree closed what it sent; the rest is ours
+                    os.close(fd)
+                except OSError:
+                    pass
+            raise
+        runner, driver = watch(
+            [
+                Tree(self.runner, runner_pid, {"stdout": pipes["r_out"][0], "stderr": pipes["r_err"][0],
+                                               "exit": pipes["r_exit"][0]}, limits),
+                Tree(self.driver, driver_pid, {"stdout": pipes["d_out"][0], "stderr": pipes["d_err"][0],
+                                               "exit": pipes["d_exit"][0], "results": pipes["results"][0]},
+                     limits, kill_on_output=False),
+            ],
+            deadline_s=limits.wall_timeout_s,
+        )
+        for zygote in (self.runner, self.driver):
+            if not zygote.alive:  # its trees died with it: the platform failed, not the submission
+                raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
+        return _result(runner, driver, expected)
+
+
+def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
     events = _parse_results(driver.results)
     reported = events["tests"]
     tests = [
@@ -135,6 +169,33 @@ def run_python_tests(
         detail=detail,
         enforcement=runner.enforcement,
     )
+
+
+_local = threading.local()
+
+
+def local_grader() -> PythonGrader:
+    """This thread's resident grader, started on first use and stopped at exit."""
+    grader = getattr(_local, "grader", None)
+    if grader is None:
+        grader = _local.grader = PythonGrader()
+        atexit.register(grader.close)
+    return grader
+
+
+def run_python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
+                     limits: Limits | None = None) -> R.ExecutionResult:
+    """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`).
+
+    A sandbox that dies is replaced and the execution is reported as ``infra_error``.
+    """
+    grader = local_grader()
+    try:
+        return grader.grade(program, test_source, entry_point, prompt=prompt, limits=limits)
+    except (ZygoteDied, OSError, RuntimeUnavailable) as exc:
+        log.warning("sandbox failed: %s", exc)
+        grader.close()
+        return R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox failed: {exc}")
 
 
 def run_python_tests_retrying(*args, attempts: int = 2, **kwargs) -> R.ExecutionResult:
@@ -172,7 +233,8 @@ def _status(runner, driver, *, events: dict, tests: list[R.TestResult], stderr: 
         return R.TIMEOUT
     if runner.output_exceeded:
         return R.OUTPUT_LIMIT
-    if runner.memory_limit_hit or "MemoryError" in stderr or any("MemoryError" in t.error for t in tests):
+    if (runner.memory_limit_hit or "MemoryError" in stderr or "heap out of memory" in stderr
+            or any("MemoryError" in t.error for t in tests)):
         return R.MEMORY_LIMIT
     if not events["done"] or events["submission_lost"] or runner.signal is not None:
         return R.CRASHED

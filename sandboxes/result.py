@@ -74,3 +74,10 @@ class ExecutionResult:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ExecutionResult:
+        """The inverse of :meth:`to_dict` (a result that crossed the queue)."""
+        fields = dict(data)
+        fields["tests"] = [TestResult(**t) for t in fields.get("tests", [])]
+        return cls(**fields)

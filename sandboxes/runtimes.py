@@ -1,13 +1,15 @@
 """Runtimes a sandbox can execute: which interpreter, found where.
 
-A runtime is a plug-in: adding one (a second Python, Node.js) means adding a
-function here that returns its argv prefix.
+A runtime is a plug-in: adding one (a second Python, Node.js) means adding its
+interpreter lookup and an executor class here, and naming it in ``EXECUTORS``;
+``sandbox_worker --runtime NAME`` then serves it.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -52,3 +54,74 @@ def python_interpreter() -> str:
         f"no Python {version} interpreter readable by the sandbox user; "
         f"install python{version} system-wide (apt-get install python{version})"
     )
+
+
+@functools.lru_cache(maxsize=1)
+def node_interpreter() -> str:
+    """The machine's Node.js, which sandboxes run for JavaScript.
+
+    Raises:
+        RuntimeUnavailable: no ``node`` the sandbox user can execute.
+    """
+    found = shutil.which("node") or shutil.which("nodejs")
+    if found and _world_executable(Path(os.path.realpath(found))):
+        return os.path.realpath(found)
+    raise RuntimeUnavailable("no Node.js found for the node runtime; install it (apt-get install nodejs)")
+
+
+class PythonExecutor:
+    """Runs ``python_tests`` requests in a warm :class:`~sandboxes.grading.PythonGrader`."""
+
+    kinds = ("python_tests",)
+
+    def __init__(self) -> None:
+        from sandboxes.grading import PythonGrader
+
+        self.grader = PythonGrader()
+        self.grader.ensure_started()
+
+    def run(self, request: dict):
+        """Execute one queued request.
+
+        Raises:
+            ZygoteDied: the sandbox died (the worker requeues the request).
+            ValueError: the request's kind is not one this runtime runs.
+        """
+        from sandboxes.worker import limits_of
+
+        if request.get("kind") not in self.kinds:
+            raise ValueError(f"this runtime runs {', '.join(self.kinds)}, not {request.get('kind')!r}")
+        payload = request["payload"]
+        return self.grader.grade(payload["program"], payload["tests"], payload["entry_point"],
+                                 prompt=payload.get("prompt", ""), limits=limits_of(request))
+
+    def close(self) -> None:
+        self.grader.close()
+
+
+class NodeExecutor(PythonExecutor):
+    """Runs ``javascript_tests`` requests in a pre-warmed :class:`~sandboxes.javascript.NodeGrader`."""
+
+    kinds = ("javascript_tests",)
+
+    def __init__(self) -> None:
+        from sandboxes.javascript import NodeGrader
+
+        self.grader = NodeGrader()
+        self.grader.prewarm()
+
+
+EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor}
+
+
+def executor_for(runtime: str):
+    """A fresh, started executor for ``runtime``.
+
+    Raises:
+        ValueError: no such runtime (the message lists the known ones).
+        RuntimeUnavailable: the runtime's interpreter is missing here.
+    """
+    try:
+        return EXECUTORS[runtime]()
+    except KeyError:
+        raise ValueError(f"unknown sandbox runtime {runtime!r}; known: {', '.join(sorted(EXECUTORS))}") from None

@@ -6,13 +6,12 @@ import gzip
 import json
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import comb
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.grading import run_python_tests_retrying
+from sandboxes.queue import python_tests, run_many
 from sandboxes.process import Limits
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import TaskVersion
@@ -71,29 +70,33 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
-def score_samples(samples: list[dict], versions: dict[str, TaskVersion], *, parallelism: int = 2) -> list[SampleScore]:
-    """Run each sample's program (prompt + completion) on its task's hidden tests."""
+def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list[SampleScore]:
+    """Run each sample's program (prompt + completion) on its task's hidden tests.
 
-    def score(sample: dict) -> SampleScore:
+    Every sample is queued at once for the sandbox workers; results keep the order.
+    """
+    requests = []
+    for sample in samples:
         version = versions[sample["task_id"]]
         suite = version.test_suite
-        result = run_python_tests_retrying(
+        requests.append(python_tests(
             version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
             limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
-        )
-        flags = [] if result.status in (R.OK, R.FAILED) else [result.status]
-        return SampleScore(
-            task_id=sample["task_id"],
-            passed=result.passed,
-            status=result.status,
-            reward=result.tests_passed / result.tests_total if result.tests_total else 0.0,
-            flags=flags,
-            tests_passed=result.tests_passed,
-            tests_total=result.tests_total,
-        )
+        ))
+    return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]
 
-    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        return list(pool.map(score, samples))
+
+def _score(sample: dict, result: R.ExecutionResult) -> SampleScore:
+    flags = [] if result.status in (R.OK, R.FAILED) else [result.status]
+    return SampleScore(
+        task_id=sample["task_id"],
+        passed=result.passed,
+        status=result.status,
+        reward=result.tests_passed / result.tests_total if result.tests_total else 0.0,
+        flags=flags,
+        tests_passed=result.tests_passed,
+        tests_total=result.tests_total,
+    )
 
 
 def pass_at_ks(scores: list[SampleScore], ks: tuple[int, ...] = (1, 10, 100)) -> dict[str, float]:

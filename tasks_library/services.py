@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -12,7 +11,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from sandboxes import result as R
-from sandboxes.grading import expected_test_ids, run_python_tests
+from sandboxes.grading import expected_test_ids
+from sandboxes.queue import python_tests, run_many
 from sandboxes.process import Limits
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -136,21 +136,12 @@ def trivial_solution(version: TaskVersion) -> str:
     return version.prompt
 
 
-def _check_version(version: TaskVersion) -> tuple[str, list[str]]:
-    suite = version.test_suite
-    limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
-    reference = run_python_tests(
-        version.prompt + version.reference_solution, suite.hidden_tests, version.entry_point,
-        prompt=version.prompt, limits=limits,
-    )
+def _verdict(reference: R.ExecutionResult, trivial: R.ExecutionResult) -> tuple[str, list[str]]:
     if reference.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"reference run: {reference.detail}"]
     if not reference.passed:
         failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed][:3]
         return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing]
-    trivial = run_python_tests(
-        trivial_solution(version), suite.hidden_tests, version.entry_point, prompt=version.prompt, limits=limits
-    )
     if trivial.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"trivial run: {trivial.detail}"]
     if trivial.passed:
@@ -158,19 +149,26 @@ def _check_version(version: TaskVersion) -> tuple[str, list[str]]:
     return TaskVersion.VERDICT_VALID, []
 
 
-def task_versions_validate(*, versions: list[TaskVersion], parallelism: int = 2) -> list[TaskVersion]:
+def task_versions_validate(*, versions: list[TaskVersion]) -> list[TaskVersion]:
     """Run the reference and a trivial solution of each version in sandboxes; store verdicts.
 
-    Each version's verdict is saved as soon as it is known (one small transaction
-    each), so an interrupted validation keeps what it finished.
+    Both runs of every version are queued at once for the sandbox workers. Verdicts
+    are saved one small transaction each, in order.
 
     Returns:
         The versions, in the given order, with ``verdict`` and ``verdict_reasons`` set.
     """
-    # Sandboxes run in worker threads; database writes stay on this thread.
-    with ThreadPoolExecutor(max_workers=max(1, parallelism)) as pool:
-        for version, (verdict, reasons) in zip(versions, pool.map(_check_version, versions)):
-            now = timezone.now()
-            version.verdict, version.verdict_reasons, version.validated_at = verdict, reasons, now
-            TaskVersion.objects.filter(pk=version.pk).update(verdict=verdict, verdict_reasons=reasons, validated_at=now)
+    requests = []
+    for version in versions:
+        suite = version.test_suite
+        limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
+        for program in (version.prompt + version.reference_solution, trivial_solution(version)):
+            requests.append(python_tests(program, suite.hidden_tests, version.entry_point,
+                                         prompt=version.prompt, limits=limits))
+    results = run_many(requests)
+    for index, version in enumerate(versions):
+        verdict, reasons = _verdict(results[2 * index], results[2 * index + 1])
+        now = timezone.now()
+        version.verdict, version.verdict_reasons, version.validated_at = verdict, reasons, now
+        TaskVersion.objects.filter(pk=version.pk).update(verdict=verdict, verdict_reasons=reasons, validated_at=now)
     return versions

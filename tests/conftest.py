@@ -13,11 +13,14 @@ from tasks_library.importers.humaneval import default_path
 
 @pytest.fixture(scope="session", autouse=True)
 def redis_service():
-    """Redis for the channel layer and Celery: used if running, else started for the session."""
+    """Redis (channel layer, Celery, the execution queue) and resident sandbox workers:
+    used if running, else started for the session."""
     from console.stack import Stack
 
     with Stack() as stack:
         stack.redis()
+        stack.sandbox_workers("python")
+        stack.sandbox_workers("node")
         yield
 
 

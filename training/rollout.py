@@ -17,13 +17,12 @@ it gets no reward, not a reward of 0.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
 
 from sandboxes import result as R
-from sandboxes.grading import run_python_tests_retrying
+from sandboxes.queue import python_tests, run_many
 from sandboxes.process import Limits
 from training.generation import sample_batch
 from training.policy import Policy
@@ -112,9 +111,14 @@ def _limits(task: TaskSpec) -> Limits:
     return Limits(wall_timeout_s=task.timeout_s, cpu_s=int(task.timeout_s) + 1)
 
 
-def _run_with_retry(code: str, tests: str, task: TaskSpec) -> R.ExecutionResult:
-    """One execution, retried once when the sandbox itself failed."""
-    return run_python_tests_retrying(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
+def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
+    """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once.
+
+    A worker that dies under a request is replaced and the request retried once on
+    another; what still fails comes back ``infra_error`` and is flagged, not scored.
+    """
+    return run_many([python_tests(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
+                     for code, tests, task in items])
 
 
 def observation_text(result: R.ExecutionResult) -> str:
@@ -133,13 +137,12 @@ def collect_rollouts(
     tasks: list[TaskSpec],
     config: RolloutConfig,
     *,
-    pool: ThreadPoolExecutor,
     generator: torch.Generator | None = None,
 ) -> tuple[list[Rollout], RolloutTimes]:
     """Roll out ``config.group_size`` trajectories per task, then grade them.
 
-    Generation is batched over every active trajectory of every group; sandbox
-    executions of a turn run concurrently on ``pool``.
+    Generation is batched over every active trajectory of every group; the sandbox
+    executions of a turn are queued together and run concurrently on the workers.
 
     Returns:
         ``(rollouts, times)``: rollouts ordered by group then index, each graded
@@ -174,7 +177,7 @@ def collect_rollouts(
                 TurnRecord(policy_text=text, token_ids=sample.token_ids, logprobs=sample.logprobs, code=rollout.task.prompt + text)
             )
         started = time.monotonic()
-        results = list(pool.map(lambda r: _run_with_retry(r.turns[-1].code, r.task.visible_tests, r.task), active))
+        results = _execute([(r.turns[-1].code, r.task.visible_tests, r.task) for r in active])
         times.sandbox_s += time.monotonic() - started
         last_turn = turn_index == config.max_turns - 1
         for rollout, result in zip(active, results):
@@ -199,7 +202,7 @@ def collect_rollouts(
     to_grade = [r for r in rollouts if not r.dropped]
     for rollout in to_grade:
         rollout.final_code = rollout.turns[-1].code
-    grades = list(pool.map(lambda r: _run_with_retry(r.final_code, r.task.hidden_tests, r.task), to_grade))
+    grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])
     times.grading_s += time.monotonic() - started
     for rollout, grade in zip(to_grade, grades):
         rollout.status = grade.status

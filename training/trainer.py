@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import torch
 from django.conf import settings
 
+from sandboxes.queue import live_workers
 from tasks_library.models import TaskVersion
 from training import services
 from training.algorithms.grpo import clipped_policy_loss, group_advantages
@@ -186,6 +186,9 @@ def train_run(run_id: int) -> None:
 
 
 def _train(run: TrainingRun, config: RunConfig) -> None:
+    if not live_workers("python"):
+        # Without workers every rollout would come back infra_error: fail now, saying why.
+        raise RuntimeError("no sandbox worker is running; start one with `python manage.py sandbox_worker`")
     generator = seed_everything(config.seed)
     versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
     if config.model_path:
@@ -210,29 +213,28 @@ def _train(run: TrainingRun, config: RunConfig) -> None:
         temperature=config.temperature, top_p=config.top_p,
     )
     sampler = random.Random(config.seed)
-    with ThreadPoolExecutor(max_workers=config.sandbox_parallelism) as pool:
-        for step in range(1, config.steps + 1):
-            if TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists():
-                return
-            tasks = sampler.sample(specs, min(config.tasks_per_step, len(specs)))
-            rollouts, times = collect_rollouts(policy, tasks, rollout_config, pool=pool, generator=generator)
-            started = time.monotonic()
-            metrics = grpo_update(policy, optimizer, rollouts, config)
-            update_s = time.monotonic() - started
-            scored = [r for r in rollouts if not r.dropped]
-            metrics.update(
-                {
-                    "reward/pass_rate": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in scored) / max(1, len(scored)),
-                    "rollouts/dropped": len(rollouts) - len(scored),
-                    "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
-                    "timing/generation_s": times.generation_s,
-                    "timing/sandbox_s": times.sandbox_s,
-                    "timing/grading_s": times.grading_s,
-                    "timing/update_s": update_s,
-                    "tokens/generated": times.generated_tokens,
-                }
-            )
-            services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics)
+    for step in range(1, config.steps + 1):
+        if TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists():
+            return
+        tasks = sampler.sample(specs, min(config.tasks_per_step, len(specs)))
+        rollouts, times = collect_rollouts(policy, tasks, rollout_config, generator=generator)
+        started = time.monotonic()
+        metrics = grpo_update(policy, optimizer, rollouts, config)
+        update_s = time.monotonic() - started
+        scored = [r for r in rollouts if not r.dropped]
+        metrics.update(
+            {
+                "reward/pass_rate": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in scored) / max(1, len(scored)),
+                "rollouts/dropped": len(rollouts) - len(scored),
+                "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
+                "timing/generation_s": times.generation_s,
+                "timing/sandbox_s": times.sandbox_s,
+                "timing/grading_s": times.grading_s,
+                "timing/update_s": update_s,
+                "tokens/generated": times.generated_tokens,
+            }
+        )
+        services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics)
     checkpoint = run_dir(run.pk) / "checkpoint-final"
     policy.save(checkpoint)
     services.run_summary_update(run_id=run.pk, checkpoint=str(checkpoint))

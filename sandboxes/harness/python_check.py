@@ -10,7 +10,7 @@ result per test id, so a grader can count tests instead of trusting an exit code
 shares an interpreter, a namespace or a descriptor with the tests, the expected
 values or this driver's report channel.
 
-Protocol: stdin carries ``{"results_fd", "request_fd", "reply_fd", "tests",
+Protocol: ``main(spec)`` gets ``{"results_fd", "request_fd", "reply_fd", "tests",
 "prompt", "entry_point"}``. The ``results_fd`` pipe receives JSON lines
 ``{"event": "test", "id", "passed", "error"}``, ``{"event": "load_error"}`` and a final
 ``{"event": "done"}``; a test with no line is a failure to the host.
@@ -101,9 +101,7 @@ def _describe(exc):
     return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
 
 
-def main():
-    spec = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(spec):
     out = os.fdopen(spec["results_fd"], "wb", buffering=0)
 
     def emit(**fields):
@@ -161,4 +159,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(json.loads(sys.stdin.read()))

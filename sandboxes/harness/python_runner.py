@@ -6,7 +6,7 @@ in, ``{"ok": <plain data>}`` or ``{"error": {"type", "message"}}`` out, one JSON
 each way. Whatever the submission does in this process (exit, patch builtins, fake
 ``__eq__``, write to any descriptor), the tests only ever see plain data.
 
-Protocol: stdin carries ``{"solution_path", "request_fd", "reply_fd"}``; the first
+Protocol: ``main(spec)`` gets ``{"solution_path", "request_fd", "reply_fd"}``; the first
 reply is ``{"ready": true}`` or ``{"load_error": "..."}``. EOF on requests ends it.
 """
 
@@ -24,9 +24,7 @@ def _describe(exc):
     return {"type": type(exc).__name__, "message": str(exc)[:500]}
 
 
-def main():
-    spec = json.loads(sys.stdin.read())
-    sys.stdin.close()
+def main(spec):
     requests = os.fdopen(spec["request_fd"], "rb")
     reply_fd = spec["reply_fd"]
 
@@ -60,4 +58,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(json.loads(sys.stdin.read()))

@@ -8,20 +8,17 @@ the issue that will, so that the day it is stopped the case fails until promoted
 
 from __future__ import annotations
 
-import glob
 import os
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
-from sandboxes import cgroups
 from sandboxes import result as R
 from sandboxes.grading import run_python_tests
 from sandboxes.process import Limits
+from tests.sandboxes.hostcheck import sandbox_leftovers
 
 TESTS = """
 def check(candidate):
@@ -31,8 +28,20 @@ def check(candidate):
     assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9
 """
 HOST_SECRET = "crucible-host-secret-7f3a"
-SENTINEL_DIR = Path(tempfile.gettempdir()) / "crucible-corpus-sentinel"
+# A host file under the project's checkout, which the sandbox's root does not even show.
+SENTINEL_DIR = Path(settings.VAR_DIR) / "corpus-sentinel"
 SENTINEL = SENTINEL_DIR / "host-file.txt"
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+# Paths a sandbox may try to create on the host's (read-only to it) system tree.
+PLANTED = [Path("/usr/lib/crucible-pwned"), Path("/etc/crucible-pwned"), Path("/tmp/crucible-pwned-host")]
+REMOUNT_RW = (
+    "    import ctypes\n"
+    "    libc = ctypes.CDLL(None, use_errno=True)\n"
+    "    libc.mount(None, b'/', None, ctypes.c_ulong(32 | 4096), None)  # MS_REMOUNT|MS_BIND, no MS_RDONLY\n"
+    "    libc.mount(None, b'/etc', None, ctypes.c_ulong(32 | 4096), None)\n"
+    "    open('/etc/crucible-pwned', 'w').write('x')\n"
+    "    return a + b\n"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,16 @@ CORPUS = [
     Case("read-host-environ", wrong(f"    import os\n    blob = open('/proc/1/environ').read() + str(dict(os.environ))\n    return a + b if {HOST_SECRET!r} in blob else 0\n")),
     Case("write-outside-workspace", wrong(f"    open({str(SENTINEL)!r}, 'w').write('pwned')\n    return a + b\n"), (R.FAILED,)),
     Case("symlink-out-of-workspace", wrong(f"    import os\n    os.symlink({str(SENTINEL)!r}, 'link')\n    open('link', 'w').write('pwned')\n    return a + b\n"), (R.FAILED,)),
+    Case("write-system-tree", wrong("    open('/usr/lib/crucible-pwned', 'w').write('x')\n    return a + b\n"), (R.FAILED,)),
+    Case("list-project-checkout", wrong(f"    import os\n    return a + b if os.listdir({str(PROJECT_DIR)!r}) else 0\n"), (R.FAILED,)),
+    Case("postgres-unix-socket", wrong("    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/postgresql/.s.PGSQL.5432')\n    return a + b\n"), (R.FAILED,)),
+    Case("redis-unix-socket", wrong(f"    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({str(Path(settings.VAR_DIR) / 'redis.sock')!r})\n    return a + b\n"), (R.FAILED,)),
+    Case("remount-root-read-write", wrong(REMOUNT_RW), (R.FAILED,)),
+    Case(
+        "nested-user-namespace-remount",
+        wrong("    import ctypes\n    ctypes.CDLL(None).unshare(0x10000000 | 0x00020000)\n" + REMOUNT_RW.split("\n", 1)[1]),
+        (R.FAILED,),
+    ),
     Case("signal-everyone", wrong("    import os, signal\n    os.kill(-1, signal.SIGKILL)\n"), (R.CRASHED, R.FAILED)),
     Case("kill-parent", wrong("    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 0\n")),
     Case("planted-conftest", "open('conftest.py', 'w').write('import pytest\\n')\n" + wrong()),
@@ -116,34 +135,10 @@ def host_sentinel():
     SENTINEL.unlink(missing_ok=True)
 
 
-def sandbox_processes(wait_s: float = 3.0) -> str:
-    """What this test process's executions left running.
-
-    With cgroups, every execution tree has its own cgroup named after this pid, and a
-    cgroup with a live process in it cannot be removed: a leftover directory is a
-    leftover process. Without cgroups, the live processes of the sandbox user (this
-    check then assumes no other sandbox runs on the host meanwhile).
-    """
-    deadline = time.monotonic() + wait_s
-    while True:
-        if cgroups.available():
-            live = [str(p) for c in cgroups.CONTROLLERS
-                    for p in (cgroups.ROOT / c / cgroups.PARENT).glob(f"x-{os.getpid()}-*")]
-        else:
-            user = "nobody" if os.geteuid() == 0 else str(os.geteuid())
-            out = subprocess.run(["ps", "-u", user, "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
-            live = [line for line in out.splitlines() if line.split()[1:2] and not line.split()[1].startswith("Z")]
-            live = [line for line in live if "plaindata" in line or "unshare" in line]
-        if not live or time.monotonic() > deadline:
-            return "\n".join(live)
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(reason=c.known_hole, strict=True)] if c.known_hole else []) for c in CORPUS])
 def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
     monkeypatch.setenv("CRUCIBLE_HOST_SECRET", HOST_SECRET)
-    assert sandbox_processes() == "", "a sandbox process was running before the case"
-    workspaces_before = set(glob.glob(os.path.join(tempfile.gettempdir(), f"crucible-ws-{os.getpid()}-*")))
+    assert sandbox_leftovers(wait_s=0) == [], "a sandbox process was running before the case"
     result = run_python_tests(case.program, TESTS, "add", limits=Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2))
 
     assert result.status != R.OK, f"false pass: {result}"
@@ -152,5 +147,5 @@ def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
         assert result.status in case.statuses, f"{case.name}: got {result.status}: {result.stderr[-500:]}"
     assert HOST_SECRET not in result.stdout + result.stderr
     assert SENTINEL.read_text() == "original"
-    assert sandbox_processes() == "", "processes outlived the execution"
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), f"crucible-ws-{os.getpid()}-*"))) <= workspaces_before
+    assert [p for p in PLANTED if p.exists()] == [], "the sandbox wrote to the host's system tree"
+    assert sandbox_leftovers() == [], "processes outlived the execution"

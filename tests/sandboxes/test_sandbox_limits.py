@@ -8,6 +8,7 @@ from sandboxes import cgroups
 from sandboxes import result as R
 from sandboxes.grading import run_python_tests
 from sandboxes.process import Limits
+from tests.sandboxes.hostcheck import sandbox_leftovers
 
 TESTS = "def check(candidate):\n    assert candidate() == 1\n"
 needs_cgroups = pytest.mark.skipif(not cgroups.available(), reason="cgroup v1 memory/pids not writable here (needs root)")
@@ -59,6 +60,4 @@ def test_fork_bomb_is_held_at_the_trees_pid_limit():
     # the tree holds unshare, python and at most 14 children: fork fails past pids.max
     assert result.status == R.FAILED
     assert "Resource temporarily unavailable" in result.stdout  # fork refused at pids.max
-    parent = cgroups.ROOT / "pids" / cgroups.PARENT
-    leftover = [d for d in os.listdir(parent) if (parent / d).is_dir()]
-    assert leftover == [], f"cgroups left behind: {leftover}"
+    assert sandbox_leftovers() == [], "forked children outlived the execution"

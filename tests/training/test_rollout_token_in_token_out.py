@@ -1,8 +1,6 @@
 """On real multi-turn rollouts (real policy, real sandbox): the trained sequence is exactly the
 sampled ids plus observation ids, and only the sampled ids are trained on."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import torch
 
@@ -21,8 +19,7 @@ def rollouts():
     policy = build_default_policy([PROMPT + "    return a + b\n"] * 4, vocab_size=300, n_embd=32, n_layer=1, n_head=2, n_positions=512)
     task = TaskSpec(task_version_id=1, prompt=PROMPT, entry_point="add", visible_tests=VISIBLE, hidden_tests=HIDDEN, timeout_s=5)
     config = RolloutConfig(group_size=3, max_turns=2, max_new_tokens=24)
-    with ThreadPoolExecutor(2) as pool:
-        out, times = collect_rollouts(policy, [task], config, pool=pool, generator=torch.Generator().manual_seed(1))
+    out, times = collect_rollouts(policy, [task], config, generator=torch.Generator().manual_seed(1))
     return policy, out, times
 
 

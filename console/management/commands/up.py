@@ -53,6 +53,7 @@ class Command(BaseCommand):
             with Stack() as stack:
                 stack.check_web_port(port)
                 stack.worker()
+                stack.sandbox_workers()
                 base = stack.web(port)
                 self._say(f"console: {base}/")
                 summary = self._main_job(base, config=config, demo_tasks=demo_tasks)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.stack import ServiceError, Stack
 from tasks_library.evaluation import pass_at_ks, read_samples, score_samples
 from tasks_library.importers import ImportFormatError
 from tasks_library.selectors import TaskSetNotFound, task_set_get, task_set_versions
@@ -19,7 +20,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("samples", type=Path, help="JSONL file of samples")
         parser.add_argument("--taskset", required=True, help="task set whose versions grade the samples")
-        parser.add_argument("--parallelism", type=int, default=2, help="concurrent sandboxes (default 2)")
+        parser.add_argument("--parallelism", type=int, default=None,
+                            help="sandbox worker slots to start when no sandbox worker is running (default: the number of CPUs)")
         parser.add_argument("--json", action="store_true", dest="as_json",
                             help='print {"pass@1": float, "samples": [...]} with samples in input order')
 
@@ -28,7 +30,7 @@ class Command(BaseCommand):
             versions = {v.task.task_id: v for v in task_set_versions(task_set=task_set_get(name=taskset))}
         except TaskSetNotFound as exc:
             raise CommandError(str(exc)) from exc
-        if parallelism < 1:
+        if parallelism is not None and parallelism < 1:
             raise CommandError("--parallelism must be at least 1")
         if not samples.is_file():
             raise CommandError(f"{samples} is not a file; pass a JSONL (or .jsonl.gz) file of samples")
@@ -43,7 +45,12 @@ class Command(BaseCommand):
         for row in rows:
             if row["task_id"] not in versions:
                 raise CommandError(f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set {taskset!r}")
-        scores = score_samples(rows, versions, parallelism=parallelism)
+        try:
+            with Stack() as stack:
+                stack.sandbox_workers(concurrency=parallelism)
+                scores = score_samples(rows, versions)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
         metrics = pass_at_ks(scores)
         if as_json:
             keep = ("task_id", "passed", "status", "reward", "flags", "tests_passed", "tests_total")

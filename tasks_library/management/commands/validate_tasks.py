@@ -3,6 +3,7 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.stack import ServiceError, Stack
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import TaskSetNotFound, task_set_get, task_set_versions
 from tasks_library.services import task_versions_validate
@@ -16,11 +17,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--taskset", help="validate this task set's pinned versions (default: every version)")
-        parser.add_argument("--parallelism", type=int, default=2, help="concurrent sandboxes (default 2)")
+        parser.add_argument("--parallelism", type=int, default=None,
+                            help="sandbox worker slots to start when no sandbox worker is running (default: the number of CPUs)")
         parser.add_argument("--json", action="store_true", dest="as_json", help='print {"counts": {...}, "task_versions": [...]}')
 
     def handle(self, *args, taskset, parallelism, as_json: bool, **options):
-        if parallelism < 1:
+        if parallelism is not None and parallelism < 1:
             raise CommandError("--parallelism must be at least 1")
         if taskset:
             try:
@@ -31,7 +33,12 @@ class Command(BaseCommand):
             versions = list(TaskVersion.objects.select_related("task", "test_suite").order_by("task__task_id", "number"))
         if not versions:
             raise CommandError("no task versions to validate; import some with `python manage.py import_tasks humaneval`")
-        task_versions_validate(versions=versions, parallelism=parallelism)
+        try:
+            with Stack() as stack:
+                stack.sandbox_workers(concurrency=parallelism)
+                task_versions_validate(versions=versions)
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
         counts = Counter(v.verdict for v in versions)
         report = {
             "counts": dict(counts),

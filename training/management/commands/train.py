@@ -36,6 +36,7 @@ class Command(BaseCommand):
         try:
             with Stack() as stack:
                 stack.worker()
+                stack.sandbox_workers(concurrency=config.sandbox_parallelism)
                 run_launch.delay(run.pk)
                 if not as_json:
                     self.stdout.write(f"launched run {run.pk} on task set {taskset!r} ({steps} steps)")

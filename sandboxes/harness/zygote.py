@@ -1,0 +1,346 @@
+"""The resident sandbox process (a zygote): set up isolation once, then fork one tree per execution.
+
+Runs as ``python -I -S -c <this source>`` with an empty environment (the host's
+``SANDBOX_ENV`` only) and the kernel's namespaces entered directly (``unshare(2)``,
+``mount(2)``, ``pivot_root(2)``, ``mount_setattr(2)`` through ctypes; no bubblewrap,
+whose per-execution ``exec`` is exactly the interpreter start this process exists
+to avoid). Standard library only.
+
+Once, at start:
+  1. ``unshare`` user, mount, network (loopback only, down), ipc and uts namespaces;
+     the host writes the uid/gid maps (``0`` -> the host's uid, and, when the host is
+     root, ``65534`` -> ``nobody`` so executions drop to a user with no host rights).
+  2. Build a new root on a tmpfs holding read-only binds of ``/usr``, ``/bin``,
+     ``/lib*``, ``/etc``, the interpreter's prefix and five device nodes, nothing else
+     (no ``/home``, ``/root``, ``/run``, ``/var``, ``/work``: no project files, no
+     database or Redis sockets), ``pivot_root`` into it and make the whole tree
+     read-only, nosuid.
+  3. Import the runtime's common modules and the role's harness, so no execution
+     pays for them.
+
+Per execution (a message on the control socket, with its descriptors):
+  C = fork(): unshare mount, pid, ipc and uts namespaces; mount a fresh size-capped
+  tmpfs on ``/tmp`` (the workspace) and ``/dev/shm``; join the slot's cgroups;
+  fork G, the new pid namespace's init: mount its own ``/proc``, set rlimits, drop
+  to the sandbox user with no capabilities and ``no_new_privs``, write the
+  workspace files, point fds 0-2 at the host's pipes and run the role's ``main``
+  (or, for a runtime that is not Python, ``execve`` its interpreter: ``"exec"``).
+  When G exits, the kernel kills everything left in its pid namespace; C reports
+  G's wait status and rusage on the exit pipe and exits. The host kills C on a
+  timeout; G has ``PDEATHSIG=SIGKILL``, so the tree goes with it.
+
+Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
+  host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
+  then per execution ``{"op": "run", "files", "limits", "spec", "fds": [names]}``;
+  zygote -> host ``{"unshared": true}``, ``{"ready": true}``, ``{"pid": C}``.
+"""
+
+import array
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 155, 442  # x86_64
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+PR_SET_CHILD_SUBREAPER = 36
+NEW_ROOT = "/tmp"
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+# Loaded once here, so executions that use them do not pay for the import.
+WARM_MODULES = (
+    "ast", "bisect", "collections", "copy", "dataclasses", "decimal", "fractions", "functools", "hashlib",
+    "heapq", "itertools", "math", "operator", "random", "re", "statistics", "string", "typing", "unittest",
+)
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def unshare(flags):
+    _check(libc.unshare(flags), "unshare")
+
+
+def mount(source, target, fstype, flags, data=None):
+    _check(
+        libc.mount(
+            source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags), data.encode() if data else None,
+        ),
+        "mount %s" % target,
+    )
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def make_tree_read_only(path):
+    attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    ret = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+    _check(0 if ret == 0 else -1, "mount_setattr %s" % path)
+
+
+def _bind(host_path, inside):
+    if os.path.isdir(host_path):
+        os.makedirs(inside, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(inside), exist_ok=True)
+        open(inside, "w").close()
+    mount(host_path, inside, None, MS_BIND | MS_REC)
+
+
+def build_root(extra_dirs):
+    """Pivot into a tmpfs that holds read-only binds of the system and nothing else."""
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for name in SYSTEM_DIRS:
+        host = "/" + name
+        if os.path.islink(host):
+            os.symlink(os.readlink(host), NEW_ROOT + host)
+        elif os.path.isdir(host):
+            _bind(host, NEW_ROOT + host)
+    for host in extra_dirs:  # an interpreter prefix outside /usr (pyenv, a venv's base)
+        if os.path.isdir(host) and not os.path.exists(NEW_ROOT + host):
+            _bind(host, NEW_ROOT + host)
+    os.makedirs(NEW_ROOT + "/tmp")
+    os.makedirs(NEW_ROOT + "/dev/shm")
+    for name in DEVICES:
+        _bind("/dev/" + name, NEW_ROOT + "/dev/" + name)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, NEW_ROOT + "/dev/" + name)
+    # A fully visible procfs must exist in this mount namespace for a pid namespace's
+    # init to mount its own; each execution mounts one over this bind.
+    _bind("/proc", NEW_ROOT + "/proc")
+    os.makedirs(NEW_ROOT + "/.old")
+    _check(0 if libc.syscall(SYS_PIVOT_ROOT, NEW_ROOT.encode(), (NEW_ROOT + "/.old").encode()) == 0 else -1, "pivot_root")
+    os.chdir("/")
+    _check(libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    make_tree_read_only("/")
+
+
+def drop_capabilities():
+    """Empty the bounding set and every capability set (for a sandbox user mapped to uid 0)."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    data = (Data * 2)()
+    _check(libc.capset(ctypes.byref(Header(0x20080522, 0)), data), "capset")
+
+
+def recv_message(sock):
+    fds = array.array("i")
+    data, ancdata, _flags, _addr = sock.recvmsg(1 << 22, socket.CMSG_LEN(64 * fds.itemsize))
+    if not data:
+        return None, []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+    return json.loads(data), list(fds)
+
+
+def send_message(sock, message):
+    sock.sendall(json.dumps(message).encode())
+
+
+def _write_exit(fd, status, usage):
+    report = {"status": status, "utime": usage.ru_utime, "stime": usage.ru_stime, "maxrss_kb": usage.ru_maxrss}
+    os.write(fd, json.dumps(report).encode())
+
+
+def run_tree(request, fds, config, roles):
+    """In C, the forked child: private namespaces and tmpfs, then G, then report."""
+    named = dict(zip(request["fds"], fds))
+    limits = request["limits"]
+    unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
+    tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    for key in ("cgroup_memory", "cgroup_pids"):
+        if key in named:  # join before G exists, so G and all it forks are charged there
+            os.write(named[key], b"0")
+    exit_fd = named["exit"]
+    # G cannot see C's pid from inside its pid namespace: a pipe whose write end only C
+    # holds tells G whether C died before G armed PDEATHSIG.
+    alive_r, alive_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(alive_w)
+            run_init(request, named, config, roles, parent_alive=alive_r)
+        except BaseException as exc:  # noqa: BLE001 - the setup's failure goes to the tree's stderr
+            os.write(named["stderr"], ("sandbox setup failed: %r\n" % (exc,)).encode())
+        finally:
+            os._exit(120)
+    os.close(alive_r)
+    for fd in fds:
+        if fd != exit_fd:
+            os.close(fd)
+    _pid, status, usage = os.wait4(child, 0)
+    _write_exit(exit_fd, status, usage)
+    os._exit(0)
+
+
+def run_init(request, named, config, roles, parent_alive):
+    """In G, pid 1 of the execution's pid namespace: limits, identity, then the role."""
+    limits = request["limits"]
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    libc.sethostname(b"sandbox", 7)
+    uid = config["sandbox_uid"]
+    if limits.get("address_space_bytes"):
+        resource.setrlimit(resource.RLIMIT_AS, (limits["address_space_bytes"], limits["address_space_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if uid != 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # leaves uid 0: every capability is gone
+    else:
+        drop_capabilities()
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    # Armed after the uid change (which clears it); the pipe closes the race with C's death.
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if select.select([parent_alive], [], [], 0)[0]:  # EOF: C is already gone
+        os._exit(121)
+    # fds 0-2 and the role's descriptors 3.. in a fixed order; nothing else survives.
+    role_fds = request["role_fds"]
+    targets = {"stdin": 0, "stdout": 1, "stderr": 2}
+    for index, name in enumerate(role_fds):
+        targets[name] = 3 + index
+    moved = {}
+    for name, target in targets.items():  # first out of the way (>= 1024), then into place
+        source = os.open("/dev/null", os.O_RDONLY) if name == "stdin" else named[name]
+        moved[target] = fcntl.fcntl(source, fcntl.F_DUPFD, 1024)
+    for target, fd in moved.items():
+        os.dup2(fd, target)
+    os.closerange(3 + len(role_fds), 1 << 16)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    for target in moved:  # dup2 clears close-on-exec on the target; keep them inheritable
+        os.set_inheritable(target, True)
+    workspace = "/tmp/workspace"
+    os.mkdir(workspace, 0o755)
+    for rel, text in request["files"].items():
+        path = os.path.join(workspace, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    os.chdir(workspace)
+    os.environ["HOME"] = workspace
+    if request.get("exec"):  # another runtime's interpreter (Node.js), isolated the same way
+        argv = request["exec"]
+        os.execve(argv[0], argv, dict(os.environ))
+    sys.stdin = open(os.devnull)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    code = 0
+    try:
+        roles[config["role"]](request["spec"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the role's own crash is reported by its exit status
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def load_roles(sources):
+    """Each harness source runs as its own module; its ``main(spec)`` is a role."""
+    roles = {}
+    shared = {}
+    if "plaindata" in sources:
+        exec(compile(sources["plaindata"], "<plaindata>", "exec"), shared)
+    for name, source in sources.items():
+        if name == "plaindata":
+            continue
+        namespace = dict(shared, __name__="crucible_" + name)
+        exec(compile(source, "<%s>" % name, "exec"), namespace)
+        roles[name] = namespace["main"]
+    return roles
+
+
+def main():
+    control = socket.socket(fileno=int(sys.argv[1]))
+    unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    send_message(control, {"unshared": True})
+    config, _ = recv_message(control)  # sent once the host has written the id maps
+    if config is None:
+        os._exit(0)
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    # Die with the worker that started us (after the uid change, which would clear it).
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(sys.argv[2]):
+        os._exit(0)
+    build_root(config.get("bind_dirs", []))
+    for name in WARM_MODULES:
+        __import__(name)
+    roles = load_roles(config["sources"])
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    send_message(control, {"ready": True})
+    zygote_pid = os.getpid()
+    while True:
+        request, fds = recv_message(control)
+        if request is None:
+            os._exit(0)
+        if request.get("op") == "run":
+            for target in (sys.stdout, sys.stderr):
+                target.flush()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    control.close()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # G dies with C, C with us
+                    if os.getppid() != zygote_pid:
+                        os._exit(124)
+                    run_tree(request, fds, config, roles)
+                except BaseException as exc:  # noqa: BLE001 - report, never fall back into the loop
+                    try:
+                        os.write(2, ("sandbox setup failed: %r\n" % (exc,)).encode())
+                    finally:
+                        os._exit(122)
+                os._exit(123)
+            for fd in fds:
+                os.close(fd)
+            send_message(control, {"pid": pid})
+
+
+if __name__ == "__main__":
+    main()

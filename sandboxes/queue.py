@@ -1,0 +1,148 @@
+"""The execution queue in Redis: the client side, and the keys both sides share.
+
+A caller pushes a request onto ``crucible:sandbox:<runtime>:pending`` and waits on
+its own reply list. A worker (``sandbox_worker``) moves the request atomically
+(``BLMOVE``) into its own ``processing`` list while it runs it, so a worker that
+dies mid-execution leaves the request in Redis, never in a lost process: when the
+worker's heartbeat key expires, any other worker's reaper moves its in-flight
+requests back to ``pending`` with ``attempt`` raised by one. A request that comes
+round a third time (its first worker and its retry both died) is answered
+``infra_error``, never run again and never scored as the policy's failure.
+
+Request: ``{"id", "reply_to", "runtime", "kind", "payload", "limits", "attempt"}``;
+reply: ``{"id", "result": ExecutionResult.to_dict()}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+import uuid
+
+import redis
+from django.conf import settings
+
+from sandboxes import result as R
+from sandboxes.process import Limits
+
+PREFIX = "crucible:sandbox"
+MAX_ATTEMPTS = 2  # the first run and one retry on another worker
+HEARTBEAT_TTL_S = 10
+REPLY_TTL_S = 3600
+NO_WORKER_GRACE_S = 20.0
+
+
+def pending_key(runtime: str) -> str:
+    return f"{PREFIX}:{runtime}:pending"
+
+
+def processing_key(worker_id: str) -> str:
+    return f"{PREFIX}:worker:{worker_id}:processing"
+
+
+def alive_key(worker_id: str) -> str:
+    return f"{PREFIX}:worker:{worker_id}:alive"
+
+
+def workers_key(runtime: str) -> str:
+    return f"{PREFIX}:{runtime}:workers"
+
+
+@functools.lru_cache(maxsize=1)
+def connection() -> redis.Redis:
+    """This process's Redis client (thread-safe: one connection per blocking call)."""
+    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
+
+
+def live_workers(runtime: str) -> int:
+    """How many workers of ``runtime`` have a fresh heartbeat."""
+    client = connection()
+    ids = client.smembers(workers_key(runtime))
+    return sum(1 for wid in ids if client.exists(alive_key(wid.decode())))
+
+
+def request(kind: str, payload: dict, *, runtime: str = "python", limits: Limits | None = None) -> dict:
+    """A request for :func:`run_many`."""
+    return {"kind": kind, "runtime": runtime, "payload": payload,
+            "limits": dataclasses.asdict(limits or Limits()), "attempt": 0}
+
+
+def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
+    """Queue ``requests`` and wait for every answer, in order.
+
+    Args:
+        requests: from :func:`request`.
+        timeout_s: give up after this many seconds in all; None waits while any worker
+            of the runtime is alive.
+
+    Returns:
+        One result per request. A request no live worker answered comes back as
+        ``infra_error`` with a detail that names the command to start workers.
+    """
+    if not requests:
+        return []
+    client = connection()
+    batch = uuid.uuid4().hex
+    reply_to = f"{PREFIX}:reply:{batch}"
+    by_id: dict[str, int] = {}
+    pipe = client.pipeline(transaction=False)
+    runtimes = set()
+    for index, item in enumerate(requests):
+        message = dict(item, id=f"{batch}:{index}", reply_to=reply_to)
+        by_id[message["id"]] = index
+        runtimes.add(message["runtime"])
+        pipe.lpush(pending_key(message["runtime"]), json.dumps(message))
+    pipe.execute()
+    results: list[R.ExecutionResult | None] = [None] * len(requests)
+    waiting = len(requests)
+    start = time.monotonic()
+    without_workers_since: float | None = None
+    detail = ""
+    try:
+        while waiting:
+            popped = client.blpop([reply_to], timeout=2)
+            if popped is not None:
+                reply = json.loads(popped[1])
+                index = by_id.get(reply.get("id"))
+                if index is not None and results[index] is None:
+                    results[index] = R.ExecutionResult.from_dict(reply["result"])
+                    waiting -= 1
+                continue
+            now = time.monotonic()
+            if timeout_s is not None and now - start > timeout_s:
+                detail = f"no sandbox worker answered within {timeout_s:.0f} s"
+                break
+            if all(live_workers(runtime) for runtime in runtimes):
+                without_workers_since = None
+            elif without_workers_since is None:
+                without_workers_since = now
+            elif now - without_workers_since > NO_WORKER_GRACE_S:
+                missing = sorted(r for r in runtimes if not live_workers(r))
+                detail = (f"no live sandbox worker for {', '.join(missing)}; start one with "
+                          f"`python manage.py sandbox_worker --runtime {missing[0]}`")
+                break
+    finally:
+        client.delete(reply_to)
+    return [r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail) for r in results]
+
+
+def python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
+                 limits: Limits | None = None) -> dict:
+    """A request to grade ``program`` on ``test_source`` (see :meth:`PythonGrader.grade`)."""
+    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
+    return request("python_tests", payload, limits=limits)
+
+
+def javascript_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
+                     limits: Limits | None = None) -> dict:
+    """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``)."""
+    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
+    return request("javascript_tests", payload, runtime="node", limits=limits)
+
+
+def run_python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
+                     limits: Limits | None = None) -> R.ExecutionResult:
+    """Grade one Python program on the sandbox workers and wait for its result."""
+    return run_many([python_tests(program, test_source, entry_point, prompt=prompt, limits=limits)])[0]

@@ -1,0 +1,341 @@
+"""Host side of a resident sandbox: start a zygote, hand it executions, watch their trees.
+
+A :class:`Zygote` is one warm interpreter inside its own namespaces
+(``harness/zygote.py`` says what it isolates and how). :meth:`Zygote.start_tree`
+sends it one execution with the descriptors the tree writes to; the zygote forks
+and answers the tree's pid. :func:`watch` drains a set of trees' pipes with one
+``selectors`` loop, enforces the wall clock and the output cap by SIGKILL, and
+returns each tree's :class:`~sandboxes.process.ProcessOutcome`.
+
+Memory and process count are held by a cgroup per zygote (v1 ``memory`` and
+``pids``, created by :mod:`sandboxes.cgroups` where the host allows it), reset
+before each execution; elsewhere rlimits alone hold them and the outcome's
+``enforcement`` says so.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from sandboxes import cgroups
+from sandboxes.process import NOBODY, SANDBOX_ENV, Limits, ProcessOutcome
+
+log = logging.getLogger(__name__)
+START_TIMEOUT_S = 30.0
+RESULTS_CAP_BYTES = 4 * 1024**2
+
+
+class ZygoteDied(RuntimeError):
+    """The resident sandbox process is gone or stopped answering (an ``infra_error``)."""
+
+
+def _send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
+    data = json.dumps(message).encode()
+    if fds:
+        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    else:
+        sock.sendall(data)
+
+
+def _receive(sock: socket.socket, timeout: float) -> dict:
+    sock.settimeout(timeout)
+    try:
+        data = sock.recv(1 << 20)
+    except (OSError, socket.timeout) as exc:
+        raise ZygoteDied(f"sandbox process did not answer: {exc}") from exc
+    if not data:
+        raise ZygoteDied("sandbox process exited")
+    return json.loads(data)
+
+
+def _write_id_maps(pid: int) -> int:
+    """Map uid/gid 0 inside to this process's ids; as root, also 65534 to nobody.
+
+    Returns the uid executions run as inside the namespace.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    if uid == 0:
+        maps, sandbox_uid = ("0 0 1\n65534 65534 1\n", "0 0 1\n65534 65534 1\n"), NOBODY
+    else:
+        with open(f"/proc/{pid}/setgroups", "w") as handle:
+            handle.write("deny")
+        maps, sandbox_uid = (f"0 {uid} 1\n", f"0 {gid} 1\n"), 0
+    with open(f"/proc/{pid}/uid_map", "w") as handle:
+        handle.write(maps[0])
+    with open(f"/proc/{pid}/gid_map", "w") as handle:
+        handle.write(maps[1])
+    return sandbox_uid
+
+
+@dataclass
+class Zygote:
+    """One resident sandbox process serving one role (``python_runner``, ``python_check``).
+
+    Args:
+        interpreter: the Python the zygote runs (see :mod:`sandboxes.runtimes`).
+        role: the harness whose ``main(spec)`` each execution runs.
+        sources: harness name -> source, loaded into the zygote once.
+    """
+
+    interpreter: str
+    role: str
+    sources: dict[str, str]
+    bind_dirs: list[str] = field(default_factory=list)
+    process: subprocess.Popen | None = None
+    control: socket.socket | None = None
+    cgroup: cgroups.Cgroup | None = None
+    cgroup_fds: dict[str, int] = field(default_factory=dict)
+    _memory_limit: int = 0
+    _processes: int = 0
+
+    def start(self) -> None:
+        """Start the process and wait until it is isolated and warm.
+
+        Raises:
+            ZygoteDied: it exited or did not report ready within 30 s.
+        """
+        here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        source = (os.path.dirname(__file__) + "/harness/zygote.py")
+        with open(source, encoding="utf-8") as handle:
+            program = handle.read()
+        self.process = subprocess.Popen(
+            [self.interpreter, "-I", "-S", "-c", program, str(there.fileno()), str(os.getpid())],
+            env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, pass_fds=(there.fileno(),), close_fds=True,
+            start_new_session=True,
+        )
+        there.close()
+        self.control = here
+        try:
+            _receive(here, START_TIMEOUT_S)
+            sandbox_uid = _write_id_maps(self.process.pid)
+            _send(here, {"op": "config", "role": self.role, "sources": self.sources,
+                         "sandbox_uid": sandbox_uid, "bind_dirs": self.bind_dirs})
+            _receive(here, START_TIMEOUT_S)
+        except (ZygoteDied, OSError) as exc:
+            self.stop()
+            raise ZygoteDied(f"sandbox process for {self.role} failed to start: {exc}") from exc
+        self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
+        if self.cgroup:
+            self.cgroup_fds = {f"cgroup_{name}": os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                               for name, path in zip(("memory", "pids"), self.cgroup.join_files())}
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        """Kill the process (its trees die with their C parents) and free its cgroup."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()
+            self.process = None
+        for fd in self.cgroup_fds.values():
+            os.close(fd)
+        self.cgroup_fds = {}
+        if self.cgroup:
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def start_tree(self, *, files: dict[str, str], spec: dict, limits: Limits, fds: dict[str, int],
+                   exec_argv: list[str] | None = None) -> int:
+        """Fork one execution tree; ``fds`` (name -> descriptor) are closed here once sent.
+
+        ``fds`` must hold ``stdout``, ``stderr`` and ``exit``; the role's own
+        descriptors are passed on as 3, 4, ... in the order of ``spec["fd_order"]``.
+        With ``exec_argv`` the tree ``execve``s that interpreter instead of running
+        the zygote's Python role (no address-space rlimit then: V8 reserves far more
+        than it uses; the cgroup or the interpreter's own heap flag holds memory).
+
+        Returns:
+            The pid (in the host's pid namespace) of the tree's parent C.
+
+        Raises:
+            ZygoteDied: the zygote is gone; the caller reports ``infra_error``.
+        """
+        if not self.alive or self.control is None:
+            raise ZygoteDied("sandbox process is not running")
+        self.prepare_cgroup(limits)
+        all_fds = dict(fds, **self.cgroup_fds)
+        names = list(all_fds)
+        request = {
+            "op": "run", "files": files, "spec": spec, "fds": names, "role_fds": spec.get("fd_order", []),
+            "exec": exec_argv,
+            "limits": {
+                "cpu_s": limits.cpu_s, "file_size_bytes": limits.file_size_bytes, "processes": limits.processes,
+                # With a cgroup capping resident memory, the address-space rlimit only stops
+                # absurd reservations; without one it is the memory limit.
+                "address_space_bytes": 0 if exec_argv else limits.memory_bytes * 4 if self.cgroup else limits.memory_bytes,
+            },
+        }
+        try:
+            _send(self.control, request, [all_fds[name] for name in names])
+            reply = _receive(self.control, START_TIMEOUT_S)
+        except (OSError, ZygoteDied) as exc:
+            raise ZygoteDied(f"sandbox process for {self.role} failed: {exc}") from exc
+        finally:
+            for name, fd in fds.items():
+                os.close(fd)
+        return int(reply["pid"])
+
+    def prepare_cgroup(self, limits: Limits) -> None:
+        if not self.cgroup:
+            return
+        if limits.memory_bytes != self._memory_limit:
+            self.cgroup.set_limits(memory_bytes=limits.memory_bytes)
+            self._memory_limit = limits.memory_bytes
+        if limits.processes != self._processes:
+            self.cgroup.set_limits(processes=limits.processes)
+            self._processes = limits.processes
+        self.cgroup.reset_counters()
+
+
+@dataclass
+class Tree:
+    """One started execution tree as the host sees it."""
+
+    zygote: Zygote
+    pid: int
+    pipes: dict[str, int]  # name -> read end: stdout, stderr, exit, and optionally results
+    limits: Limits
+    kill_on_output: bool = True
+
+
+def watch(trees: list[Tree], deadline_s: float) -> list[ProcessOutcome]:
+    """Drain every tree's pipes to EOF; kill all on the wall clock, one on its output cap.
+
+    Returns one :class:`ProcessOutcome` per tree, in order.
+    """
+    start = time.monotonic()
+    selector = selectors.DefaultSelector()
+    kept = [{name: bytearray() for name in tree.pipes} for tree in trees]
+    totals = [{name: 0 for name in tree.pipes} for tree in trees]
+    exceeded = [False] * len(trees)
+    timed_out = False
+    for index, tree in enumerate(trees):
+        for name, fd in tree.pipes.items():
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, (index, name))
+    open_count = sum(len(t.pipes) for t in trees)
+    while open_count:
+        remaining = deadline_s - (time.monotonic() - start)
+        if remaining <= 0 and not timed_out:
+            timed_out = True
+            for tree in trees:
+                _kill_tree(tree)
+            remaining = 5.0
+        events = selector.select(timeout=max(remaining, 0.01) if not timed_out else 5.0)
+        if not events and timed_out:
+            break  # killed and still silent after 5 s: give up on what is left
+        for key, _mask in events:
+            index, name = key.data
+            try:
+                chunk = os.read(key.fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                open_count -= 1
+                continue
+            tree = trees[index]
+            totals[index][name] += len(chunk)
+            cap = RESULTS_CAP_BYTES if name in ("results", "exit") else tree.limits.output_cap_bytes
+            room = cap - len(kept[index][name])
+            if room > 0:
+                kept[index][name] += chunk[:room]
+            if (name in ("stdout", "stderr") and tree.kill_on_output and not exceeded[index]
+                    and totals[index]["stdout"] + totals[index]["stderr"] > tree.limits.output_kill_bytes):
+                exceeded[index] = True
+                _kill_tree(tree)
+    for key in list(selector.get_map().values()):
+        os.close(key.fd)
+    selector.close()
+    for tree in trees:  # nothing of an execution outlives it, whatever state it left
+        if tree.zygote.cgroup and tree.zygote.cgroup.processes():
+            tree.zygote.cgroup.kill_all()
+    wall_ms = (time.monotonic() - start) * 1000
+    return [
+        _outcome(tree, kept[i], totals[i], timed_out=timed_out, exceeded=exceeded[i], wall_ms=wall_ms)
+        for i, tree in enumerate(trees)
+    ]
+
+
+def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded: bool, wall_ms: float) -> ProcessOutcome:
+    exit_code = signum = None
+    cpu_ms = 0.0
+    maxrss = 0
+    try:
+        report = json.loads(bytes(kept.get("exit", b"")) or b"null")
+    except ValueError:
+        report = None
+    if isinstance(report, dict):
+        status = int(report["status"])
+        code = os.waitstatus_to_exitcode(status)
+        exit_code, signum = (None, -code) if code < 0 else (code, None)
+        cpu_ms = (float(report["utime"]) + float(report["stime"])) * 1000
+        maxrss = int(report["maxrss_kb"]) * 1024
+    else:
+        signum = signal.SIGKILL  # C was killed (wall clock or output cap): no report
+    cgroup = tree.zygote.cgroup
+    memory_hit = pids_hit = False
+    peak = maxrss
+    if cgroup:
+        peak = cgroup.peak_memory_bytes()
+        memory_hit, pids_hit = cgroup.memory_limit_hit(), cgroup.pids_limit_hit()
+    return ProcessOutcome(
+        exit_code=exit_code,
+        signal=signum,
+        stdout=bytes(kept.get("stdout", b"")),
+        stderr=bytes(kept.get("stderr", b"")),
+        results=bytes(kept.get("results", b"")),
+        truncated=totals.get("stdout", 0) > tree.limits.output_cap_bytes or totals.get("stderr", 0) > tree.limits.output_cap_bytes,
+        timed_out=timed_out,
+        output_exceeded=exceeded,
+        wall_ms=wall_ms,
+        cpu_ms=cpu_ms,
+        peak_memory_bytes=peak,
+        enforcement="cgroup-v1" if cgroup else "rlimit",
+        memory_limit_hit=memory_hit,
+        pids_limit_hit=pids_hit,
+    )
+
+
+def _kill_tree(tree: Tree) -> None:
+    """SIGKILL the tree's parent C (its init G follows by PDEATHSIG, and the kernel then
+    empties G's pid namespace) and, with a cgroup, every process in it at once."""
+    _kill(tree.pid)
+    if tree.zygote.cgroup:
+        tree.zygote.cgroup.kill_all()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def interpreter_bind_dirs(interpreter: str) -> list[str]:
+    """Directories outside ``/usr`` that an interpreter needs at run time (its prefix)."""
+    real = os.path.realpath(interpreter)
+    if real.startswith(("/usr/", "/bin/")):
+        return []
+    prefix = os.path.dirname(os.path.dirname(real))
+    return [prefix] if prefix not in ("/", "") else []
+
+

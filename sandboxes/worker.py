@@ -1,0 +1,179 @@
+"""Resident sandbox workers: consume the Redis queue, run each request in warm sandboxes.
+
+One :class:`SandboxWorker` process holds ``concurrency`` slots. Each slot is a
+thread with its own runtime executor (for Python a :class:`PythonGrader`: two
+zygotes), its own worker id, heartbeat and ``processing`` list in Redis (see
+:mod:`sandboxes.queue` for the keys and the retry rule). A zygote that dies
+mid-execution is replaced at once and the request goes back to the queue for
+another slot; a whole worker process that dies (``kill -9``) stops heart-beating,
+and any other worker's reaper requeues what it held.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+
+import redis
+
+from sandboxes import queue as Q
+from sandboxes import result as R
+from sandboxes.process import Limits
+from sandboxes.resident import ZygoteDied
+
+log = logging.getLogger(__name__)
+HEARTBEAT_EVERY_S = 2.0
+
+# Move a dead worker's in-flight requests back to the queue, each with one more
+# attempt, and forget the worker: atomic, so two reapers never requeue twice.
+REAP_SCRIPT = """
+local moved = 0
+while true do
+  local item = redis.call('RPOP', KEYS[1])
+  if not item then break end
+  local request = cjson.decode(item)
+  request['attempt'] = (request['attempt'] or 0) + 1
+  redis.call('RPUSH', KEYS[2], cjson.encode(request))
+  moved = moved + 1
+end
+redis.call('SREM', KEYS[3], ARGV[1])
+return moved
+"""
+
+
+def _executor(runtime: str):
+    """The runtime's executor: an object with ``run(request) -> ExecutionResult`` and ``close()``."""
+    from sandboxes.runtimes import executor_for
+
+    return executor_for(runtime)
+
+
+class Slot(threading.Thread):
+    """One consumer of the queue with its own warm sandboxes."""
+
+    def __init__(self, worker: SandboxWorker, index: int) -> None:
+        super().__init__(name=f"sandbox-slot-{index}", daemon=True)
+        self.worker = worker
+        self.worker_id = f"{worker.name}-{index}"
+        self.executor = None
+
+    def run(self) -> None:
+        client = Q.connection()
+        pending, processing = Q.pending_key(self.worker.runtime), Q.processing_key(self.worker_id)
+        while not self.worker.stopping.is_set():
+            try:
+                if self.executor is None:
+                    self.executor = _executor(self.worker.runtime)
+                raw = client.blmove(pending, processing, 1, "RIGHT", "LEFT")
+            except (redis.RedisError, OSError, ZygoteDied) as exc:
+                log.warning("slot %s: %s; retrying in 1 s", self.worker_id, exc)
+                time.sleep(1)
+                continue
+            if raw is None:
+                continue
+            self._handle(client, raw, processing)
+        if self.executor is not None:
+            self.executor.close()
+
+    def _handle(self, client: redis.Redis, raw: bytes, processing: str) -> None:
+        request = json.loads(raw)
+        if request.get("attempt", 0) >= Q.MAX_ATTEMPTS:
+            result = R.ExecutionResult(status=R.INFRA_ERROR,
+                                       detail="the sandbox worker died running this request, twice")
+        else:
+            try:
+                result = self.executor.run(request)
+            except ZygoteDied as exc:
+                # The sandbox died under this request: a fresh one for this slot, and the
+                # request back on the queue for whichever slot is free first.
+                log.warning("slot %s: sandbox died (%s); requeueing %s", self.worker_id, exc, request["id"])
+                self.executor.close()
+                self.executor = None
+                retry = dict(request, attempt=request.get("attempt", 0) + 1)
+                pipe = client.pipeline()
+                pipe.rpush(Q.pending_key(self.worker.runtime), json.dumps(retry))
+                pipe.lrem(processing, 1, raw)
+                pipe.execute()
+                return
+            except Exception as exc:  # noqa: BLE001 - a bad request must not kill the slot
+                log.exception("slot %s: request %s failed", self.worker_id, request.get("id"))
+                result = R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox worker error: {exc}")
+        pipe = client.pipeline()
+        pipe.lpush(request["reply_to"], json.dumps({"id": request["id"], "result": result.to_dict()}))
+        pipe.expire(request["reply_to"], Q.REPLY_TTL_S)
+        pipe.lrem(processing, 1, raw)
+        pipe.execute()
+
+
+class SandboxWorker:
+    """``concurrency`` slots of one runtime, their heartbeats, and a reaper for dead peers."""
+
+    def __init__(self, *, runtime: str = "python", concurrency: int = 2) -> None:
+        self.runtime = runtime
+        self.name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.slots = [Slot(self, i) for i in range(max(1, concurrency))]
+        self.stopping = threading.Event()
+
+    def heartbeat(self) -> None:
+        client = Q.connection()
+        pipe = client.pipeline()
+        for slot in self.slots:
+            pipe.set(Q.alive_key(slot.worker_id), "1", ex=Q.HEARTBEAT_TTL_S)
+            pipe.sadd(Q.workers_key(self.runtime), slot.worker_id)
+        pipe.execute()
+
+    def reap(self) -> int:
+        """Requeue the in-flight requests of workers whose heartbeat expired; returns how many."""
+        client = Q.connection()
+        moved = 0
+        for raw_id in client.smembers(Q.workers_key(self.runtime)):
+            worker_id = raw_id.decode()
+            if client.exists(Q.alive_key(worker_id)):
+                continue
+            count = client.eval(REAP_SCRIPT, 3, Q.processing_key(worker_id), Q.pending_key(self.runtime),
+                                Q.workers_key(self.runtime), worker_id)
+            if count:
+                log.warning("requeued %d request(s) of dead sandbox worker %s", count, worker_id)
+            moved += int(count)
+        return moved
+
+    def serve(self) -> None:
+        """Run until :meth:`stop` (or SIGTERM through the command): heartbeat, reap, consume."""
+        self.heartbeat()
+        for slot in self.slots:
+            slot.start()
+        try:
+            while not self.stopping.wait(HEARTBEAT_EVERY_S):
+                try:
+                    self.heartbeat()
+                    self.reap()
+                except (redis.RedisError, OSError) as exc:
+                    log.warning("heartbeat failed: %s", exc)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for slot in self.slots:
+            if slot.is_alive() and slot is not threading.current_thread():
+                slot.join(timeout=10)
+        try:
+            client = Q.connection()
+            pipe = client.pipeline()
+            for slot in self.slots:
+                pipe.delete(Q.alive_key(slot.worker_id))
+            pipe.execute()
+            self.reap()  # anything a slot still held goes back to the queue
+        except (redis.RedisError, OSError):
+            pass
+
+
+def limits_of(request: dict) -> Limits:
+    """The request's limits (defaults for any it leaves out)."""
+    known = {f for f in Limits.__dataclass_fields__}
+    return Limits(**{k: v for k, v in (request.get("limits") or {}).items() if k in known})
