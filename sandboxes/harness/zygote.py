@@ -19,25 +19,27 @@ Once, at start:
      pays for them.
 
 Per execution (a message on the control socket, with its descriptors):
-  C = fork(): unshare mount, pid, ipc and uts namespaces; mount a fresh size-capped
-  tmpfs on ``/tmp`` (the workspace) and ``/dev/shm``; join the slot's cgroups;
-  fork G, the new pid namespace's init: mount its own ``/proc``, set rlimits, drop
-  to the sandbox user with no capabilities and ``no_new_privs``, write the
-  workspace files, point fds 0-2 at the host's pipes and run the role's ``main``
-  (or, for a runtime that is not Python, ``execve`` its interpreter: ``"exec"``).
-  When G exits, the kernel kills everything left in its pid namespace; C reports
-  G's wait status and rusage on the exit pipe and exits. The host kills C on a
-  timeout; G has ``PDEATHSIG=SIGKILL``, so the tree goes with it.
+  G = clone() into new mount, pid, ipc and uts namespaces (pid 1 of its own pid
+  namespace, no intermediate process): mount a fresh size-capped tmpfs on ``/tmp``
+  (the workspace) and ``/dev/shm`` and its own ``/proc``, join the slot's cgroups,
+  set rlimits, drop to the sandbox user with no capabilities and ``no_new_privs``,
+  write the workspace files, point fds 0-2 at the host's pipes and run the role's
+  ``main`` (or, for a runtime that is not Python, ``execve`` its interpreter:
+  ``"exec"``). The zygote answers G's pid, waits for it and writes its wait status
+  and rusage on the exit pipe. When G exits or the host kills it (timeout, output
+  flood), the kernel kills everything left in its pid namespace; G has
+  ``PDEATHSIG=SIGKILL``, so it also dies with the zygote.
 
 Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
   host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
   then per execution ``{"op": "run", "files", "limits", "spec", "fds": [names]}``;
-  zygote -> host ``{"unshared": true}``, ``{"ready": true}``, ``{"pid": C}``.
+  zygote -> host ``{"unshared": true}``, ``{"ready": true}``, ``{"pid": G}`` (or ``{"error"}``).
 """
 
 import array
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -53,7 +55,7 @@ MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 AT_FDCWD, AT_RECURSIVE = -100, 0x8000
-SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 155, 442  # x86_64
+SYS_CLONE, SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 56, 155, 442  # x86_64
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 PR_SET_CHILD_SUBREAPER = 36
 NEW_ROOT = "/tmp"
@@ -67,6 +69,9 @@ WARM_MODULES = (
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
+python_libc = ctypes.PyDLL(None, use_errno=True)  # calls that keep the GIL held
+python_libc.syscall.restype = ctypes.c_long
+pythonapi = ctypes.pythonapi
 
 
 def _check(ret, what):
@@ -176,22 +181,39 @@ def _write_exit(fd, status, usage):
     os.write(fd, json.dumps(report).encode())
 
 
+def fork_into_namespaces(flags):
+    """``fork()`` that puts the child straight into new namespaces (``clone(2)`` with
+    ``flags``): the child is pid 1 of a new pid namespace without an intermediate
+    process. The interpreter's own fork hooks run around it, as in ``os.fork``; the
+    syscall goes through ``PyDLL`` so the GIL stays held across it.
+
+    Returns:
+        0 in the child, the child's pid in the parent.
+    """
+    pythonapi.PyOS_BeforeFork()
+    pid = python_libc.syscall(SYS_CLONE, ctypes.c_ulong(flags | signal.SIGCHLD), 0, 0, 0, 0)
+    if pid == 0:
+        pythonapi.PyOS_AfterFork_Child()
+        return 0
+    pythonapi.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "clone: %s" % os.strerror(ctypes.get_errno()))
+    return pid
+
+
 def run_tree(request, fds, config, roles):
-    """In C, the forked child: private namespaces and tmpfs, then G, then report."""
+    """Fork G into fresh namespaces, tell the host its pid, wait for it and report.
+
+    Returns only in the zygote; G never returns.
+    """
     named = dict(zip(request["fds"], fds))
-    limits = request["limits"]
-    unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
-    tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
-    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
-    for key in ("cgroup_memory", "cgroup_pids"):
-        if key in named:  # join before G exists, so G and all it forks are charged there
-            os.write(named[key], b"0")
     exit_fd = named["exit"]
-    # G cannot see C's pid from inside its pid namespace: a pipe whose write end only C
-    # holds tells G whether C died before G armed PDEATHSIG.
+    # G cannot see our pid from inside its pid namespace: a pipe whose write end only
+    # we hold tells G whether we died before G armed PDEATHSIG.
     alive_r, alive_w = os.pipe()
-    child = os.fork()
+    for target in (sys.stdout, sys.stderr):
+        target.flush()
+    child = fork_into_namespaces(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
     if child == 0:
         try:
             os.close(alive_w)
@@ -204,14 +226,36 @@ def run_tree(request, fds, config, roles):
     for fd in fds:
         if fd != exit_fd:
             os.close(fd)
+    return child, exit_fd, alive_w
+
+
+def finish_tree(child, exit_fd, alive_w):
+    """Wait for G (the host kills it on a timeout), write its report, reap its orphans."""
     _pid, status, usage = os.wait4(child, 0)
-    _write_exit(exit_fd, status, usage)
-    os._exit(0)
+    os.close(alive_w)
+    try:
+        _write_exit(exit_fd, status, usage)
+    except OSError:
+        pass  # the host stopped listening (it gave up on this tree)
+    os.close(exit_fd)
+    while True:  # processes reparented to us (we are a subreaper) when their init died
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
 
 
 def run_init(request, named, config, roles, parent_alive):
     """In G, pid 1 of the execution's pid namespace: limits, identity, then the role."""
     limits = request["limits"]
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    for key in ("cgroup_memory", "cgroup_pids"):
+        if key in named:  # join first, so everything G forks is charged there too
+            os.write(named[key], b"0")
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     libc.sethostname(b"sandbox", 7)
     uid = config["sandbox_uid"]
@@ -228,9 +272,10 @@ def run_init(request, named, config, roles, parent_alive):
     else:
         drop_capabilities()
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    # Armed after the uid change (which clears it); the pipe closes the race with C's death.
+    # Armed after the uid change (which clears it); the pipe closes the race with the
+    # zygote's death.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if select.select([parent_alive], [], [], 0)[0]:  # EOF: C is already gone
+    if select.select([parent_alive], [], [], 0)[0]:  # EOF: the zygote is already gone
         os._exit(121)
     # fds 0-2 and the role's descriptors 3.. in a fixed order; nothing else survives.
     role_fds = request["role_fds"]
@@ -312,34 +357,25 @@ def main():
         __import__(name)
     roles = load_roles(config["sources"])
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    # Everything loaded so far is shared with every fork: keep the collector from
+    # scanning it (and so from writing to, and copying, its pages in each child).
+    gc.collect()
+    gc.freeze()
     send_message(control, {"ready": True})
-    zygote_pid = os.getpid()
     while True:
         request, fds = recv_message(control)
         if request is None:
             os._exit(0)
         if request.get("op") == "run":
-            for target in (sys.stdout, sys.stderr):
-                target.flush()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    control.close()
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # G dies with C, C with us
-                    if os.getppid() != zygote_pid:
-                        os._exit(124)
-                    run_tree(request, fds, config, roles)
-                except BaseException as exc:  # noqa: BLE001 - report, never fall back into the loop
-                    try:
-                        os.write(2, ("sandbox setup failed: %r\n" % (exc,)).encode())
-                    finally:
-                        os._exit(122)
-                os._exit(123)
-            for fd in fds:
-                os.close(fd)
-            send_message(control, {"pid": pid})
+            try:
+                child, exit_fd, alive_w = run_tree(request, fds, config, roles)
+            except OSError as exc:  # clone refused (limits of the host): this request fails
+                for fd in fds:
+                    os.close(fd)
+                send_message(control, {"error": "sandbox setup failed: %s" % exc})
+                continue
+            send_message(control, {"pid": child})
+            finish_tree(child, exit_fd, alive_w)
 
 
 if __name__ == "__main__":
