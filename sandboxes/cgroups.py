@@ -1,10 +1,10 @@
-"""Per-execution cgroup (v1) for memory and process-count limits, where the host allows one.
+"""Cgroups (v1) for memory and process-count limits, where the host allows them.
 
 When Crucible runs as root on a host with the v1 ``memory`` and ``pids`` controllers
-mounted under ``/sys/fs/cgroup`` (this project's machines), each execution tree gets
-its own cgroup in both: resident memory (not address space) is capped, a fork bomb is
-stopped at ``pids.max`` for that tree alone, and the peak memory of the whole tree is
-read back. Elsewhere :func:`create` returns None and the rlimits in ``process.py``
+mounted under ``/sys/fs/cgroup`` (this project's machines), each resident sandbox
+process gets its own cgroup in both, and the one execution tree it runs at a time is
+held there: resident memory (not address space) is capped, a fork bomb is stopped at
+``pids.max`` for that tree alone, and the peak memory of the whole tree is read back. Elsewhere :func:`create` returns None and the rlimits in ``process.py``
 are the only limits; :attr:`ExecutionResult.enforcement` says which was in force.
 """
 
@@ -24,63 +24,56 @@ PARENT = "crucible"
 
 @dataclass
 class Cgroup:
-    """One execution's cgroup directories, one per controller."""
+    """One resident sandbox's cgroup directories, one per controller.
+
+    The resident process itself lives in the cgroup, so every tree it forks is born
+    there (no per-execution attach, a slow path of cgroup v1). Its own usage, read at
+    the start of each execution, is the baseline: the memory limit is the execution's
+    limit on top of it, and the peak reported is the peak above it.
+    """
 
     paths: dict[str, Path]
-    _oom_kills_before: int = 0
-    _pids_max_before: int = 0
+    _baseline: int = 0
+    _limit: int = 0
+    _processes: int = 0
+    _oom_kills_seen: int = 0
 
-    def set_limits(self, *, memory_bytes: int | None = None, processes: int | None = None) -> None:
-        """Change the limits (a resident sandbox's cgroup serves many executions)."""
-        if memory_bytes is not None:
-            memsw = self.paths["memory"] / "memory.memsw.limit_in_bytes"
-            limit = self.paths["memory"] / "memory.limit_in_bytes"
+    def begin_execution(self, *, memory_bytes: int, processes: int) -> None:
+        """Set this execution's limits above the resident baseline and zero the peak."""
+        memory = self.paths["memory"]
+        self._baseline = _read_int(memory / "memory.usage_in_bytes")
+        limit = memory_bytes + self._baseline
+        if abs(limit - self._limit) > 4 * 1024**2:  # the baseline drifts a little; rewrite on real change
+            memsw, current = memory / "memory.memsw.limit_in_bytes", memory / "memory.limit_in_bytes"
             # memory+swap may never be below memory: raise it first, lower it last.
-            order = [memsw, limit] if memory_bytes > _read_int(limit) else [limit, memsw]
-            for path in order:
+            for path in ([memsw, current] if limit > _read_int(current) else [current, memsw]):
                 if path.exists():
-                    path.write_text(str(memory_bytes))
-        if processes is not None:
-            (self.paths["pids"] / "pids.max").write_text(str(processes))
-
-    def reset_counters(self) -> None:
-        """Start a new execution: zero the peak and failure counters, note the OOM-kill count."""
-        for name in ("memory.max_usage_in_bytes", "memory.failcnt"):
-            (self.paths["memory"] / name).write_text("0")
-        self._oom_kills_before = self._oom_kills()
-        self._pids_max_before = self._pids_max_events()
-
-    def _oom_kills(self) -> int:
-        fields = (self.paths["memory"] / "memory.oom_control").read_text().split()
-        return int(dict(zip(fields[::2], fields[1::2])).get("oom_kill", "0"))
-
-    def _pids_max_events(self) -> int:
-        events = (self.paths["pids"] / "pids.events").read_text().split()
-        return int(events[1]) if len(events) == 2 and events[0] == "max" else 0
-
-    def join_files(self) -> list[str]:
-        """The ``cgroup.procs`` files a child writes ``0`` to, to join before exec."""
-        return [str(path / "cgroup.procs") for path in self.paths.values()]
+                    path.write_text(str(limit))
+            self._limit = limit
+        if processes != self._processes:
+            (self.paths["pids"] / "pids.max").write_text(str(processes + 1))  # + the resident process
+            self._processes = processes
+        (memory / "memory.max_usage_in_bytes").write_text("0")
 
     def peak_memory_bytes(self) -> int:
-        return _read_int(self.paths["memory"] / "memory.max_usage_in_bytes")
+        """Peak memory of this execution's tree (above the resident baseline), in bytes."""
+        return max(0, _read_int(self.paths["memory"] / "memory.max_usage_in_bytes") - self._baseline)
 
     def memory_limit_hit(self) -> bool:
-        """True when the tree hit its memory limit: the OOM killer acted in it, or a
-        charge failed (``memory.failcnt``)."""
-        return self._oom_kills() > self._oom_kills_before or _read_int(self.paths["memory"] / "memory.failcnt") > 0
-
-    def pids_limit_hit(self) -> bool:
-        return self._pids_max_events() > self._pids_max_before
+        """True when the OOM killer acted in the cgroup since the last call."""
+        fields = (self.paths["memory"] / "memory.oom_control").read_text().split()
+        kills = int(dict(zip(fields[::2], fields[1::2])).get("oom_kill", "0"))
+        hit, self._oom_kills_seen = kills > self._oom_kills_seen, kills
+        return hit
 
     def processes(self) -> list[int]:
-        """The pids in the cgroup now (an idle resident sandbox's cgroup holds none)."""
+        """The pids in the cgroup now."""
         return [int(p) for p in (self.paths["pids"] / "cgroup.procs").read_text().split()]
 
-    def kill_all(self) -> None:
-        """SIGKILL every process left in the cgroup (v1 has no cgroup.kill)."""
+    def kill_all(self, *, spare: int | None = None) -> None:
+        """SIGKILL every process in the cgroup but ``spare`` (v1 has no cgroup.kill)."""
         for _ in range(50):
-            pids = [int(p) for p in (self.paths["pids"] / "cgroup.procs").read_text().split()]
+            pids = [pid for pid in self.processes() if pid != spare]
             if not pids:
                 return
             for pid in pids:

@@ -42,7 +42,13 @@ def expected_test_ids(test_source: str) -> list[str]:
     Raises:
         SyntaxError, ValueError: as :func:`split_check`.
     """
-    return [test_id for test_id, _stmt in split_check(test_source) if test_id is not None]
+    return list(_expected_test_ids(test_source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _expected_test_ids(test_source: str) -> tuple[str, ...]:
+    # A worker grades the same suites again and again (a group, every step): parse once.
+    return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
 
 
 class PythonGrader:

@@ -63,4 +63,3 @@ class ProcessOutcome:
     peak_memory_bytes: int
     enforcement: str = "rlimit"  # "cgroup-v1" when a cgroup held memory and pids
     memory_limit_hit: bool = False
-    pids_limit_hit: bool = False

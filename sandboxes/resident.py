@@ -8,8 +8,8 @@ and answers the tree's pid. :func:`watch` drains a set of trees' pipes with one
 returns each tree's :class:`~sandboxes.process.ProcessOutcome`.
 
 Memory and process count are held by a cgroup per zygote (v1 ``memory`` and
-``pids``, created by :mod:`sandboxes.cgroups` where the host allows it), reset
-before each execution; elsewhere rlimits alone hold them and the outcome's
+``pids``, created by :mod:`sandboxes.cgroups` where the host allows it) that the
+zygote lives in, so its trees are born there; limits and peak are set per execution; elsewhere rlimits alone hold them and the outcome's
 ``enforcement`` says so.
 """
 
@@ -93,9 +93,6 @@ class Zygote:
     process: subprocess.Popen | None = None
     control: socket.socket | None = None
     cgroup: cgroups.Cgroup | None = None
-    cgroup_fds: dict[str, int] = field(default_factory=dict)
-    _memory_limit: int = 0
-    _processes: int = 0
 
     def start(self) -> None:
         """Start the process and wait until it is isolated and warm.
@@ -103,6 +100,14 @@ class Zygote:
         Raises:
             ZygoteDied: it exited or did not report ready within 30 s.
         """
+        self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
+        join = [str(path / "cgroup.procs") for path in self.cgroup.paths.values()] if self.cgroup else []
+
+        def born_in_cgroup() -> None:  # in the child, before exec, still the host's root
+            for procs in join:
+                with open(procs, "w") as handle:
+                    handle.write("0")
+
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         source = (os.path.dirname(__file__) + "/harness/zygote.py")
         with open(source, encoding="utf-8") as handle:
@@ -110,7 +115,7 @@ class Zygote:
         self.process = subprocess.Popen(
             [self.interpreter, "-I", "-S", "-c", program, str(there.fileno()), str(os.getpid())],
             env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, pass_fds=(there.fileno(),), close_fds=True,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=born_in_cgroup if join else None,
         )
         there.close()
         self.control = here
@@ -123,10 +128,7 @@ class Zygote:
         except (ZygoteDied, OSError) as exc:
             self.stop()
             raise ZygoteDied(f"sandbox process for {self.role} failed to start: {exc}") from exc
-        self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
-        if self.cgroup:
-            self.cgroup_fds = {f"cgroup_{name}": os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-                               for name, path in zip(("memory", "pids"), self.cgroup.join_files())}
+
 
     @property
     def alive(self) -> bool:
@@ -144,9 +146,6 @@ class Zygote:
                 pass
             self.process.wait()
             self.process = None
-        for fd in self.cgroup_fds.values():
-            os.close(fd)
-        self.cgroup_fds = {}
         if self.cgroup:
             self.cgroup.remove()
             self.cgroup = None
@@ -170,8 +169,7 @@ class Zygote:
         if not self.alive or self.control is None:
             raise ZygoteDied("sandbox process is not running")
         self.prepare_cgroup(limits)
-        all_fds = dict(fds, **self.cgroup_fds)
-        names = list(all_fds)
+        names = list(fds)
         request = {
             "op": "run", "files": files, "spec": spec, "fds": names, "role_fds": spec.get("fd_order", []),
             "exec": exec_argv,
@@ -183,7 +181,7 @@ class Zygote:
             },
         }
         try:
-            _send(self.control, request, [all_fds[name] for name in names])
+            _send(self.control, request, [fds[name] for name in names])
             reply = _receive(self.control, START_TIMEOUT_S)
         except (OSError, ZygoteDied) as exc:
             raise ZygoteDied(f"sandbox process for {self.role} failed: {exc}") from exc
@@ -195,15 +193,20 @@ class Zygote:
         return int(reply["pid"])
 
     def prepare_cgroup(self, limits: Limits) -> None:
-        if not self.cgroup:
-            return
-        if limits.memory_bytes != self._memory_limit:
-            self.cgroup.set_limits(memory_bytes=limits.memory_bytes)
-            self._memory_limit = limits.memory_bytes
-        if limits.processes != self._processes:
-            self.cgroup.set_limits(processes=limits.processes)
-            self._processes = limits.processes
-        self.cgroup.reset_counters()
+        """Set the next execution's memory and process limits and zero its peak."""
+        if self.cgroup:
+            self.cgroup.begin_execution(memory_bytes=limits.memory_bytes, processes=limits.processes)
+
+    def leftovers(self) -> list[int]:
+        """Processes in this sandbox's cgroup other than the resident process itself."""
+        if not self.cgroup or self.process is None:
+            return []
+        return [pid for pid in self.cgroup.processes() if pid != self.process.pid]
+
+    def kill_trees(self) -> None:
+        """SIGKILL every process of this sandbox's trees, now (with a cgroup)."""
+        if self.cgroup and self.process is not None:
+            self.cgroup.kill_all(spare=self.process.pid)
 
 
 @dataclass
@@ -268,8 +271,8 @@ def watch(trees: list[Tree], deadline_s: float) -> list[ProcessOutcome]:
         os.close(key.fd)
     selector.close()
     for tree in trees:  # nothing of an execution outlives it, whatever state it left
-        if tree.zygote.cgroup and tree.zygote.cgroup.processes():
-            tree.zygote.cgroup.kill_all()
+        if tree.zygote.leftovers():
+            tree.zygote.kill_trees()
     wall_ms = (time.monotonic() - start) * 1000
     return [
         _outcome(tree, kept[i], totals[i], timed_out=timed_out, exceeded=exceeded[i], wall_ms=wall_ms)
@@ -294,11 +297,11 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
     else:
         signum = signal.SIGKILL  # no report: the zygote died with the tree
     cgroup = tree.zygote.cgroup
-    memory_hit = pids_hit = False
+    memory_hit = False
     peak = maxrss
     if cgroup:
         peak = cgroup.peak_memory_bytes()
-        memory_hit, pids_hit = cgroup.memory_limit_hit(), cgroup.pids_limit_hit()
+        memory_hit = signum == signal.SIGKILL and cgroup.memory_limit_hit()  # the OOM killer's signal
     return ProcessOutcome(
         exit_code=exit_code,
         signal=signum,
@@ -313,7 +316,6 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
         peak_memory_bytes=peak,
         enforcement="cgroup-v1" if cgroup else "rlimit",
         memory_limit_hit=memory_hit,
-        pids_limit_hit=pids_hit,
     )
 
 
@@ -321,8 +323,7 @@ def _kill_tree(tree: Tree) -> None:
     """SIGKILL the tree's init G (the kernel then empties its pid namespace) and, with a
     cgroup, every process in it at once."""
     _kill(tree.pid)
-    if tree.zygote.cgroup:
-        tree.zygote.cgroup.kill_all()
+    tree.zygote.kill_trees()
 
 
 def _kill(pid: int) -> None:

@@ -21,8 +21,8 @@ Once, at start:
 Per execution (a message on the control socket, with its descriptors):
   G = clone() into new mount, pid, ipc and uts namespaces (pid 1 of its own pid
   namespace, no intermediate process): mount a fresh size-capped tmpfs on ``/tmp``
-  (the workspace) and ``/dev/shm`` and its own ``/proc``, join the slot's cgroups,
-  set rlimits, drop to the sandbox user with no capabilities and ``no_new_privs``,
+  (the workspace) and ``/dev/shm`` and its own ``/proc`` (it was born in the
+  zygote's cgroup, if any), set rlimits, drop to the sandbox user with no capabilities and ``no_new_privs``,
   write the workspace files, point fds 0-2 at the host's pipes and run the role's
   ``main`` (or, for a runtime that is not Python, ``execve`` its interpreter:
   ``"exec"``). The zygote answers G's pid, waits for it and writes its wait status
@@ -253,10 +253,12 @@ def run_init(request, named, config, roles, parent_alive):
     tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
-    for key in ("cgroup_memory", "cgroup_pids"):
-        if key in named:  # join first, so everything G forks is charged there too
-            os.write(named[key], b"0")
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    try:  # the OOM killer's first choice in the cgroup is the execution, not the zygote
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError:
+        pass
     libc.sethostname(b"sandbox", 7)
     uid = config["sandbox_uid"]
     if limits.get("address_space_bytes"):
