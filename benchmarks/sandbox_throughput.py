@@ -12,9 +12,10 @@ execution on program + tests (2 threads) against ``sandbox_worker --runtime node
 
 Prints JSON: seconds and samples per second of each and their ratio (Crucible /
 peer; issue 3 targets >= 5 for Python); then, one request at a time, Crucible's
-latency p50/p99 (and for Python its overhead: latency minus the test's own run
-time in this process) in milliseconds; the idle worker's memory (RSS and PSS of
-the worker process and its sandboxes, per slot) and which limit mechanism held.
+latency p50/p99 back to back and p50 with 100 ms between requests (and for Python
+its overhead: latency minus the test's own run time in this process) in
+milliseconds; idle memory (RSS and PSS of the worker process, and of its sandboxes
+per slot) and which limit mechanism held.
 
 Run: ``.venv/bin/python benchmarks/sandbox_throughput.py``.
 """
@@ -78,17 +79,32 @@ def _request(problem: dict) -> dict:
                         prompt=problem["prompt"])
 
 
-def _worker_memory(pid: int) -> dict:
-    """Resident (RSS) and proportional (PSS) memory of a worker process and its sandboxes, in bytes."""
-    pids = [pid]
+def _descendants(pid: int) -> list[int]:
+    found = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        pids += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
+            found += [int(child), *_descendants(int(child))]
+    return found
+
+
+def _memory(pids: list[int]) -> dict:
     rss = pss = 0
     for each in pids:
         fields = dict(line.split(":", 1) for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines()[1:])
         rss += int(fields["Rss"].split()[0]) * 1024
         pss += int(fields["Pss"].split()[0]) * 1024
-    return {"processes": len(pids), "rss_bytes": rss, "pss_bytes": pss}
+    return {"processes": len(pids), "rss_mb": round(rss / 2**20, 1), "pss_mb": round(pss / 2**20, 1)}
+
+
+def _worker_memory(pid: int) -> dict:
+    """Idle memory: the worker process (Django, Redis client; one per pod, shared by its
+    slots) and its sandboxes (zygotes and, for Node, the pre-booted next trees) per slot."""
+    sandboxes = _descendants(pid)
+    per_slot = _memory(sandboxes)
+    return {
+        "worker_process": _memory([pid]),
+        "sandboxes_per_slot": {k: round(v / WORKERS, 1) for k, v in per_slot.items()},
+    }
 
 
 def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | None = None) -> dict:
@@ -101,22 +117,27 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
     started = time.perf_counter()
     results = run_many(requests)
     seconds = time.perf_counter() - started
-    latencies, sandbox_wall = [], []
+    latencies, sandbox_wall, spaced = [], [], []
     for item in requests:
         started = time.perf_counter()
         result = run_many([item])[0]
         latencies.append((time.perf_counter() - started) * 1000)
         sandbox_wall.append(result.wall_ms)
+    for item in requests[:40]:  # with a pause between requests, as a rollout's generation gives
+        time.sleep(0.1)
+        started = time.perf_counter()
+        run_many([item])
+        spaced.append((time.perf_counter() - started) * 1000)
     out = {
         "seconds": round(seconds, 3),
         "samples_per_s": round(len(requests) / seconds, 2),
         "pass@1": round(sum(r.passed for r in results) / len(results), 4),
         "latency_p50_ms": round(statistics.median(latencies), 2),
         "latency_p99_ms": round(_p99(latencies), 2),
+        "latency_p50_ms_with_100ms_gaps": round(statistics.median(spaced), 2),
         "sandbox_wall_p50_ms": round(statistics.median(sandbox_wall), 2),
         "enforcement": results[0].enforcement,
-        "idle_worker": {**idle, "slots": WORKERS, "rss_per_slot_mb": round(idle["rss_bytes"] / WORKERS / 2**20, 1),
-                        "pss_per_slot_mb": round(idle["pss_bytes"] / WORKERS / 2**20, 1)},
+        "idle_memory": idle,
     }
     if own_ms:
         out["overhead_p50_ms"] = round(statistics.median(lat - own for lat, own in zip(latencies, own_ms)), 2)
