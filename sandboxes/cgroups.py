@@ -104,6 +104,25 @@ def _read_int(path: Path) -> int:
         return 0
 
 
+def sweep_stale() -> int:
+    """Remove the empty cgroups of processes that are gone (a worker killed with SIGKILL
+    cannot remove its own); returns how many were removed."""
+    removed = 0
+    for controller in CONTROLLERS:
+        parent = ROOT / controller / PARENT
+        if not parent.is_dir():
+            continue
+        for path in parent.glob("x-*"):
+            owner = path.name.split("-")[1]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                try:
+                    path.rmdir()  # refused while a process is still in it
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
 def available() -> bool:
     """True when this process may create cgroups in both controllers."""
     return os.geteuid() == 0 and all(os.access(ROOT / c, os.W_OK) for c in CONTROLLERS)
@@ -116,6 +135,7 @@ def create(*, memory_bytes: int, processes: int) -> Cgroup | None:
     """
     if not available():
         return None
+    sweep_stale()
     name = f"x-{os.getpid()}-{secrets.token_hex(6)}"
     paths = {c: ROOT / c / PARENT / name for c in CONTROLLERS}
     try:

@@ -15,14 +15,14 @@ import atexit
 import functools
 import json
 import logging
-import os
 import threading
 from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.harness.python_check import split_check
+from sandboxes.pairs import WarmGrader
 from sandboxes.process import Limits
-from sandboxes.resident import Tree, Zygote, ZygoteDied, interpreter_bind_dirs, watch
+from sandboxes.resident import Zygote, ZygoteDied, interpreter_bind_dirs
 from sandboxes.runtimes import RuntimeUnavailable, python_interpreter
 
 log = logging.getLogger(__name__)
@@ -51,35 +51,15 @@ def _expected_test_ids(test_source: str) -> tuple[str, ...]:
     return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
 
 
-class PythonGrader:
-    """A warm pair of resident sandboxes: one for submissions, one for tests.
-
-    The two zygotes never share memory: the tests' zygote never runs a submission,
-    and the submissions' zygote never receives a test (so no execution can find
-    another's expected values in what it inherits). Not thread-safe: one grader per
-    worker thread.
-    """
+class PythonGrader(WarmGrader):
+    """Grades Python programs in a warm pair of resident sandboxes (see :class:`WarmGrader`)."""
 
     def __init__(self) -> None:
         self.interpreter = python_interpreter()
         binds = interpreter_bind_dirs(self.interpreter)
         self.runner = Zygote(self.interpreter, "python_runner", _harness_sources("python_runner"), binds)
         self.driver = Zygote(self.interpreter, "python_check", _harness_sources("python_check"), binds)
-
-    def ensure_started(self) -> None:
-        """(Re)start whichever zygote is not running.
-
-        Raises:
-            ZygoteDied: a zygote could not start.
-        """
-        for zygote in (self.runner, self.driver):
-            if not zygote.alive:
-                zygote.stop()
-                zygote.start()
-
-    def close(self) -> None:
-        self.runner.stop()
-        self.driver.stop()
+        self.spare = None
 
     def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
               limits: Limits | None = None) -> R.ExecutionResult:
@@ -107,45 +87,12 @@ class PythonGrader:
         """
         limits = limits or Limits()
         expected = expected_test_ids(test_source)
-        self.ensure_started()
-        pipes = {name: os.pipe() for name in ("request", "reply", "r_out", "r_err", "r_exit",
-                                              "d_out", "d_err", "d_exit", "results")}
-        try:
-            runner_pid = self.runner.start_tree(
-                files={SOLUTION_FILE: program},
-                spec={"solution_path": SOLUTION_FILE, "request_fd": 3, "reply_fd": 4, "fd_order": ["request", "reply"]},
-                limits=limits,
-                fds={"stdout": pipes["r_out"][1], "stderr": pipes["r_err"][1], "exit": pipes["r_exit"][1],
-                     "request": pipes["request"][0], "reply": pipes["reply"][1]},
-            )
-            driver_pid = self.driver.start_tree(
-                files={},
-                spec={"tests": test_source, "prompt": prompt, "entry_point": entry_point,
-                      "request_fd": 3, "reply_fd": 4, "results_fd": 5, "fd_order": ["request", "reply", "results"]},
-                limits=limits,
-                fds={"stdout": pipes["d_out"][1], "stderr": pipes["d_err"][1], "exit": pipes["d_exit"][1],
-                     "request": pipes["request"][1], "reply": pipes["reply"][0], "results": pipes["results"][1]},
-            )
-        except BaseException:
-            for fd in (fd for pair in pipes.values() for fd in pair):
-                try:  # start_tree closed what it sent; the rest is ours
-                    os.close(fd)
-                except OSError:
-                    pass
-            raise
-        runner, driver = watch(
-            [
-                Tree(self.runner, runner_pid, {"stdout": pipes["r_out"][0], "stderr": pipes["r_err"][0],
-                                               "exit": pipes["r_exit"][0]}, limits),
-                Tree(self.driver, driver_pid, {"stdout": pipes["d_out"][0], "stderr": pipes["d_err"][0],
-                                               "exit": pipes["d_exit"][0], "results": pipes["results"][0]},
-                     limits, kill_on_output=False),
-            ],
-            deadline_s=limits.wall_timeout_s,
+        runner, driver = self.run_pair(
+            {"files": {SOLUTION_FILE: program}, "spec": {"solution_path": SOLUTION_FILE, "request_fd": 4, "reply_fd": 5}},
+            {"spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point,
+                      "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
+            limits,
         )
-        for zygote in (self.runner, self.driver):
-            if not zygote.alive:  # its trees died with it: the platform failed, not the submission
-                raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
         return _result(runner, driver, expected)
 
 

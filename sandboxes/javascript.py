@@ -8,28 +8,24 @@ knows which site ran, and a site that never ran, or whose condition was false on
 any run, fails. An early ``process.exit``, a thrown error or a crash leaves the
 remaining ids unreported, hence failed.
 
-Node cannot fork, so the pool is pre-warmed instead of forked: a warm Python zygote
-(see ``harness/zygote.py``) forks a fresh isolated tree that ``execve``s ``node``,
-which boots and then blocks reading its job. The next pair boots while the host
-hands back the current result, so no interpreter start sits on a request's path
-unless requests come faster than Node boots. Every execution gets new processes.
+Node cannot fork, so its trees are Python zygote trees (see ``harness/zygote.py``)
+that ``execve`` ``node`` once isolated; like every tree they are booted ahead of
+their job (``pairs.py``), so Node's start sits on a request's path only when
+requests come faster than Node boots. Every execution gets new processes.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import json
-import os
 import re
-import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.grading import _result
+from sandboxes.pairs import WarmGrader
 from sandboxes.process import Limits
-from sandboxes.resident import Tree, Zygote, ZygoteDied, interpreter_bind_dirs, watch
+from sandboxes.resident import Zygote, interpreter_bind_dirs
 from sandboxes.runtimes import node_interpreter, python_interpreter
 
 HARNESS_DIR = Path(__file__).parent / "harness"
@@ -67,21 +63,8 @@ def _harness(name: str) -> str:
     return "(function () {\n" + source + "\n})();\n"
 
 
-@dataclass
-class _Warm:
-    """A booted (or booting) node process waiting for its job on ``job_fd``."""
-
-    zygote: Zygote
-    pid: int
-    job_fd: int
-    pipes: dict[str, int]
-
-
-class NodeGrader:
-    """A warm pair of zygotes for JavaScript and the next pre-booted pair of trees.
-
-    Not thread-safe: one grader per worker thread.
-    """
+class NodeGrader(WarmGrader):
+    """Grades JavaScript programs in a warm pair of zygotes whose trees exec ``node``."""
 
     def __init__(self) -> None:
         self.node = node_interpreter()
@@ -89,69 +72,12 @@ class NodeGrader:
         binds = interpreter_bind_dirs(python) + interpreter_bind_dirs(self.node)
         self.runner = Zygote(python, "exec", {}, binds)
         self.driver = Zygote(python, "exec", {}, binds)
-        self.spare: tuple[_Warm, _Warm] | None = None
+        self.spare = None
         self.heap_mb = Limits().memory_bytes // 2**20
 
-    def ensure_started(self) -> None:
-        for zygote in (self.runner, self.driver):
-            if not zygote.alive:
-                self._drop_spare()
-                zygote.stop()
-                zygote.start()
-
-    def close(self) -> None:
-        self._drop_spare()
-        self.runner.stop()
-        self.driver.stop()
-
-    def prewarm(self) -> None:
-        """Boot the next pair now (the worker calls this once at start)."""
-        self.ensure_started()
-        if self.spare is None:
-            self.spare = self._boot_pair()
-
-    def _drop_spare(self) -> None:
-        if self.spare is not None:
-            for warm in self.spare:
-                os.close(warm.job_fd)
-                for fd in warm.pipes.values():
-                    os.close(fd)
-            self.spare = None
-
-    def _argv(self, harness: str) -> list[str]:
+    def exec_argv(self, role: str) -> list[str]:
+        harness = "js_runner.js" if role == "runner" else "js_check.js"
         return [self.node, f"--max-old-space-size={self.heap_mb}", "--stack-size=4000", "-e", _harness(harness)]
-
-    def _boot_pair(self) -> tuple[_Warm, _Warm]:
-        limits = Limits()
-        names = ("request", "reply", "r_out", "r_err", "r_exit", "r_job", "d_out", "d_err", "d_exit", "d_job", "results")
-        p = {name: os.pipe() for name in names}
-        sent = set()
-        try:
-            runner_pid = self.runner.start_tree(
-                files={}, spec={"fd_order": ["job", "request", "reply"]}, limits=limits, exec_argv=self._argv("js_runner.js"),
-                fds={"stdout": p["r_out"][1], "stderr": p["r_err"][1], "exit": p["r_exit"][1], "job": p["r_job"][0],
-                     "request": p["request"][0], "reply": p["reply"][1]},
-            )
-            sent |= {p[n][i] for n, i in (("r_out", 1), ("r_err", 1), ("r_exit", 1), ("r_job", 0), ("request", 0), ("reply", 1))}
-            driver_pid = self.driver.start_tree(
-                files={}, spec={"fd_order": ["job", "request", "reply", "results"]}, limits=limits,
-                exec_argv=self._argv("js_check.js"),
-                fds={"stdout": p["d_out"][1], "stderr": p["d_err"][1], "exit": p["d_exit"][1], "job": p["d_job"][0],
-                     "request": p["request"][1], "reply": p["reply"][0], "results": p["results"][1]},
-            )
-        except BaseException:
-            for fd in (fd for pair in p.values() for fd in pair):
-                if fd not in sent:
-                    try:
-                        os.close(fd)
-                    except OSError:
-                        pass
-            raise
-        runner = _Warm(self.runner, runner_pid, p["r_job"][1],
-                       {"stdout": p["r_out"][0], "stderr": p["r_err"][0], "exit": p["r_exit"][0]})
-        driver = _Warm(self.driver, driver_pid, p["d_job"][1],
-                       {"stdout": p["d_out"][0], "stderr": p["d_err"][0], "exit": p["d_exit"][0], "results": p["results"][0]})
-        return runner, driver
 
     def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
               limits: Limits | None = None) -> R.ExecutionResult:
@@ -164,7 +90,7 @@ class NodeGrader:
                 its top level are callable too).
             prompt: the task's prompt, read for those helper names.
             limits: wall clock, memory, processes and output of this execution (the CPU
-                rlimit of a pre-booted tree is the default ``Limits().cpu_s``).
+                rlimit of a pre-booted Node tree is the default ``Limits().cpu_s``).
 
         Returns:
             An :class:`ExecutionResult` with one test per ``console.assert`` site.
@@ -175,37 +101,9 @@ class NodeGrader:
         limits = limits or Limits()
         rewritten, expected = rewrite_asserts(test_source)
         names = list(dict.fromkeys([entry_point, *declared_names(prompt)]))
-        self.ensure_started()
-        runner, driver = self.spare or self._boot_pair()
-        self.spare = None
-        for zygote in (self.runner, self.driver):
-            zygote.prepare_cgroup(limits)
-        jobs = [
-            (runner.job_fd, {"program": program, "names": names, "files": {SOLUTION_FILE: program}, "filename": SOLUTION_FILE}),
-            (driver.job_fd, {"tests": rewritten, "test_count": len(expected)}),
-        ]
-        writers = [threading.Thread(target=_write_job, args=(fd, job), daemon=True) for fd, job in jobs]
-        for writer in writers:  # a thread each: a job over a pipe's 64 KiB waits for node to read it
-            writer.start()
-        outcomes = watch(
-            [Tree(runner.zygote, runner.pid, runner.pipes, limits), Tree(driver.zygote, driver.pid, driver.pipes, limits, kill_on_output=False)],
-            deadline_s=limits.wall_timeout_s,
+        runner, driver = self.run_pair(
+            {"program": program, "names": names, "files": {SOLUTION_FILE: program}, "filename": SOLUTION_FILE},
+            {"tests": rewritten, "test_count": len(expected)},
+            limits,
         )
-        for writer in writers:
-            writer.join(timeout=5)
-        for zygote in (self.runner, self.driver):
-            if not zygote.alive:
-                raise ZygoteDied(f"sandbox process for node ({'runner' if zygote is self.runner else 'driver'}) died")
-        self.spare = self._boot_pair()
-        return _result(outcomes[0], outcomes[1], expected)
-
-
-def _write_job(fd: int, job: dict) -> None:
-    data = json.dumps(job).encode()
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        pass  # the tree died before reading its job; its outcome says how
-    finally:
-        os.close(fd)
+        return _result(runner, driver, expected)

@@ -150,12 +150,13 @@ class Zygote:
             self.cgroup.remove()
             self.cgroup = None
 
-    def start_tree(self, *, files: dict[str, str], spec: dict, limits: Limits, fds: dict[str, int],
+    def start_tree(self, *, role_fds: list[str], limits: Limits, fds: dict[str, int],
                    exec_argv: list[str] | None = None) -> int:
-        """Fork one execution tree; ``fds`` (name -> descriptor) are closed here once sent.
+        """Fork one execution tree, booted up to reading its job; ``fds`` (name ->
+        descriptor) are closed here once sent.
 
         ``fds`` must hold ``stdout``, ``stderr`` and ``exit``; the role's own
-        descriptors are passed on as 3, 4, ... in the order of ``spec["fd_order"]``.
+        descriptors named in ``role_fds`` are passed on as 3, 4, ... in that order.
         With ``exec_argv`` the tree ``execve``s that interpreter instead of running
         the zygote's Python role (no address-space rlimit then: V8 reserves far more
         than it uses; the cgroup or the interpreter's own heap flag holds memory).
@@ -168,10 +169,9 @@ class Zygote:
         """
         if not self.alive or self.control is None:
             raise ZygoteDied("sandbox process is not running")
-        self.prepare_cgroup(limits)
         names = list(fds)
         request = {
-            "op": "run", "files": files, "spec": spec, "fds": names, "role_fds": spec.get("fd_order", []),
+            "op": "run", "fds": names, "role_fds": role_fds,
             "exec": exec_argv,
             "limits": {
                 "cpu_s": limits.cpu_s, "file_size_bytes": limits.file_size_bytes, "processes": limits.processes,

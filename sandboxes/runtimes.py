@@ -78,7 +78,7 @@ class PythonExecutor:
         from sandboxes.grading import PythonGrader
 
         self.grader = PythonGrader()
-        self.grader.ensure_started()
+        self.grader.prewarm()
 
     def run(self, request: dict):
         """Execute one queued request.

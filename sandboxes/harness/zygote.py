@@ -22,17 +22,20 @@ Per execution (a message on the control socket, with its descriptors):
   G = clone() into new mount, pid, ipc and uts namespaces (pid 1 of its own pid
   namespace, no intermediate process): mount a fresh size-capped tmpfs on ``/tmp``
   (the workspace) and ``/dev/shm`` and its own ``/proc`` (it was born in the
-  zygote's cgroup, if any), set rlimits, drop to the sandbox user with no capabilities and ``no_new_privs``,
-  write the workspace files, point fds 0-2 at the host's pipes and run the role's
-  ``main`` (or, for a runtime that is not Python, ``execve`` its interpreter:
-  ``"exec"``). The zygote answers G's pid, waits for it and writes its wait status
-  and rusage on the exit pipe. When G exits or the host kills it (timeout, output
+  zygote's cgroup, if any), set rlimits, drop to the sandbox user with no
+  capabilities and ``no_new_privs``, point fds 0-2 at the host's pipes and fds
+  3.. at the role's, then (for a runtime that is not Python) ``execve`` its
+  interpreter (``"exec"``), or block reading its job on fd 3: the host boots trees
+  ahead of their executions (``pairs.py``). With the job: lower the rlimits to the
+  execution's, write the workspace files and run the role's ``main(spec)``.
+  The zygote answers G's pid, waits for it and writes its wait status and rusage
+  on the exit pipe. When G exits or the host kills it (timeout, output
   flood), the kernel kills everything left in its pid namespace; G has
   ``PDEATHSIG=SIGKILL``, so it also dies with the zygote.
 
 Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
   host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
-  then per execution ``{"op": "run", "files", "limits", "spec", "fds": [names]}``;
+  then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``;
   zygote -> host ``{"unshared": true}``, ``{"ready": true}``, ``{"pid": G}`` (or ``{"error"}``).
 """
 
@@ -296,22 +299,26 @@ def run_init(request, named, config, roles, parent_alive):
         os.set_inheritable(target, True)
     workspace = "/tmp/workspace"
     os.mkdir(workspace, 0o755)
-    for rel, text in request["files"].items():
-        path = os.path.join(workspace, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
     os.chdir(workspace)
     os.environ["HOME"] = workspace
     if request.get("exec"):  # another runtime's interpreter (Node.js), isolated the same way
         argv = request["exec"]
         os.execve(argv[0], argv, dict(os.environ))
+    # Booted ahead of its execution: block here until the host hands over the job.
+    job = json.loads(read_all(3))
+    os.close(3)
+    lower_limits(job["limits"])
+    for rel, text in job.get("files", {}).items():
+        path = os.path.join(workspace, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
     sys.stdin = open(os.devnull)
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     code = 0
     try:
-        roles[config["role"]](request["spec"])
+        roles[config["role"]](job["spec"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the role's own crash is reported by its exit status
@@ -324,6 +331,32 @@ def run_init(request, named, config, roles, parent_alive):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def lower_limits(limits):
+    """Bring the boot-time rlimits down to the execution's (a process may only lower them).
+
+    A limit that is unlimited at boot on purpose (the process count when the sandbox
+    user is the host's own user) stays so.
+    """
+    for kind, key in ((resource.RLIMIT_CPU, "cpu_s"), (resource.RLIMIT_FSIZE, "file_size_bytes"),
+                      (resource.RLIMIT_AS, "address_space_bytes"), (resource.RLIMIT_NPROC, "processes")):
+        value = limits.get(key)
+        _soft, hard = resource.getrlimit(kind)
+        if not value or hard == resource.RLIM_INFINITY:
+            continue
+        extra = 1 if kind == resource.RLIMIT_CPU else 0  # SIGXCPU at the soft limit, SIGKILL at the hard
+        new_hard = min(value + extra, hard)
+        resource.setrlimit(kind, (min(value, new_hard), new_hard))
 
 
 def load_roles(sources):
