@@ -22,20 +22,33 @@ from dataclasses import dataclass
 from sandboxes.process import Limits, ProcessOutcome
 from sandboxes.resident import Tree, Zygote, ZygoteDied, watch
 
+PIPE_BUF_BYTES = 65536  # Linux's default pipe capacity
 RUNNER_FDS = ["job", "request", "reply"]
 DRIVER_FDS = ["job", "request", "reply", "results"]
 
 
 @dataclass
 class WarmTree:
-    """A started tree waiting for its job on ``job_fd``; ``pipes`` are the host's read ends."""
+    """A started tree waiting for its job on ``job_fd``; ``pipes`` are the host's read ends.
+    ``pid`` is 0 until the zygote's answer is read (:meth:`resolve`)."""
 
     zygote: Zygote
-    pid: int
     job_fd: int
     pipes: dict[str, int]
+    pid: int = 0
+
+    def resolve(self) -> int:
+        if not self.pid:
+            self.pid = self.zygote.tree_pid()
+        return self.pid
 
     def close(self) -> None:
+        """Drop the tree (it reads EOF for a job and exits); its zygote's answer is consumed."""
+        if not self.pid and self.zygote.alive:
+            try:
+                self.resolve()
+            except ZygoteDied:
+                pass
         for fd in (self.job_fd, *self.pipes.values()):
             os.close(fd)
 
@@ -103,25 +116,26 @@ class WarmGrader:
         try:
             runner_fds = {"stdout": p["r_out"][1], "stderr": p["r_err"][1], "exit": p["r_exit"][1], "job": p["r_job"][0],
                           "request": p["request"][0], "reply": p["reply"][1]}
-            runner_pid = self.runner.start_tree(role_fds=RUNNER_FDS, limits=Limits(),
-                                                fds=runner_fds, exec_argv=self.exec_argv("runner"))
-            sent |= set(runner_fds.values())
+            sent |= set(runner_fds.values())  # start_tree closes them, whatever happens
+            self.runner.start_tree(role_fds=RUNNER_FDS, limits=Limits(), fds=runner_fds,
+                                   exec_argv=self.exec_argv("runner"))
             driver_fds = {"stdout": p["d_out"][1], "stderr": p["d_err"][1], "exit": p["d_exit"][1], "job": p["d_job"][0],
                           "request": p["request"][1], "reply": p["reply"][0], "results": p["results"][1]}
-            driver_pid = self.driver.start_tree(role_fds=DRIVER_FDS, limits=Limits(),
-                                                fds=driver_fds, exec_argv=self.exec_argv("driver"))
+            sent |= set(driver_fds.values())
+            self.driver.start_tree(role_fds=DRIVER_FDS, limits=Limits(), fds=driver_fds,
+                                   exec_argv=self.exec_argv("driver"))
         except BaseException:
             for fd in (fd for pair in p.values() for fd in pair):
-                if fd not in sent:  # start_tree closed what it sent; the rest is ours
+                if fd not in sent:  # start_tree closed what it was given; the rest is ours
                     try:
                         os.close(fd)
                     except OSError:
                         pass
             raise
         return (
-            WarmTree(self.runner, runner_pid, p["r_job"][1],
+            WarmTree(self.runner, p["r_job"][1],
                      {"stdout": p["r_out"][0], "stderr": p["r_err"][0], "exit": p["r_exit"][0]}),
-            WarmTree(self.driver, driver_pid, p["d_job"][1],
+            WarmTree(self.driver, p["d_job"][1],
                      {"stdout": p["d_out"][0], "stderr": p["d_err"][0], "exit": p["d_exit"][0], "results": p["results"][0]}),
         )
 
@@ -136,15 +150,23 @@ class WarmGrader:
         self.ensure_started()
         runner, driver = self.spare or self._boot_pair()
         self.spare = None
+        try:
+            for tree in (runner, driver):
+                tree.resolve()
+        except ZygoteDied:
+            runner.close()
+            driver.close()
+            raise
         for zygote in (self.runner, self.driver):
             zygote.prepare_cgroup(limits)
-        writers = [
-            threading.Thread(target=_write_job, args=(tree.job_fd, dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))),
-                             daemon=True)
-            for tree, job in ((runner, runner_job), (driver, driver_job))
-        ]
-        for writer in writers:  # a thread each: a job over a pipe's 64 KiB waits for its reader
-            writer.start()
+        writers = []
+        for tree, job in ((runner, runner_job), (driver, driver_job)):
+            data = json.dumps(dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))).encode()
+            if len(data) <= PIPE_BUF_BYTES:  # fits the pipe: written at once, no reader needed yet
+                _write_job(tree.job_fd, data)
+            else:  # a thread waits for the tree to read the rest
+                writers.append(threading.Thread(target=_write_job, args=(tree.job_fd, data), daemon=True))
+                writers[-1].start()
         outcomes = watch(
             [Tree(self.runner, runner.pid, runner.pipes, limits),
              Tree(self.driver, driver.pid, driver.pipes, limits, kill_on_output=False)],
@@ -155,12 +177,11 @@ class WarmGrader:
         for zygote in (self.runner, self.driver):
             if not zygote.alive:  # its trees died with it: the platform failed, not the submission
                 raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
-        self.spare = self._boot_pair()
+        self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
         return outcomes[0], outcomes[1]
 
 
-def _write_job(fd: int, job: dict) -> None:
-    data = json.dumps(job).encode()
+def _write_job(fd: int, data: bytes) -> None:
     try:
         while data:
             data = data[os.write(fd, data):]

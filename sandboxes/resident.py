@@ -151,9 +151,9 @@ class Zygote:
             self.cgroup = None
 
     def start_tree(self, *, role_fds: list[str], limits: Limits, fds: dict[str, int],
-                   exec_argv: list[str] | None = None) -> int:
-        """Fork one execution tree, booted up to reading its job; ``fds`` (name ->
-        descriptor) are closed here once sent.
+                   exec_argv: list[str] | None = None) -> None:
+        """Ask for one execution tree, booted up to reading its job; ``fds`` (name ->
+        descriptor) are closed here once sent. Does not wait: :meth:`tree_pid` does.
 
         ``fds`` must hold ``stdout``, ``stderr`` and ``exit``; the role's own
         descriptors named in ``role_fds`` are passed on as 3, 4, ... in that order.
@@ -161,13 +161,12 @@ class Zygote:
         the zygote's Python role (no address-space rlimit then: V8 reserves far more
         than it uses; the cgroup or the interpreter's own heap flag holds memory).
 
-        Returns:
-            The pid (in the host's pid namespace) of the tree's init G.
-
         Raises:
             ZygoteDied: the zygote is gone; the caller reports ``infra_error``.
         """
         if not self.alive or self.control is None:
+            for fd in fds.values():
+                os.close(fd)
             raise ZygoteDied("sandbox process is not running")
         names = list(fds)
         request = {
@@ -182,12 +181,21 @@ class Zygote:
         }
         try:
             _send(self.control, request, [fds[name] for name in names])
-            reply = _receive(self.control, START_TIMEOUT_S)
-        except (OSError, ZygoteDied) as exc:
+        except OSError as exc:
             raise ZygoteDied(f"sandbox process for {self.role} failed: {exc}") from exc
         finally:
-            for name, fd in fds.items():
+            for fd in fds.values():
                 os.close(fd)
+
+    def tree_pid(self) -> int:
+        """The pid (in the host's pid namespace) of the tree :meth:`start_tree` asked for.
+
+        Raises:
+            ZygoteDied: the zygote died or could not start the tree.
+        """
+        if self.control is None:
+            raise ZygoteDied("sandbox process is not running")
+        reply = _receive(self.control, START_TIMEOUT_S)
         if "pid" not in reply:
             raise ZygoteDied(f"sandbox process for {self.role} could not start a tree: {reply.get('error')}")
         return int(reply["pid"])

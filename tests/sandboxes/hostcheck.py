@@ -32,7 +32,7 @@ def sandbox_leftovers(wait_s: float = 3.0, grader=None) -> list[int]:
     """
     grader = grader or local_grader()
     spare = getattr(grader, "spare", None)
-    allowed = {warm.pid for warm in spare} if spare else set()
+    allowed = {warm.resolve() for warm in spare} if spare else set()
     roots = {z.process.pid for z in (grader.runner, grader.driver) if z.process is not None}
     deadline = time.monotonic() + wait_s
     while True:
