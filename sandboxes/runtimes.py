@@ -69,6 +69,21 @@ def node_interpreter() -> str:
     raise RuntimeUnavailable("no Node.js found for the node runtime; install it (apt-get install nodejs)")
 
 
+def node_major_version() -> int:
+    """The major version of the machine's Node.js (``node --version`` -> ``v20.20.2`` -> 20).
+
+    Raises:
+        RuntimeUnavailable: Node.js is missing or does not answer.
+    """
+    import subprocess
+
+    try:
+        out = subprocess.run([node_interpreter(), "--version"], capture_output=True, text=True, timeout=30).stdout
+        return int(out.strip().lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeUnavailable(f"cannot read the Node.js version: {exc}") from exc
+
+
 class PythonExecutor:
     """Runs ``python_tests`` requests in a warm :class:`~sandboxes.grading.PythonGrader`."""
 

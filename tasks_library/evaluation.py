@@ -11,7 +11,8 @@ from math import comb
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.queue import python_tests, run_many
+from sandboxes.queue import run_many
+from sandboxes.suites import harness
 from sandboxes.process import Limits
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import TaskVersion
@@ -79,7 +80,7 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
     for sample in samples:
         version = versions[sample["task_id"]]
         suite = version.test_suite
-        requests.append(python_tests(
+        requests.append(harness(suite.harness).request(
             version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
             limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
         ))

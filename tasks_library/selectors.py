@@ -33,3 +33,10 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
         .select_related("task", "test_suite", "environment")
         .order_by("tasksetmember__position")
     )
+
+
+def runtimes_of(versions) -> list[str]:
+    """The sandbox runtimes (``python``, ``node``) that grading these versions needs."""
+    from sandboxes.suites import harness
+
+    return sorted({harness(v.test_suite.harness).runtime for v in versions})

@@ -11,8 +11,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from sandboxes import result as R
-from sandboxes.grading import expected_test_ids
-from sandboxes.queue import python_tests, run_many
+from sandboxes.queue import run_many
+from sandboxes.runtimes import node_major_version
+from sandboxes.suites import harness
 from sandboxes.process import Limits
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -36,27 +37,42 @@ class ImportReport:
 def environment_default_python() -> EnvironmentVersion:
     """The environment of the interpreter Crucible runs on, created on first use."""
     runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    content = {"name": "python", "runtime": runtime, "packages": [], "image": f"crucible/sandbox-python:{runtime}"}
+    return _environment({"name": "python", "runtime": runtime, "packages": [], "image": f"crucible/sandbox-python:{runtime}"})
+
+
+def environment_default_node() -> EnvironmentVersion:
+    """The environment of the machine's Node.js (major version), created on first use."""
+    major = node_major_version()
+    return _environment({"name": "node", "runtime": f"node{major}", "packages": [], "image": f"crucible/sandbox-node:{major}"})
+
+
+def _environment(content: dict) -> EnvironmentVersion:
     env, _ = EnvironmentVersion.objects.get_or_create(content_hash=content_hash(content), defaults=content)
     return env
 
 
+ENVIRONMENTS = {"python": environment_default_python, "node": environment_default_node}
+
+
 def _test_suite_for(record: dict) -> TestSuiteVersion:
+    name = record.get("harness", "python-check")
+    kind = harness(name)
     hidden = record["tests"]
     try:
-        hidden_ids = expected_test_ids(hidden)
-        visible = visible_subset(hidden)
+        hidden_ids = kind.expected_ids(hidden)
+        visible = record.get("visible_tests") or (visible_subset(hidden) if name == "python-check" else hidden)
+        visible_ids = kind.expected_ids(visible)
     except SyntaxError as exc:
         raise ImportFormatError(f"{record['where']}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})") from exc
     except ValueError as exc:
         raise ImportFormatError(f"{record['where']}: field 'test': {exc}") from exc
     if not hidden_ids:
-        raise ImportFormatError(f"{record['where']}: field 'test': check() contains no assert, so nothing can fail")
+        raise ImportFormatError(f"{record['where']}: field 'test': the tests contain no assertion, so nothing can fail")
     content = {
-        "harness": "python-check",
+        "harness": name,
         "visible_tests": visible,
         "hidden_tests": hidden,
-        "visible_test_ids": expected_test_ids(visible),
+        "visible_test_ids": visible_ids,
         "hidden_test_ids": hidden_ids,
         "timeout_s": DEFAULT_TIMEOUT_S,
     }
@@ -75,11 +91,15 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
     Raises:
         ImportFormatError: a record is malformed (the message names file, line, field).
     """
-    env = environment_default_python()
+    environments: dict[str, EnvironmentVersion] = {}
     report = ImportReport(task_set=task_set_name)
     pinned: list[TaskVersion] = []
     for record in records:
         suite = _test_suite_for(record)
+        runtime = harness(suite.harness).runtime
+        if runtime not in environments:
+            environments[runtime] = ENVIRONMENTS[runtime]()
+        env = environments[runtime]
         content = {
             "prompt": record["prompt"],
             "entry_point": record["entry_point"],
@@ -132,8 +152,9 @@ def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "
 
 
 def trivial_solution(version: TaskVersion) -> str:
-    """The prompt alone: a function whose body is its docstring, returning None."""
-    return version.prompt
+    """A solution that does nothing: in Python the prompt alone (a function whose body is
+    its docstring, returning None); in JavaScript the prompt with its body closed."""
+    return harness(version.test_suite.harness).trivial(version.prompt)
 
 
 def _verdict(reference: R.ExecutionResult, trivial: R.ExecutionResult) -> tuple[str, list[str]]:
@@ -162,9 +183,9 @@ def task_versions_validate(*, versions: list[TaskVersion]) -> list[TaskVersion]:
     for version in versions:
         suite = version.test_suite
         limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
+        request = harness(suite.harness).request
         for program in (version.prompt + version.reference_solution, trivial_solution(version)):
-            requests.append(python_tests(program, suite.hidden_tests, version.entry_point,
-                                         prompt=version.prompt, limits=limits))
+            requests.append(request(program, suite.hidden_tests, version.entry_point, prompt=version.prompt, limits=limits))
     results = run_many(requests)
     for index, version in enumerate(versions):
         verdict, reasons = _verdict(results[2 * index], results[2 * index + 1])

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import torch
 
 from sandboxes import result as R
-from sandboxes.queue import python_tests, run_many
+from sandboxes.queue import run_many
+from sandboxes.suites import harness
 from sandboxes.process import Limits
 from training.generation import sample_batch
 from training.policy import Policy
@@ -40,6 +41,7 @@ class TaskSpec:
     visible_tests: str
     hidden_tests: str
     timeout_s: float
+    harness: str = "python-check"  # the test suite's harness: which runtime runs the code
 
 
 @dataclass
@@ -117,7 +119,7 @@ def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
     A worker that dies under a request is replaced and the request retried once on
     another; what still fails comes back ``infra_error`` and is flagged, not scored.
     """
-    return run_many([python_tests(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
+    return run_many([harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
                      for code, tests, task in items])
 
 

@@ -18,6 +18,7 @@ import torch
 from django.conf import settings
 
 from sandboxes.queue import live_workers
+from sandboxes.suites import harness
 from tasks_library.models import TaskVersion
 from training import services
 from training.algorithms.grpo import clipped_policy_loss, group_advantages
@@ -158,6 +159,7 @@ def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) 
             visible_tests=v.test_suite.visible_tests,
             hidden_tests=v.test_suite.hidden_tests,
             timeout_s=v.test_suite.timeout_s,
+            harness=v.test_suite.harness,
         )
         for _length, v in sized[: config.train_tasks]
     ]
@@ -186,9 +188,12 @@ def train_run(run_id: int) -> None:
 
 
 def _train(run: TrainingRun, config: RunConfig) -> None:
-    if not live_workers("python"):
-        # Without workers every rollout would come back infra_error: fail now, saying why.
-        raise RuntimeError("no sandbox worker is running; start one with `python manage.py sandbox_worker`")
+    versions_runtimes = {harness(h).runtime for h in run.task_versions.values_list("test_suite__harness", flat=True).distinct()}
+    for runtime in sorted(versions_runtimes):
+        if not live_workers(runtime):
+            # Without workers every rollout would come back infra_error: fail now, saying why.
+            raise RuntimeError(f"no {runtime} sandbox worker is running; start one with "
+                               f"`python manage.py sandbox_worker --runtime {runtime}`")
     generator = seed_everything(config.seed)
     versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
     if config.model_path:

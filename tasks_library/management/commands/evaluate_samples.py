@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.stack import ServiceError, Stack
 from tasks_library.evaluation import pass_at_ks, read_samples, score_samples
 from tasks_library.importers import ImportFormatError
-from tasks_library.selectors import TaskSetNotFound, task_set_get, task_set_versions
+from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 
 
 class Command(BaseCommand):
@@ -47,7 +47,8 @@ class Command(BaseCommand):
                 raise CommandError(f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set {taskset!r}")
         try:
             with Stack() as stack:
-                stack.sandbox_workers(concurrency=parallelism)
+                for runtime in runtimes_of(versions[row["task_id"]] for row in rows):
+                    stack.sandbox_workers(runtime, concurrency=parallelism)
                 scores = score_samples(rows, versions)
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc

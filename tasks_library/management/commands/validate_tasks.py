@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.stack import ServiceError, Stack
 from tasks_library.models import TaskVersion
-from tasks_library.selectors import TaskSetNotFound, task_set_get, task_set_versions
+from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from tasks_library.services import task_versions_validate
 
 
@@ -35,7 +35,8 @@ class Command(BaseCommand):
             raise CommandError("no task versions to validate; import some with `python manage.py import_tasks humaneval`")
         try:
             with Stack() as stack:
-                stack.sandbox_workers(concurrency=parallelism)
+                for runtime in runtimes_of(versions):
+                    stack.sandbox_workers(runtime, concurrency=parallelism)
                 task_versions_validate(versions=versions)
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from console.stack import ServiceError, Stack
-from tasks_library.selectors import TaskSetNotFound, task_set_get
+from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from training.config import ConfigError, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
@@ -36,7 +36,8 @@ class Command(BaseCommand):
         try:
             with Stack() as stack:
                 stack.worker()
-                stack.sandbox_workers(concurrency=config.sandbox_parallelism)
+                for runtime in runtimes_of(task_set_versions(task_set=task_set)):
+                    stack.sandbox_workers(runtime, concurrency=config.sandbox_parallelism)
                 run_launch.delay(run.pk)
                 if not as_json:
                     self.stdout.write(f"launched run {run.pk} on task set {taskset!r} ({steps} steps)")

@@ -1,0 +1,50 @@
+"""Test-suite harnesses: how a suite's tests are counted, which runtime grades them, and
+what a trivial solution looks like. A task's test suite names its harness
+(``TestSuiteVersion.harness``); everything that grades a task goes through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sandboxes import grading, javascript
+from sandboxes import queue as Q
+
+
+@dataclass(frozen=True)
+class Harness:
+    """One way of running tests.
+
+    Attributes:
+        runtime: the sandbox runtime (``sandbox_worker --runtime``).
+        expected_ids: test source -> the test ids it holds, in order.
+        request: builds the queue request (see :mod:`sandboxes.queue`).
+        trivial: prompt -> a solution that does nothing (a suite it passes cannot fail).
+    """
+
+    runtime: str
+    expected_ids: Callable[[str], list[str]]
+    request: Callable[..., dict]
+    trivial: Callable[[str], str]
+
+
+HARNESSES = {
+    # HumanEval's check(candidate): one test per assert-bearing statement.
+    "python-check": Harness("python", grading.expected_test_ids, Q.python_tests, lambda prompt: prompt),
+    # HumanEval-X JavaScript: one test per console.assert call site. The prompt ends
+    # inside the function's body, so closing it gives an empty body.
+    "js-console-assert": Harness("node", javascript.expected_test_ids, Q.javascript_tests, lambda prompt: prompt + "\n}\n"),
+}
+
+
+def harness(name: str) -> Harness:
+    """The harness called ``name``.
+
+    Raises:
+        ValueError: no such harness (the message lists the known ones).
+    """
+    try:
+        return HARNESSES[name]
+    except KeyError:
+        raise ValueError(f"unknown test harness {name!r}; known: {', '.join(sorted(HARNESSES))}") from None

@@ -1,0 +1,50 @@
+"""Read a JSONL(.gz) dataset line by line, refusing bad input with file, line and field."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from tasks_library.importers import ImportFormatError
+
+MAX_LINE_BYTES = 1024 * 1024
+
+
+def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str = "task_id") -> Iterator[tuple[str, dict]]:
+    """Yield ``(where, row)`` for each non-blank line; ``where`` is ``"FILE:LINE"``.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ImportFormatError: a line is not UTF-8, not a JSON object, lacks a ``required``
+            field, has a non-string one, is over 1 MiB, or repeats an id.
+    """
+    opener = gzip.open if path.suffix == ".gz" else open
+    seen: set[str] = set()
+    with opener(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path}:{lineno}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise ImportFormatError(f"{where}: line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+            if not isinstance(row, dict):
+                raise ImportFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            for field in required:
+                if field not in row:
+                    raise ImportFormatError(f"{where}: missing field {field!r}")
+                if not isinstance(row[field], str) or (field == id_field and not row[field].strip()):
+                    raise ImportFormatError(f"{where}: field {field!r} must be a non-empty string")
+            if row[id_field] in seen:
+                raise ImportFormatError(f"{where}: field {id_field!r}: duplicate id {row[id_field]!r}")
+            seen.add(row[id_field])
+            yield where, row
