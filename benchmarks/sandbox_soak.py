@@ -38,9 +38,9 @@ from sandboxes import result as R  # noqa: E402
 from sandboxes.process import Limits  # noqa: E402
 from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
 from tasks_library.importers.humaneval import default_path  # noqa: E402
+from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
 from tests.sandboxes.test_adversarial_corpus import CORPUS, TESTS  # noqa: E402
 
-JS_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "humaneval_js.jsonl.gz"
 BROKEN_JS = {"JavaScript/112", "JavaScript/155", "JavaScript/162"}  # fail under plain node too
 HOSTILE_LIMITS = Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2)
 
@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
         python_rows = [json.loads(line) for line in handle]
-    with gzip.open(JS_DATA, "rt", encoding="utf-8") as handle:
+    with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
         js_rows = [json.loads(line) for line in handle]
     honest = [(python_tests(r["prompt"] + r["canonical_solution"], r["test"], r["entry_point"], prompt=r["prompt"]), "honest")
               for r in python_rows]

@@ -41,9 +41,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
 from tasks_library.importers.humaneval import default_path  # noqa: E402
+from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
 
 WORKERS = 2
-JS_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "humaneval_js.jsonl.gz"
 
 
 def load_problems() -> list[dict]:
@@ -145,7 +145,7 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
 
 
 def load_js_problems() -> list[dict]:
-    with gzip.open(JS_DATA, "rt", encoding="utf-8") as handle:
+    with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     for row in rows:
         row["entry_point"] = re.search(r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]).group(1)

@@ -16,9 +16,10 @@ from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.javascript import NodeGrader, declared_names, expected_test_ids
 from sandboxes.process import Limits
+from tasks_library.importers.humaneval_js import default_path
 from tests.sandboxes.hostcheck import sandbox_leftovers
 
-DATA = Path(settings.BASE_DIR).parent / "shared" / "data" / "humaneval_js.jsonl.gz"
+DATA = default_path()
 PROMPT = "/* Add two numbers. */\nconst add = (a, b) => {\n"
 TESTS = (
     "const testAdd = () => {\n"
