@@ -38,6 +38,11 @@ class Cgroup:
     _processes: int = 0
     _oom_kills_seen: int = 0
 
+    def join(self, pid: int) -> None:
+        """Move ``pid`` (the resident process, before it has children) into the cgroup."""
+        for path in self.paths.values():
+            (path / "cgroup.procs").write_text(str(pid))
+
     def begin_execution(self, *, memory_bytes: int, processes: int) -> None:
         """Set this execution's limits above the resident baseline and zero the peak."""
         memory = self.paths["memory"]

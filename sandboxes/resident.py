@@ -2,15 +2,16 @@
 
 A :class:`Zygote` is one warm interpreter inside its own namespaces
 (``harness/zygote.py`` says what it isolates and how). :meth:`Zygote.start_tree`
-sends it one execution with the descriptors the tree writes to; the zygote forks
-and answers the tree's pid. :func:`watch` drains a set of trees' pipes with one
-``selectors`` loop, enforces the wall clock and the output cap by SIGKILL, and
-returns each tree's :class:`~sandboxes.process.ProcessOutcome`.
+asks it for one tree with the descriptors the tree uses; the zygote clones it and
+answers its pid (:meth:`Zygote.tree_pid`). :func:`watch` drains a set of trees'
+pipes with one ``selectors`` loop, enforces the wall clock and the output cap by
+SIGKILL, and returns each tree's :class:`~sandboxes.process.ProcessOutcome`.
 
 Memory and process count are held by a cgroup per zygote (v1 ``memory`` and
 ``pids``, created by :mod:`sandboxes.cgroups` where the host allows it) that the
-zygote lives in, so its trees are born there; limits and peak are set per execution; elsewhere rlimits alone hold them and the outcome's
-``enforcement`` says so.
+zygote lives in, so its trees are born there; limits and the peak are set per
+execution. Elsewhere rlimits alone hold them, and the outcome's ``enforcement``
+says so.
 """
 
 from __future__ import annotations
@@ -100,14 +101,6 @@ class Zygote:
         Raises:
             ZygoteDied: it exited or did not report ready within 30 s.
         """
-        self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
-        join = [str(path / "cgroup.procs") for path in self.cgroup.paths.values()] if self.cgroup else []
-
-        def born_in_cgroup() -> None:  # in the child, before exec, still the host's root
-            for procs in join:
-                with open(procs, "w") as handle:
-                    handle.write("0")
-
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         source = (os.path.dirname(__file__) + "/harness/zygote.py")
         with open(source, encoding="utf-8") as handle:
@@ -115,12 +108,16 @@ class Zygote:
         self.process = subprocess.Popen(
             [self.interpreter, "-I", "-S", "-c", program, str(there.fileno()), str(os.getpid())],
             env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, pass_fds=(there.fileno(),), close_fds=True,
-            start_new_session=True, preexec_fn=born_in_cgroup if join else None,
+            start_new_session=True,
         )
         there.close()
         self.control = here
         try:
             _receive(here, START_TIMEOUT_S)
+            # Into its cgroup before it has any child: every tree is then born there.
+            self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
+            if self.cgroup:
+                self.cgroup.join(self.process.pid)
             sandbox_uid = _write_id_maps(self.process.pid)
             _send(here, {"op": "config", "role": self.role, "sources": self.sources,
                          "sandbox_uid": sandbox_uid, "bind_dirs": self.bind_dirs})
@@ -128,7 +125,6 @@ class Zygote:
         except (ZygoteDied, OSError) as exc:
             self.stop()
             raise ZygoteDied(f"sandbox process for {self.role} failed to start: {exc}") from exc
-
 
     @property
     def alive(self) -> bool:
