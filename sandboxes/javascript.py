@@ -89,8 +89,8 @@ class NodeGrader(WarmGrader):
             entry_point: the function the tests call (helpers the prompt declares at
                 its top level are callable too).
             prompt: the task's prompt, read for those helper names.
-            limits: wall clock, memory, processes and output of this execution (the CPU
-                rlimit of a pre-booted Node tree is the default ``Limits().cpu_s``).
+            limits: resource limits of this execution (the host lowers a pre-booted Node
+                tree's CPU rlimit with ``prlimit``; Node cannot).
 
         Returns:
             An :class:`ExecutionResult` with one test per ``console.assert`` site.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import threading
 from dataclasses import dataclass
 
@@ -159,6 +160,9 @@ class WarmGrader:
             raise
         for zygote in (self.runner, self.driver):
             zygote.prepare_cgroup(limits)
+        for role, tree in (("runner", runner), ("driver", driver)):
+            if self.exec_argv(role):  # an exec'd interpreter cannot lower its own CPU limit: we do
+                _lower_cpu_limit(tree.pid, limits.cpu_s)
         writers = []
         for tree, job in ((runner, runner_job), (driver, driver_job)):
             data = json.dumps(dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))).encode()
@@ -179,6 +183,15 @@ class WarmGrader:
                 raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
         self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
         return outcomes[0], outcomes[1]
+
+
+def _lower_cpu_limit(pid: int, cpu_s: int) -> None:
+    try:
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
+        if hard == resource.RLIM_INFINITY or cpu_s + 1 <= hard:
+            resource.prlimit(pid, resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    except (OSError, ValueError):
+        pass  # the tree is gone already; its outcome says how
 
 
 def _write_job(fd: int, data: bytes) -> None:

@@ -105,3 +105,10 @@ def test_hostile_javascript_never_passes_and_leaves_nothing(grader, monkeypatch,
     assert SENTINEL.read_text() == "original"
     assert not Path("/usr/lib/crucible-js-pwned").exists()
     assert sandbox_leftovers(grader=grader) == [], "processes outlived the execution"
+
+
+def test_cpu_limit_of_the_request_holds_for_node(grader):
+    busy = program("  const end = Date.now() + 60000; while (Date.now() < end) {}")
+    result = grader.grade(busy, TESTS, "add", prompt=PROMPT, limits=Limits(wall_timeout_s=30, cpu_s=1))
+    assert result.status == R.CRASHED and result.signal in (9, 24), result  # SIGXCPU, then SIGKILL
+    assert result.wall_ms < 10_000
