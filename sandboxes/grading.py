@@ -164,7 +164,8 @@ def run_python_tests_retrying(*args, attempts: int = 2, **kwargs) -> R.Execution
 def _parse_results(raw: bytes) -> dict:
     """Read the driver's report: per-test results (first report wins) and its events."""
     events = {"tests": {}, "done": False, "load_error": None, "submission_lost": None}
-    for line in raw.decode("utf-8", "replace").splitlines():
+    for raw_line in raw.split(b"\n"):  # JSON lines: only "\n" ends one (not U+2028 & co.)
+        line = raw_line.decode("utf-8", "replace")
         try:
             event = json.loads(line)
         except ValueError:

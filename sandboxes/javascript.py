@@ -103,7 +103,7 @@ class NodeGrader(WarmGrader):
         names = list(dict.fromkeys([entry_point, *declared_names(prompt)]))
         runner, driver = self.run_pair(
             {"program": program, "names": names, "files": {SOLUTION_FILE: program}, "filename": SOLUTION_FILE},
-            {"tests": rewritten, "test_count": len(expected)},
+            {"tests": rewritten, "test_count": len(expected), "names": names},
             limits,
         )
         return _result(runner, driver, expected)

@@ -162,7 +162,7 @@ class WarmGrader:
             zygote.prepare_cgroup(limits)
         for role, tree in (("runner", runner), ("driver", driver)):
             if self.exec_argv(role):  # an exec'd interpreter cannot lower its own CPU limit: we do
-                _lower_cpu_limit(tree.pid, limits.cpu_s)
+                _lower_cpu_limit(tree.pid, limits.cpu_s, tree.zygote)
         writers = []
         for tree, job in ((runner, runner_job), (driver, driver_job)):
             data = json.dumps(dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))).encode()
@@ -185,12 +185,17 @@ class WarmGrader:
         return outcomes[0], outcomes[1]
 
 
-def _lower_cpu_limit(pid: int, cpu_s: int) -> None:
+def _lower_cpu_limit(pid: int, cpu_s: int, zygote: Zygote) -> None:
+    """Lower a booted tree's CPU rlimit from outside (its init sets its own limits
+    never above what it finds, so the order of the two does not matter)."""
     try:
+        with open(f"/proc/{pid}/stat") as handle:  # still our tree, not a reused pid
+            if int(handle.read().rsplit(")", 1)[1].split()[1]) != zygote.process.pid:
+                return
         soft, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
         if hard == resource.RLIM_INFINITY or cpu_s + 1 <= hard:
             resource.prlimit(pid, resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass  # the tree is gone already; its outcome says how
 
 

@@ -3,10 +3,13 @@
 // `__crucibleAssert(<k>, ` so every assertion site is one test id, counted here:
 // a site passes only if it ran and every run of it held. A thrown error stops the
 // tests; sites never reached stay unreported, and the host fails them.
-// fd 3: the job {"tests", "test_count"}; fd 4: call requests to the submission;
+// fd 3: the job {"tests", "test_count", "names"}; fd 4: call requests to the submission;
 // fd 5: its replies; fd 6: results, JSON lines {"event": "test", "id", "passed",
 // "error"}, {"event": "load_error"|"submission_lost"} and a final {"event": "done"}.
 function checkMain() {
+  // Kept before anything else runs: the assertion bookkeeping never looks a global up.
+  const isTrue = (value) => value === true;
+  const Bool = Boolean;
   const job = JSON.parse(readAll(3));
   const replies = new LineReader(5);
   const emit = (fields) => writeAll(6, JSON.stringify(fields) + '\n');
@@ -44,12 +47,18 @@ function checkMain() {
   };
   const outcomes = new Array(job.test_count).fill(undefined);
   globalThis.__crucibleAssert = (id, condition) => {
-    if (Number.isInteger(id) && id >= 0 && id < outcomes.length) outcomes[id] = outcomes[id] !== false && Boolean(condition);
+    if (Number.isInteger(id) && id >= 0 && id < outcomes.length) outcomes[id] = outcomes[id] !== false && Bool(condition);
   };
   let stopped = null;
   if (loadError === null) {
-    for (const name of hello.functions || []) {
-      if (/^[A-Za-z_$][\w$]*$/.test(name)) globalThis[name] = (...args) => call(name, args);
+    // Only the names the host expects (the entry point and the prompt's declarations),
+    // and never one that already exists: the submission's list could name `Boolean`.
+    const expected = new Set(job.names || []);
+    const offered = new Set(Array.isArray(hello.functions) ? hello.functions : []);
+    for (const name of expected) {
+      if (offered.has(name) && /^[A-Za-z_$][\w$]*$/.test(name) && !(name in globalThis)) {
+        globalThis[name] = (...args) => call(name, args);
+      }
     }
     try {
       vm.runInThisContext(job.tests, { filename: 'tests.js' });
@@ -63,7 +72,7 @@ function checkMain() {
     if (loadError !== null) error = 'not run: ' + loadError;
     else if (outcomes[k] === undefined) error = 'not reached' + (stopped ? ': ' + stopped : '');
     else if (!outcomes[k]) error = 'console.assert failed';
-    emit({ event: 'test', id: 'assert_' + k, passed: outcomes[k] === true && loadError === null, error: error.slice(0, 500) });
+    emit({ event: 'test', id: 'assert_' + k, passed: isTrue(outcomes[k]) && loadError === null, error: error.slice(0, 500) });
   }
   if (lost) emit({ event: 'submission_lost', error: lost });
   emit({ event: 'done' });

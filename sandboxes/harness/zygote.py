@@ -61,6 +61,7 @@ AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 SYS_CLONE, SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 56, 155, 442  # x86_64
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 NEW_ROOT = "/tmp"
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -265,12 +266,12 @@ def run_init(request, named, config, roles, parent_alive):
     libc.sethostname(b"sandbox", 7)
     uid = config["sandbox_uid"]
     if limits.get("address_space_bytes"):
-        resource.setrlimit(resource.RLIMIT_AS, (limits["address_space_bytes"], limits["address_space_bytes"]))
-    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"], limits["file_size_bytes"]))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        cap_limit(resource.RLIMIT_AS, limits["address_space_bytes"], limits["address_space_bytes"])
+    cap_limit(resource.RLIMIT_CPU, limits["cpu_s"], limits["cpu_s"] + 1)
+    cap_limit(resource.RLIMIT_FSIZE, limits["file_size_bytes"], limits["file_size_bytes"])
+    cap_limit(resource.RLIMIT_CORE, 0, 0)
     if uid != 0:
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+        cap_limit(resource.RLIMIT_NPROC, limits["processes"], limits["processes"])
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # leaves uid 0: every capability is gone
@@ -282,6 +283,7 @@ def run_init(request, named, config, roles, parent_alive):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if select.select([parent_alive], [], [], 0)[0]:  # EOF: the zygote is already gone
         os._exit(121)
+    install_seccomp()
     # fds 0-2 and the role's descriptors 3.. in a fixed order; nothing else survives.
     role_fds = request["role_fds"]
     targets = {"stdin": 0, "stdout": 1, "stderr": 2}
@@ -294,7 +296,7 @@ def run_init(request, named, config, roles, parent_alive):
     for target, fd in moved.items():
         os.dup2(fd, target)
     os.closerange(3 + len(role_fds), 1 << 16)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    cap_limit(resource.RLIMIT_NOFILE, 256, 256)
     for target in moved:  # dup2 clears close-on-exec on the target; keep them inheritable
         os.set_inheritable(target, True)
     workspace = "/tmp/workspace"
@@ -331,6 +333,62 @@ def run_init(request, named, config, roles, parent_alive):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def cap_limit(kind, soft, hard):
+    """Set an rlimit, never above what it already is (the host may have lowered it first)."""
+    current_soft, current_hard = resource.getrlimit(kind)
+    if current_hard != resource.RLIM_INFINITY:
+        hard = min(hard, current_hard)
+    if current_soft != resource.RLIM_INFINITY:
+        soft = min(soft, current_soft)
+    resource.setrlimit(kind, (min(soft, hard), hard))
+
+
+def install_seccomp():
+    """A seccomp filter (classic BPF, x86_64) refusing what a sandbox never needs and
+    what would let executions of one zygote talk or widen the kernel's surface:
+    the key management syscalls (a keyring outlives its execution), new user
+    namespaces (``clone``/``unshare`` with CLONE_NEWUSER; ``clone3`` answers ENOSYS so
+    the C library falls back to ``clone``), and any non-x86_64 or x32 syscall.
+    """
+    ld_w_abs, jeq_k, jset_k, ret_k = 0x20, 0x15, 0x45, 0x06
+    allow, kill = 0x7FFF0000, 0x80000000
+    errno_eperm, errno_enosys = 0x00050000 | 1, 0x00050000 | 38
+    arch_x86_64, x32_bit = 0xC000003E, 0x40000000
+    nr_clone, nr_unshare, nr_add_key, nr_request_key, nr_keyctl, nr_clone3 = 56, 272, 248, 249, 250, 435
+    program = [
+        (ld_w_abs, 0, 0, 4),                      # arch
+        (jeq_k, 1, 0, arch_x86_64),
+        (ret_k, 0, 0, kill),
+        (ld_w_abs, 0, 0, 0),                      # syscall number
+        (jset_k, 0, 1, x32_bit),
+        (ret_k, 0, 0, kill),
+        (jeq_k, 0, 1, nr_add_key),
+        (ret_k, 0, 0, errno_eperm),
+        (jeq_k, 0, 1, nr_request_key),
+        (ret_k, 0, 0, errno_eperm),
+        (jeq_k, 0, 1, nr_keyctl),
+        (ret_k, 0, 0, errno_eperm),
+        (jeq_k, 0, 1, nr_clone3),
+        (ret_k, 0, 0, errno_enosys),
+        (jeq_k, 1, 0, nr_clone),
+        (jeq_k, 0, 3, nr_unshare),
+        (ld_w_abs, 0, 0, 16),                     # first argument, low 32 bits: the flags
+        (jset_k, 0, 1, CLONE_NEWUSER),
+        (ret_k, 0, 0, errno_eperm),
+        (ret_k, 0, 0, allow),
+    ]
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
+
+    filters = (SockFilter * len(program))(*[SockFilter(*insn) for insn in program])
+    prog = SockFprog(len(program), filters)
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
 def read_all(fd):

@@ -85,6 +85,16 @@ JS_CORPUS = [
     ("proxy-value", program("  return new Proxy({}, { get: () => 3 })"), (R.FAILED,)),
     ("memory-bomb", program("  const hog = []; for (;;) hog.push(new Array(1e6).fill(1))"), (R.MEMORY_LIMIT, R.CRASHED, R.TIMEOUT)),
     ("output-flood", program("  for (;;) process.stdout.write('A'.repeat(65536))"), (R.OUTPUT_LIMIT, R.TIMEOUT, R.MEMORY_LIMIT)),
+    (
+        "shadow-a-builtin-of-the-tests",  # offers `Boolean` as a function, then answers every call true
+        "const __stringify = JSON.stringify\n"
+        "JSON.stringify = function (message, ...rest) {\n"
+        "  if (message && message.ready === true) message = { ready: true, functions: message.functions.concat(['Boolean']) }\n"
+        "  else if (message && message.error) message = { ok: true }\n"
+        "  return __stringify.call(JSON, message, ...rest)\n"
+        "}\n" + program("  return 42"),
+        (R.FAILED,),
+    ),
     ("read-etc-shadow", program("  return require('fs').readFileSync('/etc/shadow', 'utf8').length"), (R.FAILED,)),
     ("read-project", program(f"  return require('fs').readdirSync({str(settings.BASE_DIR)!r}).length"), (R.FAILED,)),
     ("write-host-file", program(f"  require('fs').writeFileSync({str(SENTINEL)!r}, 'pwned'); return a + b"), (R.FAILED,)),

@@ -68,3 +68,36 @@ def test_workspace_is_fresh_each_time():
     tests = "def check(candidate):\n    assert candidate() is False\n"
     assert run(program, tests).status == R.OK
     assert run(program, tests).status == R.OK
+
+
+KEYRING = (
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "KEY_SPEC_USER_KEYRING = ctypes.c_long(-4)\n"
+)
+
+
+def test_no_channel_between_executions_through_the_kernel_keyring():
+    plant = KEYRING + (
+        "def probe():\n"
+        "    return libc.syscall(248, b'user', b'crucible-mark', b'secret', ctypes.c_long(6), KEY_SPEC_USER_KEYRING)\n"
+    )
+    find = KEYRING + (
+        "def probe():\n"
+        "    return libc.syscall(250, ctypes.c_long(10), KEY_SPEC_USER_KEYRING, b'user', b'crucible-mark', ctypes.c_long(0))\n"
+    )
+    # add_key and keyctl are refused (seccomp): -1 both times, nothing planted, nothing found
+    assert run(plant, "def check(candidate):\n    assert candidate() == -1\n").status == R.OK
+    assert run(find, "def check(candidate):\n    assert candidate() == -1\n").status == R.OK
+
+
+def test_no_nested_user_namespace():
+    program = (
+        "import ctypes, os\n"
+        "def probe():\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    return (libc.unshare(0x10000000), ctypes.get_errno())\n"
+    )
+    result = run(program, "def check(candidate):\n    assert candidate() == (-1, 1)\n")  # EPERM
+    assert result.status == R.OK, result
