@@ -131,16 +131,24 @@ class Zygote:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        """Kill the process (its trees die with it: PDEATHSIG) and free its cgroup."""
+        """Stop the process and free its cgroup.
+
+        Closing the control socket lets an idle zygote reap its last tree and exit on
+        its own (no zombie handed to the host's init); one that does not within a
+        second is killed, and its trees die with it (PDEATHSIG).
+        """
         if self.control is not None:
             self.control.close()
             self.control = None
         if self.process is not None:
             try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.process.wait()
+                self.process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.process.wait()
             self.process = None
         if self.cgroup:
             self.cgroup.remove()
