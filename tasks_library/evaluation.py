@@ -27,6 +27,7 @@ class SampleScore:
     flags: list[str]
     tests_passed: int
     tests_total: int
+    detail: str = ""  # why the program did not run its tests (a syntax error, a crash), if so
 
 
 def read_samples(path: Path) -> Iterator[dict]:
@@ -97,6 +98,7 @@ def _score(sample: dict, result: R.ExecutionResult) -> SampleScore:
         flags=flags,
         tests_passed=result.tests_passed,
         tests_total=result.tests_total,
+        detail=" ".join(result.detail.split())[:300],
     )
 
 

@@ -161,8 +161,9 @@ def _verdict(reference: R.ExecutionResult, trivial: R.ExecutionResult) -> tuple[
     if reference.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"reference run: {reference.detail}"]
     if not reference.passed:
-        failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed][:3]
-        return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing]
+        failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed]
+        more = [f"and {len(failing) - 3} more failing tests"] if len(failing) > 3 else []
+        return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing[:3], *more]
     if trivial.status == R.INFRA_ERROR:
         return TaskVersion.VERDICT_INFRA_ERROR, [f"trivial run: {trivial.detail}"]
     if trivial.passed:

@@ -43,7 +43,7 @@ function checkMain() {
     const reply = JSON.parse(line);
     if ('ok' in reply) return decode(reply.ok);
     const error = reply.error || {};
-    throw new Error(String(error.message) + ' (raised by the submission)');
+    throw new Error(String(error.message) + ' (raised by the program under test)');
   };
   const outcomes = new Array(job.test_count).fill(undefined);
   globalThis.__crucibleAssert = (id, condition) => {

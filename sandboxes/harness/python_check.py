@@ -94,7 +94,7 @@ class Candidate:
         kind = getattr(builtins, str(error.get("type")), None)
         if not (isinstance(kind, type) and issubclass(kind, Exception)):
             kind = RuntimeError
-        raise kind("%s (raised by the submission)" % error.get("message", ""))
+        raise kind("%s (raised by the program under test)" % error.get("message", ""))
 
 
 def _describe(exc):

@@ -144,3 +144,32 @@ def test_sandbox_worker_refuses_bad_concurrency(bad):
 
     with pytest.raises(CommandError, match="--concurrency must be at least 1"):
         call_command("sandbox_worker", "--concurrency", str(bad))
+
+
+def test_sandbox_worker_alone_starts_and_stops_its_own_redis(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
+    env["CRUCIBLE_VAR_DIR"] = str(tmp_path)  # a var dir where no Redis runs yet
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"], cwd=settings.BASE_DIR, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert "sandbox worker" in proc.stdout.readline()
+        assert (tmp_path / "redis.sock").exists()
+        time.sleep(1)
+        assert proc.poll() is None, proc.stdout.read()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
+    assert not (tmp_path / "redis.sock").exists() or not _redis_answers(tmp_path / "redis.sock")
+
+
+def _redis_answers(sock) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping())
+    except (redis.RedisError, OSError):
+        return False

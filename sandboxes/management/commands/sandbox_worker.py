@@ -2,7 +2,11 @@ import logging
 import os
 import signal
 
+import redis
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+from console.stack import ServiceError, Stack
 
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable, executor_for
 from sandboxes.worker import SandboxWorker
@@ -11,7 +15,8 @@ from sandboxes.worker import SandboxWorker
 class Command(BaseCommand):
     help = (
         "Run resident sandbox workers that consume the execution queue in Redis (REDIS_URL, or the "
-        "embedded one). Each of --concurrency slots keeps warm, isolated sandboxes; stop with Ctrl-C or SIGTERM."
+        "embedded one, started for this command's duration when it is not running). Each of --concurrency "
+        "slots keeps warm, isolated sandboxes; stop with Ctrl-C or SIGTERM."
     )
 
     def add_arguments(self, parser):
@@ -30,10 +35,17 @@ class Command(BaseCommand):
         except (RuntimeUnavailable, OSError) as exc:
             raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
         worker = SandboxWorker(runtime=runtime, concurrency=concurrency)
-        signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
-        self.stdout.write(f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s)")
-        self.stdout.flush()
         try:
-            worker.serve()
-        except KeyboardInterrupt:
-            worker.stop()
+            with Stack() as stack:
+                stack.redis()  # the embedded Redis, for this command's duration, when it is the configured one
+                signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
+                self.stdout.write(f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s)")
+                self.stdout.flush()
+                try:
+                    worker.serve()
+                except KeyboardInterrupt:
+                    worker.stop()
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        except redis.RedisError as exc:
+            raise CommandError(f"lost Redis at {settings.REDIS_URL}: {exc}") from exc

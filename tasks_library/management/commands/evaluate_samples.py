@@ -54,12 +54,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         metrics = pass_at_ks(scores)
         if as_json:
-            keep = ("task_id", "passed", "status", "reward", "flags", "tests_passed", "tests_total")
+            keep = ("task_id", "passed", "status", "reward", "flags", "tests_passed", "tests_total", "detail")
             out = {**metrics, "samples": [{k: asdict(s)[k] for k in keep} for s in scores]}
             self.stdout.write(json.dumps(out, indent=2))
             return
         for s in scores:
             verdict = "PASS" if s.passed else "FAIL"
             flags = f" flags={','.join(s.flags)}" if s.flags else ""
+            flags += f" ({s.detail})" if s.detail else ""
             self.stdout.write(f"{s.task_id}: {verdict} status={s.status} reward={s.reward:.3f}{flags}")
         self.stdout.write(" ".join(f"{k}={v:.4f}" for k, v in metrics.items()))

@@ -53,6 +53,7 @@ class Command(BaseCommand):
             return
         for v in versions:
             if v.verdict != TaskVersion.VERDICT_VALID:
-                self.stdout.write(f"{v.task.task_id} {v.version}: {v.verdict}: {'; '.join(v.verdict_reasons)}")
+                reasons = "; ".join(" ".join(reason.split()) for reason in v.verdict_reasons)  # one line per task
+                self.stdout.write(f"{v.task.task_id} {v.version}: {v.verdict}: {reasons}")
         self.stdout.write(f"validated {len(versions)} task versions: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
