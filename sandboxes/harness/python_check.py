@@ -31,17 +31,18 @@ MAX_ERROR_CHARS = 500
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
-def split_check(test_source):
+def split_check(test_source, module=None):
     """Split the body of ``check`` into ``(test_id, statement)`` pairs.
 
     ``test_id`` is ``"assert_<k>"`` for the k-th statement that contains an
-    ``assert`` and ``None`` for setup statements.
+    ``assert`` and ``None`` for setup statements. ``module`` is the parsed source,
+    when the caller has it already.
 
     Raises:
         SyntaxError: the test source does not parse.
         ValueError: the source defines no ``check`` function.
     """
-    module = ast.parse(test_source)
+    module = module or ast.parse(test_source)
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name == "check":
             pairs = []
@@ -56,11 +57,10 @@ def split_check(test_source):
     raise ValueError("test source defines no check(candidate) function")
 
 
-def module_without_check(test_source):
-    """The test module's top level (imports, constants, helpers) minus ``check``."""
-    module = ast.parse(test_source)
-    module.body = [n for n in module.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")]
-    return module
+def module_without_check(module):
+    """The parsed test module's top level (imports, constants, helpers) minus ``check``."""
+    return ast.Module(body=[n for n in module.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")],
+                      type_ignores=[])
 
 
 class SubmissionLost(RuntimeError):
@@ -109,7 +109,8 @@ def main(spec):
 
     requests = os.fdopen(spec["request_fd"], "wb")
     replies = os.fdopen(spec["reply_fd"], "rb")
-    pairs = split_check(spec["tests"])
+    module = ast.parse(spec["tests"])
+    pairs = split_check(spec["tests"], module)
     namespace = {"__name__": "__main__"}
     load_error = None
     hello = replies.readline(MAX_REPLY_BYTES)
@@ -131,7 +132,7 @@ def main(spec):
             exec(compile(spec.get("prompt", ""), "<prompt>", "exec"), namespace)
         except Exception:  # noqa: BLE001 - a prompt that is not a whole program defines nothing
             pass
-        exec(compile(module_without_check(spec["tests"]), "<tests>", "exec"), namespace)
+        exec(compile(module_without_check(module), "<tests>", "exec"), namespace)
         # Tests may name the entry point itself (HumanEval/33 compares the candidate
         # with ``sort_third``): in the original harness that name is the submission's
         # function, so here it is the same proxy as ``candidate``.
