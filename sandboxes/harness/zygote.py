@@ -282,7 +282,7 @@ def run_init(request, named, config, roles, parent_alive):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if select.select([parent_alive], [], [], 0)[0]:  # EOF: the zygote is already gone
         os._exit(121)
-    install_seccomp()
+    install_seccomp(config["seccomp"])
     # fds 0-2 and the role's descriptors 3.. in a fixed order; nothing else survives.
     role_fds = request["role_fds"]
     targets = {"stdin": 0, "stdout": 1, "stderr": 2}
@@ -344,8 +344,8 @@ def cap_limit(kind, soft, hard):
     resource.setrlimit(kind, (min(soft, hard), hard))
 
 
-def install_seccomp():
-    """A seccomp filter (classic BPF, x86_64) refusing what a sandbox never needs and
+def build_seccomp_filter():
+    """Build a seccomp filter (classic BPF, x86_64) refusing what a sandbox never needs and
     what would let executions of one zygote talk or widen the kernel's surface:
     the key management syscalls (a keyring outlives its execution), new user
     namespaces (``clone``/``unshare`` with CLONE_NEWUSER; ``clone3`` answers ENOSYS so
@@ -386,8 +386,12 @@ def install_seccomp():
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
 
     filters = (SockFilter * len(program))(*[SockFilter(*insn) for insn in program])
-    prog = SockFprog(len(program), filters)
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+    return SockFprog(len(program), filters), filters  # keep the array alive with the program
+
+
+def install_seccomp(compiled):
+    """Load the filter :func:`build_seccomp_filter` made (once, in the zygote)."""
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(compiled[0]), 0, 0), "seccomp")
 
 
 def read_all(fd):
@@ -448,6 +452,7 @@ def main():
     for name in WARM_MODULES:
         __import__(name)
     roles = load_roles(config["sources"])
+    config["seccomp"] = build_seccomp_filter()
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # Everything loaded so far is shared with every fork: keep the collector from
     # scanning it (and so from writing to, and copying, its pages in each child).
