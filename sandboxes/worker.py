@@ -65,23 +65,33 @@ class Slot(threading.Thread):
     def run(self) -> None:
         client = Q.connection()
         pending, processing = Q.pending_key(self.worker.runtime), Q.processing_key(self.worker_id)
+        recover = True
         while not self.worker.stopping.is_set():
             try:
+                if recover:  # what this slot held when Redis went away goes back to the queue
+                    while client.lmove(processing, pending, "RIGHT", "RIGHT") is not None:
+                        pass
+                    recover = False
                 if self.executor is None:
                     self.executor = _executor(self.worker.runtime)
                 raw = client.blmove(pending, processing, 1, "RIGHT", "LEFT")
+                if raw is not None:
+                    self._handle(client, raw, processing)
             except (redis.RedisError, OSError, ZygoteDied) as exc:
                 log.warning("slot %s: %s; retrying in 1 s", self.worker_id, exc)
+                recover = True
                 time.sleep(1)
-                continue
-            if raw is None:
-                continue
-            self._handle(client, raw, processing)
         if self.executor is not None:
             self.executor.close()
 
     def _handle(self, client: redis.Redis, raw: bytes, processing: str) -> None:
-        request = json.loads(raw)
+        try:
+            request = json.loads(raw)
+            request["id"], request["reply_to"]  # noqa: B018 - a request without them cannot be answered
+        except (ValueError, TypeError, KeyError) as exc:
+            log.error("slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw)
+            client.lrem(processing, 1, raw)
+            return
         if request.get("attempt", 0) >= Q.MAX_ATTEMPTS:
             result = R.ExecutionResult(status=R.INFRA_ERROR,
                                        detail="the sandbox worker died running this request, twice")
@@ -120,9 +130,13 @@ class SandboxWorker:
         self.stopping = threading.Event()
 
     def heartbeat(self) -> None:
+        """Refresh the heartbeat of every live slot (a slot thread that died stops beating,
+        so another worker's reaper requeues what it held)."""
         client = Q.connection()
         pipe = client.pipeline()
         for slot in self.slots:
+            if slot.ident is not None and not slot.is_alive():
+                continue
             pipe.set(Q.alive_key(slot.worker_id), "1", ex=Q.HEARTBEAT_TTL_S)
             pipe.sadd(Q.workers_key(self.runtime), slot.worker_id)
         pipe.execute()

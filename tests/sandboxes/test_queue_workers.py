@@ -173,3 +173,12 @@ def _redis_answers(sock) -> bool:
         return bool(redis.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping())
     except (redis.RedisError, OSError):
         return False
+
+
+def test_a_malformed_request_is_dropped_and_the_worker_keeps_serving():
+    client = Q.connection()
+    client.rpush(Q.pending_key("python"), b"{not json")
+    client.rpush(Q.pending_key("python"), json.dumps({"kind": "python_tests"}))  # no id, no reply_to
+    result = Q.run_many([square_request("def square(x):\n    return x * x\n")])[0]
+    assert result.status == R.OK
+    assert client.llen(Q.pending_key("python")) == 0
