@@ -187,8 +187,10 @@ def _status(runner, driver, *, events: dict, tests: list[R.TestResult], stderr: 
         return R.TIMEOUT
     if runner.output_exceeded:
         return R.OUTPUT_LIMIT
-    if (runner.memory_limit_hit or "MemoryError" in stderr or "heap out of memory" in stderr
-            or any("MemoryError" in t.error for t in tests)):
+    # The cgroup's OOM kill, or the interpreter's own report of running out; not merely the
+    # word on stderr, which a submission could print to relabel its failure.
+    if (runner.memory_limit_hit or "heap out of memory" in stderr or "MemoryError" in (events["load_error"] or "")
+            or any(t.error.startswith("MemoryError") for t in tests)):
         return R.MEMORY_LIMIT
     if not events["done"] or events["submission_lost"] or runner.signal is not None:
         return R.CRASHED

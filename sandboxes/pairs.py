@@ -119,7 +119,7 @@ class WarmGrader:
                           "request": p["request"][0], "reply": p["reply"][1]}
             sent |= set(runner_fds.values())  # start_tree closes them, whatever happens
             self.runner.start_tree(role_fds=RUNNER_FDS, limits=Limits(), fds=runner_fds,
-                                   exec_argv=self.exec_argv("runner"))
+                                   exec_argv=self.exec_argv("runner"), own_network=True)
             driver_fds = {"stdout": p["d_out"][1], "stderr": p["d_err"][1], "exit": p["d_exit"][1], "job": p["d_job"][0],
                           "request": p["request"][1], "reply": p["reply"][0], "results": p["results"][1]}
             sent |= set(driver_fds.values())

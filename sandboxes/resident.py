@@ -155,7 +155,7 @@ class Zygote:
             self.cgroup = None
 
     def start_tree(self, *, role_fds: list[str], limits: Limits, fds: dict[str, int],
-                   exec_argv: list[str] | None = None) -> None:
+                   exec_argv: list[str] | None = None, own_network: bool = False) -> None:
         """Ask for one execution tree, booted up to reading its job; ``fds`` (name ->
         descriptor) are closed here once sent. Does not wait: :meth:`tree_pid` does.
 
@@ -164,6 +164,8 @@ class Zygote:
         With ``exec_argv`` the tree ``execve``s that interpreter instead of running
         the zygote's Python role (no address-space rlimit then: V8 reserves far more
         than it uses; the cgroup or the interpreter's own heap flag holds memory).
+        ``own_network`` gives the tree a network namespace of its own (for hostile code;
+        about half a millisecond more per tree here).
 
         Raises:
             ZygoteDied: the zygote is gone; the caller reports ``infra_error``.
@@ -175,7 +177,7 @@ class Zygote:
         names = list(fds)
         request = {
             "op": "run", "fds": names, "role_fds": role_fds,
-            "exec": exec_argv,
+            "exec": exec_argv, "netns": own_network,
             "limits": {
                 "cpu_s": limits.cpu_s, "file_size_bytes": limits.file_size_bytes, "processes": limits.processes,
                 # With a cgroup capping resident memory, the address-space rlimit only stops

@@ -216,7 +216,12 @@ def run_tree(request, fds, config, roles):
     alive_r, alive_w = os.pipe()
     for target in (sys.stdout, sys.stderr):
         target.flush()
-    child = fork_into_namespaces(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if request.get("netns"):
+        # A socket sent into its own queue outlives every process: in a network namespace
+        # shared with the next execution its abstract name would carry messages across.
+        flags |= CLONE_NEWNET
+    child = fork_into_namespaces(flags)
     if child == 0:
         try:
             os.close(alive_w)
@@ -347,7 +352,7 @@ def cap_limit(kind, soft, hard):
 def build_seccomp_filter():
     """Build a seccomp filter (classic BPF, x86_64) refusing what a sandbox never needs and
     what would let executions of one zygote talk or widen the kernel's surface:
-    the key management syscalls (a keyring outlives its execution), new user
+    the key management syscalls (a keyring outlives its execution), io_uring, new user
     namespaces (``clone``/``unshare`` with CLONE_NEWUSER; ``clone3`` answers ENOSYS so
     the C library falls back to ``clone``), and any non-x86_64 or x32 syscall.
     """
@@ -356,6 +361,7 @@ def build_seccomp_filter():
     errno_eperm, errno_enosys = 0x00050000 | 1, 0x00050000 | 38
     arch_x86_64, x32_bit = 0xC000003E, 0x40000000
     nr_clone, nr_unshare, nr_add_key, nr_request_key, nr_keyctl, nr_clone3 = 56, 272, 248, 249, 250, 435
+    nr_io_uring_setup, nr_io_uring_enter, nr_io_uring_register = 425, 426, 427
     program = [
         (ld_w_abs, 0, 0, 4),                      # arch
         (jeq_k, 1, 0, arch_x86_64),
@@ -371,6 +377,10 @@ def build_seccomp_filter():
         (ret_k, 0, 0, errno_eperm),
         (jeq_k, 0, 1, nr_clone3),
         (ret_k, 0, 0, errno_enosys),
+        (jeq_k, 2, 0, nr_io_uring_setup),         # io_uring: a large kernel surface no task needs
+        (jeq_k, 1, 0, nr_io_uring_enter),
+        (jeq_k, 0, 1, nr_io_uring_register),
+        (ret_k, 0, 0, errno_eperm),
         (jeq_k, 1, 0, nr_clone),
         (jeq_k, 0, 3, nr_unshare),
         (ld_w_abs, 0, 0, 16),                     # first argument, low 32 bits: the flags

@@ -101,3 +101,25 @@ def test_no_nested_user_namespace():
     )
     result = run(program, "def check(candidate):\n    assert candidate() == (-1, 1)\n")  # EPERM
     assert result.status == R.OK, result
+
+
+def test_no_channel_between_executions_through_a_socket_left_in_flight():
+    # A socket sent into its own queue survives its processes; its abstract name must not be
+    # visible to the next execution (each submission's tree has its own network namespace).
+    plant = (
+        "import array, socket\n"
+        "held = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "held.bind('\\0crucible-left-behind')\n"
+        "a, b = socket.socketpair()\n"
+        "a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [held.fileno(), a.fileno(), b.fileno()]))])\n"
+        "def probe():\n"
+        "    return 'planted'\n"
+    )
+    look = (
+        "def probe():\n"
+        "    return [line.split()[-1] for line in open('/proc/net/unix').read().splitlines()[1:]\n"
+        "            if 'crucible-left-behind' in line]\n"
+    )
+    assert run(plant, "def check(candidate):\n    assert candidate() == 'planted'\n").status == R.OK
+    result = run(look, "def check(candidate):\n    assert candidate() == []\n")
+    assert result.status == R.OK, result
