@@ -27,9 +27,9 @@ class Cgroup:
     """One resident sandbox's cgroup directories, one per controller.
 
     The resident process itself lives in the cgroup, so every tree it forks is born
-    there (no per-execution attach, a slow path of cgroup v1). Its own usage, read at
-    the start of each execution, is the baseline: the memory limit is the execution's
-    limit on top of it, and the peak reported is the peak above it.
+    there (no per-execution attach, a slow path of cgroup v1). Its own usage, read while
+    it has no tree (:meth:`note_idle_usage`), is the baseline: the memory limit is the
+    execution's limit on top of it, and the peak reported is the peak above it.
     """
 
     paths: dict[str, Path]
@@ -43,10 +43,13 @@ class Cgroup:
         for path in self.paths.values():
             (path / "cgroup.procs").write_text(str(pid))
 
+    def note_idle_usage(self) -> None:
+        """Read the resident process's own usage; call it while no tree is alive."""
+        self._baseline = _read_int(self.paths["memory"] / "memory.usage_in_bytes")
+
     def begin_execution(self, *, memory_bytes: int, processes: int) -> None:
         """Set this execution's limits above the resident baseline and zero the peak."""
         memory = self.paths["memory"]
-        self._baseline = _read_int(memory / "memory.usage_in_bytes")
         limit = memory_bytes + self._baseline
         if abs(limit - self._limit) > 4 * 1024**2:  # the baseline drifts a little; rewrite on real change
             memsw, current = memory / "memory.memsw.limit_in_bytes", memory / "memory.limit_in_bytes"

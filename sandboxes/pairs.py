@@ -181,6 +181,8 @@ class WarmGrader:
         for zygote in (self.runner, self.driver):
             if not zygote.alive:  # its trees died with it: the platform failed, not the submission
                 raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
+            if zygote.cgroup:  # between trees: the zygote's own usage, the next peak's baseline
+                zygote.cgroup.note_idle_usage()
         self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
         return outcomes[0], outcomes[1]
 

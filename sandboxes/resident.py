@@ -122,6 +122,8 @@ class Zygote:
             _send(here, {"op": "config", "role": self.role, "sources": self.sources,
                          "sandbox_uid": sandbox_uid, "bind_dirs": self.bind_dirs})
             _receive(here, START_TIMEOUT_S)
+            if self.cgroup:
+                self.cgroup.note_idle_usage()
         except (ZygoteDied, OSError) as exc:
             self.stop()
             raise ZygoteDied(f"sandbox process for {self.role} failed to start: {exc}") from exc
