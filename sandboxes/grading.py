@@ -151,16 +151,6 @@ def run_python_tests(program: str, test_source: str, entry_point: str, *, prompt
         return R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox failed: {exc}")
 
 
-def run_python_tests_retrying(*args, attempts: int = 2, **kwargs) -> R.ExecutionResult:
-    """:func:`run_python_tests`, run again (up to ``attempts`` times in all) while the sandbox
-    itself fails: an ``infra_error`` is the platform's fault, never the submission's."""
-    for _attempt in range(attempts):
-        result = run_python_tests(*args, **kwargs)
-        if result.status != R.INFRA_ERROR:
-            break
-    return result
-
-
 def _parse_results(raw: bytes) -> dict:
     """Read the driver's report: per-test results (first report wins) and its events."""
     events = {"tests": {}, "done": False, "load_error": None, "submission_lost": None}

@@ -140,9 +140,3 @@ def javascript_tests(program: str, test_source: str, entry_point: str, *, prompt
     """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``)."""
     payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
     return request("javascript_tests", payload, runtime="node", limits=limits)
-
-
-def run_python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                     limits: Limits | None = None) -> R.ExecutionResult:
-    """Grade one Python program on the sandbox workers and wait for its result."""
-    return run_many([python_tests(program, test_source, entry_point, prompt=prompt, limits=limits)])[0]
