@@ -69,6 +69,12 @@ def request(kind: str, payload: dict, *, runtime: str = "python", limits: Limits
             "limits": dataclasses.asdict(limits or Limits()), "attempt": 0}
 
 
+def request_limits(request: dict) -> Limits:
+    """The limits a request carries (the inverse of :func:`request`; defaults for any left out)."""
+    known = set(Limits.__dataclass_fields__)
+    return Limits(**{k: v for k, v in (request.get("limits") or {}).items() if k in known})
+
+
 def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
     """Queue ``requests`` and wait for every answer, in order.
 

@@ -102,13 +102,13 @@ class PythonExecutor:
             ZygoteDied: the sandbox died (the worker requeues the request).
             ValueError: the request's kind is not one this runtime runs.
         """
-        from sandboxes.worker import limits_of
+        from sandboxes.queue import request_limits
 
         if request.get("kind") not in self.kinds:
             raise ValueError(f"this runtime runs {', '.join(self.kinds)}, not {request.get('kind')!r}")
         payload = request["payload"]
         return self.grader.grade(payload["program"], payload["tests"], payload["entry_point"],
-                                 prompt=payload.get("prompt", ""), limits=limits_of(request))
+                                 prompt=payload.get("prompt", ""), limits=request_limits(request))
 
     def close(self) -> None:
         self.grader.close()

@@ -23,7 +23,6 @@ import redis
 
 from sandboxes import queue as Q
 from sandboxes import result as R
-from sandboxes.process import Limits
 from sandboxes.resident import ZygoteDied
 
 log = logging.getLogger(__name__)
@@ -185,9 +184,3 @@ class SandboxWorker:
             self.reap()  # anything a slot still held goes back to the queue
         except (redis.RedisError, OSError):
             pass
-
-
-def limits_of(request: dict) -> Limits:
-    """The request's limits (defaults for any it leaves out)."""
-    known = {f for f in Limits.__dataclass_fields__}
-    return Limits(**{k: v for k, v in (request.get("limits") or {}).items() if k in known})

@@ -18,8 +18,8 @@ import torch
 from django.conf import settings
 
 from sandboxes.queue import live_workers
-from sandboxes.suites import harness
 from tasks_library.models import TaskVersion
+from tasks_library.selectors import runtimes_of
 from training import services
 from training.algorithms.grpo import clipped_policy_loss, group_advantages
 from training.algorithms.logprobs import pad_batch, token_logprobs
@@ -188,14 +188,13 @@ def train_run(run_id: int) -> None:
 
 
 def _train(run: TrainingRun, config: RunConfig) -> None:
-    versions_runtimes = {harness(h).runtime for h in run.task_versions.values_list("test_suite__harness", flat=True).distinct()}
-    for runtime in sorted(versions_runtimes):
+    versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
+    for runtime in runtimes_of(versions):
         if not live_workers(runtime):
             # Without workers every rollout would come back infra_error: fail now, saying why.
             raise RuntimeError(f"no {runtime} sandbox worker is running; start one with "
                                f"`python manage.py sandbox_worker --runtime {runtime}`")
     generator = seed_everything(config.seed)
-    versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
     if config.model_path:
         policy = load_policy(Path(config.model_path))
     else:
