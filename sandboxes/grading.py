@@ -11,6 +11,7 @@ and the submission cannot reach the report channel to forge one.
 
 from __future__ import annotations
 
+import ast
 import atexit
 import functools
 import json
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.harness.python_check import split_check
+from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.pairs import WarmGrader
 from sandboxes.process import Limits
 from sandboxes.resident import Zygote, ZygoteDied, interpreter_bind_dirs
@@ -31,9 +33,31 @@ SOLUTION_FILE = "solution.py"
 
 
 @functools.lru_cache(maxsize=4)
-def _harness_sources(name: str) -> dict[str, str]:
-    """A role's harness and the plain-data codec it uses (standard library only)."""
-    return {source: (HARNESS_DIR / f"{source}.py").read_text(encoding="utf-8") for source in ("plaindata", name)}
+def _harness_sources(*names: str) -> dict[str, str]:
+    """Roles' harnesses and the plain-data codec they use (standard library only)."""
+    return {source: (HARNESS_DIR / f"{source}.py").read_text(encoding="utf-8") for source in ("plaindata", *names)}
+
+
+# The driver role of each Python verifier: unit tests, or output-based verifiers.
+DRIVER_ROLES = {"python-check": "python_check", "output-match": "python_outputs", "custom-checker": "python_outputs"}
+
+
+def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
+    """The test ids of a suite for ``verifier`` (see ``harness/python_outputs.py``).
+
+    Raises:
+        SyntaxError, ValueError: the suite cannot be read for this verifier.
+    """
+    if verifier == "python-check":
+        return expected_test_ids(test_source)
+    if verifier == "output-match":
+        return output_ids(test_source)
+    if verifier == "custom-checker":
+        module = ast.parse(test_source)
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
+            raise ValueError("a custom checker defines check(files) -> (score, reason)")
+        return [CHECKER_ID]
+    raise ValueError(f"unknown Python verifier {verifier!r}; known: {', '.join(DRIVER_ROLES)}")
 
 
 def expected_test_ids(test_source: str) -> list[str]:
@@ -58,11 +82,12 @@ class PythonGrader(WarmGrader):
         self.interpreter = python_interpreter()
         binds = interpreter_bind_dirs(self.interpreter)
         self.runner = Zygote(self.interpreter, "python_runner", _harness_sources("python_runner"), binds)
-        self.driver = Zygote(self.interpreter, "python_check", _harness_sources("python_check"), binds)
+        self.driver = Zygote(self.interpreter, "python_check", _harness_sources("python_check", "python_outputs"), binds)
         self.spare = None
 
     def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
-              limits: Limits | None = None) -> R.ExecutionResult:
+              limits: Limits | None = None, files: dict[str, str] | None = None,
+              verifier: str = "python-check") -> R.ExecutionResult:
         """Execute ``program`` in one sandbox and the tests of ``test_source`` in another.
 
         The tests' ``candidate`` calls ``entry_point`` in the submission's sandbox over a
@@ -72,10 +97,14 @@ class PythonGrader(WarmGrader):
 
         Args:
             program: the full Python source under test (prompt plus completion).
-            test_source: HumanEval-style source defining ``check(candidate)``.
+            test_source: HumanEval-style source defining ``check(candidate)``; for the
+                ``output-match`` and ``custom-checker`` verifiers, their suite (see
+                ``harness/python_outputs.py``).
             entry_point: the name of the function the tests call.
             prompt: the task's prompt, run on the tests' side for helpers the tests use.
             limits: resource limits of each sandbox; defaults to :class:`Limits`.
+            files: workspace files written beside the program (``{relative path: text}``).
+            verifier: ``python-check`` (unit tests), ``output-match`` or ``custom-checker``.
 
         Returns:
             An :class:`ExecutionResult` with one :class:`TestResult` per expected id;
@@ -86,10 +115,13 @@ class PythonGrader(WarmGrader):
                 ``infra_error``; never a policy failure).
         """
         limits = limits or Limits()
-        expected = expected_test_ids(test_source)
+        expected = verifier_test_ids(verifier, test_source)
         runner, driver = self.run_pair(
-            {"files": {SOLUTION_FILE: program}, "spec": {"solution_path": SOLUTION_FILE, "request_fd": 4, "reply_fd": 5}},
-            {"spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point,
+            {"files": {**(files or {}), SOLUTION_FILE: program},
+             "spec": {"solution_path": SOLUTION_FILE, "request_fd": 4, "reply_fd": 5,
+                      "script": verifier != "python-check"}},
+            {"role": DRIVER_ROLES[verifier],
+             "spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point, "verifier": verifier,
                       "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
             limits,
         )
@@ -100,7 +132,8 @@ def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
     events = _parse_results(driver.results)
     reported = events["tests"]
     tests = [
-        R.TestResult(id=tid, passed=reported.get(tid, (False, ""))[0], error=reported.get(tid, (False, "not reported"))[1])
+        R.TestResult(id=tid, passed=reported[tid][0], error=reported[tid][1], score=reported[tid][2]) if tid in reported
+        else R.TestResult(id=tid, passed=False, error="not reported")
         for tid in expected
     ]
     stderr = runner.stderr.decode("utf-8", "replace")
@@ -164,7 +197,10 @@ def _parse_results(raw: bytes) -> dict:
             continue
         kind = event.get("event")
         if kind == "test" and isinstance(event.get("id"), str) and event["id"] not in events["tests"]:
-            events["tests"][event["id"]] = (event.get("passed") is True, str(event.get("error", ""))[:500])
+            score = event.get("score")
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+                score = None
+            events["tests"][event["id"]] = (event.get("passed") is True, str(event.get("error", ""))[:500], score)
         elif kind in ("load_error", "submission_lost"):
             events[kind] = str(event.get("error", ""))[:500]
         elif kind == "done":

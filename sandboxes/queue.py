@@ -135,14 +135,23 @@ def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.
 
 
 def python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                 limits: Limits | None = None) -> dict:
-    """A request to grade ``program`` on ``test_source`` (see :meth:`PythonGrader.grade`)."""
-    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
+                 limits: Limits | None = None, files: dict[str, str] | None = None,
+                 verifier: str = "python-check") -> dict:
+    """A request to grade ``program`` on ``test_source`` with ``verifier``, beside the
+    workspace ``files`` (see :meth:`PythonGrader.grade`)."""
+    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt,
+               "files": files or {}, "verifier": verifier}
     return request("python_tests", payload, limits=limits)
 
 
 def javascript_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                     limits: Limits | None = None) -> dict:
-    """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``)."""
+                     limits: Limits | None = None, files: dict[str, str] | None = None) -> dict:
+    """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``).
+
+    Raises:
+        ValueError: workspace ``files`` were given (the Node.js runner takes none yet).
+    """
+    if files:
+        raise ValueError("workspace files are supported by the Python verifiers only")
     payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
     return request("javascript_tests", payload, runtime="node", limits=limits)

@@ -18,11 +18,15 @@ STATUSES = (OK, FAILED, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, CRASHED, INFRA_ERRO
 
 @dataclass
 class TestResult:
-    """One expected test: ``passed`` is False unless the harness reported a pass."""
+    """One expected test: ``passed`` is False unless the harness reported a pass.
+
+    ``score`` is a custom checker's partial credit in [0, 1]; None for pass/fail tests.
+    """
 
     id: str
     passed: bool
     error: str = ""
+    score: float | None = None
 
 
 @dataclass
@@ -66,6 +70,14 @@ class ExecutionResult:
     @property
     def tests_total(self) -> int:
         return len(self.tests)
+
+    @property
+    def score(self) -> float:
+        """The correctness score in [0, 1]: the mean over expected tests of each test's
+        score (a checker's partial credit) or 1/0 for passed/failed; 0 without tests."""
+        if not self.tests:
+            return 0.0
+        return sum(t.score if t.score is not None else float(t.passed) for t in self.tests) / len(self.tests)
 
     @property
     def passed(self) -> bool:

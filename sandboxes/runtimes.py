@@ -107,8 +107,9 @@ class PythonExecutor:
         if request.get("kind") not in self.kinds:
             raise ValueError(f"this runtime runs {', '.join(self.kinds)}, not {request.get('kind')!r}")
         payload = request["payload"]
+        extra = {"files": payload["files"], "verifier": payload["verifier"]} if "verifier" in payload else {}
         return self.grader.grade(payload["program"], payload["tests"], payload["entry_point"],
-                                 prompt=payload.get("prompt", ""), limits=request_limits(request))
+                                 prompt=payload.get("prompt", ""), limits=request_limits(request), **extra)
 
     def close(self) -> None:
         self.grader.close()

@@ -83,7 +83,7 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
         suite = version.test_suite
         requests.append(harness(suite.harness).request(
             version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
-            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1),
+            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1), files=version.files,
         ))
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]
 
@@ -94,7 +94,7 @@ def _score(sample: dict, result: R.ExecutionResult) -> SampleScore:
         task_id=sample["task_id"],
         passed=result.passed,
         status=result.status,
-        reward=result.tests_passed / result.tests_total if result.tests_total else 0.0,
+        reward=result.score,
         flags=flags,
         tests_passed=result.tests_passed,
         tests_total=result.tests_total,

@@ -9,38 +9,59 @@ from __future__ import annotations
 
 from django.db import models
 
+# Who made a write: a username from the console or API, ``"<os user> (command line)"``
+# from a management command. Kept as text so the record outlives the account.
+AUTHOR_MAX = 150
 
-class EnvironmentVersion(models.Model):
+
+class Authored(models.Model):
+    """Provenance shared by every immutable version: parent link, change note, author, time."""
+
+    change_note = models.CharField(max_length=500, blank=True)
+    author = models.CharField(max_length=AUTHOR_MAX, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+
+
+class EnvironmentVersion(Authored):
     """An execution environment: runtime, pinned packages, a container image reference."""
 
     content_hash = models.CharField(max_length=64, unique=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     name = models.CharField(max_length=100)
     runtime = models.CharField(max_length=40)  # e.g. "python3.11"
     packages = models.JSONField(default=list, blank=True)
     image = models.CharField(max_length=300, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+
+    CONTENT_FIELDS = ("name", "runtime", "packages", "image")
 
     def __str__(self) -> str:
         return f"{self.name}@{self.content_hash[:12]}"
 
 
-class TestSuiteVersion(models.Model):
+class TestSuiteVersion(Authored):
     """Visible tests (shown to the policy) and hidden tests (used for grading).
 
     ``harness`` names how to run them: ``python-check`` is a HumanEval-style source
-    defining ``check(candidate)``, one test per assert-bearing statement of its body.
+    defining ``check(candidate)``, one test per assert-bearing statement of its body;
+    ``js-console-assert`` counts ``console.assert`` call sites. ``timeout_s`` is the
+    wall-clock limit of one grading execution, in seconds.
     """
 
     __test__ = False  # not a pytest class, despite its name
 
     content_hash = models.CharField(max_length=64, unique=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
     harness = models.CharField(max_length=40, default="python-check")
     visible_tests = models.TextField()
     hidden_tests = models.TextField()
     visible_test_ids = models.JSONField(default=list)
     hidden_test_ids = models.JSONField(default=list)
     timeout_s = models.FloatField(default=10.0)
-    created_at = models.DateTimeField(auto_now_add=True)
+
+    CONTENT_FIELDS = ("harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids", "timeout_s")
 
     def __str__(self) -> str:
         return f"suite@{self.content_hash[:12]}"
@@ -51,27 +72,43 @@ class Task(models.Model):
 
     task_id = models.CharField(max_length=200, unique=True)
     source = models.CharField(max_length=60)
+    tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.task_id
 
 
-class TaskVersion(models.Model):
-    """One immutable version of a task, identified by the hash of its content."""
+class TaskVersion(Authored):
+    """One immutable version of a task, identified by the hash of its content.
+
+    Content (prompt, entry point, reference, environment, test suite) never changes.
+    What validation, curation and training learn about the version is stored beside
+    it and may change: the verdict with its evidence (``report``), the quarantine flag
+    and a curator's override, and the pass-rate counts behind its difficulty.
+    """
 
     VERDICT_PENDING = "pending"
     VERDICT_VALID = "valid"
+    VERDICT_WEAK_SUITE = "weak_suite"
     VERDICT_BROKEN_REFERENCE = "broken_reference"
     VERDICT_TRIVIAL_PASSES = "trivial_passes"
+    VERDICT_FLAKY = "flaky"
+    VERDICT_PROMPT_CONTRADICTS = "prompt_contradicts"
     VERDICT_INFRA_ERROR = "infra_error"
     VERDICTS = [
         (VERDICT_PENDING, "pending"),
         (VERDICT_VALID, "valid"),
+        (VERDICT_WEAK_SUITE, "tests kill too few mutants"),
         (VERDICT_BROKEN_REFERENCE, "reference fails its tests"),
         (VERDICT_TRIVIAL_PASSES, "a trivial solution passes"),
+        (VERDICT_FLAKY, "repeat runs of the reference disagree"),
+        (VERDICT_PROMPT_CONTRADICTS, "an example in the prompt contradicts the reference"),
         (VERDICT_INFRA_ERROR, "sandbox error during validation"),
     ]
+    # Verdicts that quarantine a version automatically: it is never sampled for
+    # training until a curator overrides with a written reason.
+    QUARANTINING = (VERDICT_BROKEN_REFERENCE, VERDICT_TRIVIAL_PASSES, VERDICT_FLAKY, VERDICT_PROMPT_CONTRADICTS)
 
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="versions")
     content_hash = models.CharField(max_length=64)
@@ -80,19 +117,41 @@ class TaskVersion(models.Model):
     prompt = models.TextField()
     entry_point = models.CharField(max_length=200)
     reference_solution = models.TextField()
+    # Workspace files the program finds beside it ({relative path: UTF-8 text}), e.g. a
+    # CSV a data-analysis task reads. Part of the content hash only when present.
+    files = models.JSONField(default=dict, blank=True)
     environment = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT)
     test_suite = models.ForeignKey(TestSuiteVersion, on_delete=models.PROTECT)
-    change_note = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
 
     verdict = models.CharField(max_length=32, choices=VERDICTS, default=VERDICT_PENDING)
     verdict_reasons = models.JSONField(default=list, blank=True)
+    # Per stage of the validation pipeline: what ran and the evidence (failing test,
+    # surviving mutant, contradicting example); see tasks_library.validation.pipeline.
+    report = models.JSONField(default=dict, blank=True)
+    mutation_score = models.FloatField(null=True, blank=True)  # killed / mutants, in [0, 1]
     validated_at = models.DateTimeField(null=True, blank=True)
+
+    quarantined = models.BooleanField(default=False)
+    quarantine_reason = models.TextField(blank=True)
+    override_reason = models.TextField(blank=True)  # a curator's written reason to train anyway
+    curated_by = models.CharField(max_length=AUTHOR_MAX, blank=True)
+    curated_at = models.DateTimeField(null=True, blank=True)
+
+    # Difficulty: successes and trials of graded attempts (evaluations and rollouts);
+    # the pass rate's posterior is Beta(1 + successes, 1 + trials - successes).
+    attempts_passed = models.PositiveIntegerField(default=0)
+    attempts_total = models.PositiveIntegerField(default=0)
+
+    CONTENT_FIELDS = ("prompt", "entry_point", "reference_solution", "files")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["task", "content_hash"], name="unique_task_content"),
             models.UniqueConstraint(fields=["task", "number"], name="unique_task_version_number"),
+        ]
+        indexes = [
+            models.Index(fields=["verdict"], name="taskversion_verdict"),
+            models.Index(fields=["quarantined"], name="taskversion_quarantined"),
         ]
         ordering = ["task_id", "number"]
 
@@ -103,6 +162,11 @@ class TaskVersion(models.Model):
     def version(self) -> str:
         """The short content hash users see as the version id."""
         return self.content_hash[:12]
+
+    @property
+    def trainable(self) -> bool:
+        """Validated, and not quarantined (or a curator overrode the quarantine)."""
+        return not self.quarantined and self.verdict not in (self.VERDICT_PENDING, self.VERDICT_INFRA_ERROR)
 
 
 class TaskSet(models.Model):
@@ -116,6 +180,26 @@ class TaskSet(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TaskSetVersion(Authored):
+    """One immutable pinning of a task set: the ordered task version hashes it held.
+
+    A new one is recorded whenever the set's pins change; a training run records the
+    one it used, so it can be reproduced after the set moves on.
+    """
+
+    task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    task_versions = models.JSONField(default=list)  # [[task_id, task version content hash], ...]
+
+    class Meta:
+        ordering = ["task_set_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["task_set", "number"], name="unique_task_set_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.task_set.name} v{self.number}"
 
 
 class TaskSetMember(models.Model):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+import difflib
+import json
+
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from tasks_library.models import TaskSet, TaskVersion
 
@@ -40,3 +43,87 @@ def runtimes_of(versions) -> list[str]:
     from sandboxes.suites import harness
 
     return sorted({harness(v.test_suite.harness).runtime for v in versions})
+
+
+def trainable(versions: QuerySet[TaskVersion]) -> QuerySet[TaskVersion]:
+    """The versions training may sample: validated, and not quarantined (or overridden)."""
+    return versions.filter(quarantined=False).exclude(
+        verdict__in=[TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR]
+    )
+
+
+def latest_versions() -> QuerySet[TaskVersion]:
+    """The highest-numbered version of every task."""
+    newest = TaskVersion.objects.filter(task=OuterRef("task")).order_by("-number").values("number")[:1]
+    return TaskVersion.objects.filter(number=Subquery(newest))
+
+
+def task_versions_filter(*, source: str = "", verdict: str = "", status: str = "", tag: str = "",
+                         difficulty: str = "", search: str = "", latest_only: bool = True) -> QuerySet[TaskVersion]:
+    """Task versions for the curation list, newest task ids first, filtered.
+
+    Args:
+        status: ``quarantined``, ``trainable`` or ``pending``; ``difficulty``: a bucket
+            name of :mod:`tasks_library.difficulty`; ``search``: a substring of the task
+            id or the prompt, or a version hash prefix.
+    """
+    from tasks_library.difficulty import bucket_filter
+
+    versions = latest_versions() if latest_only else TaskVersion.objects.all()
+    if source:
+        versions = versions.filter(task__source=source)
+    if verdict:
+        versions = versions.filter(verdict=verdict)
+    if status == "quarantined":
+        versions = versions.filter(quarantined=True)
+    elif status == "trainable":
+        versions = trainable(versions)
+    elif status == "pending":
+        versions = versions.filter(verdict=TaskVersion.VERDICT_PENDING)
+    if tag:
+        versions = versions.filter(task__tags__contains=[tag]) if _json_contains_supported() else \
+            versions.filter(task__tags__icontains=f'"{tag}"')
+    if difficulty:
+        versions = versions.filter(bucket_filter(difficulty))
+    if search:
+        versions = versions.filter(Q(task__task_id__icontains=search) | Q(prompt__icontains=search)
+                                   | Q(content_hash__startswith=search.lower()))
+    return versions.select_related("task", "test_suite").order_by("task__task_id", "number")
+
+
+def _json_contains_supported() -> bool:
+    from django.db import connection
+
+    return connection.features.supports_json_field_contains
+
+
+def _text_fields(version: TaskVersion) -> dict[str, str]:
+    suite, env = version.test_suite, version.environment
+    return {
+        "prompt": version.prompt,
+        "entry_point": version.entry_point,
+        "reference_solution": version.reference_solution,
+        "files": json.dumps(version.files, indent=1, sort_keys=True) if version.files else "",
+        "test_suite.harness": suite.harness,
+        "test_suite.visible_tests": suite.visible_tests,
+        "test_suite.hidden_tests": suite.hidden_tests,
+        "test_suite.timeout_s": str(suite.timeout_s),
+        "environment": json.dumps({k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True),
+    }
+
+
+def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
+    """The fields that differ between two versions, each as a unified diff.
+
+    Returns:
+        ``[{"field": "reference_solution", "diff": "--- v1\\n+++ v2\\n@@ ..."}, ...]`` in a
+        fixed field order; empty when the contents are identical.
+    """
+    before, after = _text_fields(old), _text_fields(new)
+    changes = []
+    for name in before:
+        if before[name] != after[name]:
+            lines = difflib.unified_diff(before[name].splitlines(keepends=True), after[name].splitlines(keepends=True),
+                                         fromfile=f"v{old.number} {name}", tofile=f"v{new.number} {name}")
+            changes.append({"field": name, "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines)})
+    return changes

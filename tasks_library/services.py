@@ -1,26 +1,47 @@
-"""Writes to the task library: imports and validation verdicts."""
+"""Writes to the task library: imports, edits (new versions), task set pins, curation."""
 
 from __future__ import annotations
 
+import getpass
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
-from sandboxes import result as R
-from sandboxes.queue import run_many
 from sandboxes.runtimes import node_major_version
 from sandboxes.suites import harness
-from sandboxes.process import Limits
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
-from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskSetMember, TaskVersion, TestSuiteVersion
+from tasks_library.models import (
+    EnvironmentVersion,
+    Task,
+    TaskSet,
+    TaskSetMember,
+    TaskSetVersion,
+    TaskVersion,
+    TestSuiteVersion,
+)
 from tasks_library.testsplit import visible_subset
 
 DEFAULT_TIMEOUT_S = 10.0
+MAX_TIMEOUT_S = 300.0
+# Runtimes the sandboxes can run, by family: ``python3.11``, ``node20``.
+RUNTIME_FAMILIES = {"python": re.compile(r"^python3\.\d+$"), "node": re.compile(r"^node\d+$")}
+MAX_FILE_BYTES = 1024 * 1024
+MAX_FILES_BYTES = 8 * 1024 * 1024
+
+
+def command_line_author() -> str:
+    """Who a management command writes as: the OS user, marked as the command line."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user} (command line)"
 
 
 @dataclass
@@ -37,52 +58,168 @@ class ImportReport:
 def environment_default_python() -> EnvironmentVersion:
     """The environment of the interpreter Crucible runs on, created on first use."""
     runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    return _environment({"name": "python", "runtime": runtime, "packages": [], "image": f"crucible/sandbox-python:{runtime}"})
+    return environment_get_or_create(content={"name": "python", "runtime": runtime, "packages": [],
+                                              "image": f"crucible/sandbox-python:{runtime}"})
 
 
 def environment_default_node() -> EnvironmentVersion:
     """The environment of the machine's Node.js (major version), created on first use."""
     major = node_major_version()
-    return _environment({"name": "node", "runtime": f"node{major}", "packages": [], "image": f"crucible/sandbox-node:{major}"})
-
-
-def _environment(content: dict) -> EnvironmentVersion:
-    env, _ = EnvironmentVersion.objects.get_or_create(content_hash=content_hash(content), defaults=content)
-    return env
+    return environment_get_or_create(content={"name": "node", "runtime": f"node{major}", "packages": [],
+                                              "image": f"crucible/sandbox-node:{major}"})
 
 
 ENVIRONMENTS = {"python": environment_default_python, "node": environment_default_node}
 
 
-def _test_suite_for(record: dict) -> TestSuiteVersion:
-    name = record.get("harness", "python-check")
-    kind = harness(name)
-    hidden = record["tests"]
+def environment_check(content: dict, *, where: str, runtime: str) -> dict:
+    """``content`` as a canonical environment, checked for a sandbox of ``runtime``.
+
+    Raises:
+        ImportFormatError: a field is missing or of the wrong type, or the environment's
+            runtime is unknown or not the one the test suite's harness runs on.
+    """
+    if not isinstance(content, dict):
+        raise ImportFormatError(f"{where}: field 'environment': expected an object with name, runtime, packages, image")
+    canonical = {"name": content.get("name", runtime), "runtime": content.get("runtime"),
+                 "packages": content.get("packages", []), "image": content.get("image", "")}
+    for key in ("name", "runtime", "image"):
+        if not isinstance(canonical[key], str):
+            raise ImportFormatError(f"{where}: field 'environment.{key}' must be a string")
+    packages = canonical["packages"]
+    if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
+        raise ImportFormatError(f"{where}: field 'environment.packages' must be a list of pinned requirement strings")
+    family = next((name for name, pattern in RUNTIME_FAMILIES.items() if pattern.match(canonical["runtime"])), None)
+    if family is None:
+        raise ImportFormatError(
+            f"{where}: field 'environment.runtime': unknown environment {canonical['runtime']!r}; "
+            "known runtimes are python3.N and nodeN"
+        )
+    if family != runtime:
+        raise ImportFormatError(
+            f"{where}: field 'environment.runtime': {canonical['runtime']!r} cannot run this test suite, "
+            f"whose harness needs a {runtime} runtime"
+        )
+    return canonical
+
+
+def environment_get_or_create(*, content: dict, author: str = "", change_note: str = "",
+                              parent: EnvironmentVersion | None = None) -> EnvironmentVersion:
+    """The environment version with exactly ``content`` (name, runtime, packages, image)."""
+    env, _ = EnvironmentVersion.objects.get_or_create(
+        content_hash=content_hash(content),
+        defaults=dict(content, author=author, change_note=change_note, parent=parent),
+    )
+    return env
+
+
+def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_tests: str | None = None,
+                             timeout_s: float = DEFAULT_TIMEOUT_S, where: str = "test suite",
+                             author: str = "", change_note: str = "",
+                             parent: TestSuiteVersion | None = None) -> TestSuiteVersion:
+    """The test suite version with these tests; test ids are computed by the harness.
+
+    ``visible_tests`` defaults to the first two tests of a ``python-check`` suite and to
+    the whole suite otherwise.
+
+    Raises:
+        ImportFormatError: unknown harness, tests that do not parse or hold no
+            assertion, or a timeout outside (0, 300] seconds; the message starts with ``where``.
+    """
     try:
-        hidden_ids = kind.expected_ids(hidden)
-        visible = record.get("visible_tests") or (visible_subset(hidden) if name == "python-check" else hidden)
+        kind = harness(harness_name)
+    except ValueError as exc:
+        raise ImportFormatError(f"{where}: field 'harness': {exc}") from exc
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= MAX_TIMEOUT_S:
+        raise ImportFormatError(f"{where}: field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]")
+    try:
+        hidden_ids = kind.expected_ids(hidden_tests)
+        visible = visible_tests or (visible_subset(hidden_tests) if harness_name == "python-check" else hidden_tests)
         visible_ids = kind.expected_ids(visible)
     except SyntaxError as exc:
-        raise ImportFormatError(f"{record['where']}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})") from exc
+        raise ImportFormatError(f"{where}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})") from exc
     except ValueError as exc:
-        raise ImportFormatError(f"{record['where']}: field 'test': {exc}") from exc
+        raise ImportFormatError(f"{where}: field 'test': {exc}") from exc
     if not hidden_ids:
-        raise ImportFormatError(f"{record['where']}: field 'test': the tests contain no assertion, so nothing can fail")
+        raise ImportFormatError(f"{where}: field 'test': the tests contain no assertion, so nothing can fail")
     content = {
-        "harness": name,
+        "harness": harness_name,
         "visible_tests": visible,
-        "hidden_tests": hidden,
+        "hidden_tests": hidden_tests,
         "visible_test_ids": visible_ids,
         "hidden_test_ids": hidden_ids,
-        "timeout_s": DEFAULT_TIMEOUT_S,
+        "timeout_s": float(timeout_s),
     }
-    suite, _ = TestSuiteVersion.objects.get_or_create(content_hash=content_hash(content), defaults=content)
+    suite, _ = TestSuiteVersion.objects.get_or_create(
+        content_hash=content_hash(content), defaults=dict(content, author=author, change_note=change_note, parent=parent)
+    )
     return suite
 
 
+def files_check(files, *, where: str) -> dict[str, str]:
+    """Workspace files as ``{relative path: text}``, refused when unsafe or too big.
+
+    Raises:
+        ImportFormatError: not an object of strings, a path that is absolute or climbs
+            out (``..``), a file over 1 MiB or all files over 8 MiB.
+    """
+    if files is None:
+        return {}
+    if not isinstance(files, dict):
+        raise ImportFormatError(f"{where}: field 'files': expected an object {{path: text}}")
+    total = 0
+    for name, text in files.items():
+        parts = name.split("/")
+        if not name or name.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise ImportFormatError(f"{where}: field 'files': {name!r} must be a relative path without '..'")
+        if not isinstance(text, str):
+            raise ImportFormatError(f"{where}: field 'files.{name}': must be UTF-8 text")
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise ImportFormatError(f"{where}: field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file")
+        total += size
+    if total > MAX_FILES_BYTES:
+        raise ImportFormatError(f"{where}: field 'files': {total} bytes in all, over the {MAX_FILES_BYTES} byte limit")
+    return dict(sorted(files.items()))
+
+
+def task_version_content(*, prompt: str, entry_point: str, reference_solution: str, files: dict,
+                         environment: EnvironmentVersion, test_suite: TestSuiteVersion) -> dict:
+    """What a task version's content hash covers (``files`` only when there are some)."""
+    content = {"prompt": prompt, "entry_point": entry_point, "reference_solution": reference_solution,
+               "environment": environment.content_hash, "test_suite": test_suite.content_hash}
+    if files:
+        content["files"] = files
+    return content
+
+
+def task_version_get_or_create(*, task: Task, author: str, change_note: str, parent: TaskVersion | None = None,
+                               **content) -> tuple[TaskVersion, bool]:
+    """The version of ``task`` with this content, created (numbered after the latest) if new.
+
+    ``parent`` defaults to the task's latest version. Returns ``(version, created)``.
+    """
+    digest = content_hash(task_version_content(**content))
+    existing = TaskVersion.objects.filter(task=task, content_hash=digest).first()
+    if existing is not None:
+        return existing, False
+    if parent is None:
+        parent = task.versions.order_by("-number").first()
+    number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    version = TaskVersion.objects.create(task=task, content_hash=digest, parent=parent, number=number,
+                                         author=author, change_note=change_note, **content)
+    return version, True
+
+
 @transaction.atomic
-def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], change_note: str = "") -> ImportReport:
+def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], change_note: str = "",
+                 author: str = "") -> ImportReport:
     """Import task records and pin them as the task set ``task_set_name``.
+
+    A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
+    "where"}`` plus, optionally, ``visible_tests``, ``harness`` (default
+    ``python-check``), ``timeout_s``, ``environment`` (an object; default: this
+    machine's runtime for the harness), ``files``, ``tags``, ``source``, ``change_note``.
 
     Idempotent: a record whose content matches an existing version of its task
     creates nothing; a changed record creates a new version (parent: the latest)
@@ -91,55 +228,122 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
     Raises:
         ImportFormatError: a record is malformed (the message names file, line, field).
     """
-    environments: dict[str, EnvironmentVersion] = {}
+    author = author or command_line_author()
+    defaults: dict[str, EnvironmentVersion] = {}
     report = ImportReport(task_set=task_set_name)
     pinned: list[TaskVersion] = []
+    first_seen: dict[str, str] = {}
     for record in records:
-        suite = _test_suite_for(record)
+        where = record["where"]
+        if record["task_id"] in first_seen:
+            raise ImportFormatError(f"{where}: field 'task_id': duplicate id {record['task_id']!r} "
+                                    f"(first at {first_seen[record['task_id']]})")
+        first_seen[record["task_id"]] = where
+        suite = test_suite_get_or_create(
+            harness_name=record.get("harness") or "python-check", hidden_tests=record["tests"],
+            visible_tests=record.get("visible_tests"), timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
+            where=where, author=author, change_note=change_note or f"imported from {source}",
+        )
         runtime = harness(suite.harness).runtime
-        if runtime not in environments:
-            environments[runtime] = ENVIRONMENTS[runtime]()
-        env = environments[runtime]
-        content = {
-            "prompt": record["prompt"],
-            "entry_point": record["entry_point"],
-            "reference_solution": record["reference_solution"],
-            "environment": env.content_hash,
-            "test_suite": suite.content_hash,
-        }
-        digest = content_hash(content)
-        task, _ = Task.objects.get_or_create(task_id=record["task_id"], defaults={"source": source})
-        version = TaskVersion.objects.filter(task=task, content_hash=digest).first()
-        if version is None:
-            latest = task.versions.order_by("-number").first()
-            number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
-            version = TaskVersion.objects.create(
-                task=task,
-                content_hash=digest,
-                parent=latest,
-                number=number,
-                prompt=record["prompt"],
-                entry_point=record["entry_point"],
-                reference_solution=record["reference_solution"],
-                environment=env,
-                test_suite=suite,
-                change_note=change_note or f"imported from {source}",
-            )
-            report.new_versions += 1
+        if record.get("environment") is not None:
+            env = environment_get_or_create(content=environment_check(record["environment"], where=where, runtime=runtime),
+                                            author=author, change_note=f"imported from {source}")
         else:
-            report.unchanged += 1
+            if runtime not in defaults:
+                defaults[runtime] = ENVIRONMENTS[runtime]()
+            env = defaults[runtime]
+        tags = record.get("tags") or []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise ImportFormatError(f"{where}: field 'tags': expected a list of strings")
+        task, _ = Task.objects.get_or_create(task_id=record["task_id"], defaults={"source": record.get("source") or source})
+        added = [t for t in dict.fromkeys(tags) if t not in task.tags]
+        if added:
+            task.tags = [*task.tags, *added]
+            task.save(update_fields=["tags"])
+        version, created = task_version_get_or_create(
+            task=task, author=author, change_note=record.get("change_note") or change_note or f"imported from {source}",
+            prompt=record["prompt"], entry_point=record["entry_point"], reference_solution=record["reference_solution"],
+            files=files_check(record.get("files"), where=where), environment=env, test_suite=suite,
+        )
+        report.new_versions += created
+        report.unchanged += not created
         pinned.append(version)
         report.task_ids.append(task.task_id)
     if not pinned:
         raise ImportFormatError("the file holds no task; nothing to import")
     report.tasks = len(pinned)
-    task_set_pin(name=task_set_name, versions=pinned)
+    task_set_pin(name=task_set_name, versions=pinned, author=author, change_note=change_note or f"imported from {source}")
     return report
 
 
+class EditError(ValueError):
+    """An edit that cannot become a new version; the message names the field."""
+
+
+EDITABLE = ("prompt", "entry_point", "reference_solution", "files", "hidden_tests", "visible_tests", "timeout_s",
+            "harness", "environment")
+
+
 @transaction.atomic
-def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "") -> TaskSet:
-    """Create or replace the task set ``name`` so it pins exactly ``versions``, in order."""
+def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **changes) -> TaskVersion:
+    """Make a new version of ``version``'s task with ``changes`` applied; nothing is overwritten.
+
+    ``changes`` may name any of :data:`EDITABLE`; ``environment`` is an environment
+    object (name, runtime, packages, image). The new version's parent is ``version``;
+    a new test suite or environment version is created (parent: the old one) when
+    their content changes. The new version starts ``pending`` validation.
+
+    Raises:
+        EditError: no change note, an unknown field, no actual change, or content the
+            importer would refuse (the message names the field).
+    """
+    if not change_note.strip():
+        raise EditError("change_note: say what changed and why; every version records it")
+    unknown = sorted(set(changes) - set(EDITABLE))
+    if unknown:
+        raise EditError(f"{unknown[0]}: not an editable field (editable: {', '.join(EDITABLE)})")
+    suite, env = version.test_suite, version.environment
+    where = f"edit of {version.task.task_id} v{version.number}"
+    try:
+        new_suite = test_suite_get_or_create(
+            harness_name=changes.get("harness", suite.harness),
+            hidden_tests=changes.get("hidden_tests", suite.hidden_tests),
+            visible_tests=changes.get("visible_tests", suite.visible_tests),
+            timeout_s=changes.get("timeout_s", suite.timeout_s),
+            where=where, author=author, change_note=change_note, parent=suite,
+        )
+        runtime = harness(new_suite.harness).runtime
+        env_content = {k: getattr(env, k) for k in EnvironmentVersion.CONTENT_FIELDS}
+        new_env = environment_get_or_create(
+            content=environment_check(changes.get("environment", env_content), where=where, runtime=runtime),
+            author=author, change_note=change_note, parent=env,
+        )
+        files = files_check(changes.get("files", version.files), where=where)
+    except ImportFormatError as exc:
+        raise EditError(str(exc).removeprefix(where + ": ")) from exc
+    for name in ("prompt", "entry_point", "reference_solution"):
+        if not isinstance(changes.get(name, ""), str):
+            raise EditError(f"{name}: must be text")
+    if not changes.get("entry_point", version.entry_point).strip():
+        raise EditError("entry_point: must name the function the tests call")
+    new, created = task_version_get_or_create(
+        task=version.task, author=author, change_note=change_note.strip(), parent=version,
+        prompt=changes.get("prompt", version.prompt), entry_point=changes.get("entry_point", version.entry_point),
+        reference_solution=changes.get("reference_solution", version.reference_solution),
+        files=files, environment=new_env, test_suite=new_suite,
+    )
+    if not created:
+        raise EditError(f"nothing changed: this content is already {new.task.task_id} v{new.number}")
+    return new
+
+
+@transaction.atomic
+def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "", author: str = "",
+                 change_note: str = "") -> TaskSet:
+    """Create or replace the task set ``name`` so it pins exactly ``versions``, in order.
+
+    Records a new :class:`TaskSetVersion` when the pins differ from the set's latest.
+    """
     task_set, _ = TaskSet.objects.get_or_create(name=name)
     if description:
         task_set.description = description
@@ -148,49 +352,59 @@ def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "
         TaskSetMember(task_set=task_set, task_version=v, position=i) for i, v in enumerate(versions)
     )
     task_set.save()
+    pins = [[v.task.task_id, v.content_hash] for v in versions]
+    digest = content_hash({"task_versions": pins})
+    latest = task_set.versions.order_by("-number").first()
+    if latest is None or latest.content_hash != digest:
+        TaskSetVersion.objects.create(
+            task_set=task_set, number=(latest.number + 1) if latest else 1, content_hash=digest, task_versions=pins,
+            author=author or command_line_author(), change_note=change_note,
+        )
     return task_set
 
 
-def trivial_solution(version: TaskVersion) -> str:
-    """A solution that does nothing: in Python the prompt alone (a function whose body is
-    its docstring, returning None); in JavaScript the prompt with its body closed."""
-    return harness(version.test_suite.harness).trivial(version.prompt)
+class CurationError(ValueError):
+    """A curation action that cannot be done; the message says what to fix."""
 
 
-def _verdict(reference: R.ExecutionResult, trivial: R.ExecutionResult) -> tuple[str, list[str]]:
-    if reference.status == R.INFRA_ERROR:
-        return TaskVersion.VERDICT_INFRA_ERROR, [f"reference run: {reference.detail}"]
-    if not reference.passed:
-        failing = [f"{t.id}: {t.error}" for t in reference.tests if not t.passed]
-        more = [f"and {len(failing) - 3} more failing tests"] if len(failing) > 3 else []
-        return TaskVersion.VERDICT_BROKEN_REFERENCE, [f"reference status {reference.status}", *failing[:3], *more]
-    if trivial.status == R.INFRA_ERROR:
-        return TaskVersion.VERDICT_INFRA_ERROR, [f"trivial run: {trivial.detail}"]
-    if trivial.passed:
-        return TaskVersion.VERDICT_TRIVIAL_PASSES, ["the prompt with an empty body passes every hidden test"]
-    return TaskVersion.VERDICT_VALID, []
+@transaction.atomic
+def task_versions_quarantine(*, version_ids: list[int], author: str, reason: str) -> int:
+    """Quarantine versions by hand so training never samples them; returns how many changed.
 
-
-def task_versions_validate(*, versions: list[TaskVersion]) -> list[TaskVersion]:
-    """Run the reference and a trivial solution of each version in sandboxes; store verdicts.
-
-    Both runs of every version are queued at once for the sandbox workers. Verdicts
-    are saved one small transaction each, in order.
-
-    Returns:
-        The versions, in the given order, with ``verdict`` and ``verdict_reasons`` set.
+    Raises:
+        CurationError: no written reason.
     """
-    requests = []
-    for version in versions:
-        suite = version.test_suite
-        limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
-        request = harness(suite.harness).request
-        for program in (version.prompt + version.reference_solution, trivial_solution(version)):
-            requests.append(request(program, suite.hidden_tests, version.entry_point, prompt=version.prompt, limits=limits))
-    results = run_many(requests)
-    for index, version in enumerate(versions):
-        verdict, reasons = _verdict(results[2 * index], results[2 * index + 1])
-        now = timezone.now()
-        version.verdict, version.verdict_reasons, version.validated_at = verdict, reasons, now
-        TaskVersion.objects.filter(pk=version.pk).update(verdict=verdict, verdict_reasons=reasons, validated_at=now)
-    return versions
+    if not reason.strip():
+        raise CurationError("reason: write why these versions are quarantined")
+    return TaskVersion.objects.filter(pk__in=version_ids).update(
+        quarantined=True, quarantine_reason=reason.strip(), override_reason="", curated_by=author, curated_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def task_versions_approve(*, version_ids: list[int], author: str, reason: str) -> int:
+    """Lift the quarantine of versions (a curator's override); returns how many changed.
+
+    The verdict and its evidence stay; the written reason is kept beside them.
+
+    Raises:
+        CurationError: no written reason, or a version not yet validated.
+    """
+    if not reason.strip():
+        raise CurationError("reason: write why these versions may be trained on")
+    pending = TaskVersion.objects.filter(pk__in=version_ids, verdict__in=[TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR])
+    if pending.exists():
+        names = ", ".join(str(v) for v in pending[:5])
+        raise CurationError(f"validate first: {names} has no verdict yet (run validate_tasks)")
+    return TaskVersion.objects.filter(pk__in=version_ids).update(
+        quarantined=False, override_reason=reason.strip(), curated_by=author, curated_at=timezone.now()
+    )
+
+
+def task_version_record_attempts(*, version_id: int, passed: int, total: int) -> None:
+    """Add graded attempts (evaluations, rollouts) to a version's pass-rate counts."""
+    if not 0 <= passed <= total:
+        raise ValueError(f"passed={passed} must be within 0..total={total}")
+    TaskVersion.objects.filter(pk=version_id).update(
+        attempts_passed=F("attempts_passed") + passed, attempts_total=F("attempts_total") + total
+    )

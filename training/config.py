@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 
@@ -72,6 +72,9 @@ class RunConfig:
     n_embd: int = 128
     n_layer: int = 2
     n_head: int = 4
+    # Task sampling by difficulty bucket (tasks_library.difficulty): {"hard": 1, "medium": 2, ...};
+    # empty samples uniformly.
+    difficulty_weights: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,6 +125,12 @@ class RunConfig:
             raise ConfigError(
                 f"config key 'loss_aggregation' must be token-mean or seq-mean-token-mean, got {self.loss_aggregation!r}"
             )
+        from tasks_library.difficulty import BUCKET_NAMES
+
+        for name, weight in self.difficulty_weights.items():
+            if name not in BUCKET_NAMES or isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise ConfigError(f"config key 'difficulty_weights': {name!r}: {weight!r} must be a bucket of "
+                                  f"{', '.join(BUCKET_NAMES)} with a weight >= 0")
         if self.n_embd % self.n_head:
             raise ConfigError(f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})")
         if self.model_path and not (Path(self.model_path) / "config.json").exists():

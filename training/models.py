@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
 
 
 class TrainingRun(models.Model):
@@ -21,6 +21,7 @@ class TrainingRun(models.Model):
     task_set = models.ForeignKey(TaskSet, on_delete=models.PROTECT, related_name="runs")
     # The exact task versions the run used, so it can be reproduced after the set changes.
     task_versions = models.ManyToManyField(TaskVersion, related_name="runs")
+    task_set_version = models.ForeignKey(TaskSetVersion, null=True, on_delete=models.PROTECT, related_name="runs")
     config = models.JSONField(default=dict)
     backend = models.CharField(max_length=20, default="local")
     backend_ref = models.CharField(max_length=200, blank=True)  # a pid, or a Job name

@@ -42,6 +42,7 @@ class TaskSpec:
     hidden_tests: str
     timeout_s: float
     harness: str = "python-check"  # the test suite's harness: which runtime runs the code
+    files: dict = field(default_factory=dict)  # workspace files beside the program
 
 
 @dataclass
@@ -119,7 +120,8 @@ def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
     A worker that dies under a request is replaced and the request retried once on
     another; what still fails comes back ``infra_error`` and is flagged, not scored.
     """
-    return run_many([harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task))
+    return run_many([harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task),
+                                                     files=task.files)
                      for code, tests, task in items])
 
 

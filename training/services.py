@@ -6,8 +6,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.events import broadcast_run_event
-from tasks_library.models import TaskSet, TaskVersion
-from tasks_library.selectors import task_set_versions
+from tasks_library.models import TaskSet
+from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
 from training.models import RunTransition, StepMetric, TrainingRun, Trajectory, Turn
 from training.selectors import step_event
@@ -37,13 +37,15 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
         raise ValueError(f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)")
-    versions = list(pinned.filter(verdict=TaskVersion.VERDICT_VALID))
+    versions = list(trainable(pinned))
     if not versions:
         raise ValueError(
-            f"task set {task_set.name!r} has no valid task version; run `python manage.py validate_tasks --taskset {task_set.name}`"
+            f"task set {task_set.name!r} has no trainable task version (validated and not quarantined); "
+            f"run `python manage.py validate_tasks --taskset {task_set.name}`"
         )
     run = TrainingRun.objects.create(
-        task_set=task_set, config=config.to_dict(), backend=backend, total_steps=config.steps
+        task_set=task_set, config=config.to_dict(), backend=backend, total_steps=config.steps,
+        task_set_version=task_set.versions.order_by("-number").first(),
     )
     run.task_versions.set(versions)
     RunTransition.objects.create(run=run, from_status="", to_status=TrainingRun.PENDING, reason="created")

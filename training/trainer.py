@@ -19,7 +19,9 @@ from django.conf import settings
 
 from sandboxes.queue import live_workers
 from tasks_library.models import TaskVersion
+from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.selectors import runtimes_of
+from tasks_library.services import task_version_record_attempts
 from training import services
 from training.algorithms.grpo import clipped_policy_loss, group_advantages
 from training.algorithms.logprobs import pad_batch, token_logprobs
@@ -160,9 +162,23 @@ def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) 
             hidden_tests=v.test_suite.hidden_tests,
             timeout_s=v.test_suite.timeout_s,
             harness=v.test_suite.harness,
+            files=v.files,
         )
         for _length, v in sized[: config.train_tasks]
     ]
+
+
+def _record_attempts(rollouts: list, sampler: DifficultySampler) -> None:
+    """Feed each group's hidden-test results into its task version's pass-rate counts,
+    and let dynamic sampling count the groups whose rewards are all equal."""
+    by_version: dict[int, list] = {}
+    for rollout in rollouts:
+        if not rollout.dropped:
+            by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
+    for version_id, members in by_version.items():
+        passed = sum(m.tests_total > 0 and m.tests_passed == m.tests_total for m in members)
+        task_version_record_attempts(version_id=version_id, passed=passed, total=len(members))
+        sampler.keep_group([m.reward for m in members])
 
 
 def run_dir(run_id: int) -> Path:
@@ -216,12 +232,14 @@ def _train(run: TrainingRun, config: RunConfig) -> None:
         group_size=config.group_size, max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
         temperature=config.temperature, top_p=config.top_p,
     )
-    sampler = random.Random(config.seed)
+    buckets = {v.pk: pass_rate(v).bucket for v in versions}
+    sampler = DifficultySampler(specs, lambda spec: buckets[spec.task_version_id], config.difficulty_weights, config.seed)
     for step in range(1, config.steps + 1):
         if TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists():
             return
-        tasks = sampler.sample(specs, min(config.tasks_per_step, len(specs)))
+        tasks = sampler.sample(min(config.tasks_per_step, len(specs)))
         rollouts, times = collect_rollouts(policy, tasks, rollout_config, generator=generator)
+        _record_attempts(rollouts, sampler)
         started = time.monotonic()
         metrics = grpo_update(policy, optimizer, rollouts, config)
         update_s = time.monotonic() - started
@@ -230,6 +248,7 @@ def _train(run: TrainingRun, config: RunConfig) -> None:
             {
                 "reward/pass_rate": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in scored) / max(1, len(scored)),
                 "rollouts/dropped": len(rollouts) - len(scored),
+                "sampler/groups_skipped": sampler.groups_skipped,
                 "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
                 "timing/generation_s": times.generation_s,
                 "timing/sandbox_s": times.sandbox_s,

@@ -8,6 +8,9 @@ each way. Whatever the submission does in this process (exit, patch builtins, fa
 
 Protocol: ``main(spec)`` gets ``{"solution_path", "request_fd", "reply_fd"}``; the first
 reply is ``{"ready": true}`` or ``{"load_error": "..."}``. EOF on requests ends it.
+``{"read_files": [path, ...]}`` asks for files the program wrote in its workspace
+(output-comparing verifiers): ``{"ok": {path: text or None}}``; what comes back is
+only ever data the verifier compares, never code it runs.
 """
 
 import json
@@ -18,6 +21,20 @@ try:  # on the host (tests); in the sandbox plaindata's source is prepended to t
     from sandboxes.harness.plaindata import decode, dumps_line, encode
 except ImportError:
     pass
+
+
+MAX_FILE_CHARS = 4 * 1024 * 1024
+
+
+def _read_files(paths):
+    found = {}
+    for path in paths:
+        try:
+            with open(str(path), encoding="utf-8", errors="replace") as handle:
+                found[path] = handle.read(MAX_FILE_CHARS)
+        except (OSError, ValueError):
+            found[path] = None
+    return found
 
 
 def _describe(exc):
@@ -38,13 +55,22 @@ def main(spec):
         with open(spec["solution_path"], encoding="utf-8") as handle:
             source = handle.read()
         exec(compile(source, spec["solution_path"], "exec"), namespace)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit at import time is a load error
+    except SystemExit as exc:
+        # A script (output-based verifiers: spec "script") may end with exit(0); for
+        # unit tests any exit while loading is a load error, so no test can run.
+        if not (spec.get("script") and exc.code in (None, 0)):
+            reply({"load_error": "SystemExit: %s" % str(exc)[:500]})
+            os._exit(0)
+    except BaseException as exc:  # noqa: BLE001 - any other failure to load is a load error
         reply({"load_error": "%s: %s" % (type(exc).__name__, str(exc)[:500])})
         os._exit(0)
     reply({"ready": True})
     for line in requests:
         try:
             request = json.loads(line)
+            if "read_files" in request:
+                reply({"ok": encode(_read_files(list(request["read_files"])))})
+                continue
             function = namespace[request["name"]]
             args = decode(request["args"])
             kwargs = decode(request["kwargs"])

@@ -27,7 +27,8 @@ Per execution (a message on the control socket, with its descriptors):
   3.. at the role's, then (for a runtime that is not Python) ``execve`` its
   interpreter (``"exec"``), or block reading its job on fd 3: the host boots trees
   ahead of their executions (``pairs.py``). With the job: lower the rlimits to the
-  execution's, write the workspace files and run the role's ``main(spec)``.
+  execution's, write the workspace files and run the role's ``main(spec)`` (the
+  job's ``"role"`` when it names another harness loaded in this zygote).
   The zygote answers G's pid, waits for it and writes its wait status and rusage
   on the exit pipe. When G exits or the host kills it (timeout, output
   flood), the kernel kills everything left in its pid namespace; G has
@@ -324,7 +325,7 @@ def run_init(request, named, config, roles, parent_alive):
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     code = 0
     try:
-        roles[config["role"]](job["spec"])
+        roles[job.get("role") or config["role"]](job["spec"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the role's own crash is reported by its exit status

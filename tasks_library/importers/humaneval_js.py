@@ -33,14 +33,16 @@ def read_humaneval_js(path: Path) -> Iterator[dict]:
             ``declaration`` that declares no function.
     """
     for where, row in read_jsonl(path, REQUIRED_FIELDS):
-        match = ENTRY_POINT.search(row["declaration"])
-        if match is None:
+        # The last declaration is the function to write; earlier ones are helpers the
+        # prompt gives (JavaScript/10 declares isPalindrome before makePalindrome).
+        names = ENTRY_POINT.findall(row["declaration"])
+        if not names:
             raise ImportFormatError(f"{where}: field 'declaration': declares no function (expected `const name = ...`)")
         visible = row.get("example_test")
         yield {
             "task_id": row["task_id"],
             "prompt": row["prompt"],
-            "entry_point": match.group(1),
+            "entry_point": names[-1],
             "reference_solution": row["canonical_solution"],
             "tests": row["test"],
             "visible_tests": visible if isinstance(visible, str) and visible.strip() else None,

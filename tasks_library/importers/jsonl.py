@@ -9,16 +9,17 @@ from pathlib import Path
 
 from tasks_library.importers import ImportFormatError
 
-MAX_LINE_BYTES = 1024 * 1024
+# A line carries a whole task version, workspace files included (each capped at 1 MiB, 8 MiB in all).
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
-def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str = "task_id") -> Iterator[tuple[str, dict]]:
+def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str | None = "task_id") -> Iterator[tuple[str, dict]]:
     """Yield ``(where, row)`` for each non-blank line; ``where`` is ``"FILE:LINE"``.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ImportFormatError: a line is not UTF-8, not a JSON object, lacks a ``required``
-            field, has a non-string one, is over 1 MiB, or repeats an id.
+            field, has a non-string one, is over 16 MiB, or repeats an id (``id_field``; None checks none).
     """
     opener = gzip.open if path.suffix == ".gz" else open
     seen: set[str] = set()
@@ -44,6 +45,9 @@ def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str = "task_i
                     raise ImportFormatError(f"{where}: missing field {field!r}")
                 if not isinstance(row[field], str) or (field == id_field and not row[field].strip()):
                     raise ImportFormatError(f"{where}: field {field!r} must be a non-empty string")
+            if id_field is None:
+                yield where, row
+                continue
             if row[id_field] in seen:
                 raise ImportFormatError(f"{where}: field {id_field!r}: duplicate id {row[id_field]!r}")
             seen.add(row[id_field])

@@ -14,7 +14,8 @@ from django.db import connection
 
 from console.stack import http_up, port_free
 from sandboxes.result import OK
-from tasks_library.services import task_versions_validate, tasks_import
+from tasks_library.services import tasks_import
+from tasks_library.validation.pipeline import task_versions_validate
 from tasks_library.selectors import task_set_get, task_set_versions
 from training import services
 from training.config import RunConfig

@@ -7,9 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 from console.stack import ServiceError, Stack
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
-from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
-from tasks_library.services import task_set_pin, task_versions_validate, tasks_import
+from tasks_library.services import task_set_pin, tasks_import
+from tasks_library.validation.pipeline import task_versions_validate
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
@@ -87,11 +87,12 @@ class Command(BaseCommand):
         t0 = time.monotonic()
         versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
         task_versions_validate(versions=versions)
-        valid = [v for v in versions if v.verdict == TaskVersion.VERDICT_VALID]
-        self._say(f"validated {len(versions)} task versions in sandboxes: {len(valid)} valid ({time.monotonic() - t0:.1f} s)")
+        valid = [v for v in versions if v.trainable]
+        self._say(f"validated {len(versions)} task versions in sandboxes: {len(valid)} trainable, "
+                  f"{sum(v.quarantined for v in versions)} quarantined ({time.monotonic() - t0:.1f} s)")
 
         demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
-        task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest valid HumanEval tasks")
+        task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks")
         try:
             run = run_create(task_set=task_set, config=config)
         except ValueError as exc:  # no valid task to train on

@@ -1,0 +1,46 @@
+import gzip
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tasks_library.importers.crucible import FORMAT, export_record
+from tasks_library.selectors import TaskSetNotFound, latest_versions, task_set_get, task_set_versions
+
+
+class Command(BaseCommand):
+    help = (
+        f"Write task versions in Crucible's task format ({FORMAT}, JSONL, one version a line, with its "
+        "environment, test suite and files) to a file or stdout. `import_tasks --format crucible FILE` "
+        "reads it back with identical content hashes."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--taskset", help="export this task set's pinned versions, in order (default: the latest version of every task)")
+        parser.add_argument("--output", "-o", type=Path, help="write here (.gz compresses); default stdout")
+
+    def handle(self, *args, taskset, output, **options):
+        if taskset:
+            try:
+                versions = task_set_versions(task_set=task_set_get(name=taskset))
+            except TaskSetNotFound as exc:
+                raise CommandError(str(exc)) from exc
+        else:
+            versions = (latest_versions()
+                        .select_related("task", "test_suite", "environment").order_by("task__task_id", "number"))
+        lines = (json.dumps(export_record(v), ensure_ascii=False, sort_keys=True) + "\n" for v in versions.iterator())
+        count = 0
+        if output is None:
+            for line in lines:
+                self.stdout.write(line, ending="")
+                count += 1
+        else:
+            opener = gzip.open if output.suffix == ".gz" else open
+            try:
+                with opener(output, "wt", encoding="utf-8") as handle:
+                    for line in lines:
+                        handle.write(line)
+                        count += 1
+            except OSError as exc:
+                raise CommandError(f"cannot write {output}: {exc}") from exc
+            self.stderr.write(f"exported {count} task versions to {output}")
