@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "console",
     "tasks_library",
     "sandboxes",
@@ -136,9 +138,33 @@ STATICFILES_DIRS = [BASE_DIR / "frontend", ("plotly", Path(plotly.__file__).pare
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- API and sign-in ------------------------------------------------------------
+# Reading needs a signed-in user (session from the console, or HTTP Basic for
+# scripts); writing to the task library needs the "curators" group (tasks_library.permissions).
 REST_FRAMEWORK = {
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.BasicAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Crucible API",
+    "DESCRIPTION": "Task library curation (task versions, validation, quarantine, task sets) and training runs. "
+                   "Sign in with a session (the console's login) or HTTP Basic; writes need the curators group.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc from the drf-spectacular-sidecar wheel: the docs page needs no network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "task-list"
+LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

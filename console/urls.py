@@ -1,5 +1,7 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from console import views
 
@@ -8,5 +10,11 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("api/runs/<int:run_id>/steps/", views.RunStepsApi.as_view(), name="api-run-steps"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="tasks_library/login.html"), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("tasks_library.urls")),
     path("admin/", admin.site.urls),
 ]

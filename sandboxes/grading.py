@@ -39,7 +39,8 @@ def _harness_sources(*names: str) -> dict[str, str]:
 
 
 # The driver role of each Python verifier: unit tests, or output-based verifiers.
-DRIVER_ROLES = {"python-check": "python_check", "output-match": "python_outputs", "custom-checker": "python_outputs"}
+DRIVER_ROLES = {"python-check": "python_check", "output-match": "python_outputs", "custom-checker": "python_outputs",
+                "python-probe": "python_check"}
 
 
 def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
@@ -52,6 +53,8 @@ def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
         return expected_test_ids(test_source)
     if verifier == "output-match":
         return output_ids(test_source)
+    if verifier == "python-probe":  # a JSON list of argument tuples; one call each
+        return [f"call_{k}" for k in range(len(json.loads(test_source)))]
     if verifier == "custom-checker":
         module = ast.parse(test_source)
         if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
@@ -132,7 +135,8 @@ def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
     events = _parse_results(driver.results)
     reported = events["tests"]
     tests = [
-        R.TestResult(id=tid, passed=reported[tid][0], error=reported[tid][1], score=reported[tid][2]) if tid in reported
+        R.TestResult(id=tid, passed=reported[tid][0], error=reported[tid][1], score=reported[tid][2],
+                     output=reported[tid][3]) if tid in reported
         else R.TestResult(id=tid, passed=False, error="not reported")
         for tid in expected
     ]
@@ -200,7 +204,8 @@ def _parse_results(raw: bytes) -> dict:
             score = event.get("score")
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
                 score = None
-            events["tests"][event["id"]] = (event.get("passed") is True, str(event.get("error", ""))[:500], score)
+            output = str(event.get("output", ""))[:4000]
+            events["tests"][event["id"]] = (event.get("passed") is True, str(event.get("error", ""))[:500], score, output)
         elif kind in ("load_error", "submission_lost"):
             events[kind] = str(event.get("error", ""))[:500]
         elif kind == "done":

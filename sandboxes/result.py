@@ -21,12 +21,15 @@ class TestResult:
     """One expected test: ``passed`` is False unless the harness reported a pass.
 
     ``score`` is a custom checker's partial credit in [0, 1]; None for pass/fail tests.
+    ``output`` is, for a probe call, the repr of what the program returned (4,000
+    characters at most).
     """
 
     id: str
     passed: bool
     error: str = ""
     score: float | None = None
+    output: str = ""
 
 
 @dataclass

@@ -75,3 +75,21 @@ def decode(data):
 def dumps_line(message):
     """One JSON line (bytes) for a pipe."""
     return (json.dumps(message) + "\n").encode("utf-8")
+
+
+def read_greeting(replies, max_bytes):
+    """The submission's first reply (``{"ready": true}`` or ``{"load_error": ...}``), read by
+    a driver; a process that died or sent garbage reads as a load error."""
+    line = replies.readline(max_bytes)
+    if not line.endswith(b"\n"):
+        return {"load_error": "the submission's process exited while loading", "lost": True}
+    try:
+        greeting = json.loads(line)
+    except ValueError:
+        greeting = None
+    return greeting if isinstance(greeting, dict) else {"load_error": "the submission's process sent no greeting"}
+
+
+def describe(exc, limit=500):
+    """``"Type: message"`` of an exception, at most ``limit`` characters."""
+    return ("%s: %s" % (type(exc).__name__, exc))[:limit]

@@ -13,7 +13,9 @@ values or this driver's report channel.
 Protocol: ``main(spec)`` gets ``{"results_fd", "request_fd", "reply_fd", "tests",
 "prompt", "entry_point"}``. The ``results_fd`` pipe receives JSON lines
 ``{"event": "test", "id", "passed", "error"}``, ``{"event": "load_error"}`` and a final
-``{"event": "done"}``; a test with no line is a failure to the host.
+``{"event": "done"}``; a test with no line is a failure to the host. With
+``spec["verifier"] == "python-probe"`` the tests are a JSON list of argument tuples
+(Python source) and each call's event carries ``"output"``: the repr of what it returned.
 """
 
 import ast
@@ -23,11 +25,12 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, dumps_line, encode
+    from sandboxes.harness.plaindata import decode, describe, dumps_line, encode, read_greeting
 except ImportError:
     pass
 
 MAX_ERROR_CHARS = 500
+MAX_OUTPUT_CHARS = 4000
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
@@ -97,10 +100,6 @@ class Candidate:
         raise kind("%s (raised by the program under test)" % error.get("message", ""))
 
 
-def _describe(exc):
-    return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
-
-
 def main(spec):
     out = os.fdopen(spec["results_fd"], "wb", buffering=0)
 
@@ -109,19 +108,21 @@ def main(spec):
 
     requests = os.fdopen(spec["request_fd"], "wb")
     replies = os.fdopen(spec["reply_fd"], "rb")
-    module = ast.parse(spec["tests"])
-    pairs = split_check(spec["tests"], module)
+    probing = spec.get("verifier") == "python-probe"
+    if probing:
+        # A probe calls the program on each input and reports what it returned (the
+        # reference as the oracle of generated tests); each call is one "test".
+        module = ast.Module(body=[], type_ignores=[])
+        pairs = [("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
+                 for k, args in enumerate(json.loads(spec["tests"]))]
+    else:
+        module = ast.parse(spec["tests"])
+        pairs = split_check(spec["tests"], module)
     namespace = {"__name__": "__main__"}
     load_error = None
-    hello = replies.readline(MAX_REPLY_BYTES)
-    if not hello.endswith(b"\n"):
-        hello = {"load_error": "the submission's process exited while loading"}
+    hello = read_greeting(replies, MAX_REPLY_BYTES)
+    if hello.get("lost"):
         emit(event="submission_lost", error=hello["load_error"])
-    else:
-        try:
-            hello = json.loads(hello)
-        except ValueError:
-            hello = {"load_error": "the submission's process sent no greeting"}
     if "load_error" in hello:
         load_error = str(hello["load_error"])[:MAX_ERROR_CHARS]
         emit(event="load_error", error=load_error)
@@ -147,9 +148,11 @@ def main(spec):
             exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"), namespace)
         except BaseException as exc:  # noqa: BLE001 - any failure of a statement fails its test
             if test_id is not None:
-                emit(event="test", id=test_id, passed=False, error=_describe(exc))
+                emit(event="test", id=test_id, passed=False, error=describe(exc, MAX_ERROR_CHARS))
             continue
-        if test_id is not None:
+        if probing:
+            emit(event="test", id=test_id, passed=True, error="", output=repr(namespace.pop("__probe_value__"))[:MAX_OUTPUT_CHARS])
+        elif test_id is not None:
             emit(event="test", id=test_id, passed=True, error="")
     lost = namespace.get("candidate").lost if "candidate" in namespace else None
     if lost:

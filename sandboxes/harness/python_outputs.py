@@ -24,7 +24,7 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, dumps_line
+    from sandboxes.harness.plaindata import decode, describe, dumps_line, read_greeting
 except ImportError:
     pass
 
@@ -124,10 +124,6 @@ def _compare_text(text, entry):
 COMPARERS = {"json": _compare_json, "number": _compare_number, "text": _compare_text}
 
 
-def _describe(exc):
-    return ("%s: %s" % (type(exc).__name__, exc))[:MAX_ERROR_CHARS]
-
-
 def main(spec):
     out = os.fdopen(spec["results_fd"], "wb", buffering=0)
 
@@ -145,13 +141,9 @@ def main(spec):
         exec(compile(spec["tests"], "<checker>", "exec"), checker)
         paths = [str(p) for p in checker.get("FILES", [])]
 
-    hello = replies.readline(MAX_REPLY_BYTES)
+    hello = read_greeting(replies, MAX_REPLY_BYTES)
     problem = None
     files = {}
-    try:
-        hello = json.loads(hello) if hello.endswith(b"\n") else {"load_error": "the program's process exited while loading"}
-    except ValueError:
-        hello = {"load_error": "the program's process sent no greeting"}
     if "load_error" in hello:
         problem = str(hello["load_error"])[:MAX_ERROR_CHARS]
         emit(event="load_error", error=problem)
@@ -166,7 +158,7 @@ def main(spec):
                 problem = "the program's process did not return its output files"
                 emit(event="submission_lost", error=problem)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            problem = "the program's process is gone: %s" % _describe(exc)
+            problem = "the program's process is gone: %s" % describe(exc, MAX_ERROR_CHARS)
             emit(event="submission_lost", error=problem)
 
     if verifier == "output-match":
@@ -180,7 +172,7 @@ def main(spec):
                 try:
                     passed, error = COMPARERS[entry.get("compare", "text")](text, entry)
                 except Exception as exc:  # noqa: BLE001 - a malformed expectation fails its test
-                    passed, error = False, _describe(exc)
+                    passed, error = False, describe(exc, MAX_ERROR_CHARS)
             emit(event="test", id=entry["id"], passed=passed, error=error[:MAX_ERROR_CHARS])
     elif problem:
         emit(event="test", id=CHECKER_ID, passed=False, score=0.0, error="not run: " + problem)
@@ -192,7 +184,7 @@ def main(spec):
                 raise ValueError("check() returned score %r outside [0, 1]" % score)
             emit(event="test", id=CHECKER_ID, passed=score >= 1.0, score=score, error=str(reason)[:MAX_ERROR_CHARS])
         except Exception as exc:  # noqa: BLE001 - a checker error is the checker's failure
-            emit(event="test", id=CHECKER_ID, passed=False, score=0.0, error="checker failed: " + _describe(exc))
+            emit(event="test", id=CHECKER_ID, passed=False, score=0.0, error="checker failed: " + describe(exc, MAX_ERROR_CHARS))
     emit(event="done")
     out.close()
     os._exit(0)

@@ -1,7 +1,6 @@
 """In a real browser: the run page's plotly chart gains steps live over the websocket."""
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,19 +19,11 @@ from tasks_library.selectors import task_set_get, task_set_versions
 from training import services
 from training.config import RunConfig
 from training.rollout import Rollout, TaskSpec
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
-        raise RuntimeError(f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium")
-    pytestmark.append(pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)"))
+pytestmark = browser_marks()
 
 
 @pytest.fixture

@@ -28,7 +28,12 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["imported"] == 164
-    assert summary["valid"] == 164 and summary["verdicts"] == {"valid": 164}
+    verdicts = summary["verdicts"]
+    # The prompts of HumanEval/47, 116, 130 and 148 contradict their references (see
+    # tests/tasks_library/test_validate_tasks.py); they are quarantined, the rest trainable.
+    assert verdicts["prompt_contradicts"] == 4 and sum(verdicts.values()) == 164
+    assert set(verdicts) <= {"valid", "weak_suite", "prompt_contradicts"}
+    assert summary["quarantined"] == 4 and summary["trainable"] == 160
     assert summary["run"]["status"] == "succeeded"
     assert [s["step"] for s in summary["run"]["steps"]] == [1, 2]
     assert summary["console"] == f"http://127.0.0.1:{port}/runs/{summary['run']['run_id']}/"

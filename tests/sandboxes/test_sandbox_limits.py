@@ -1,6 +1,5 @@
 """Memory and process limits hold per execution, with the enforcing mechanism named."""
 
-import os
 
 import pytest
 

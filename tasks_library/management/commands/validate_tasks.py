@@ -6,7 +6,9 @@ from django.core.management.base import BaseCommand, CommandError
 from console.stack import ServiceError, Stack
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
+from tasks_library.services import command_line_author, task_set_pin
 from tasks_library.validation.pipeline import Options, task_versions_validate
+from tasks_library.validation.testgen import task_versions_generate_tests
 
 
 class Command(BaseCommand):
@@ -29,11 +31,17 @@ class Command(BaseCommand):
         parser.add_argument("--weak-threshold", type=float, default=Options.weak_threshold,
                             help="mutation score under which a suite is weak (default %(default)s)")
         parser.add_argument("--no-examples", action="store_true", help="skip running the prompt's examples")
+        parser.add_argument("--generate-tests", type=int, default=0, metavar="N",
+                            help="EvalPlus-style: up to N generated tests per Python task whose reference passes, stored as a "
+                                 "new version (validated too); with --taskset the set is re-pinned to the new versions")
         parser.add_argument("--json", action="store_true", dest="as_json", help='print {"counts": {...}, "task_versions": [...]}')
 
-    def handle(self, *args, taskset, parallelism, as_json: bool, reference_runs, mutants, weak_threshold, no_examples, **_):
+    def handle(self, *args, taskset, parallelism, as_json: bool, reference_runs, mutants, weak_threshold, no_examples,
+               generate_tests, **_):
         if parallelism is not None and parallelism < 1:
             raise CommandError("--parallelism must be at least 1")
+        if generate_tests < 0:
+            raise CommandError("--generate-tests must be 0 or more")
         options = Options(reference_runs=reference_runs, mutants=mutants, weak_threshold=weak_threshold, examples=not no_examples)
         try:
             options.check()
@@ -53,6 +61,7 @@ class Command(BaseCommand):
                 for runtime in runtimes_of(versions):
                     stack.sandbox_workers(runtime, concurrency=parallelism)
                 task_versions_validate(versions=versions, options=options)
+                generated = self._generate(versions, generate_tests, options, taskset) if generate_tests else []
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
         counts = Counter(v.verdict for v in versions)
@@ -64,6 +73,16 @@ class Command(BaseCommand):
                 for v in versions
             ],
         }
+        if generate_tests:
+            report["generated"] = [
+                {"task_id": g.version.task.task_id, "version": g.version.version, "seeds": g.seeds, "kept": g.kept,
+                 "tests_before": g.tests_before, "tests_after": g.tests_after, "note": g.note,
+                 "new_version": g.new_version.version if g.new_version else None,
+                 "new_verdict": g.new_version.verdict if g.new_version else None,
+                 "mutation_score_before": g.version.mutation_score,
+                 "mutation_score_after": g.new_version.mutation_score if g.new_version else None}
+                for g in generated
+            ]
         if as_json:
             self.stdout.write(json.dumps(report, indent=2))
             return
@@ -71,5 +90,22 @@ class Command(BaseCommand):
             if v.verdict != TaskVersion.VERDICT_VALID:
                 reasons = "; ".join(" ".join(reason.split()) for reason in v.verdict_reasons)  # one line per task
                 self.stdout.write(f"{v.task.task_id} {v.version}: {v.verdict}: {reasons}")
+        if generate_tests:
+            thicker = [g for g in generated if g.new_version]
+            self.stdout.write(f"generated tests for {len(thicker)} of {len(generated)} versions: "
+                              f"{sum(g.tests_before for g in generated)} tests before, {sum(g.tests_after for g in generated)} after")
         self.stdout.write(f"validated {len(versions)} task versions: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
+    def _generate(self, versions, count, options, taskset):
+        """Generate tests for versions whose reference passes, validate the new versions,
+        and re-pin ``taskset`` (when named) with each version replaced by its thicker child."""
+        eligible = [v for v in versions if v.verdict in (TaskVersion.VERDICT_VALID, TaskVersion.VERDICT_WEAK_SUITE)]
+        generated = task_versions_generate_tests(versions=eligible, count=count)
+        fresh = [g.new_version for g in generated if g.new_version]
+        if fresh:
+            task_versions_validate(versions=fresh, options=options)
+        if taskset and fresh:
+            replaced = {g.version.pk: g.new_version for g in generated if g.new_version}
+            task_set_pin(name=taskset, versions=[replaced.get(v.pk, v) for v in versions], author=command_line_author(),
+                         change_note=f"generated tests for {len(fresh)} versions")
+        return generated

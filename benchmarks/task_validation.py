@@ -1,0 +1,193 @@
+"""Task validation at the scale of HumanEval, and the curation list at 100,000 task versions.
+
+Part 1, in a fresh SQLite database and with one ``sandbox_worker --concurrency 2``
+(Python; 2 cores): import the 164 HumanEval tasks, then the whole pipeline with
+``validate_tasks``' defaults - reference x5, trivial, prompt examples, 30 mutants - and
+EvalPlus-style test generation (20 candidate inputs per task, reference x2 as the
+oracle) with the new versions validated again. Seconds and executions per stage,
+verdict counts, tests per task and mutation score before and after generation.
+
+Part 2: 100,000 task versions (bulk-inserted) behind the task list API and page: p95
+latency over 20 requests and SQL queries per request, at page sizes 10, 50 and 100 and
+with a filter and a search; the query count must not grow with the page size.
+
+No peer is named for this issue; the figures stand alone. Prints JSON.
+Run: ``.venv/bin/python benchmarks/task_validation.py [--skip-pipeline] [--versions N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _setup(var_dir: str) -> None:
+    os.environ["CRUCIBLE_VAR_DIR"] = var_dir
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def pipeline() -> dict:
+    from collections import Counter
+
+    from console.stack import Stack
+    from tasks_library.importers.humaneval import default_path, read_humaneval
+    from tasks_library.selectors import task_set_get, task_set_versions
+    from tasks_library.services import tasks_import
+    from tasks_library.validation.pipeline import Options, task_versions_validate
+    from tasks_library.validation.testgen import task_versions_generate_tests
+
+    out: dict = {}
+    with Stack() as stack:
+        stack.redis()
+        stack.sandbox_workers("python", concurrency=2)
+        started = time.monotonic()
+        tasks_import(source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path()))
+        out["import_s"] = round(time.monotonic() - started, 2)
+        versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
+        stages: dict = {}
+        started = time.monotonic()
+        task_versions_validate(versions=versions, options=Options(), timings=stages)
+        out["validation_s"] = round(time.monotonic() - started, 2)
+        out["stages"] = stages
+        out["verdicts"] = dict(Counter(v.verdict for v in versions))
+        out["flagged"] = {v.task.task_id: {"verdict": v.verdict, "reasons": v.verdict_reasons}
+                          for v in versions if v.verdict not in ("valid",)}
+        scores = [v.mutation_score for v in versions if v.mutation_score is not None]
+        out["mutation_score_mean"] = round(statistics.fmean(scores), 4)
+
+        eligible = [v for v in versions if v.verdict in ("valid", "weak_suite")]
+        started = time.monotonic()
+        generated = task_versions_generate_tests(versions=eligible, count=20)
+        generation_s = time.monotonic() - started
+        fresh = [g.new_version for g in generated if g.new_version]
+        regen: dict = {}
+        started = time.monotonic()
+        task_versions_validate(versions=fresh, options=Options(), timings=regen)
+        out["test_generation"] = {
+            "generate_s": round(generation_s, 2),
+            "revalidate_s": round(time.monotonic() - started, 2),
+            "revalidate_stages": regen,
+            "versions_with_new_tests": len(fresh),
+            "tests_before": sum(g.tests_before for g in generated),
+            "tests_after": sum(g.tests_after for g in generated),
+            "tests_per_task_before": round(statistics.fmean(g.tests_before for g in generated), 2),
+            "tests_per_task_after": round(statistics.fmean(g.tests_after for g in generated), 2),
+            "mutation_score_mean_before": round(statistics.fmean(g.version.mutation_score for g in generated if g.new_version), 4),
+            "mutation_score_mean_after": round(statistics.fmean(v.mutation_score for v in fresh if v.mutation_score is not None), 4),
+            "new_verdicts": dict(Counter(v.verdict for v in fresh)),
+            "no_new_tests": {g.version.task.task_id: g.note for g in generated if not g.new_version},
+        }
+        out["total_s"] = round(out["import_s"] + out["validation_s"] + generation_s + out["test_generation"]["revalidate_s"], 2)
+    return out
+
+
+def _fill(count: int) -> None:
+    """Bulk-insert ``count`` task versions (tasks with 1-3 versions) sharing one suite."""
+    import random
+
+    from tasks_library.models import Task, TaskVersion
+    from tasks_library.services import environment_default_python, test_suite_get_or_create
+
+    suite = test_suite_get_or_create(harness_name="python-check",
+                                     hidden_tests="def check(candidate):\n    assert candidate(1) == 2\n")
+    env = environment_default_python()
+    rng = random.Random(0)
+    verdicts = ["valid"] * 6 + ["weak_suite", "flaky", "broken_reference", "prompt_contradicts"]
+    made = 0
+    batch = 0
+    while made < count:
+        tasks = Task.objects.bulk_create(
+            Task(task_id=f"synthetic/{batch}/{k}", source=rng.choice(["humaneval", "mbpp", "internal"]),
+                 tags=[rng.choice(["strings", "math", "lists"])]) for k in range(2000))
+        rows = []
+        for task in tasks:
+            for number in range(1, rng.randint(1, 3) + 1):
+                verdict = rng.choice(verdicts)
+                rows.append(TaskVersion(
+                    task=task, content_hash=f"{task.pk:032x}{number:032x}", number=number,
+                    prompt=f"def f(x):\n    \"\"\"Task {task.task_id}, version {number}.\"\"\"\n", entry_point="f",
+                    reference_solution="    return x + 1\n", environment=env, test_suite=suite, verdict=verdict,
+                    quarantined=verdict in ("flaky", "broken_reference", "prompt_contradicts"),
+                    attempts_passed=rng.randint(0, 5), attempts_total=5, mutation_score=rng.random()))
+        rows = rows[: count - made]
+        TaskVersion.objects.bulk_create(rows, batch_size=1000)
+        made += len(rows)
+        batch += 1
+
+
+def listing(count: int) -> dict:
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from tasks_library.models import TaskVersion
+
+    started = time.monotonic()
+    _fill(count - TaskVersion.objects.count())
+    fill_s = time.monotonic() - started
+    user, _ = User.objects.get_or_create(username="bench-viewer")
+    client = Client()
+    client.force_login(user)
+    results = {"task_versions": TaskVersion.objects.count(), "fill_s": round(fill_s, 1), "requests": []}
+    cases = [("api", "/api/task-versions/?page_size={n}"), ("page", "/tasks/?page_size={n}"),
+             ("api", "/api/task-versions/?page_size={n}&verdict=flaky&page=3"),
+             ("api", "/api/task-versions/?page_size={n}&search=synthetic/7/1"),
+             ("page", "/tasks/?page_size={n}&status=quarantined&difficulty=medium")]
+    for kind, template in cases:
+        for size in (10, 50, 100):
+            url = template.format(n=size)
+            times, queries = [], set()
+            for _ in range(20):
+                with CaptureQueriesContext(connection) as captured:
+                    began = time.perf_counter()
+                    response = client.get(url)
+                    times.append((time.perf_counter() - began) * 1000)
+                if response.status_code != 200:
+                    raise SystemExit(f"{url}: HTTP {response.status_code}")
+                queries.add(len(captured))
+            times.sort()
+            results["requests"].append({"kind": kind, "url": url, "page_size": size,
+                                        "p50_ms": round(times[len(times) // 2], 1),
+                                        "p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+                                        "queries": sorted(queries)})
+    by_case: dict = {}
+    for row in results["requests"]:
+        by_case.setdefault(row["url"].split("page_size=")[0] + row["url"].split("page_size=")[1][len(str(row["page_size"])):], set()).update(row["queries"])
+    results["query_count_constant_in_page_size"] = all(len(q) == 1 for q in by_case.values())
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-pipeline", action="store_true", help="only part 2 (the list at scale)")
+    parser.add_argument("--versions", type=int, default=100_000, help="task versions for part 2 (default 100000)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="crucible-bench-") as var_dir:
+        _setup(var_dir)
+        report = {"machine": {"cpus": os.cpu_count()}}
+        if not args.skip_pipeline:
+            report["pipeline"] = pipeline()
+        report["listing"] = listing(args.versions)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,476 @@
+"""The task library's REST API: list, read, diff, edit, validate, quarantine, approve, pin.
+
+Thin: input is checked by serializers and :class:`~tasks_library.forms.FilterForm`,
+then one selector or service is called. Every 400 body is ``{"field": name or null,
+"error": "name: message"}``; unknown tasks, versions and task sets are 404. Reading
+needs a signed-in user, writing the ``curators`` group (see
+:mod:`tasks_library.permissions`); the service records ``request.user`` as the author.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Max
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from kombu.exceptions import OperationalError
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import APIException
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tasks_library.difficulty import pass_rate
+from tasks_library.forms import TASK_SET_NAME_RULE, FilterForm, edit_error_field, first_error, task_set_name_ok
+from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskSetVersion, TaskVersion, TestSuiteVersion
+from tasks_library.permissions import IsCuratorOrReadOnly
+from tasks_library.selectors import task_set_versions, task_versions_diff, trainable
+from tasks_library.services import (
+    EDITABLE,
+    CurationError,
+    EditError,
+    task_set_pin,
+    task_version_edit,
+    task_versions_approve,
+    task_versions_quarantine,
+)
+from tasks_library.validation.pipeline import Options
+
+# --- errors ---------------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    field = serializers.CharField(allow_null=True, help_text="the input field at fault, or null")
+    error = serializers.CharField(help_text="what is wrong, starting with the field's name")
+
+
+class BadRequest(APIException):
+    """400 with ``{"field": ..., "error": ...}``."""
+
+    status_code = 400
+    default_code = "invalid"
+
+    def __init__(self, field: str | None, error: str) -> None:
+        self.detail = {"field": field, "error": error}
+
+
+def _first_message(errors) -> str:
+    while isinstance(errors, (list, dict)):
+        errors = next(iter(errors.values() if isinstance(errors, dict) else errors), "invalid")
+    return str(errors)
+
+
+def validated(serializer_class, data) -> dict:
+    """``data`` checked by ``serializer_class``; unknown keys are refused too.
+
+    Raises:
+        BadRequest: naming the first field at fault.
+    """
+    serializer = serializer_class(data=data)
+    unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
+    if unknown:
+        raise BadRequest(unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})")
+    if not serializer.is_valid():
+        field, errors = next(iter(serializer.errors.items()))
+        field = None if field == "non_field_errors" else field
+        raise BadRequest(field, f"{field}: {_first_message(errors)}" if field else _first_message(errors))
+    return serializer.validated_data
+
+
+def filtered(params) -> FilterForm:
+    """A valid :class:`FilterForm` of ``params``. Raises BadRequest naming the bad filter."""
+    form = FilterForm(params)
+    if not form.is_valid():
+        raise BadRequest(*first_error(form))
+    return form
+
+
+def _filter_parameters() -> list[OpenApiParameter]:
+    params = []
+    for name, field in FilterForm.base_fields.items():
+        kind = OpenApiTypes.BOOL if name == "all_versions" else OpenApiTypes.STR
+        enum = [value for value, _ in field.choices if value] if hasattr(field, "choices") else None
+        params.append(OpenApiParameter(name, kind, enum=enum, description=field.help_text or f"filter by {name}"))
+    return params
+
+
+FILTER_PARAMETERS = _filter_parameters()
+
+
+class Pagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+# --- serializers ----------------------------------------------------------------
+
+
+class DifficultySerializer(serializers.Serializer):
+    bucket = serializers.CharField()
+    mean = serializers.FloatField(help_text="posterior mean pass rate, Beta(1 + passed, 1 + failed)")
+    std = serializers.FloatField()
+    attempts_passed = serializers.IntegerField()
+    attempts_total = serializers.IntegerField()
+
+
+class TaskVersionSummarySerializer(serializers.ModelSerializer):
+    task_id = serializers.CharField(source="task.task_id")
+    source = serializers.CharField(source="task.source")
+    tags = serializers.ListField(child=serializers.CharField(), source="task.tags")
+    version = serializers.CharField(help_text="short content hash")
+    trainable = serializers.BooleanField()
+    difficulty = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TaskVersion
+        fields = ["id", "task_id", "source", "tags", "number", "version", "content_hash", "verdict", "mutation_score",
+                  "quarantined", "quarantine_reason", "trainable", "difficulty", "author", "change_note", "created_at"]
+
+    @extend_schema_field(DifficultySerializer)
+    def get_difficulty(self, version: TaskVersion) -> dict:
+        rate = pass_rate(version)
+        return {"bucket": rate.bucket, "mean": round(rate.mean, 4), "std": round(rate.std, 4),
+                "attempts_passed": version.attempts_passed, "attempts_total": version.attempts_total}
+
+
+class TestSuiteSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TestSuiteVersion
+        fields = ["content_hash", "harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids",
+                  "timeout_s"]
+
+
+class EnvironmentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = EnvironmentVersion
+        fields = ["content_hash", "name", "runtime", "packages", "image"]
+
+
+class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
+    parent_number = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
+    test_suite = TestSuiteSerializer()
+    environment = EnvironmentSerializer()
+    report = serializers.JSONField(help_text="evidence per validation stage: reference, trivial, examples, mutation")
+
+    class Meta(TaskVersionSummarySerializer.Meta):
+        fields = [*TaskVersionSummarySerializer.Meta.fields, "parent_number", "prompt", "entry_point",
+                  "reference_solution", "files", "test_suite", "environment", "verdict_reasons", "report",
+                  "validated_at", "override_reason", "curated_by", "curated_at"]
+
+
+class TaskSerializer(serializers.ModelSerializer):
+    versions = TaskVersionSummarySerializer(many=True, source="version_list", help_text="oldest first")
+    latest = TaskVersionDetailSerializer(allow_null=True)
+
+    class Meta:
+        model = Task
+        fields = ["task_id", "source", "tags", "created_at", "versions", "latest"]
+
+
+class DiffSerializer(serializers.Serializer):
+    task_id = serializers.CharField()
+    old = serializers.IntegerField()
+    new = serializers.IntegerField()
+    changes = serializers.ListField(child=serializers.DictField(child=serializers.CharField()),
+                                    help_text='[{"field": ..., "diff": unified diff}], empty when identical')
+
+
+class EditSerializer(serializers.Serializer):
+    base = serializers.IntegerField(required=False, min_value=1, help_text="number of the version to edit (default: the latest)")
+    change_note = serializers.CharField(max_length=500, allow_blank=True, help_text="what changed and why (required)")
+    prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    entry_point = serializers.CharField(required=False, allow_blank=True)
+    reference_solution = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    files = serializers.DictField(child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False)
+    visible_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    hidden_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    timeout_s = serializers.FloatField(required=False)
+    harness = serializers.CharField(required=False)
+    environment = serializers.JSONField(required=False, help_text="{name, runtime, packages, image}")
+
+
+class IdsSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=10000,
+                                help_text="task version ids")
+
+
+class CurateSerializer(IdsSerializer):
+    reason = serializers.CharField(max_length=2000, allow_blank=True, help_text="why (required)")
+
+
+class CuratedSerializer(serializers.Serializer):
+    changed = serializers.IntegerField()
+
+
+class ValidateSerializer(IdsSerializer):
+    reference_runs = serializers.IntegerField(required=False)
+    mutants = serializers.IntegerField(required=False)
+    weak_threshold = serializers.FloatField(required=False)
+    examples = serializers.BooleanField(required=False)
+
+
+class EnqueuedSerializer(serializers.Serializer):
+    enqueued = serializers.ListField(child=serializers.IntegerField())
+    job_id = serializers.CharField()
+
+
+class TaskSetSerializer(serializers.ModelSerializer):
+    size = serializers.IntegerField(help_text="pinned task versions")
+    latest_version = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = TaskSet
+        fields = ["name", "description", "size", "latest_version", "created_at", "updated_at"]
+
+
+class TaskSetVersionSerializer(serializers.ModelSerializer):
+    version = serializers.SerializerMethodField()
+    size = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TaskSetVersion
+        fields = ["number", "version", "content_hash", "size", "author", "change_note", "created_at", "task_versions"]
+
+    def get_version(self, obj: TaskSetVersion) -> str:
+        return obj.content_hash[:12]
+
+    def get_size(self, obj: TaskSetVersion) -> int:
+        return len(obj.task_versions)
+
+
+class TaskSetDetailSerializer(TaskSetSerializer):
+    pinned = TaskVersionSummarySerializer(many=True, help_text="the pinned task versions, in set order")
+    history = TaskSetVersionSerializer(many=True, help_text="every pinning (task set version), newest first")
+
+    class Meta(TaskSetSerializer.Meta):
+        fields = [*TaskSetSerializer.Meta.fields, "pinned", "history"]
+
+
+class PinSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    change_note = serializers.CharField(max_length=500)
+    versions = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, allow_empty=False,
+                                     help_text="task version ids to pin, in order")
+    filter = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False,
+                                   help_text="pin what the task version list returns for these filters")
+    trainable_only = serializers.BooleanField(default=True, help_text="with filter: only trainable versions")
+
+    def validate(self, data):
+        if ("versions" in data) == ("filter" in data):
+            raise serializers.ValidationError({"versions": "give either versions (ids) or filter, not both or neither"})
+        return data
+
+
+# --- reads ----------------------------------------------------------------------
+
+
+def _task(task_id: str) -> Task:
+    return get_object_or_404(Task, task_id=task_id)
+
+
+def _version(task: Task, number: int) -> TaskVersion:
+    return get_object_or_404(TaskVersion.objects.select_related("task", "test_suite", "environment", "parent"),
+                             task=task, number=number)
+
+
+SUMMARY_DEFERRED = ("report", "prompt", "reference_solution", "files", "verdict_reasons")
+
+
+def _summaries(task: Task):
+    """A task's versions, oldest first, without their heavy text columns."""
+    return task.versions.select_related("task").defer(*SUMMARY_DEFERRED).order_by("number")
+
+
+def _task_sets():
+    return TaskSet.objects.annotate(size=Count("members", distinct=True),
+                                    latest_version=Max("versions__number")).order_by("name")
+
+
+def _task_set_detail(name: str) -> dict:
+    task_set = get_object_or_404(_task_sets(), name=name)
+    task_set.pinned = task_set_versions(task_set=task_set).defer(*SUMMARY_DEFERRED)
+    task_set.history = task_set.versions.order_by("-number")
+    return TaskSetDetailSerializer(task_set).data
+
+
+# --- views ----------------------------------------------------------------------
+
+
+class CuratorApi(APIView):
+    permission_classes = [IsCuratorOrReadOnly]
+
+
+@extend_schema(parameters=FILTER_PARAMETERS, responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer})
+class TaskVersionListApi(generics.ListAPIView):
+    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
+
+    serializer_class = TaskVersionSummarySerializer
+    pagination_class = Pagination
+
+    def get_queryset(self):
+        return filtered(self.request.query_params).versions()
+
+
+class TaskApi(APIView):
+    """One task: its versions (oldest first) and its latest version in full."""
+
+    @extend_schema(responses={200: TaskSerializer})
+    def get(self, request, task_id: str) -> Response:
+        task = _task(task_id)
+        task.version_list = list(_summaries(task))
+        task.latest = _version(task, task.version_list[-1].number) if task.version_list else None
+        return Response(TaskSerializer(task).data)
+
+
+class TaskVersionsApi(CuratorApi):
+    """GET a task's versions; POST an edit, which creates a new version (201)."""
+
+    @extend_schema(description="A task's versions, oldest first.", responses={200: TaskVersionSummarySerializer(many=True)})
+    def get(self, request, task_id: str) -> Response:
+        return Response(TaskVersionSummarySerializer(_summaries(_task(task_id)), many=True).data)
+
+    @extend_schema(description="Edit: a new version of the task with these fields changed (from ``base``, default "
+                               "the latest). Curators only; the new version is pending validation.",
+                   request=EditSerializer, responses={201: TaskVersionDetailSerializer, 400: ErrorSerializer})
+    def post(self, request, task_id: str) -> Response:
+        task = _task(task_id)
+        data = validated(EditSerializer, request.data)
+        base = _version(task, data.get("base") or task.versions.aggregate(n=Max("number"))["n"] or 0)
+        changes = {k: v for k, v in data.items() if k in EDITABLE}
+        try:
+            new = task_version_edit(version=base, author=request.user.get_username(),
+                                    change_note=data["change_note"], **changes)
+        except EditError as exc:
+            raise BadRequest(edit_error_field(str(exc), changes), str(exc)) from exc
+        return Response(TaskVersionDetailSerializer(_version(task, new.number)).data, status=status.HTTP_201_CREATED)
+
+
+class TaskVersionApi(APIView):
+    """One version in full: content, test suite, environment, verdict and report."""
+
+    @extend_schema(responses={200: TaskVersionDetailSerializer})
+    def get(self, request, task_id: str, number: int) -> Response:
+        return Response(TaskVersionDetailSerializer(_version(_task(task_id), number)).data)
+
+
+class TaskDiffApi(APIView):
+    """The fields that differ between versions ``old`` and ``new`` of a task, as unified diffs."""
+
+    @extend_schema(parameters=[OpenApiParameter("old", int, required=True), OpenApiParameter("new", int, required=True)],
+                   responses={200: DiffSerializer, 400: ErrorSerializer})
+    def get(self, request, task_id: str) -> Response:
+        task = _task(task_id)
+        numbers = {}
+        for name in ("old", "new"):
+            raw = request.query_params.get(name, "")
+            if not raw.isdigit():
+                raise BadRequest(name, f"{name}: give a version number, e.g. ?old=1&new=2")
+            numbers[name] = int(raw)
+        old, new = _version(task, numbers["old"]), _version(task, numbers["new"])
+        return Response({"task_id": task.task_id, **numbers, "changes": task_versions_diff(old=old, new=new)})
+
+
+def _existing_ids(ids: list[int]) -> list[int]:
+    found = set(TaskVersion.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise BadRequest("ids", f"ids: no task version with id {missing[0]}")
+    return list(dict.fromkeys(ids))
+
+
+class CurateApi(CuratorApi):
+    """A bulk curation action on task versions, with a written reason."""
+
+    service = None
+
+    @extend_schema(request=CurateSerializer, responses={200: CuratedSerializer, 400: ErrorSerializer})
+    def post(self, request) -> Response:
+        data = validated(CurateSerializer, request.data)
+        ids = _existing_ids(data["ids"])
+        try:
+            changed = self.service(version_ids=ids, author=request.user.get_username(), reason=data["reason"])
+        except CurationError as exc:
+            field = "reason" if str(exc).startswith("reason:") else "ids"
+            raise BadRequest(field, str(exc)) from exc
+        return Response({"changed": changed})
+
+
+class QuarantineApi(CurateApi):
+    """Quarantine task versions so training never samples them; ``reason`` is required."""
+
+    service = staticmethod(task_versions_quarantine)
+
+
+class ApproveApi(CurateApi):
+    """Lift the quarantine of validated task versions (a curator's override); ``reason`` is required."""
+
+    service = staticmethod(task_versions_approve)
+
+
+class ValidateApi(CuratorApi):
+    """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once."""
+
+    @extend_schema(request=ValidateSerializer, responses={202: EnqueuedSerializer, 400: ErrorSerializer, 503: ErrorSerializer})
+    def post(self, request) -> Response:
+        from tasks_library.tasks import validate_task_versions
+
+        data = dict(validated(ValidateSerializer, request.data))
+        ids = _existing_ids(data.pop("ids"))
+        try:
+            Options(**data).check()
+        except ValueError as exc:
+            field = str(exc).split()[0]
+            raise BadRequest(field, f"{field}: {exc}") from exc
+        try:
+            job = validate_task_versions.delay(ids, data)
+        except OperationalError as exc:
+            return Response({"field": None, "error": f"the task queue is unreachable: {exc}"}, status=503)
+        return Response({"enqueued": ids, "job_id": job.id}, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(responses={200: TaskSetSerializer(many=True)})
+class TaskSetListApi(generics.ListAPIView):
+    """Task sets by name, with their size and latest version number."""
+
+    serializer_class = TaskSetSerializer
+    pagination_class = Pagination
+
+    def get_queryset(self):
+        return _task_sets()
+
+
+class TaskSetApi(APIView):
+    """One task set: its pinned versions in order and its version history."""
+
+    @extend_schema(responses={200: TaskSetDetailSerializer})
+    def get(self, request, name: str) -> Response:
+        return Response(_task_set_detail(name))
+
+
+class TaskSetPinApi(CuratorApi):
+    """Create task set ``name`` or re-pin it: to given version ids, or to what a filter returns."""
+
+    @extend_schema(request=PinSerializer, responses={200: TaskSetDetailSerializer, 201: TaskSetDetailSerializer,
+                                                     400: ErrorSerializer})
+    def post(self, request, name: str) -> Response:
+        if not task_set_name_ok(name):
+            raise BadRequest("name", f"name: {TASK_SET_NAME_RULE}")
+        data = validated(PinSerializer, request.data)
+        if "versions" in data:
+            ids = _existing_ids(data["versions"])
+            by_id = TaskVersion.objects.select_related("task").in_bulk(ids)
+            versions = [by_id[i] for i in ids]
+        else:
+            form = FilterForm(data["filter"])
+            if not form.is_valid():
+                field, error = first_error(form)
+                raise BadRequest(f"filter.{field}", f"filter.{error}")
+            chosen = form.versions()
+            versions = list(trainable(chosen) if data["trainable_only"] else chosen)
+            if not versions:
+                raise BadRequest("filter", "filter: no task version matches; nothing to pin")
+        created = not TaskSet.objects.filter(name=name).exists()
+        task_set_pin(name=name, versions=versions, description=data.get("description", ""),
+                     author=request.user.get_username(), change_note=data["change_note"])
+        return Response(_task_set_detail(name), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

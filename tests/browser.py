@@ -1,0 +1,27 @@
+"""Shared setup of the browser tests: Debian's chromium driven by Playwright (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def browser_marks() -> list:
+    """The marks of a browser test module: skipped without chromium, unless CI requires it.
+
+    Raises:
+        RuntimeError: ``CRUCIBLE_REQUIRE_BROWSER`` is set and chromium is missing.
+    """
+    marks = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
+            raise RuntimeError(f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium")
+        marks.append(pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)"))
+    return marks
