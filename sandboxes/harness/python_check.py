@@ -31,6 +31,7 @@ except ImportError:
 
 MAX_ERROR_CHARS = 500
 MAX_OUTPUT_CHARS = 4000
+PROBE_CALL_TIMEOUT_S = 1.0
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
@@ -73,15 +74,19 @@ class SubmissionLost(RuntimeError):
 class Candidate:
     """Calls the submission's function in its own process; answers are plain data."""
 
-    def __init__(self, name, requests, replies):
+    def __init__(self, name, requests, replies, call_timeout_s=None):
         self.name, self.requests, self.replies = name, requests, replies
+        self.call_timeout_s = call_timeout_s  # probes: a slow input is dropped, not the whole run
         self.lost = None
 
     def __call__(self, *args, **kwargs):
         if self.lost:
             raise SubmissionLost(self.lost)
         try:
-            self.requests.write(dumps_line({"name": self.name, "args": encode(list(args)), "kwargs": encode(kwargs)}))
+            call = {"name": self.name, "args": encode(list(args)), "kwargs": encode(kwargs)}
+            if self.call_timeout_s:
+                call["timeout_s"] = self.call_timeout_s
+            self.requests.write(dumps_line(call))
             self.requests.flush()
         except OSError:
             self.lost = "the submission's process exited"
@@ -137,7 +142,8 @@ def main(spec):
         # Tests may name the entry point itself (HumanEval/33 compares the candidate
         # with ``sort_third``): in the original harness that name is the submission's
         # function, so here it is the same proxy as ``candidate``.
-        namespace["candidate"] = namespace[spec["entry_point"]] = Candidate(spec["entry_point"], requests, replies)
+        namespace["candidate"] = namespace[spec["entry_point"]] = Candidate(
+            spec["entry_point"], requests, replies, PROBE_CALL_TIMEOUT_S if probing else None)
 
     for test_id, stmt in pairs:
         if load_error is not None:

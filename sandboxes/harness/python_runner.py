@@ -8,13 +8,15 @@ each way. Whatever the submission does in this process (exit, patch builtins, fa
 
 Protocol: ``main(spec)`` gets ``{"solution_path", "request_fd", "reply_fd"}``; the first
 reply is ``{"ready": true}`` or ``{"load_error": "..."}``. EOF on requests ends it.
-``{"read_files": [path, ...]}`` asks for files the program wrote in its workspace
+A call may carry ``"timeout_s"`` (probes of a reference): past it the call raises
+``CallTimeout``. ``{"read_files": [path, ...]}`` asks for files the program wrote in its workspace
 (output-comparing verifiers): ``{"ok": {path: text or None}}``; what comes back is
 only ever data the verifier compares, never code it runs.
 """
 
 import json
 import os
+import signal
 import sys
 
 try:  # on the host (tests); in the sandbox plaindata's source is prepended to this file
@@ -35,6 +37,25 @@ def _read_files(paths):
         except (OSError, ValueError):
             found[path] = None
     return found
+
+
+class CallTimeout(Exception):
+    """A call that asked for a time limit (a probe of the reference) ran past it."""
+
+
+def _on_alarm(signum, frame):
+    raise CallTimeout("the call ran past its time limit")
+
+
+def _call(function, args, kwargs, timeout_s):
+    if not timeout_s:
+        return function(*args, **kwargs)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(timeout_s))
+    try:
+        return function(*args, **kwargs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _describe(exc):
@@ -74,7 +95,7 @@ def main(spec):
             function = namespace[request["name"]]
             args = decode(request["args"])
             kwargs = decode(request["kwargs"])
-            result = {"ok": encode(function(*args, **kwargs))}
+            result = {"ok": encode(_call(function, args, kwargs, request.get("timeout_s")))}
         except BaseException as exc:  # noqa: BLE001 - SystemExit/SkipTest in a call fail that call
             result = {"error": _describe(exc)}
         reply(result)

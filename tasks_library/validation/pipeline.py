@@ -54,6 +54,12 @@ EXAMPLE_HARNESSES = ("python-check", "js-console-assert")
 MUTANT_MAKERS: dict[str, Callable] = {"python": M.python_mutants, "javascript": M.javascript_mutants}
 EXAMPLE_READERS: dict[str, Callable] = {"python": E.python_prompt_examples, "javascript": E.javascript_prompt_examples}
 EVIDENCE_ITEMS = 10  # survivors, failing tests, examples kept per stage
+# A mutant may run this many times longer than the reference's median run (and never
+# less than MUTANT_MIN_WALL_S) before it is stopped; like PIT, a mutant that times
+# out counts as killed. Mutants that loop forever would otherwise each hold a worker
+# slot for the suite's whole timeout.
+MUTANT_SLOWDOWN = 10
+MUTANT_MIN_WALL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,7 @@ def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Opt
         score = round(1 - len(survivors) / len(judged), 4)
         report["mutation"] = {
             "mutants": len(judged), "killed": len(judged) - len(survivors), "score": score,
+            "killed_by_timeout": sum(r.status == R.TIMEOUT for _m, r in judged),
             "threshold": options.weak_threshold,
             "survivors": [{"id": m.id, "operator": m.operator, "description": m.description} for m in survivors[:EVIDENCE_ITEMS]],
         }
@@ -218,6 +225,17 @@ def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Opt
     else:
         report["mutation"] = {"mutants": 0}
     return findings, reasons, report, score
+
+
+def _bound_mutants(plan: Plan, reference: list[R.ExecutionResult], batch: list[dict]) -> None:
+    """Give the plan's mutant runs a wall and CPU limit scaled from the reference's runs."""
+    walls = sorted(reference[index].wall_ms for _stage, index in plan.reference if reference[index].status == R.OK)
+    if not walls:
+        return
+    suite_timeout = plan.version.test_suite.timeout_s
+    wall_s = min(suite_timeout, max(MUTANT_MIN_WALL_S, MUTANT_SLOWDOWN * walls[len(walls) // 2] / 1000))
+    for _stage, index in plan.mutant_runs:
+        batch[index]["limits"].update(wall_timeout_s=wall_s, cpu_s=max(1, int(wall_s) + 1))
 
 
 def verdict_of(findings: list[str]) -> str:
@@ -249,6 +267,9 @@ def task_versions_validate(*, versions: list[TaskVersion], options: Options | No
     plans = [_plan(version, options, requests) for version in versions]
     results: dict[str, list[R.ExecutionResult]] = {}
     for stage in STAGES:
+        if stage == "mutation":
+            for plan in plans:
+                _bound_mutants(plan, results["reference"], requests["mutation"])
         started = time.monotonic()
         results[stage] = run_many(requests[stage])
         if timings is not None:

@@ -58,6 +58,7 @@ def test_generated_tests_catch_a_hard_coded_answer_that_the_thin_suite_passes():
     tasks_import(source="t", task_set_name="thin", records=[
         _task("add", "    return a + b\n", thin),
         _task("picky", "    if a < 0:\n        raise ValueError('a must be >= 0')\n    return a + b\n", thin),
+        _task("slow", "    while a < 0:\n        pass\n    return a + b\n", thin),
     ])
     versions = list(TaskVersion.objects.select_related("task", "test_suite").order_by("task__task_id"))
     generated = {g.version.task.task_id: g for g in task_versions_generate_tests(versions=versions, count=12, seed=2)}
@@ -67,8 +68,12 @@ def test_generated_tests_catch_a_hard_coded_answer_that_the_thin_suite_passes():
     assert "generated tests: +" in add.new_version.change_note
     # The reference is the oracle: where it raises, there is no test.
     picky = generated["picky"]
-    assert picky.kept < picky.candidates or picky.kept == add.kept
+    assert picky.kept < picky.candidates
     assert "candidate(-" not in picky.new_version.test_suite.hidden_tests
+    # An input on which the reference hangs is dropped (a 1 s limit per probe call), not the whole probe.
+    slow = generated["slow"]
+    assert slow.new_version is not None and slow.kept == picky.kept < slow.candidates
+    assert "candidate(-" not in slow.new_version.test_suite.hidden_tests
 
     from sandboxes.queue import python_tests, run_many
 
