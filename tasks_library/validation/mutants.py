@@ -564,13 +564,25 @@ def _return_extent(code: list[JsToken], k: int, source: str) -> tuple[int, int] 
     return code[first].start, code[last].end
 
 
+def _length_bound(code: list[JsToken], k: int) -> bool:
+    """Whether ``code[k]`` compares with ``xs.length`` (``i < xs.length``, a loop bound).
+
+    Its ``<=`` mutant only reads ``xs[xs.length]``, which is ``undefined`` in JavaScript,
+    and so is nearly always equivalent (comparisons with it are false, arithmetic gives
+    NaN): over HumanEval-X such mutants were the bulk of the survivors that no input can
+    kill, and marked good suites weak. Python raises IndexError instead, so keeps them.
+    """
+    rest = [t.text for t in code[k + 1: k + 4]]
+    return len(rest) == 3 and rest[1] in (".", "?.") and rest[2] == "length"
+
+
 def _javascript_edits(code: list[JsToken], k: int, source: str) -> Iterator[tuple[str, int, int, str]]:
     """Mutations at significant token ``code[k]``: ``(operator, start, end, replacement)``."""
     token = code[k]
     previous = code[k - 1] if k else None
     after_dot = previous is not None and previous.text in (".", "?.")
     if token.kind == "punct":
-        if token.text in _JS_COMPARE:
+        if token.text in _JS_COMPARE and not (token.text in ("<", "<=") and _length_bound(code, k)):
             yield "compare", token.start, token.end, _JS_COMPARE[token.text]
         elif token.text in _JS_ARITHMETIC and _is_operand_end(previous):
             yield "arithmetic", token.start, token.end, _JS_ARITHMETIC[token.text]

@@ -236,7 +236,7 @@ def test_javascript_each_operator_class_appears_and_unary_operators_are_not_arit
     def some(operator, fragment):
         return any(fragment in m.program[len(JS_PROMPT):] for m in mutants if m.operator == operator)
 
-    assert some("compare", "i <= xs.length") and some("compare", "total > 3") and some("compare", "xs[i] !== -1")
+    assert not some("compare", "i <= xs.length") and some("compare", "total > 3") and some("compare", "xs[i] !== -1")
     assert some("arithmetic", "total + 1 * 2") and some("arithmetic", "1 / 2 / 4") and some("arithmetic", "1 * 2 * 4")
     assert some("boolean", "xs[i] > n || !re") and some("boolean", "&& re.test(s)")
     assert some("constant", "let total = 1;") and some("constant", "? false : false")
@@ -289,3 +289,12 @@ def test_javascript_every_humaneval_x_mutant_compiles():
                             timeout=120, check=True)
     bad = json.loads(result.stdout)
     assert bad == [], [(programs[k][-300:], error) for k, error in bad[:3]]
+
+
+def test_javascript_length_loop_bounds_are_not_mutated():
+    prompt = "const f = (xs) => {\n"
+    completion = ("  let n = 0\n  for (let i = 0; i < xs.length; i++) {\n    if (xs[i] < 3) { n++ }\n  }\n"
+                  "  return n\n}\n")
+    compares = [m for m in javascript_mutants(prompt, completion, limit=100) if m.operator == "compare"]
+    assert [m.line for m in compares] == [3]  # `xs[i] < 3` only; `i < xs.length` reads undefined at worst
+    assert "xs[i] <= 3" in compares[0].program and "i < xs.length" in compares[0].program
