@@ -107,7 +107,8 @@ class PythonGrader(WarmGrader):
             prompt: the task's prompt, run on the tests' side for helpers the tests use.
             limits: resource limits of each sandbox; defaults to :class:`Limits`.
             files: workspace files written beside the program (``{relative path: text}``).
-            verifier: ``python-check`` (unit tests), ``output-match`` or ``custom-checker``.
+            verifier: ``python-check`` (unit tests), ``output-match``, ``custom-checker``, or
+                ``python-probe`` (report what ``entry_point`` returns on each input: test generation).
 
         Returns:
             An :class:`ExecutionResult` with one :class:`TestResult` per expected id;

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from sandboxes import result as R
+from sandboxes.harness.python_check import PROBE_CALL_TIMEOUT_S
 from sandboxes.process import Limits
 from sandboxes.queue import python_tests, run_many
 from tasks_library.models import TaskVersion
@@ -191,7 +192,10 @@ def task_versions_generate_tests(*, versions: list[TaskVersion], count: int = 20
         plans.append((version, seeds, inputs))
         if inputs:
             probe = json.dumps([repr(args) for args in inputs])
-            limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
+            # Each call may use its own 1 s before it is dropped: the run as a whole gets that
+            # much per input on top of the suite's timeout, so slow inputs do not sink the rest.
+            wall_s = suite.timeout_s + PROBE_CALL_TIMEOUT_S * len(inputs)
+            limits = Limits(wall_timeout_s=wall_s, cpu_s=int(wall_s) + 1)
             for _run in range(2):
                 requests.append(python_tests(version.prompt + version.reference_solution, probe, version.entry_point,
                                              prompt=version.prompt, limits=limits, files=version.files,
