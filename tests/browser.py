@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -25,3 +27,17 @@ def browser_marks() -> list:
             raise RuntimeError(f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium")
         marks.append(pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)"))
     return marks
+
+
+def off_loop(fn, *args, **kwargs):
+    """Run ``fn`` in a plain thread: Playwright's sync API keeps an event loop in this one,
+    where Django's ORM and async_to_sync refuse to run."""
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()

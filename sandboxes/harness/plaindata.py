@@ -93,3 +93,16 @@ def read_greeting(replies, max_bytes):
 def describe(exc, limit=500):
     """``"Type: message"`` of an exception, at most ``limit`` characters."""
     return ("%s: %s" % (type(exc).__name__, exc))[:limit]
+
+
+def driver_channels(spec):
+    """A driver's ``(emit, requests, replies)``: ``emit(**fields)`` writes one event line to
+    the host's results pipe; ``requests``/``replies`` are the pipes to the submission."""
+    import os
+
+    out = os.fdopen(spec["results_fd"], "wb", buffering=0)
+
+    def emit(**fields):
+        out.write(dumps_line(fields))
+
+    return emit, os.fdopen(spec["request_fd"], "wb"), os.fdopen(spec["reply_fd"], "rb")

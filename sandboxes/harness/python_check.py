@@ -25,7 +25,7 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, describe, dumps_line, encode, read_greeting
+    from sandboxes.harness.plaindata import decode, describe, dumps_line, encode, read_greeting, driver_channels
 except ImportError:
     pass
 
@@ -106,13 +106,7 @@ class Candidate:
 
 
 def main(spec):
-    out = os.fdopen(spec["results_fd"], "wb", buffering=0)
-
-    def emit(**fields):
-        out.write(dumps_line(fields))
-
-    requests = os.fdopen(spec["request_fd"], "wb")
-    replies = os.fdopen(spec["reply_fd"], "rb")
+    emit, requests, replies = driver_channels(spec)
     probing = spec.get("verifier") == "python-probe"
     if probing:
         # A probe calls the program on each input and reports what it returned (the
@@ -164,7 +158,6 @@ def main(spec):
     if lost:
         emit(event="submission_lost", error=lost)
     emit(event="done")
-    out.close()
     os._exit(0)
 
 

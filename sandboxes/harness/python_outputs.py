@@ -24,7 +24,7 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, describe, dumps_line, read_greeting
+    from sandboxes.harness.plaindata import decode, describe, dumps_line, read_greeting, driver_channels
 except ImportError:
     pass
 
@@ -125,13 +125,7 @@ COMPARERS = {"json": _compare_json, "number": _compare_number, "text": _compare_
 
 
 def main(spec):
-    out = os.fdopen(spec["results_fd"], "wb", buffering=0)
-
-    def emit(**fields):
-        out.write(dumps_line(fields))
-
-    requests = os.fdopen(spec["request_fd"], "wb")
-    replies = os.fdopen(spec["reply_fd"], "rb")
+    emit, requests, replies = driver_channels(spec)
     verifier = spec["verifier"]
     if verifier == "output-match":
         entries = json.loads(spec["tests"])["outputs"]
@@ -186,7 +180,6 @@ def main(spec):
         except Exception as exc:  # noqa: BLE001 - a checker error is the checker's failure
             emit(event="test", id=CHECKER_ID, passed=False, score=0.0, error="checker failed: " + describe(exc, MAX_ERROR_CHARS))
     emit(event="done")
-    out.close()
     os._exit(0)
 
 

@@ -4,12 +4,10 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from console.stack import http_up, port_free
 from sandboxes.result import OK
@@ -19,7 +17,7 @@ from tasks_library.selectors import task_set_get, task_set_versions
 from training import services
 from training.config import RunConfig
 from training.rollout import Rollout, TaskSpec
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -66,19 +64,6 @@ def record_step(run, spec, step: int, rewards: list[float]):
                         tests_passed=int(r * 4)) for i, r in enumerate(rewards)]
     services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics={"reward/pass_rate": 0.5})
 
-
-def off_loop(fn, *args, **kwargs):
-    """Run ``fn`` in a plain thread: Playwright's sync API keeps an event loop in this one,
-    where Django's ORM and async_to_sync refuse to run."""
-
-    def call():
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(call).result()
 
 
 def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_run):

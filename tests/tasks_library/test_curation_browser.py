@@ -1,18 +1,16 @@
 """In a real browser: a curator signs in, filters, opens a task, edits it, sees the diff, quarantines it."""
 
-from concurrent.futures import ThreadPoolExecutor
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connection
 
 from console.stack import Stack, port_free
 from tasks_library.models import TaskVersion
 from tests.tasks_library.conftest import PASSWORD, make_user
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "var" / "screenshots"
@@ -37,19 +35,6 @@ def curated_library(roles, humaneval, write_jsonl):
     TaskVersion.objects.filter(task__task_id="HumanEval/1").update(verdict="weak_suite", mutation_score=0.4)
     make_user("cora", "curators")
 
-
-def off_loop(fn, *args, **kwargs):
-    """Run ``fn`` in a plain thread: Playwright's sync API keeps an event loop in this one,
-    where Django's ORM refuses to run."""
-
-    def call():
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(call).result()
 
 
 def versions_of(task_id: str) -> list[tuple]:
