@@ -9,7 +9,7 @@ needs a signed-in user, writing the ``curators`` group (see
 
 from __future__ import annotations
 
-from django.db.models import Count, Max
+from django.db.models import Max
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -24,7 +24,14 @@ from tasks_library.difficulty import pass_rate
 from tasks_library.forms import TASK_SET_NAME_RULE, FilterForm, edit_error_field, first_error, task_set_name_ok
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskSetVersion, TaskVersion, TestSuiteVersion
 from tasks_library.permissions import IsCuratorOrReadOnly
-from tasks_library.selectors import task_set_versions, task_versions_diff, trainable
+from tasks_library.selectors import (
+    SUMMARY_DEFERRED,
+    task_set_versions,
+    task_sets_with_sizes,
+    task_version_summaries,
+    task_versions_diff,
+    trainable,
+)
 from tasks_library.services import (
     EDITABLE,
     CurationError,
@@ -274,21 +281,8 @@ def _version(task: Task, number: int) -> TaskVersion:
                              task=task, number=number)
 
 
-SUMMARY_DEFERRED = ("report", "prompt", "reference_solution", "files", "verdict_reasons")
-
-
-def _summaries(task: Task):
-    """A task's versions, oldest first, without their heavy text columns."""
-    return task.versions.select_related("task").defer(*SUMMARY_DEFERRED).order_by("number")
-
-
-def _task_sets():
-    return TaskSet.objects.annotate(size=Count("members", distinct=True),
-                                    latest_version=Max("versions__number")).order_by("name")
-
-
 def _task_set_detail(name: str) -> dict:
-    task_set = get_object_or_404(_task_sets(), name=name)
+    task_set = get_object_or_404(task_sets_with_sizes(), name=name)
     task_set.pinned = task_set_versions(task_set=task_set).defer(*SUMMARY_DEFERRED)
     task_set.history = task_set.versions.order_by("-number")
     return TaskSetDetailSerializer(task_set).data
@@ -318,7 +312,7 @@ class TaskApi(APIView):
     @extend_schema(responses={200: TaskSerializer})
     def get(self, request, task_id: str) -> Response:
         task = _task(task_id)
-        task.version_list = list(_summaries(task))
+        task.version_list = list(task_version_summaries(task=task))
         task.latest = _version(task, task.version_list[-1].number) if task.version_list else None
         return Response(TaskSerializer(task).data)
 
@@ -328,7 +322,7 @@ class TaskVersionsApi(CuratorApi):
 
     @extend_schema(description="A task's versions, oldest first.", responses={200: TaskVersionSummarySerializer(many=True)})
     def get(self, request, task_id: str) -> Response:
-        return Response(TaskVersionSummarySerializer(_summaries(_task(task_id)), many=True).data)
+        return Response(TaskVersionSummarySerializer(task_version_summaries(task=_task(task_id)), many=True).data)
 
     @extend_schema(description="Edit: a new version of the task with these fields changed (from ``base``, default "
                                "the latest). Curators only; the new version is pending validation.",
@@ -437,7 +431,7 @@ class TaskSetListApi(generics.ListAPIView):
     pagination_class = Pagination
 
     def get_queryset(self):
-        return _task_sets()
+        return task_sets_with_sizes()
 
 
 class TaskSetApi(APIView):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 import json
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.models import Task, TaskSet, TaskVersion
 
 
 class TaskSetNotFound(LookupError):
@@ -127,3 +127,24 @@ def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
                                          fromfile=f"v{old.number} {name}", tofile=f"v{new.number} {name}")
             changes.append({"field": name, "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines)})
     return changes
+
+
+# Columns a list of versions never shows: the heavy text and the validation evidence.
+SUMMARY_DEFERRED = ("report", "prompt", "reference_solution", "files", "verdict_reasons")
+
+
+def task_sources() -> QuerySet:
+    """The distinct ``source`` of tasks, sorted (for filters)."""
+    return Task.objects.order_by("source").values_list("source", flat=True).distinct()
+
+
+def task_version_summaries(*, task: Task) -> QuerySet[TaskVersion]:
+    """A task's versions, oldest first, without their heavy text columns."""
+    return task.versions.select_related("task").defer(*SUMMARY_DEFERRED).order_by("number")
+
+
+def task_sets_with_sizes() -> QuerySet[TaskSet]:
+    """Task sets by name, each annotated with ``size`` (pinned versions) and
+    ``latest_version`` (its newest task set version number, or None)."""
+    return TaskSet.objects.annotate(size=Count("members", distinct=True),
+                                    latest_version=Max("versions__number")).order_by("name")

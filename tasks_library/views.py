@@ -14,7 +14,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -25,7 +24,15 @@ from tasks_library.difficulty import pass_rate
 from tasks_library.forms import CurationForm, EditForm, FilterForm, PinForm, edit_error_field, first_error
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tasks_library.permissions import is_curator
-from tasks_library.selectors import task_set_versions, task_versions_diff, trainable
+from tasks_library.selectors import (
+    SUMMARY_DEFERRED,
+    task_set_versions,
+    task_sets_with_sizes,
+    task_sources,
+    task_version_summaries,
+    task_versions_diff,
+    trainable,
+)
 from tasks_library.services import (
     CurationError,
     EditError,
@@ -36,16 +43,11 @@ from tasks_library.services import (
 )
 
 PAGE_SIZE = 50
-SUMMARY_DEFERRED = ("report", "prompt", "reference_solution", "files", "verdict_reasons")
 
 
 def _require_curator(request: HttpRequest) -> None:
     if not is_curator(request.user):
         raise PermissionDenied("only curators may change the task library")
-
-
-def _sources():
-    return Task.objects.order_by("source").values_list("source", flat=True).distinct()
 
 
 def _rows(versions) -> list[tuple[TaskVersion, object]]:
@@ -69,7 +71,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
     query = urlencode(form.active())
     return render(request, "tasks_library/task_list.html", {
         "form": form, "page": page, "rows": _rows(page), "query": query, "curator": is_curator(request.user),
-        "sources": _sources(),
+        "sources": task_sources(),
     })
 
 
@@ -123,7 +125,7 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     """A task's versions, the selected one (``?v=N``, default latest) in full, and ``?diff=A..B``."""
     task = get_object_or_404(Task, task_id=task_id)
-    versions = list(task.versions.defer(*SUMMARY_DEFERRED).order_by("number"))
+    versions = list(task_version_summaries(task=task))
     if not versions:
         raise Http404(f"task {task_id} has no version")
     numbers = {v.number for v in versions}
@@ -205,10 +207,6 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
     return render(request, "tasks_library/task_edit.html", {"task": task, "latest": latest, "form": form})
 
 
-def _task_sets():
-    return TaskSet.objects.annotate(size=Count("members", distinct=True), latest=Max("versions__number")).order_by("name")
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def taskset_list(request: HttpRequest) -> HttpResponse:
@@ -216,7 +214,7 @@ def taskset_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _pin(request)
     return render(request, "tasks_library/taskset_list.html", {
-        "task_sets": _task_sets(), "curator": is_curator(request.user), "form": FilterForm(), "sources": _sources(),
+        "task_sets": task_sets_with_sizes(), "curator": is_curator(request.user), "form": FilterForm(), "sources": task_sources(),
     })
 
 
@@ -246,9 +244,9 @@ def _pin(request: HttpRequest) -> HttpResponse:
 @login_required
 def taskset_detail(request: HttpRequest, name: str) -> HttpResponse:
     """A task set's pinned versions in order and its version history, with a re-pin form for curators."""
-    task_set = get_object_or_404(_task_sets(), name=name)
+    task_set = get_object_or_404(task_sets_with_sizes(), name=name)
     pinned = task_set_versions(task_set=task_set).defer(*SUMMARY_DEFERRED)
     return render(request, "tasks_library/taskset_detail.html", {
         "task_set": task_set, "rows": _rows(pinned), "history": task_set.versions.order_by("-number"),
-        "curator": is_curator(request.user), "form": FilterForm(), "sources": _sources(),
+        "curator": is_curator(request.user), "form": FilterForm(), "sources": task_sources(),
     })
