@@ -126,7 +126,7 @@ class PythonGrader(WarmGrader):
                       "script": verifier != "python-check"}},
             {"role": DRIVER_ROLES[verifier],
              "spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point, "verifier": verifier,
-                      "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
+                      "test_timeout_s": limits.test_timeout_s, "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
             limits,
         )
         return _result(runner, driver, expected)

@@ -35,6 +35,9 @@ class Limits:
             size of its private /tmp.
         processes: processes of the sandbox user (RLIMIT_NPROC), enforced when the
             sandbox drops to its own user.
+        test_timeout_s: seconds one call of the program under test may take before that
+            test fails (Python unit tests; an alarm in the program's process, so a
+            program that blocks it still meets ``wall_timeout_s``); None: no per-test limit.
     """
 
     wall_timeout_s: float = 10.0
@@ -44,6 +47,7 @@ class Limits:
     output_kill_bytes: int = 8 * 1024**2
     file_size_bytes: int = 16 * 1024**2
     processes: int = 512
+    test_timeout_s: float | None = None
 
 
 @dataclass

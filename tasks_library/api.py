@@ -145,7 +145,7 @@ class TestSuiteSerializer(serializers.ModelSerializer):
     class Meta:
         model = TestSuiteVersion
         fields = ["content_hash", "harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids",
-                  "timeout_s"]
+                  "timeout_s", "test_timeout_s"]
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
@@ -193,6 +193,8 @@ class EditSerializer(serializers.Serializer):
     visible_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     hidden_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     timeout_s = serializers.FloatField(required=False)
+    test_timeout_s = serializers.FloatField(required=False, allow_null=True,
+                                            help_text="seconds one test may take (python-check); null: none")
     harness = serializers.CharField(required=False)
     environment = serializers.JSONField(required=False, help_text="{name, runtime, packages, image}")
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
-from sandboxes.process import Limits
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import TaskVersion
 
@@ -83,7 +82,7 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
         suite = version.test_suite
         requests.append(harness(suite.harness).request(
             version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
-            limits=Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1), files=version.files,
+            limits=suite.limits(), files=version.files,
         ))
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]
 

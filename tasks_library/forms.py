@@ -87,18 +87,20 @@ class EditForm(forms.Form):
     visible_tests = _text(rows=8)
     hidden_tests = _text(rows=14)
     timeout_s = forms.FloatField(label="timeout (seconds)")
+    test_timeout_s = forms.FloatField(label="per-test timeout (seconds, python-check; blank: none)", required=False)
     change_note = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 80}),
                                   help_text="what changed and why; every version records it")
     base = forms.IntegerField(widget=forms.HiddenInput)
 
-    CONTENT = ("prompt", "entry_point", "reference_solution", "visible_tests", "hidden_tests", "timeout_s")
+    CONTENT = ("prompt", "entry_point", "reference_solution", "visible_tests", "hidden_tests", "timeout_s", "test_timeout_s")
 
     @classmethod
     def initial_for(cls, version: TaskVersion) -> dict:
         suite = version.test_suite
         return {"prompt": version.prompt, "entry_point": version.entry_point,
                 "reference_solution": version.reference_solution, "visible_tests": suite.visible_tests,
-                "hidden_tests": suite.hidden_tests, "timeout_s": suite.timeout_s, "base": version.number}
+                "hidden_tests": suite.hidden_tests, "timeout_s": suite.timeout_s, "test_timeout_s": suite.test_timeout_s,
+                "base": version.number}
 
     def clean(self):
         data = super().clean()

@@ -47,7 +47,8 @@ class TestSuiteVersion(Authored):
     ``harness`` names how to run them: ``python-check`` is a HumanEval-style source
     defining ``check(candidate)``, one test per assert-bearing statement of its body;
     ``js-console-assert`` counts ``console.assert`` call sites. ``timeout_s`` is the
-    wall-clock limit of one grading execution, in seconds.
+    wall-clock limit of one grading execution, ``test_timeout_s`` that of one test, in
+    seconds (see :meth:`limits`).
     """
 
     __test__ = False  # not a pytest class, despite its name
@@ -60,11 +61,22 @@ class TestSuiteVersion(Authored):
     visible_test_ids = models.JSONField(default=list)
     hidden_test_ids = models.JSONField(default=list)
     timeout_s = models.FloatField(default=10.0)
+    # Seconds one call of the program may take before its test fails and the next runs
+    # (python-check only); None: only ``timeout_s`` bounds the run. In the content hash
+    # only when set.
+    test_timeout_s = models.FloatField(null=True, blank=True)
 
-    CONTENT_FIELDS = ("harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids", "timeout_s")
+    CONTENT_FIELDS = ("harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids", "timeout_s",
+                      "test_timeout_s")
 
     def __str__(self) -> str:
         return f"suite@{self.content_hash[:12]}"
+
+    def limits(self):
+        """The sandbox :class:`~sandboxes.process.Limits` of one grading execution."""
+        from sandboxes.process import Limits
+
+        return Limits(wall_timeout_s=self.timeout_s, cpu_s=int(self.timeout_s) + 1, test_timeout_s=self.test_timeout_s)
 
 
 class Task(models.Model):

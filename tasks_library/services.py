@@ -114,7 +114,8 @@ def environment_get_or_create(*, content: dict, author: str = "", change_note: s
 
 
 def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_tests: str | None = None,
-                             timeout_s: float = DEFAULT_TIMEOUT_S, where: str = "test suite",
+                             timeout_s: float = DEFAULT_TIMEOUT_S, test_timeout_s: float | None = None,
+                             where: str = "test suite",
                              author: str = "", change_note: str = "",
                              parent: TestSuiteVersion | None = None) -> TestSuiteVersion:
     """The test suite version with these tests; test ids are computed by the harness.
@@ -124,7 +125,9 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
 
     Raises:
         ImportFormatError: unknown harness, tests that do not parse or hold no
-            assertion, or a timeout outside (0, 300] seconds; the message starts with ``where``.
+            assertion, a timeout outside (0, 300] seconds, or a per-test timeout that is
+            not in (0, timeout] or is set for a harness other than python-check; the
+            message starts with ``where``.
     """
     try:
         kind = harness(harness_name)
@@ -132,6 +135,12 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
         raise ImportFormatError(f"{where}: field 'harness': {exc}") from exc
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= MAX_TIMEOUT_S:
         raise ImportFormatError(f"{where}: field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]")
+    if test_timeout_s is not None:
+        if isinstance(test_timeout_s, bool) or not isinstance(test_timeout_s, (int, float)) or not 0 < test_timeout_s <= timeout_s:
+            raise ImportFormatError(f"{where}: field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]")
+        if harness_name != "python-check":
+            raise ImportFormatError(f"{where}: field 'test_timeout_s': per-test timeouts apply to python-check suites only")
+        test_timeout_s = float(test_timeout_s)
     try:
         hidden_ids = kind.expected_ids(hidden_tests)
         visible = visible_tests or (visible_subset(hidden_tests) if harness_name == "python-check" else hidden_tests)
@@ -150,6 +159,8 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
         "hidden_test_ids": hidden_ids,
         "timeout_s": float(timeout_s),
     }
+    if test_timeout_s is not None:
+        content["test_timeout_s"] = test_timeout_s
     suite, _ = TestSuiteVersion.objects.get_or_create(
         content_hash=content_hash(content), defaults=dict(content, author=author, change_note=change_note, parent=parent)
     )
@@ -242,7 +253,7 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
         suite = test_suite_get_or_create(
             harness_name=record.get("harness") or "python-check", hidden_tests=record["tests"],
             visible_tests=record.get("visible_tests"), timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
-            where=where, author=author, change_note=change_note or f"imported from {source}",
+            test_timeout_s=record.get("test_timeout_s"), where=where, author=author, change_note=change_note or f"imported from {source}",
         )
         runtime = harness(suite.harness).runtime
         if record.get("environment") is not None:
@@ -281,7 +292,7 @@ class EditError(ValueError):
 
 
 EDITABLE = ("prompt", "entry_point", "reference_solution", "files", "hidden_tests", "visible_tests", "timeout_s",
-            "harness", "environment")
+            "test_timeout_s", "harness", "environment")
 
 
 @transaction.atomic
@@ -310,6 +321,7 @@ def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **
             hidden_tests=changes.get("hidden_tests", suite.hidden_tests),
             visible_tests=changes.get("visible_tests", suite.visible_tests),
             timeout_s=changes.get("timeout_s", suite.timeout_s),
+            test_timeout_s=changes.get("test_timeout_s", suite.test_timeout_s),
             where=where, author=author, change_note=change_note, parent=suite,
         )
         runtime = harness(new_suite.harness).runtime

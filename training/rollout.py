@@ -43,6 +43,7 @@ class TaskSpec:
     timeout_s: float
     harness: str = "python-check"  # the test suite's harness: which runtime runs the code
     files: dict = field(default_factory=dict)  # workspace files beside the program
+    test_timeout_s: float | None = None  # per-test limit of the suite, if any
 
 
 @dataclass
@@ -111,7 +112,7 @@ class RolloutTimes:
 
 
 def _limits(task: TaskSpec) -> Limits:
-    return Limits(wall_timeout_s=task.timeout_s, cpu_s=int(task.timeout_s) + 1)
+    return Limits(wall_timeout_s=task.timeout_s, cpu_s=int(task.timeout_s) + 1, test_timeout_s=task.test_timeout_s)
 
 
 def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:

@@ -163,6 +163,7 @@ def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) 
             timeout_s=v.test_suite.timeout_s,
             harness=v.test_suite.harness,
             files=v.files,
+            test_timeout_s=v.test_suite.test_timeout_s,
         )
         for _length, v in sized[: config.train_tasks]
     ]

@@ -76,7 +76,8 @@ class Candidate:
 
     def __init__(self, name, requests, replies, call_timeout_s=None):
         self.name, self.requests, self.replies = name, requests, replies
-        self.call_timeout_s = call_timeout_s  # probes: a slow input is dropped, not the whole run
+        # A suite's per-test limit, or a probe's: the slow call fails, the next test runs.
+        self.call_timeout_s = call_timeout_s
         self.lost = None
 
     def __call__(self, *args, **kwargs):
@@ -137,7 +138,7 @@ def main(spec):
         # with ``sort_third``): in the original harness that name is the submission's
         # function, so here it is the same proxy as ``candidate``.
         namespace["candidate"] = namespace[spec["entry_point"]] = Candidate(
-            spec["entry_point"], requests, replies, PROBE_CALL_TIMEOUT_S if probing else None)
+            spec["entry_point"], requests, replies, PROBE_CALL_TIMEOUT_S if probing else spec.get("test_timeout_s"))
 
     for test_id, stmt in pairs:
         if load_error is not None:

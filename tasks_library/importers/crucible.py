@@ -7,7 +7,7 @@ A line (``"format": "crucible.task/1"``)::
      "reference_solution": "...", "files": {"data/input.csv": "..."},
      "environment": {"name": "python", "runtime": "python3.11", "packages": [], "image": "..."},
      "test_suite": {"harness": "python-check", "visible_tests": "...", "hidden_tests": "...",
-                    "timeout_s": 10.0},
+                    "timeout_s": 10.0, "test_timeout_s": 2.0},
      "content_hash": "...", "change_note": "...", "author": "..."}
 
 ``content_hash``, ``change_note`` and ``author`` are informative on import: the hash
@@ -55,6 +55,8 @@ def export_record(version) -> dict:
     }
     if version.files:
         record["files"] = dict(version.files)
+    if suite.test_timeout_s is not None:
+        record["test_suite"]["test_timeout_s"] = suite.test_timeout_s
     return record
 
 
@@ -94,6 +96,7 @@ def read_crucible(path: Path) -> Iterator[dict]:
             "tests": suite["hidden_tests"],
             "visible_tests": visible,
             "timeout_s": suite.get("timeout_s", 10.0),
+            "test_timeout_s": suite.get("test_timeout_s"),
             "change_note": row.get("change_note") if isinstance(row.get("change_note"), str) else None,
             "where": where,
         }

@@ -31,7 +31,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from sandboxes import result as R
-from sandboxes.process import Limits
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
 from tasks_library.models import TaskVersion
@@ -116,7 +115,7 @@ def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]
     suite = version.test_suite
     kind = harness(suite.harness)
     language = LANGUAGES.get(suite.harness)
-    limits = Limits(wall_timeout_s=suite.timeout_s, cpu_s=int(suite.timeout_s) + 1)
+    limits = suite.limits()
 
     def queue(stage: str, program: str, tests: str) -> tuple[str, int]:
         batches[stage].append(kind.request(program, tests, version.entry_point, prompt=version.prompt, limits=limits,

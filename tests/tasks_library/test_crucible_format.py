@@ -39,7 +39,7 @@ def test_export_then_import_round_trips_to_identical_hashes(tmp_path):
     # A version with workspace files, tags and an edited suite travels too.
     first = TaskVersion.objects.get(task__task_id="HumanEval/0")
     edited = task_version_edit(version=first, author="alice", change_note="data file for the example",
-                               files={"data/points.csv": "x\n1.0\n2.0\n"}, timeout_s=5.0)
+                               files={"data/points.csv": "x\n1.0\n2.0\n"}, timeout_s=5.0, test_timeout_s=1.5)
     Task.objects.filter(pk=first.task_id).update(tags=["lists", "floats"])
     before = _snapshot()
     assert len(before["versions"]) == 164 * 2 + 1
@@ -66,6 +66,7 @@ def test_export_then_import_round_trips_to_identical_hashes(tmp_path):
     assert Task.objects.get(task_id="HumanEval/0").tags == ["lists", "floats"]
     restored = TaskVersion.objects.get(task__task_id="HumanEval/0")
     assert restored.files == {"data/points.csv": "x\n1.0\n2.0\n"} and restored.test_suite.timeout_s == 5.0
+    assert restored.test_suite.test_timeout_s == 1.5
 
 
 @pytest.mark.django_db
@@ -104,6 +105,8 @@ def _crucible_line(**overrides) -> dict:
         ({"test_suite": {"harness": "python-check", "hidden_tests": "def check(c):\n    pass\n", "timeout_s": 5}},
          ":2: field 'test': the tests contain no assertion"),
         ({"task_id": "T/0"}, ":2: field 'task_id': duplicate id 'T/0'"),
+        ({"test_suite": {"harness": "python-check", "hidden_tests": "def check(c):\n    assert c(1)\n", "timeout_s": 2,
+                         "test_timeout_s": 3}}, ":2: field 'test_timeout_s': must be a number of seconds in (0, timeout_s=2]"),
     ],
 )
 def test_bad_line_names_file_line_and_field_and_writes_nothing(write_jsonl, overrides, expected):
