@@ -167,17 +167,20 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
     return suite
 
 
-def files_check(files, *, where: str) -> dict[str, str]:
+def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]:
     """Workspace files as ``{relative path: text}``, refused when unsafe or too big.
 
     Raises:
         ImportFormatError: not an object of strings, a path that is absolute or climbs
-            out (``..``), a file over 1 MiB or all files over 8 MiB.
+            out (``..``), a file over 1 MiB or all files over 8 MiB, or files for a
+            runtime whose runner takes none (Node.js).
     """
-    if files is None:
+    if not files:
         return {}
     if not isinstance(files, dict):
         raise ImportFormatError(f"{where}: field 'files': expected an object {{path: text}}")
+    if runtime != "python":
+        raise ImportFormatError(f"{where}: field 'files': workspace files are supported by the Python verifiers only")
     total = 0
     for name, text in files.items():
         parts = name.split("/")
@@ -229,8 +232,9 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
 
     A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
     "where"}`` plus, optionally, ``visible_tests``, ``harness`` (default
-    ``python-check``), ``timeout_s``, ``environment`` (an object; default: this
-    machine's runtime for the harness), ``files``, ``tags``, ``source``, ``change_note``.
+    ``python-check``), ``timeout_s``, ``test_timeout_s``, ``environment`` (an object;
+    default: this machine's runtime for the harness), ``files``, ``tags``, ``source``,
+    ``change_note``.
 
     Idempotent: a record whose content matches an existing version of its task
     creates nothing; a changed record creates a new version (parent: the latest)
@@ -240,6 +244,7 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
         ImportFormatError: a record is malformed (the message names file, line, field).
     """
     author = author or command_line_author()
+    note = change_note or f"imported from {source}"
     defaults: dict[str, EnvironmentVersion] = {}
     report = ImportReport(task_set=task_set_name)
     pinned: list[TaskVersion] = []
@@ -253,12 +258,12 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
         suite = test_suite_get_or_create(
             harness_name=record.get("harness") or "python-check", hidden_tests=record["tests"],
             visible_tests=record.get("visible_tests"), timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
-            test_timeout_s=record.get("test_timeout_s"), where=where, author=author, change_note=change_note or f"imported from {source}",
+            test_timeout_s=record.get("test_timeout_s"), where=where, author=author, change_note=note,
         )
         runtime = harness(suite.harness).runtime
         if record.get("environment") is not None:
             env = environment_get_or_create(content=environment_check(record["environment"], where=where, runtime=runtime),
-                                            author=author, change_note=f"imported from {source}")
+                                            author=author, change_note=note)
         else:
             if runtime not in defaults:
                 defaults[runtime] = ENVIRONMENTS[runtime]()
@@ -272,9 +277,9 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
             task.tags = [*task.tags, *added]
             task.save(update_fields=["tags"])
         version, created = task_version_get_or_create(
-            task=task, author=author, change_note=record.get("change_note") or change_note or f"imported from {source}",
+            task=task, author=author, change_note=record.get("change_note") or note,
             prompt=record["prompt"], entry_point=record["entry_point"], reference_solution=record["reference_solution"],
-            files=files_check(record.get("files"), where=where), environment=env, test_suite=suite,
+            files=files_check(record.get("files"), where=where, runtime=runtime), environment=env, test_suite=suite,
         )
         report.new_versions += created
         report.unchanged += not created
@@ -283,7 +288,7 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
     if not pinned:
         raise ImportFormatError("the file holds no task; nothing to import")
     report.tasks = len(pinned)
-    task_set_pin(name=task_set_name, versions=pinned, author=author, change_note=change_note or f"imported from {source}")
+    task_set_pin(name=task_set_name, versions=pinned, author=author, change_note=note)
     return report
 
 
@@ -330,7 +335,7 @@ def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **
             content=environment_check(changes.get("environment", env_content), where=where, runtime=runtime),
             author=author, change_note=change_note, parent=env,
         )
-        files = files_check(changes.get("files", version.files), where=where)
+        files = files_check(changes.get("files", version.files), where=where, runtime=runtime)
     except ImportFormatError as exc:
         raise EditError(str(exc).removeprefix(where + ": ")) from exc
     for name in ("prompt", "entry_point", "reference_solution"):
