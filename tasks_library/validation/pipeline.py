@@ -284,11 +284,12 @@ def _store(version: TaskVersion, verdict: str, reasons: list[str], report: dict,
         current = TaskVersion.objects.select_for_update().get(pk=version.pk)
         fields = {"verdict": verdict, "verdict_reasons": reasons, "report": report, "mutation_score": score,
                   "validated_at": timezone.now()}
-        overridden = bool(current.override_reason)
-        manual = bool(current.curated_by) and current.quarantined and not current.quarantine_reason.startswith("automatic:")
-        if verdict in TaskVersion.QUARANTINING and not overridden:
+        automatic = current.quarantine_reason.startswith("automatic:")
+        if current.quarantined and not automatic:
+            pass  # a curator's own quarantine stands, with the curator's reason
+        elif verdict in TaskVersion.QUARANTINING and not current.override_reason:
             fields.update(quarantined=True, quarantine_reason=f"automatic: {verdict}")
-        elif not manual and current.quarantine_reason.startswith("automatic:"):
+        elif automatic:  # the finding that quarantined it is gone
             fields.update(quarantined=False, quarantine_reason="")
         TaskVersion.objects.filter(pk=version.pk).update(**fields)
         for name, value in fields.items():

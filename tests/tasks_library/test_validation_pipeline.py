@@ -82,3 +82,15 @@ def test_a_curators_override_survives_revalidation(validated):
 def test_impossible_options_are_refused():
     with pytest.raises(ValueError, match="reference_runs must be at least 1"):
         task_versions_validate(versions=[], options=Options(reference_runs=0))
+
+
+@pytest.mark.django_db
+def test_a_curators_quarantine_survives_revalidation_with_its_reason(validated):
+    from tasks_library.services import task_versions_quarantine
+
+    valid = validated["valid"]
+    task_versions_quarantine(version_ids=[valid.pk], author="heidi", reason="prompt is ambiguous about negatives")
+    task_versions_validate(versions=[valid], options=Options(reference_runs=1, mutants=0))
+    valid.refresh_from_db()
+    assert valid.verdict == "valid" and valid.quarantined
+    assert valid.quarantine_reason == "prompt is ambiguous about negatives"
