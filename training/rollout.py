@@ -79,6 +79,11 @@ class Rollout:
         """Dropped trajectories (infrastructure failures) are neither scored nor trained on."""
         return "infra_error" in self.flags
 
+    @property
+    def passed(self) -> bool:
+        """Every hidden test passed (a suite with no test never passes)."""
+        return self.tests_total > 0 and self.tests_passed == self.tests_total
+
     def context_ids(self) -> list[int]:
         ids = list(self.prompt_ids)
         for turn in self.turns:

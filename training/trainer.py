@@ -177,7 +177,7 @@ def _record_attempts(rollouts: list, sampler: DifficultySampler) -> None:
         if not rollout.dropped:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
     for version_id, members in by_version.items():
-        passed = sum(m.tests_total > 0 and m.tests_passed == m.tests_total for m in members)
+        passed = sum(m.passed for m in members)
         task_version_record_attempts(version_id=version_id, passed=passed, total=len(members))
         sampler.keep_group([m.reward for m in members])
 
@@ -247,7 +247,7 @@ def _train(run: TrainingRun, config: RunConfig) -> None:
         scored = [r for r in rollouts if not r.dropped]
         metrics.update(
             {
-                "reward/pass_rate": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in scored) / max(1, len(scored)),
+                "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
                 "rollouts/dropped": len(rollouts) - len(scored),
                 "sampler/groups_skipped": sampler.groups_skipped,
                 "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
