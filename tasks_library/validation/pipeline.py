@@ -46,9 +46,9 @@ SEVERITY = (
     TaskVersion.VERDICT_PROMPT_CONTRADICTS,
     TaskVersion.VERDICT_WEAK_SUITE,
 )
-# The language of each harness's programs (mutants); prompt examples are function calls,
-# so only the unit-test harnesses run them.
-LANGUAGES = {"python-check": "python", "output-match": "python", "custom-checker": "python", "js-console-assert": "javascript"}
+# The language of each sandbox runtime's programs (which mutant maker applies); prompt
+# examples are function calls, so only the unit-test harnesses run them.
+LANGUAGES = {"python": "python", "node": "javascript"}
 EXAMPLE_HARNESSES = ("python-check", "js-console-assert")
 MUTANT_MAKERS: dict[str, Callable] = {"python": M.python_mutants, "javascript": M.javascript_mutants}
 EXAMPLE_READERS: dict[str, Callable] = {"python": E.python_prompt_examples, "javascript": E.javascript_prompt_examples}
@@ -114,7 +114,7 @@ STAGES = ("reference", "trivial", "examples", "mutation")
 def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]) -> Plan:
     suite = version.test_suite
     kind = harness(suite.harness)
-    language = LANGUAGES.get(suite.harness)
+    language = LANGUAGES.get(kind.runtime)
     limits = suite.limits()
 
     def queue(stage: str, program: str, tests: str) -> tuple[str, int]:
