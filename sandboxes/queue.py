@@ -75,63 +75,79 @@ def request_limits(request: dict) -> Limits:
     return Limits(**{k: v for k, v in (request.get("limits") or {}).items() if k in known})
 
 
+class PendingBatch:
+    """Requests queued by :func:`submit`, answered while the caller does other work."""
+
+    def __init__(self, requests: list[dict]):
+        self.count = len(requests)
+        self.client = connection()
+        batch = uuid.uuid4().hex
+        self.reply_to = f"{PREFIX}:reply:{batch}"
+        self.by_id: dict[str, int] = {}
+        self.runtimes: set[str] = set()
+        pipe = self.client.pipeline(transaction=False)
+        for index, item in enumerate(requests):
+            message = dict(item, id=f"{batch}:{index}", reply_to=self.reply_to)
+            self.by_id[message["id"]] = index
+            self.runtimes.add(message["runtime"])
+            pipe.lpush(pending_key(message["runtime"]), json.dumps(message))
+        if requests:
+            pipe.execute()
+        self.submitted = time.monotonic()
+
+    def wait(self, *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
+        """Every answer, in request order.
+
+        Args:
+            timeout_s: give up this many seconds after submission; None waits while
+                any worker of the runtime is alive.
+
+        Returns:
+            One result per request. A request no live worker answered comes back as
+            ``infra_error`` with a detail that names the command to start workers.
+        """
+        results: list[R.ExecutionResult | None] = [None] * self.count
+        waiting = self.count
+        without_workers_since: float | None = None
+        detail = ""
+        try:
+            while waiting:
+                popped = self.client.blpop([self.reply_to], timeout=2)
+                if popped is not None:
+                    reply = json.loads(popped[1])
+                    index = self.by_id.get(reply.get("id"))
+                    if index is not None and results[index] is None:
+                        results[index] = R.ExecutionResult.from_dict(reply["result"])
+                        waiting -= 1
+                    continue
+                now = time.monotonic()
+                if timeout_s is not None and now - self.submitted > timeout_s:
+                    detail = f"no sandbox worker answered within {timeout_s:.0f} s"
+                    break
+                if all(live_workers(runtime) for runtime in self.runtimes):
+                    without_workers_since = None
+                elif without_workers_since is None:
+                    without_workers_since = now
+                elif now - without_workers_since > NO_WORKER_GRACE_S:
+                    missing = sorted(r for r in self.runtimes if not live_workers(r))
+                    detail = (f"no live sandbox worker for {', '.join(missing)}; start one with "
+                              f"`python manage.py sandbox_worker --runtime {missing[0]}`")
+                    break
+        finally:
+            self.client.delete(self.reply_to)
+        return [r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail) for r in results]
+
+
+def submit(requests: list[dict]) -> PendingBatch:
+    """Queue ``requests`` (from :func:`request`) now; collect the answers later with ``.wait()``."""
+    return PendingBatch(requests)
+
+
 def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
-    """Queue ``requests`` and wait for every answer, in order.
-
-    Args:
-        requests: from :func:`request`.
-        timeout_s: give up after this many seconds in all; None waits while any worker
-            of the runtime is alive.
-
-    Returns:
-        One result per request. A request no live worker answered comes back as
-        ``infra_error`` with a detail that names the command to start workers.
-    """
+    """Queue ``requests`` and wait for every answer, in order (see :meth:`PendingBatch.wait`)."""
     if not requests:
         return []
-    client = connection()
-    batch = uuid.uuid4().hex
-    reply_to = f"{PREFIX}:reply:{batch}"
-    by_id: dict[str, int] = {}
-    pipe = client.pipeline(transaction=False)
-    runtimes = set()
-    for index, item in enumerate(requests):
-        message = dict(item, id=f"{batch}:{index}", reply_to=reply_to)
-        by_id[message["id"]] = index
-        runtimes.add(message["runtime"])
-        pipe.lpush(pending_key(message["runtime"]), json.dumps(message))
-    pipe.execute()
-    results: list[R.ExecutionResult | None] = [None] * len(requests)
-    waiting = len(requests)
-    start = time.monotonic()
-    without_workers_since: float | None = None
-    detail = ""
-    try:
-        while waiting:
-            popped = client.blpop([reply_to], timeout=2)
-            if popped is not None:
-                reply = json.loads(popped[1])
-                index = by_id.get(reply.get("id"))
-                if index is not None and results[index] is None:
-                    results[index] = R.ExecutionResult.from_dict(reply["result"])
-                    waiting -= 1
-                continue
-            now = time.monotonic()
-            if timeout_s is not None and now - start > timeout_s:
-                detail = f"no sandbox worker answered within {timeout_s:.0f} s"
-                break
-            if all(live_workers(runtime) for runtime in runtimes):
-                without_workers_since = None
-            elif without_workers_since is None:
-                without_workers_since = now
-            elif now - without_workers_since > NO_WORKER_GRACE_S:
-                missing = sorted(r for r in runtimes if not live_workers(r))
-                detail = (f"no live sandbox worker for {', '.join(missing)}; start one with "
-                          f"`python manage.py sandbox_worker --runtime {missing[0]}`")
-                break
-    finally:
-        client.delete(reply_to)
-    return [r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail) for r in results]
+    return submit(requests).wait(timeout_s=timeout_s)
 
 
 def python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",

@@ -6,6 +6,10 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+# The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the estimators).
+AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
+
 
 class ConfigError(ValueError):
     """A run configuration that cannot be launched; the message names the key."""
@@ -64,11 +68,37 @@ class RunConfig:
     train_tasks: int = 16
     temperature: float = 1.0
     top_p: float = 1.0
-    clip_eps: float = 0.2
-    ppo_epochs: int = 1
+    # Advantages: "grpo" (group mean, / std when normalize_std) or "rloo" (leave-one-out mean).
+    advantage_estimator: str = "grpo"
     normalize_std: bool = True
+    # PPO clip range [1 - clip_low, 1 + clip_high]; clip_high > clip_low is DAPO's clip-higher.
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    ppo_epochs: int = 1
     loss_aggregation: str = "seq-mean-token-mean"
+    # KL penalty (k3 estimator) against the frozen initial policy after SFT; 0 keeps no reference model.
+    kl_coef: float = 0.0
+    # DAPO soft overlong shaping over the last ``overlong_cache_tokens`` of the sampled-token budget
+    # (max_turns * max_new_tokens); 0 turns it off.
+    overlong_cache_tokens: int = 0
+    lr_warmup_steps: int = 0
+    grad_clip: float = 1.0
     sandbox_parallelism: int = 2
+    # Wall-clock budget of one rollout (all its turns), seconds: past it the rollout ends ``timeout``.
+    rollout_timeout_s: float = 300.0
+    # Checkpoints: written every ``checkpoint_every`` steps (and at the last), the newest
+    # ``keep_checkpoints`` kept. A relaunched run resumes from the newest one.
+    checkpoint_every: int = 1
+    keep_checkpoints: int = 2
+    # Data-parallel ranks of the local backend (torchrun --nproc-per-node); groups are sharded across them.
+    nproc_per_node: int = 1
+    # Relaunch an interrupted run from its last checkpoint (reconcile loop), at most ``max_resumes`` times.
+    resume_on_interrupt: bool = True
+    max_resumes: int = 2
+    # Launch spec of the kubernetes backend (training.kubernetes.KubernetesSpec); empty for local runs.
+    kubernetes: dict = field(default_factory=dict)
+    # LoRA adapters through peft for a model loaded from model_path: {"r": 8, "alpha": 16, ...}; empty: full fine-tuning.
+    lora: dict = field(default_factory=dict)
     n_embd: int = 128
     n_layer: int = 2
     n_head: int = 4
@@ -106,25 +136,32 @@ class RunConfig:
     def check(self) -> None:
         """Raises ConfigError naming the first impossible value."""
         positive = ("steps", "tasks_per_step", "group_size", "max_turns", "max_new_tokens", "max_prompt_tokens",
-                    "train_tasks", "sandbox_parallelism", "ppo_epochs", "sft_batch_size", "n_embd", "n_layer", "n_head")
+                    "train_tasks", "sandbox_parallelism", "ppo_epochs", "sft_batch_size", "n_embd", "n_layer", "n_head",
+                    "checkpoint_every", "keep_checkpoints", "nproc_per_node")
+        non_negative = ("sft_epochs", "kl_coef", "overlong_cache_tokens", "lr_warmup_steps", "max_resumes")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"config key {key!r} must be at least 1, got {getattr(self, key)}")
-        if self.sft_epochs < 0:
-            raise ConfigError(f"config key 'sft_epochs' must be 0 or more, got {self.sft_epochs}")
+        for key in non_negative:
+            if getattr(self, key) < 0:
+                raise ConfigError(f"config key {key!r} must be 0 or more, got {getattr(self, key)}")
         if self.group_size < 2:
             raise ConfigError("config key 'group_size' must be at least 2: GRPO compares trajectories within a group")
-        for key in ("lr", "sft_lr", "temperature"):
+        for key in ("lr", "sft_lr", "temperature", "rollout_timeout_s", "grad_clip"):
             if not getattr(self, key) > 0:
                 raise ConfigError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"config key 'top_p' must be in (0, 1], got {self.top_p}")
-        if not 0 < self.clip_eps < 1:
-            raise ConfigError(f"config key 'clip_eps' must be in (0, 1), got {self.clip_eps}")
-        if self.loss_aggregation not in ("token-mean", "seq-mean-token-mean"):
-            raise ConfigError(
-                f"config key 'loss_aggregation' must be token-mean or seq-mean-token-mean, got {self.loss_aggregation!r}"
-            )
+        for key in ("clip_low", "clip_high"):
+            if not 0 < getattr(self, key) < 1:
+                raise ConfigError(f"config key {key!r} must be in (0, 1), got {getattr(self, key)}")
+        choices = {"loss_aggregation": AGGREGATIONS, "advantage_estimator": ADVANTAGE_ESTIMATORS}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(f"config key {key!r} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+        if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
+            raise ConfigError(f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) must not exceed the "
+                              f"sampled-token budget max_turns * max_new_tokens ({self.max_turns * self.max_new_tokens})")
         from tasks_library.difficulty import BUCKET_NAMES
 
         for name, weight in self.difficulty_weights.items():
@@ -135,3 +172,9 @@ class RunConfig:
             raise ConfigError(f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})")
         if self.model_path and not (Path(self.model_path) / "config.json").exists():
             raise ConfigError(f"config key 'model_path': {self.model_path!r} holds no config.json")
+        if self.lora and not self.model_path:
+            raise ConfigError("config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one")
+        if self.kubernetes:
+            from training.kubernetes import KubernetesSpec
+
+            KubernetesSpec.from_config(self.kubernetes)  # raises ConfigError naming the key

@@ -11,7 +11,7 @@ and the re-shown prompt) are context the policy did not choose, so they are mask
 Grading runs the final code against the hidden tests in a fresh sandbox; the
 agent's turns only ever saw the visible tests. A sandbox ``infra_error`` is retried
 once, then the trajectory is flagged ``infra_error`` and dropped from the batch:
-it gets no reward, not a reward of 0.
+it gets no reward, not a reward of 0 (the trainer replays its task later).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sandboxes import result as R
-from sandboxes.queue import run_many
+from sandboxes.queue import run_many, submit
 from sandboxes.suites import harness
 from sandboxes.process import Limits
 from training.generation import sample_batch
@@ -73,6 +73,12 @@ class Rollout:
     tests_total: int = 0
     flags: list[str] = field(default_factory=list)
     advantage: float = 0.0
+    reward_components: dict = field(default_factory=dict)  # name -> value; ``reward`` is their sum
+
+    @property
+    def sampled_tokens(self) -> int:
+        """Tokens the policy sampled over all turns (observations excluded)."""
+        return sum(len(turn.token_ids) for turn in self.turns)
 
     @property
     def dropped(self) -> bool:
@@ -101,17 +107,33 @@ class Rollout:
 
 @dataclass
 class RolloutConfig:
+    """How trajectories are rolled out. Units: tokens, seconds.
+
+    ``overlap_chunks`` splits the groups into that many chunks that take turns: while the
+    sandboxes run one chunk's code, the policy generates for the next.
+    ``timeout_s`` is one rollout's wall-clock budget over all its turns.
+    """
+
     group_size: int = 8
     max_turns: int = 2
     max_new_tokens: int = 96
     temperature: float = 1.0
     top_p: float = 1.0
+    timeout_s: float = 300.0
+    overlap_chunks: int = 2
 
 
 @dataclass
 class RolloutTimes:
+    """Seconds per phase of one batch of rollouts.
+
+    ``sandbox_s`` is the time spent waiting for sandbox results that generation did not
+    hide; ``sandbox_busy_s`` sums the executions' own wall time (all workers together).
+    """
+
     generation_s: float = 0.0
     sandbox_s: float = 0.0
+    sandbox_busy_s: float = 0.0
     grading_s: float = 0.0
     generated_tokens: int = 0
 
@@ -120,15 +142,31 @@ def _limits(task: TaskSpec) -> Limits:
     return Limits(wall_timeout_s=task.timeout_s, cpu_s=int(task.timeout_s) + 1, test_timeout_s=task.test_timeout_s)
 
 
-def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
-    """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once.
+def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
+    return [harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task),
+                                          files=task.files)
+            for code, tests, task in items]
 
-    A worker that dies under a request is replaced and the request retried once on
-    another; what still fails comes back ``infra_error`` and is flagged, not scored.
+
+def _retry_infra_errors(items: list[tuple[str, str, TaskSpec]], results: list[R.ExecutionResult]) -> list[R.ExecutionResult]:
+    """Run the items whose result is ``infra_error`` once more; what fails again stays ``infra_error``.
+
+    (The queue already retries a request whose worker died on another worker; this
+    second chance covers a batch that found no live worker for a moment.)
     """
-    return run_many([harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task),
-                                                     files=task.files)
-                     for code, tests, task in items])
+    again = [i for i, result in enumerate(results) if result.status == R.INFRA_ERROR]
+    if not again:
+        return results
+    retried = run_many(_requests([items[i] for i in again]))
+    results = list(results)
+    for i, result in zip(again, retried):
+        results[i] = result
+    return results
+
+
+def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
+    """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once, retrying infra errors once."""
+    return _retry_infra_errors(items, run_many(_requests(items)))
 
 
 def observation_text(result: R.ExecutionResult) -> str:
@@ -142,88 +180,135 @@ def observation_text(result: R.ExecutionResult) -> str:
     return "\n".join(lines) + "\n# revise:\n"
 
 
+def _chunks(rollouts: list[Rollout], count: int) -> list[list[Rollout]]:
+    """Split rollouts into ``count`` chunks of whole groups (a group is generated in one batch)."""
+    groups = sorted({r.group for r in rollouts})
+    per_chunk = max(1, -(-len(groups) // max(1, count)))
+    chunks = []
+    for start in range(0, len(groups), per_chunk):
+        members = set(groups[start : start + per_chunk])
+        chunks.append([r for r in rollouts if r.group in members])
+    return chunks
+
+
+def _generate(policy: Policy, active: list[Rollout], config: RolloutConfig, generator, times: RolloutTimes) -> None:
+    started = time.monotonic()
+    samples = sample_batch(
+        policy,
+        [r.context_ids() for r in active],
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        stop_ids=(policy.end_id,),
+        generator=generator,
+    )
+    times.generation_s += time.monotonic() - started
+    for rollout, sample in zip(active, samples):
+        text = policy.decode(sample.token_ids)
+        times.generated_tokens += len(sample.token_ids)
+        rollout.turns.append(
+            TurnRecord(policy_text=text, token_ids=sample.token_ids, logprobs=sample.logprobs, code=rollout.task.prompt + text)
+        )
+
+
+def _observe(policy: Policy, rollout: Rollout, result: R.ExecutionResult, *, last_turn: bool, config: RolloutConfig) -> None:
+    """Record the sandbox's answer to the rollout's last turn and decide whether it goes on."""
+    turn = rollout.turns[-1]
+    turn.sandbox_status, turn.sandbox_result = result.status, result.to_dict()
+    if result.status == R.INFRA_ERROR:
+        rollout.flags.append("infra_error")
+        rollout.done = True
+        return
+    if result.passed or last_turn:
+        rollout.done = True
+        return
+    turn.observation = observation_text(result)
+    feedback = policy.encode(turn.observation)[:OBSERVATION_TEXT_TOKENS]
+    turn.observation_ids = [policy.obs_id, *feedback, *policy.encode(rollout.task.prompt)]
+    if len(rollout.context_ids()) + config.max_new_tokens > policy.model.config.n_positions:
+        # No room for another turn: the last code stands as the answer.
+        turn.observation, turn.observation_ids = "", []
+        rollout.done = True
+
+
 def collect_rollouts(
     policy: Policy,
     tasks: list[TaskSpec],
     config: RolloutConfig,
     *,
     generator: torch.Generator | None = None,
+    first_group: int = 0,
 ) -> tuple[list[Rollout], RolloutTimes]:
     """Roll out ``config.group_size`` trajectories per task, then grade them.
 
-    Generation is batched over every active trajectory of every group; the sandbox
-    executions of a turn are queued together and run concurrently on the workers.
+    Each turn, the groups are split into ``config.overlap_chunks`` chunks: a chunk's
+    code is queued to the sandboxes as soon as it is generated, and the policy goes on
+    generating for the next chunk while the workers run it. A rollout past its
+    ``config.timeout_s`` budget takes no further turn and ends ``timeout`` (reward 0,
+    flag ``rollout_timeout``); the job goes on.
+
+    Args:
+        tasks: one task per group; group numbers start at ``first_group``.
 
     Returns:
-        ``(rollouts, times)``: rollouts ordered by group then index, each graded
-        (or flagged ``infra_error``); times in seconds per phase.
+        ``(rollouts, times)``: rollouts ordered by group then index, each graded, ended
+        ``timeout``, or flagged ``infra_error`` (dropped: no reward); times in seconds.
     """
     times = RolloutTimes()
     rollouts = [
-        Rollout(task=task, group=g, index_in_group=i, prompt_ids=[policy.bos_id, *policy.encode(task.prompt)])
+        Rollout(task=task, group=first_group + g, index_in_group=i, prompt_ids=[policy.bos_id, *policy.encode(task.prompt)])
         for g, task in enumerate(tasks)
         for i in range(config.group_size)
     ]
-    n_positions = policy.model.config.n_positions
-    for turn_index in range(config.max_turns):
-        active = [r for r in rollouts if not r.done]
-        if not active:
-            break
-        started = time.monotonic()
-        samples = sample_batch(
-            policy,
-            [r.context_ids() for r in active],
-            max_new_tokens=config.max_new_tokens,
-            temperature=config.temperature,
-            top_p=config.top_p,
-            stop_ids=(policy.end_id,),
-            generator=generator,
-        )
-        times.generation_s += time.monotonic() - started
-        for rollout, sample in zip(active, samples):
-            text = policy.decode(sample.token_ids)
-            times.generated_tokens += len(sample.token_ids)
-            rollout.turns.append(
-                TurnRecord(policy_text=text, token_ids=sample.token_ids, logprobs=sample.logprobs, code=rollout.task.prompt + text)
-            )
-        started = time.monotonic()
-        results = _execute([(r.turns[-1].code, r.task.visible_tests, r.task) for r in active])
-        times.sandbox_s += time.monotonic() - started
-        last_turn = turn_index == config.max_turns - 1
-        for rollout, result in zip(active, results):
-            turn = rollout.turns[-1]
-            turn.sandbox_status, turn.sandbox_result = result.status, result.to_dict()
-            if result.status == R.INFRA_ERROR:
-                rollout.flags.append("infra_error")
-                rollout.done = True
-                continue
-            if result.passed or last_turn:
-                rollout.done = True
-                continue
-            turn.observation = observation_text(result)
-            feedback = policy.encode(turn.observation)[:OBSERVATION_TEXT_TOKENS]
-            turn.observation_ids = [policy.obs_id, *feedback, *policy.encode(rollout.task.prompt)]
-            if len(rollout.context_ids()) + config.max_new_tokens > n_positions:
-                # No room for another turn: the last code stands as the answer.
-                turn.observation, turn.observation_ids = "", []
-                rollout.done = True
-
     started = time.monotonic()
-    to_grade = [r for r in rollouts if not r.dropped]
-    for rollout in to_grade:
-        rollout.final_code = rollout.turns[-1].code
+    chunks = _chunks(rollouts, config.overlap_chunks)
+    for turn_index in range(config.max_turns):
+        over_budget = time.monotonic() - started > config.timeout_s
+        in_flight = []
+        for chunk in chunks:
+            active = [r for r in chunk if not r.done]
+            if over_budget:
+                for rollout in active:
+                    rollout.done = True
+                    rollout.flags.append("rollout_timeout")
+                continue
+            if not active:
+                continue
+            _generate(policy, active, config, generator, times)
+            items = [(r.turns[-1].code, r.task.visible_tests, r.task) for r in active]
+            in_flight.append((active, items, submit(_requests(items))))
+        for active, items, batch in in_flight:
+            waited = time.monotonic()
+            results = _retry_infra_errors(items, batch.wait())
+            times.sandbox_s += time.monotonic() - waited
+            times.sandbox_busy_s += sum(result.wall_ms for result in results) / 1000
+            for rollout, result in zip(active, results):
+                _observe(policy, rollout, result, last_turn=turn_index == config.max_turns - 1, config=config)
+    if time.monotonic() - started > config.timeout_s:
+        for rollout in rollouts:
+            if "rollout_timeout" not in rollout.flags and not rollout.dropped:
+                rollout.flags.append("rollout_timeout")
+
+    grading_started = time.monotonic()
+    to_grade = [r for r in rollouts if not r.dropped and "rollout_timeout" not in r.flags]
+    for rollout in rollouts:
+        rollout.final_code = rollout.turns[-1].code if rollout.turns else ""
     grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])
-    times.grading_s += time.monotonic() - started
+    times.grading_s += time.monotonic() - grading_started
     for rollout, grade in zip(to_grade, grades):
         rollout.status = grade.status
         if grade.status == R.INFRA_ERROR:
             rollout.flags.append("infra_error")
             continue
         rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
-        rollout.reward = grade.tests_passed / grade.tests_total if grade.tests_total else 0.0
+        rollout.reward = grade.score
+        rollout.reward_components = {"correctness": grade.score}
         if grade.status in (R.TIMEOUT, R.CRASHED, R.MEMORY_LIMIT, R.OUTPUT_LIMIT):
             rollout.flags.append(grade.status)
     for rollout in rollouts:
         if rollout.dropped:
             rollout.status = R.INFRA_ERROR
+        elif "rollout_timeout" in rollout.flags:
+            rollout.status, rollout.reward = R.TIMEOUT, 0.0
+            rollout.reward_components = {"correctness": 0.0}
     return rollouts, times

@@ -6,7 +6,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.events import broadcast_run_event
-from tasks_library.models import TaskSet
+from django.db.models import F
+from django.db.models.functions import Greatest
+
+from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
 from training.models import RunTransition, StepMetric, TrainingRun, Trajectory, Turn
@@ -123,7 +126,7 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
                 task_version_id=r.task.task_version_id,
                 status=r.status,
                 reward=r.reward,
-                reward_components={"correctness": r.reward},
+                reward_components=r.reward_components or {"correctness": r.reward},
                 advantage=r.advantage,
                 flags=r.flags,
                 tests_passed=r.tests_passed,
@@ -151,6 +154,37 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
         )
     broadcast_run_event(run_id, step_event(metric))
     return metric
+
+
+@transaction.atomic
+def run_rewind(*, run_id: int, to_step: int) -> list[int]:
+    """Delete a run's records of steps after ``to_step`` (before a resume from that step's checkpoint).
+
+    A step recorded after the newest checkpoint is trained again on resume; its old
+    trajectories, turns and metrics go, and their graded attempts are taken back out of
+    the task versions' pass-rate counts, so nothing is counted twice.
+
+    Returns:
+        The step numbers deleted, ascending.
+    """
+    later = Trajectory.objects.filter(run_id=run_id, step__gt=to_step)
+    counts: dict[int, list[int]] = {}
+    for version_id, tests_passed, tests_total, flags in later.values_list(
+            "task_version_id", "tests_passed", "tests_total", "flags"):
+        if "infra_error" in flags or "rollout_timeout" in flags:
+            continue  # never counted (see training.trainer._record_attempts)
+        passed = int(tests_total > 0 and tests_passed == tests_total)
+        tally = counts.setdefault(version_id, [0, 0])
+        tally[0] += passed
+        tally[1] += 1
+    for version_id, (passed, total) in counts.items():
+        TaskVersion.objects.filter(pk=version_id).update(
+            attempts_passed=Greatest(F("attempts_passed") - passed, 0),
+            attempts_total=Greatest(F("attempts_total") - total, 0))
+    steps = sorted(StepMetric.objects.filter(run_id=run_id, step__gt=to_step).values_list("step", flat=True))
+    later.delete()
+    StepMetric.objects.filter(run_id=run_id, step__gt=to_step).delete()
+    return steps
 
 
 def run_summary_update(*, run_id: int, **fields) -> None:

@@ -1,35 +1,50 @@
-"""The trainer loop: SFT warm start, then GRPO steps over multi-turn rollouts.
+"""The trainer loop: SFT warm start, then GRPO-family steps over multi-turn rollouts.
 
-One step: sample tasks -> roll out a group per task (policy writes code, the
-sandbox runs the visible tests, the policy may revise, up to K turns) -> grade in a
-fresh sandbox on the hidden tests -> group-relative advantages -> one clipped
-policy-gradient update -> persist the step and broadcast it to the console.
+One step: sample tasks (dropped tasks of earlier steps are replayed first) -> roll out
+a group per task on this rank's share (policy writes code, the sandbox runs the visible
+tests, the policy may revise, up to K turns) -> grade in a fresh sandbox on the hidden
+tests -> shape rewards, advantages, clipped update (training/update.py) -> persist the
+step and broadcast it -> checkpoint.
+
+Resume: a relaunched run continues from its newest checkpoint. Records of steps after
+it (a step whose record landed but whose checkpoint did not) are rewound first, so
+the resumed run writes exactly the steps that remain, none twice; a resume with no
+step left is an error. A run of 6 steps killed with SIGKILL after step 3 and resumed
+ends with the same parameters and records as an uninterrupted one
+(tests/training/test_resume_after_sigkill.py).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+import os
 import random
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from django.conf import settings
+from tokenizers import Tokenizer
 
 from sandboxes.queue import live_workers
 from tasks_library.models import TaskVersion
 from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.selectors import runtimes_of
 from tasks_library.services import task_version_record_attempts
-from training import services
-from training.algorithms.grpo import clipped_policy_loss, group_advantages
+from training import checkpoint, distributed, services
 from training.algorithms.logprobs import pad_batch, token_logprobs
 from training.algorithms.sft import sft_loss
 from training.config import RunConfig
 from training.models import TrainingRun
 from training.policy import Policy, build_default_policy, load_policy
+from training.checkpoint import checkpoint_step, latest_checkpoint, read_model_state, read_rank_state, rng_restore
 from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
+from training.update import grpo_update
+
+__all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError"]
 
 log = logging.getLogger(__name__)
 
@@ -87,64 +102,6 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
     return summary
 
 
-def grpo_update(policy: Policy, optimizer: torch.optim.Optimizer, rollouts: list, config: RunConfig) -> dict:
-    """Assign group-relative advantages to ``rollouts`` and take one gradient step.
-
-    Dropped (infra_error) rollouts take no part. Groups whose rewards are all equal
-    have zero advantage everywhere and add nothing; they are counted.
-
-    Returns:
-        Metrics: ``loss/policy``, ``policy/entropy``, ``groups/zero_advantage``,
-        ``tokens/trained``.
-    """
-    groups: dict[int, list] = {}
-    for rollout in rollouts:
-        if not rollout.dropped:
-            groups.setdefault(rollout.group, []).append(rollout)
-    zero_groups = 0
-    for members in groups.values():
-        rewards = torch.tensor([[m.reward for m in members]], dtype=torch.float32)
-        advantages = group_advantages(rewards, normalize_std=config.normalize_std)[0]
-        if len(members) < 2 or bool((advantages == 0).all()):
-            zero_groups += 1
-        for member, adv in zip(members, advantages.tolist()):
-            member.advantage = adv if len(members) >= 2 else 0.0
-    trained = [r for members in groups.values() for r in members if r.advantage != 0.0]
-    metrics = {"groups/zero_advantage": zero_groups, "groups/total": len(groups), "tokens/trained": 0}
-    if not trained:
-        metrics.update({"loss/policy": 0.0, "policy/entropy": 0.0})
-        return metrics
-    sequences, masks = zip(*(r.sequence_and_mask() for r in trained))
-    ids, attention, loss_mask = pad_batch(list(sequences), list(masks), policy.pad_id, policy.device)
-    advantages = torch.tensor([r.advantage for r in trained], dtype=torch.float32, device=policy.device)
-    policy.model.train()
-    with torch.no_grad():
-        old_logprobs, _ = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
-    # PPO: several passes over the same batch; the clip keeps each token's ratio near 1.
-    for epoch in range(config.ppo_epochs):
-        logprobs, entropy = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
-        loss = clipped_policy_loss(
-            logprobs, old_logprobs, advantages, loss_mask, clip_eps=config.clip_eps, aggregation=config.loss_aggregation
-        )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
-        optimizer.step()
-        if epoch == 0:
-            metrics["policy/entropy"] = ((entropy.detach() * loss_mask).sum() / loss_mask.sum()).item()
-    with torch.no_grad():
-        ratio = torch.exp(logprobs.detach() - old_logprobs)
-        clipped = ((ratio - 1).abs() > config.clip_eps).float()
-    metrics.update(
-        {
-            "loss/policy": loss.item(),
-            "policy/clip_fraction": ((clipped * loss_mask).sum() / loss_mask.sum()).item(),
-            "tokens/trained": int(loss_mask.sum()),
-        }
-    )
-    return metrics
-
-
 def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> list[TaskSpec]:
     """The RL task pool: prompts that fit the context, shortest first, capped at ``train_tasks``."""
     sized = []
@@ -169,97 +126,263 @@ def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) 
     ]
 
 
-def _record_attempts(rollouts: list, sampler: DifficultySampler) -> None:
-    """Feed each group's hidden-test results into its task version's pass-rate counts,
-    and let dynamic sampling count the groups whose rewards are all equal."""
+class ResumeError(RuntimeError):
+    """A resume that cannot train anything (no step left) or cannot read its checkpoint."""
+
+
+@dataclass
+class TrainerState:
+    """What the loop carries from step to step besides the model and optimizer (checkpointed).
+
+    ``buckets`` are the task versions' difficulty buckets as they were at the run's start,
+    so a resumed run samples exactly as the uninterrupted one would; ``replay`` holds the
+    task version ids whose groups were dropped for infrastructure errors, replayed first.
+    """
+
+    sampler: DifficultySampler
+    buckets: dict[int, str]
+    replay: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"sampler_rng": self.sampler.rng.getstate(), "groups_skipped": self.sampler.groups_skipped,
+                "groups_kept": self.sampler.groups_kept, "buckets": self.buckets, "replay": list(self.replay)}
+
+    def restore(self, data: dict) -> None:
+        self.sampler.rng.setstate(data["sampler_rng"])
+        self.sampler.groups_skipped, self.sampler.groups_kept = data["groups_skipped"], data["groups_kept"]
+        self.buckets.clear()
+        self.buckets.update(data["buckets"])
+        self.replay = list(data["replay"])
+
+    def next_tasks(self, specs: list[TaskSpec], count: int) -> list[TaskSpec]:
+        """Replayed tasks first (each once), then a fresh draw for the remaining slots."""
+        by_id = {spec.task_version_id: spec for spec in specs}
+        chosen = [by_id[vid] for vid in dict.fromkeys(self.replay) if vid in by_id][:count]
+        self.replay = [vid for vid in self.replay if vid not in {c.task_version_id for c in chosen}]
+        if len(chosen) < count:
+            taken = {c.task_version_id for c in chosen}
+            fresh = [s for s in self.sampler.sample(count) if s.task_version_id not in taken]
+            chosen += fresh[: count - len(chosen)]
+        return chosen
+
+    def after_step(self, rollouts: list) -> None:
+        """Count informative groups (dynamic sampling) and queue dropped groups for replay."""
+        by_group: dict[int, list] = {}
+        for rollout in rollouts:
+            by_group.setdefault(rollout.group, []).append(rollout)
+        for members in by_group.values():
+            scored = [m for m in members if not m.dropped]
+            if scored:
+                self.sampler.keep_group([m.reward for m in scored])
+            if len(scored) < len(members) and members[0].task.task_version_id not in self.replay:
+                self.replay.append(members[0].task.task_version_id)
+
+
+def _record_attempts(rollouts: list) -> None:
+    """Feed each task version's hidden-test results into its pass-rate counts."""
     by_version: dict[int, list] = {}
     for rollout in rollouts:
-        if not rollout.dropped:
+        if not rollout.dropped and "rollout_timeout" not in rollout.flags:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
     for version_id, members in by_version.items():
-        passed = sum(m.passed for m in members)
-        task_version_record_attempts(version_id=version_id, passed=passed, total=len(members))
-        sampler.keep_group([m.reward for m in members])
+        task_version_record_attempts(version_id=version_id, passed=sum(m.passed for m in members), total=len(members))
 
 
 def run_dir(run_id: int) -> Path:
-    """Where a run's checkpoints and logs live."""
+    """Where a run's checkpoints and logs live (shared by every rank)."""
     return Path(settings.VAR_DIR) / "runs" / str(run_id)
 
 
 def train_run(run_id: int) -> None:
-    """Train run ``run_id`` to the end and record its outcome on the run.
+    """Train run ``run_id`` to the end (or resume it) and record its outcome on the run.
 
     The run must be ``launching``; it becomes ``running``, then ``succeeded``,
-    ``cancelled`` (seen between steps) or ``failed`` with the error as reason.
+    ``cancelled`` (seen between steps) or ``failed`` with the error as reason. Under
+    torchrun only rank 0 moves the run; every rank trains.
+
+    Raises:
+        ResumeError: the newest checkpoint already holds every step (nothing to train).
+        Exception: whatever failed the run, after it was recorded.
     """
-    run = TrainingRun.objects.select_related("task_set").get(pk=run_id)
-    config = RunConfig.from_dict(run.config)
-    services.run_transition(run_id=run_id, to_status=TrainingRun.RUNNING, reason="trainer started")
+    ranks = distributed.setup()
     try:
-        _train(run, config)
-    except Exception as exc:
-        log.exception("run %s failed", run_id)
-        services.run_transition(run_id=run_id, to_status=TrainingRun.FAILED, reason=f"{type(exc).__name__}: {exc}")
-        raise
+        run = TrainingRun.objects.select_related("task_set").get(pk=run_id)
+        config = RunConfig.from_dict(run.config)
+        if ranks.is_main:
+            services.run_transition(run_id=run_id, to_status=TrainingRun.RUNNING,
+                                    reason=f"trainer started ({ranks.world} rank(s) on {ranks.device.type})")
+        try:
+            _train(run, config, ranks)
+        except Exception as exc:
+            log.exception("run %s failed", run_id)
+            if ranks.is_main:
+                services.run_transition(run_id=run_id, to_status=TrainingRun.FAILED, reason=f"{type(exc).__name__}: {exc}")
+            raise
+    finally:
+        distributed.teardown()
 
 
-def _train(run: TrainingRun, config: RunConfig) -> None:
+def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
+    if config.model_path:
+        return load_policy(Path(config.model_path), device=device, lora=config.lora or None)
+    return build_default_policy(
+        [v.prompt + v.reference_solution for v in versions],
+        n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head, seed=config.seed, device=device,
+    )
+
+
+def _scheduler(optimizer: torch.optim.Optimizer, config: RunConfig):
+    """Linear warm-up over ``lr_warmup_steps`` steps, then a constant learning rate."""
+    warmup = config.lr_warmup_steps
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
+
+
+def _reference_model(policy: Policy, directory: Path, *, write: bool):
+    """The frozen reference for the KL penalty: the policy as it was after SFT.
+
+    Written once to ``reference-model.pt`` (temporary file, then rename) so a resumed
+    run penalises against the same model; read back from there on resume.
+    """
+    reference = copy.deepcopy(policy.model)
+    path = directory / "reference-model.pt"
+    if write:
+        temporary = path.with_suffix(".tmp")
+        torch.save(reference.state_dict(), temporary)
+        os.replace(temporary, path)
+    else:
+        if not path.exists():
+            raise ResumeError(f"{path} is missing: the KL reference of this run cannot be restored")
+        reference.load_state_dict(torch.load(path, map_location=policy.device, weights_only=True))
+    reference.eval()
+    for parameter in reference.parameters():
+        parameter.requires_grad_(False)
+    return reference
+
+
+def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> None:
     versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
     for runtime in runtimes_of(versions):
         if not live_workers(runtime):
             # Without workers every rollout would come back infra_error: fail now, saying why.
             raise RuntimeError(f"no {runtime} sandbox worker is running; start one with "
                                f"`python manage.py sandbox_worker --runtime {runtime}`")
-    generator = seed_everything(config.seed)
-    if config.model_path:
-        policy = load_policy(Path(config.model_path))
+    directory = run_dir(run.pk)
+    directory.mkdir(parents=True, exist_ok=True)
+    resume_from = distributed.broadcast_value(latest_checkpoint(directory))
+    seed_everything(config.seed)
+    generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
+    policy = _build_policy(config, versions, ranks.device)
+    start_step = 0
+    if resume_from is not None:
+        start_step = checkpoint_step(resume_from)
+        if start_step >= config.steps:
+            raise ResumeError(f"checkpoint {resume_from} already holds step {start_step} of {config.steps}: "
+                              f"a resume would train 0 steps")
+        policy.model.load_state_dict(read_model_state(resume_from))
+        # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
+        policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
     else:
-        policy = build_default_policy(
-            [v.prompt + v.reference_solution for v in versions],
-            n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head, seed=config.seed,
-        )
-    if policy.device.type != "cpu":
-        generator = torch.Generator(device=policy.device).manual_seed(config.seed)
-    sft = sft_warm_start(policy, versions, config)
-    services.run_summary_update(run_id=run.pk, **sft, device=str(policy.device))
+        sft = sft_warm_start(policy, versions, config)
+        if ranks.is_main:
+            services.run_summary_update(run_id=run.pk, **sft, device=str(policy.device), ranks=ranks.world)
+    reference = None
+    if config.kl_coef > 0:
+        if ranks.is_main and resume_from is None:
+            _reference_model(policy, directory, write=True)
+        distributed.barrier()
+        reference = _reference_model(policy, directory, write=False)
 
     specs = _task_specs(policy, versions, config)
     if not specs:
         raise ValueError(f"no task prompt fits max_prompt_tokens={config.max_prompt_tokens}; raise it")
-    services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
-    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.lr, weight_decay=0.0)
+    model = distributed.wrap(policy.model, ranks)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0)
+    scheduler = _scheduler(optimizer, config)
+    buckets = {v.pk: pass_rate(v).bucket for v in versions}
+    state = TrainerState(
+        sampler=DifficultySampler(specs, lambda spec: state.buckets[spec.task_version_id], config.difficulty_weights,
+                                  config.seed),
+        buckets=buckets,
+    )
+    if resume_from is not None:
+        saved = read_rank_state(resume_from, ranks.rank)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        rng_restore(saved["rng"], generator)
+        state.restore(saved["trainer"])
+        if ranks.is_main:
+            rewound = services.run_rewind(run_id=run.pk, to_step=start_step)
+            services.run_summary_update(run_id=run.pk, resumed_from_step=start_step, rewound_steps=rewound)
+    elif ranks.is_main:
+        services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
     rollout_config = RolloutConfig(
         group_size=config.group_size, max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature, top_p=config.top_p,
+        temperature=config.temperature, top_p=config.top_p, timeout_s=config.rollout_timeout_s,
     )
-    buckets = {v.pk: pass_rate(v).bucket for v in versions}
-    sampler = DifficultySampler(specs, lambda spec: buckets[spec.task_version_id], config.difficulty_weights, config.seed)
-    for step in range(1, config.steps + 1):
-        if TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists():
+    for step in range(start_step + 1, config.steps + 1):
+        cancelled = ranks.is_main and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+        if distributed.broadcast_value(cancelled):
             return
-        tasks = sampler.sample(min(config.tasks_per_step, len(specs)))
-        rollouts, times = collect_rollouts(policy, tasks, rollout_config, generator=generator)
-        _record_attempts(rollouts, sampler)
-        started = time.monotonic()
-        metrics = grpo_update(policy, optimizer, rollouts, config)
-        update_s = time.monotonic() - started
-        scored = [r for r in rollouts if not r.dropped]
-        metrics.update(
-            {
-                "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
-                "rollouts/dropped": len(rollouts) - len(scored),
-                "sampler/groups_skipped": sampler.groups_skipped,
-                "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
-                "timing/generation_s": times.generation_s,
-                "timing/sandbox_s": times.sandbox_s,
-                "timing/grading_s": times.grading_s,
-                "timing/update_s": update_s,
-                "tokens/generated": times.generated_tokens,
-            }
-        )
-        services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics)
-    checkpoint = run_dir(run.pk) / "checkpoint-final"
-    policy.save(checkpoint)
-    services.run_summary_update(run_id=run.pk, checkpoint=str(checkpoint))
-    services.run_transition(run_id=run.pk, to_status=TrainingRun.SUCCEEDED, reason=f"trained {config.steps} steps")
+        _step(run.pk, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config,
+              ranks, generator)
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks)
+    if ranks.is_main:
+        final = directory / "checkpoint-final"
+        policy.save(final)
+        services.run_summary_update(run_id=run.pk, checkpoint=str(final))
+        services.run_transition(run_id=run.pk, to_status=TrainingRun.SUCCEEDED,
+                                reason=f"trained steps {start_step + 1}..{config.steps}")
+
+
+def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config, ranks,
+          generator) -> None:
+    """One RL step on every rank; rank 0 records it."""
+    tasks = state.next_tasks(specs, min(config.tasks_per_step, len(specs)))
+    mine = ranks.shard(len(tasks))
+    local, times = collect_rollouts(policy, tasks[mine.start : mine.stop], rollout_config, generator=generator,
+                                    first_group=mine.start)
+    started = time.monotonic()
+    metrics = grpo_update(policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler)
+    update_s = time.monotonic() - started
+    rollouts = distributed.gather_lists(local)
+    state.after_step(rollouts)
+    if not ranks.is_main:
+        return
+    _record_attempts(rollouts)
+    scored = [r for r in rollouts if not r.dropped]
+    metrics.update(
+        {
+            "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
+            "rollouts/dropped": len(rollouts) - len(scored),
+            "rollouts/timeout": sum("rollout_timeout" in r.flags for r in rollouts),
+            "rollouts/replay_queue": len(state.replay),
+            "sampler/groups_skipped": state.sampler.groups_skipped,
+            "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
+            # rank 0's own split; ranks run their shares at the same time
+            "timing/generation_s": times.generation_s,
+            "timing/sandbox_s": times.sandbox_s,
+            "timing/sandbox_busy_s": times.sandbox_busy_s,
+            "timing/grading_s": times.grading_s,
+            "timing/update_s": update_s,
+            "tokens/generated": times.generated_tokens,
+        }
+    )
+    for name in sorted({k for r in scored for k in r.reward_components}):
+        metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(1, len(scored))
+    services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=metrics)
+
+
+def _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks) -> None:
+    """Write the checkpoint of ``step`` from every rank, then publish it atomically (rank 0)."""
+    staging = checkpoint.staging_dir(directory, step)
+    if ranks.is_main:
+        checkpoint.prepare_staging(directory, step)
+        checkpoint.write_model(staging, model=policy.model, tokenizer=policy.tokenizer)
+    distributed.barrier()
+    checkpoint.write_rank_state(staging, rank=ranks.rank, step=step, optimizer=optimizer, scheduler=scheduler,
+                                generator=generator, trainer_state=state.to_dict())
+    distributed.barrier()
+    if ranks.is_main:
+        checkpoint.publish(staging, step=step, keep=config.keep_checkpoints)
+    distributed.barrier()

@@ -1,11 +1,12 @@
-"""GRPO advantages, the clipped loss and the SFT loss against values worked out by hand."""
+"""GRPO advantages, the clipped loss as GRPO uses it and the SFT loss, against values worked out by hand."""
 
 import math
 
 import pytest
 import torch
 
-from training.algorithms.grpo import clipped_policy_loss, group_advantages
+from training.algorithms.grpo import group_advantages
+from training.algorithms.ppo import clipped_policy_loss
 from training.algorithms.sft import sft_loss
 
 
@@ -30,7 +31,7 @@ def test_clipped_loss_token_mean_by_hand():
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     # surrogates: min(1.6487*1, 1.2*1)=1.2 ; 1 ; min(0.6065*-1, 0.8*-1) = -0.8
     expected = -(1.2 + 1.0 - 0.8) / 3
-    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_eps=0.2, aggregation="token-mean")
+    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="token-mean")
     assert loss.item() == pytest.approx(expected, abs=1e-6)
 
 
@@ -40,7 +41,7 @@ def test_clipped_loss_sequence_mean_by_hand():
     adv = torch.tensor([1.0, -1.0])
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     expected = -(((1.2 + 1.0) / 2) + (-0.8 / 1)) / 2
-    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_eps=0.2, aggregation="seq-mean-token-mean")
+    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="seq-mean-token-mean")
     assert loss.item() == pytest.approx(expected, abs=1e-6)
 
 

@@ -1,13 +1,21 @@
-"""GRPO: group-relative advantages and the clipped policy-gradient loss.
+"""GRPO: group-relative advantages.
 
 Follows Shao et al., "DeepSeekMath" (arXiv:2402.03300), section 4.1: for a group of
 G trajectories of one prompt with rewards r_1..r_G, each trajectory's advantage is
-(r_i - mean(r)) / (std(r) + eps) and applies to every token it sampled. The loss is
-PPO's clipped surrogate (Schulman et al., arXiv:1707.06347), aggregated either as in
-the GRPO paper (``seq-mean-token-mean``: each trajectory's tokens averaged, then
-trajectories averaged, so a long failed trajectory weighs no more than a short
-success) or as in DAPO (``token-mean``: every sampled token weighs the same,
-arXiv:2503.14476).
+(r_i - mean(r)) / (std(r) + eps) and applies to every token it sampled (outcome
+supervision, section 4.1.2). The group mean replaces PPO's learned value function as
+the baseline. Liu et al.'s Dr. GRPO (arXiv:2503.20783) drops the std division
+(``normalize_std=False``), which otherwise up-weights groups whose rewards barely
+differ (too easy or too hard prompts).
+
+The rest of the GRPO objective (eq. 3) lives in one module each:
+
+- the clipped surrogate: ``training.algorithms.ppo.clipped_policy_loss``;
+- how per-token terms become a scalar (``seq-mean-token-mean`` as in the paper,
+  ``token-mean`` as in DAPO, ``seq-mean-token-sum-norm`` as in Dr. GRPO):
+  ``training.algorithms.aggregate.masked_aggregate``;
+- the per-token KL penalty to the reference policy (eq. 4):
+  ``training.algorithms.kl.kl_penalty``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ def group_advantages(rewards: torch.Tensor, *, normalize_std: bool = True, eps: 
         rewards: ``[num_groups, group_size]`` scalar rewards.
         normalize_std: divide by the group's standard deviation (population std,
             ``unbiased=False``); False gives mean-centring only (Dr. GRPO).
+        eps: added to the std so a group of equal rewards does not divide by 0.
 
     Returns:
         ``[num_groups, group_size]``; a group whose rewards are all equal gets zeros.
@@ -30,47 +39,3 @@ def group_advantages(rewards: torch.Tensor, *, normalize_std: bool = True, eps: 
     if not normalize_std:
         return centred
     return centred / (rewards.std(dim=1, unbiased=False, keepdim=True) + eps)
-
-
-def clipped_policy_loss(
-    logprobs: torch.Tensor,
-    old_logprobs: torch.Tensor,
-    advantages: torch.Tensor,
-    loss_mask: torch.Tensor,
-    *,
-    clip_eps: float = 0.2,
-    aggregation: str = "token-mean",
-) -> torch.Tensor:
-    """PPO-clip surrogate, aggregated over the trained tokens.
-
-    Args:
-        logprobs: ``[B, T]`` current log-probabilities (requires grad).
-        old_logprobs: ``[B, T]`` log-probabilities when the batch was sampled.
-        advantages: ``[B]`` one advantage per trajectory.
-        loss_mask: ``[B, T]`` 1 on sampled policy tokens, 0 on prompt, observation
-            and padding tokens.
-
-        aggregation: ``token-mean`` or ``seq-mean-token-mean`` (see the module doc).
-
-    Returns:
-        A scalar. With ``s = min(ratio*A, clip(ratio, 1-eps, 1+eps)*A)``:
-        ``token-mean`` is ``-sum(s * mask) / sum(mask)``;
-        ``seq-mean-token-mean`` is ``-mean_i(sum_t(s * mask)_i / sum_t(mask)_i)``
-        over rows with at least one trained token.
-
-    Raises:
-        ValueError: the mask selects no token, or ``aggregation`` is unknown.
-    """
-    tokens = loss_mask.sum()
-    if tokens <= 0:
-        raise ValueError("loss_mask selects no token: nothing to train on")
-    ratio = torch.exp(logprobs - old_logprobs)
-    adv = advantages[:, None]
-    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)
-    if aggregation == "token-mean":
-        return -(surrogate * loss_mask).sum() / tokens
-    if aggregation == "seq-mean-token-mean":
-        per_row = loss_mask.sum(dim=1)
-        rows = per_row > 0
-        return -((surrogate * loss_mask).sum(dim=1)[rows] / per_row[rows]).mean()
-    raise ValueError(f"unknown loss aggregation {aggregation!r}; use token-mean or seq-mean-token-mean")

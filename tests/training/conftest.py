@@ -1,0 +1,68 @@
+"""Fixtures of the training tests: a validated HumanEval task set and real trainer processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.services import tasks_import
+from tasks_library.validation.pipeline import Options, task_versions_validate
+from training import services
+from training.config import RunConfig
+from training.models import TrainingRun
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A run small enough for CI's two cores: 2 tasks x 2 trajectories per step, one tiny layer.
+TINY = {"seed": 3, "sft_epochs": 2, "group_size": 2, "tasks_per_step": 2, "train_tasks": 3, "n_layer": 1,
+        "n_embd": 32, "n_head": 2, "max_new_tokens": 16, "max_turns": 2, "lr": 1e-3}
+
+
+@pytest.fixture
+def trained_task_set(humaneval):
+    """A task set ``resume`` of three validated HumanEval tasks (real sandboxes)."""
+    rows = [{"task_id": r["task_id"], "prompt": r["prompt"], "entry_point": r["entry_point"],
+             "reference_solution": r["canonical_solution"], "tests": r["test"], "where": "test"} for r in humaneval[:3]]
+    tasks_import(source="humaneval", task_set_name="resume", records=rows)
+    task_set = task_set_get(name="resume")
+    task_versions_validate(versions=list(task_set_versions(task_set=task_set)), options=Options(reference_runs=1, mutants=0))
+    return task_set
+
+
+def trainer_process(run_id: int, *extra_env) -> subprocess.Popen:
+    """``manage.py run_trainer RUN_ID`` against the test database and the session's Redis and workers."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}", **dict(extra_env)}
+    return subprocess.Popen([sys.executable, "manage.py", "run_trainer", str(run_id)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def launch(run: TrainingRun) -> subprocess.Popen:
+    """Move a pending or interrupted run to launching, as a backend does, and start its trainer."""
+    services.run_transition(run_id=run.pk, to_status=TrainingRun.LAUNCHING, reason="test launch")
+    return trainer_process(run.pk)
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 420) -> str:
+    """Wait for a trainer process; return its output."""
+    out, _ = proc.communicate(timeout=timeout_s)
+    return out
+
+
+def wait_for(predicate, *, timeout_s: float = 300, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"trainer exited {proc.returncode} early:\n{proc.stdout.read()}")
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def tiny_run(task_set, **overrides) -> TrainingRun:
+    return services.run_create(task_set=task_set, config=RunConfig.from_dict({**TINY, **overrides}))
