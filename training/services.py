@@ -193,3 +193,112 @@ def run_summary_update(*, run_id: int, **fields) -> None:
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
         run.summary = {**run.summary, **fields}
         run.save(update_fields=["summary"])
+
+
+# --- launch attempts, resume and cancel (backends and the reconcile loop) -------------------
+
+LAUNCH_CLAIM = "claimed"
+"""``backend_ref`` of a run whose launcher is starting its trainer (no pid or Job yet)."""
+
+
+def run_launch_claim(*, run_id: int, reason: str) -> TrainingRun | None:
+    """Take the launch of a run: ``pending`` -> ``launching``, or a ``launching`` run no launcher holds yet.
+
+    The run's ``backend_ref`` becomes :data:`LAUNCH_CLAIM` until the launcher records its
+    pid or Job (:func:`run_backend_ref_set`), so a second delivery of the same launch, or
+    a second launcher, gets None and starts nothing.
+
+    Returns:
+        The claimed run, or None when it is not there to launch (started, held, ended).
+    """
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if run.status == TrainingRun.PENDING:
+            run = run_transition(run_id=run_id, to_status=TrainingRun.LAUNCHING, reason=reason)
+        elif run.status != TrainingRun.LAUNCHING or run.backend_ref:
+            return None
+        run.backend_ref = LAUNCH_CLAIM
+        run.save(update_fields=["backend_ref"])
+        return run
+
+
+def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
+    """Record the started trainer (``pid:N``, ``job:NS/NAME``) of a run claimed by :func:`run_launch_claim`.
+
+    Returns:
+        False, recording nothing, when the run moved on meanwhile (cancelled, failed): the
+        caller then stops what it started.
+    """
+    updated = TrainingRun.objects.filter(
+        pk=run_id, status__in=[TrainingRun.LAUNCHING, TrainingRun.RUNNING], backend_ref=LAUNCH_CLAIM,
+    ).update(backend_ref=backend_ref)
+    return updated == 1
+
+
+def run_attempt_end(*, run_id: int, backend_ref: str, to_status: str, reason: str) -> bool:
+    """Record that the attempt ``backend_ref`` of a ``launching``/``running`` run ended: move it to ``to_status``.
+
+    Does nothing (False) when the run has moved on: it reached a status of its own (the
+    trainer recorded success or failure, someone cancelled it) or another attempt holds it.
+    """
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if run.backend_ref != backend_ref or run.status not in (TrainingRun.LAUNCHING, TrainingRun.RUNNING):
+            return False
+        run_transition(run_id=run_id, to_status=to_status, reason=reason)
+    return True
+
+
+def run_resume(*, run_id: int, reason: str) -> int:
+    """Move an ``interrupted`` run back to ``launching`` for its next attempt; count the resume.
+
+    ``summary["resumes"]`` grows by one and ``backend_ref`` is cleared, so the next launch
+    (:func:`run_launch_claim`) takes it. The caller dispatches that launch.
+
+    Returns:
+        The attempt number the launch will use (resumes + 1; the first launch is 1).
+
+    Raises:
+        InvalidTransition: the run is not ``interrupted`` (another pass resumed or cancelled it).
+    """
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if run.status != TrainingRun.INTERRUPTED:
+            raise InvalidTransition(f"run {run_id} is {run.status}, not interrupted: nothing to resume")
+        resumes = int(run.summary.get("resumes", 0)) + 1
+        run_transition(run_id=run_id, to_status=TrainingRun.LAUNCHING, reason=reason)
+        run_summary_update(run_id=run_id, resumes=resumes)
+        TrainingRun.objects.filter(pk=run_id).update(backend_ref="")
+    return resumes + 1
+
+
+def run_cancel(*, run_id: int, reason: str) -> bool:
+    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process (local).
+
+    The run is moved to ``cancelled`` first (a trainer checks between steps and stops;
+    the reconcile loop leaves a cancelled run alone), then the backend stops what runs.
+    Safe to call again: an already cancelled run only has its backend cleaned up again.
+
+    Returns:
+        True if this call cancelled the run, False if it was cancelled already.
+
+    Raises:
+        InvalidTransition: the run already ended ``succeeded`` or ``failed``.
+        Exception: from the backend (the Kubernetes API unreachable...), after the run is
+            recorded cancelled; calling again retries the clean-up.
+    """
+    from training.backends import BACKENDS
+
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if run.status == TrainingRun.CANCELLED:
+            cancelled_now = False
+        elif run.is_terminal:
+            raise InvalidTransition(f"run {run_id} already ended {run.status}; there is nothing to cancel")
+        else:
+            run = run_transition(run_id=run_id, to_status=TrainingRun.CANCELLED, reason=reason)
+            cancelled_now = True
+    backend = BACKENDS.get(run.backend)
+    if backend is not None:
+        backend.cancel(run)
+    return cancelled_now

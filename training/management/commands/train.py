@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from training.config import ConfigError, config_from_command_line
+from training.kubernetes import KubernetesSpec
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
@@ -22,15 +23,21 @@ class Command(BaseCommand):
         parser.add_argument("--steps", type=int, required=True, help="number of GRPO steps")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                             help="override a config key (repeatable), e.g. --set lr=1e-4 --set group_size=4")
+        parser.add_argument("--backend", choices=["local", "kubernetes"], default="local",
+                            help="where the trainer runs: a process on this host (local), or a Kubernetes Job "
+                                 "whose spec is the config key kubernetes, e.g. "
+                                 "--set 'kubernetes={\"image\": \"reg/crucible:1\"}'")
         parser.add_argument("--headless", action="store_true", help="wait for the run to end, print a summary")
         parser.add_argument("--json", action="store_true", dest="as_json",
                             help='with --headless: print {"run_id", "status", "steps": [{"step", "reward_mean"}]}')
 
-    def handle(self, *args, taskset, steps, overrides, headless, as_json, **options):
+    def handle(self, *args, taskset, steps, overrides, headless, as_json, backend="local", **options):
         try:
             task_set = task_set_get(name=taskset)
             config = config_from_command_line(defaults={}, overrides=overrides, steps=steps)
-            run = run_create(task_set=task_set, config=config)
+            if backend == "kubernetes":
+                KubernetesSpec.from_config(config.kubernetes)  # the image is required there
+            run = run_create(task_set=task_set, config=config, backend=backend)
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         try:
@@ -50,6 +57,9 @@ class Command(BaseCommand):
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
         except (KeyboardInterrupt, SystemExit) as exc:
+            if backend != "local":  # the Job goes on in the cluster
+                raise CommandError(f"stopped watching; run {run.pk} goes on in Kubernetes "
+                                   f"(stop it with `python manage.py cancel_run {run.pk}`)") from exc
             # The worker this command started is stopped, and its trainer with it.
             run_interrupt_if_active(run_id=run.pk, reason="the `train` command that owned its worker was stopped")
             raise CommandError(f"stopped; run {run.pk} is interrupted") from exc
