@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("healthz", views.healthz, name="healthz"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
     path("api/runs/<int:run_id>/steps/", views.RunStepsApi.as_view(), name="api-run-steps"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
+from tasks_library.permissions import is_curator
 from training import selectors
 from training.models import StepMetric, TrainingRun
 
@@ -26,7 +30,32 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         run = selectors.run_list().get(pk=run_id)
     except TrainingRun.DoesNotExist:
         raise Http404(f"run {run_id} does not exist") from None
-    return render(request, "console/run_detail.html", {"run": run, "transitions": run.transitions.all()})
+    return render(request, "console/run_detail.html", {"run": run, "transitions": run.transitions.all(),
+                                                        "can_cancel": may_cancel(request.user) and not run.is_terminal})
+
+
+def may_cancel(user) -> bool:
+    """Curators and holders of ``training.change_trainingrun`` (operators, superusers) may stop runs."""
+    return bool(user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+
+
+@login_required
+@require_POST
+def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue the cancellation of a run (the Celery worker that launched it stops its trainer)."""
+    from training.tasks import run_cancel_task
+
+    if not may_cancel(request.user):
+        return HttpResponseForbidden("only curators and operators may cancel runs")
+    run = TrainingRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise Http404(f"run {run_id} does not exist")
+    if run.is_terminal:
+        messages.error(request, f"run {run_id} already ended {run.status}; there is nothing to cancel")
+    else:
+        run_cancel_task.delay(run_id, f"cancelled by {request.user.get_username()} in the console")
+        messages.success(request, f"cancelling run {run_id}: its trainer stops and its backend is cleaned up")
+    return redirect("run-detail", run_id=run_id)
 
 
 class StepSerializer(serializers.ModelSerializer):

@@ -7,6 +7,12 @@
   if (!heat) return;
   const runId = heat.dataset.runId;
   const meanDiv = document.getElementById("reward-mean");
+  const timeDiv = document.getElementById("step-time");
+  const policyDiv = document.getElementById("policy-stats");
+  // The trainer's time split per step (seconds), drawn as stacked bars.
+  const PHASES = [["timing/generation_s", "generation"], ["timing/sandbox_s", "sandbox (not overlapped)"],
+    ["timing/grading_s", "grading"], ["timing/update_s", "update"]];
+  const POLICY = [["policy/entropy", "entropy"], ["loss/kl", "KL (k3)"], ["policy/clip_fraction", "clip fraction"]];
   const live = document.getElementById("live-state");
   const countEl = document.getElementById("step-count");
   const statusEl = document.getElementById("run-status");
@@ -39,6 +45,13 @@
     ], { title: { text: "Mean reward and pass rate" }, xaxis: { title: { text: "step" } },
          yaxis: { range: [0, 1] }, margin: { t: 40, r: 20 } },
       { displayModeBar: false, responsive: true });
+    const metric = (name) => ordered.map((e) => (e.metrics || {})[name]);
+    Plotly.react(timeDiv, PHASES.map(([key, label]) => ({ type: "bar", name: label, x: x, y: metric(key) })),
+      { title: { text: "Time per step (s)" }, barmode: "stack", xaxis: { title: { text: "step" } },
+        margin: { t: 40, r: 20 } }, { displayModeBar: false, responsive: true });
+    Plotly.react(policyDiv, POLICY.map(([key, label]) => ({ type: "scatter", mode: "lines+markers", name: label,
+      x: x, y: metric(key) })), { title: { text: "Policy: entropy, KL to reference, clip fraction" },
+      xaxis: { title: { text: "step" } }, margin: { t: 40, r: 20 } }, { displayModeBar: false, responsive: true });
     countEl.textContent = String(ordered.length);
     heat.dataset.steps = String(ordered.length);
   }
