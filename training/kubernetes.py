@@ -251,7 +251,8 @@ def job_name(run_id: int, attempt: int) -> str:
 def trainer_command(run_id: int, nproc_per_node: int = 1) -> list[str]:
     """The trainer's command line relative to the project root (``manage.py`` there)."""
     if nproc_per_node > 1:
-        return ["python", "-m", "torch.distributed.run", "--nproc-per-node", str(nproc_per_node),
+        # --standalone: one node, a free rendezvous port (two runs on a host must not share 29500).
+        return ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc_per_node),
                 "manage.py", "run_trainer", str(run_id)]
     return ["python", "manage.py", "run_trainer", str(run_id)]
 

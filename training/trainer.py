@@ -189,8 +189,13 @@ def _record_attempts(rollouts: list) -> None:
 
 
 def run_dir(run_id: int) -> Path:
-    """Where a run's checkpoints and logs live (shared by every rank)."""
-    return Path(settings.VAR_DIR) / "runs" / str(run_id)
+    """Where a run's checkpoints and logs live (shared by every rank): ``runs/<id>-<created>``.
+
+    The creation time is part of the name so that a run never resumes from another run's
+    checkpoints that happened to get the same id (a database reset under an old var dir).
+    """
+    created = TrainingRun.objects.values_list("created_at", flat=True).get(pk=run_id)
+    return Path(settings.VAR_DIR) / "runs" / f"{run_id}-{created:%Y%m%dT%H%M%S%f}"
 
 
 def train_run(run_id: int) -> None:

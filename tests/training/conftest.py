@@ -16,6 +16,7 @@ from tasks_library.services import tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from training import services
 from training.config import RunConfig
+from training.kubernetes import trainer_command
 from training.models import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,17 +37,19 @@ def trained_task_set(humaneval):
     return task_set
 
 
-def trainer_process(run_id: int, *extra_env) -> subprocess.Popen:
-    """``manage.py run_trainer RUN_ID`` against the test database and the session's Redis and workers."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}", **dict(extra_env)}
-    return subprocess.Popen([sys.executable, "manage.py", "run_trainer", str(run_id)], cwd=ROOT, env=env,
+def trainer_process(run_id: int, nproc_per_node: int = 1) -> subprocess.Popen:
+    """The local backend's trainer command (under torchrun for several ranks) against the test
+    database and the session's Redis and sandbox workers."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}", "OMP_NUM_THREADS": "1"}
+    command = trainer_command(run_id, nproc_per_node)
+    return subprocess.Popen([sys.executable, *command[1:]], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def launch(run: TrainingRun) -> subprocess.Popen:
     """Move a pending or interrupted run to launching, as a backend does, and start its trainer."""
     services.run_transition(run_id=run.pk, to_status=TrainingRun.LAUNCHING, reason="test launch")
-    return trainer_process(run.pk)
+    return trainer_process(run.pk, run.config.get("nproc_per_node", 1))
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 420) -> str:

@@ -49,7 +49,9 @@ def test_train_headless_json_runs_through_celery_and_cleans_up(fresh_home):
     # the services this command started are gone again
     assert not (var / "redis.sock").exists() or not _answers(var / "redis.sock")
     assert "celery" in (var / "logs" / "celery.log").read_text()
-    assert (var / "runs" / str(summary["run_id"]) / "checkpoint-final" / "config.json").exists()
+    checkpoint = Path(summary["summary"]["checkpoint"])
+    assert checkpoint.parent.parent == var / "runs" and checkpoint.parent.name.startswith(f"{summary['run_id']}-")
+    assert (checkpoint / "config.json").exists()
 
 
 @pytest.mark.slow
