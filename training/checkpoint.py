@@ -2,7 +2,7 @@
 
 A checkpoint is a directory ``<run dir>/checkpoints/step-000003/`` holding
 
-- ``model.pt``: the policy's ``state_dict`` (LoRA-wrapped models included, keys as wrapped);
+- ``model.pt``: the policy's ``state_dict`` (under LoRA only the adapters' entries, keys as wrapped);
 - ``trainer-rank<r>.pt``, one per data-parallel rank: the step, the optimizer and
   scheduler state, the RNG states of Python, numpy, torch (CPU and every CUDA device)
   and of the rank's sampling generator, and the trainer's own state (the task
@@ -111,9 +111,17 @@ def write_rank_state(staging: Path, *, rank: int, step: int, optimizer, schedule
     )
 
 
-def write_model(staging: Path, *, model, tokenizer) -> None:
-    """Write the model weights, its config and the tokenizer into ``staging`` (rank 0 only)."""
-    _save(model.state_dict(), staging / "model.pt")
+def write_model(staging: Path, *, model, tokenizer, trainable_only: bool = False) -> None:
+    """Write the model weights, its config and the tokenizer into ``staging`` (rank 0 only).
+
+    ``trainable_only`` (LoRA) keeps only the parameters that train: the frozen base is
+    rebuilt from ``model_path`` on resume, so a checkpoint holds megabytes, not the base.
+    """
+    state = model.state_dict()
+    if trainable_only:
+        trained = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
+        state = {name: value for name, value in state.items() if name in trained}
+    _save(state, staging / "model.pt")
     tokenizer.save(str(staging / "tokenizer.json"))
     config = getattr(model, "config", None)
     if config is not None:

@@ -170,8 +170,10 @@ class RunConfig:
                                   f"{', '.join(BUCKET_NAMES)} with a weight >= 0")
         if self.n_embd % self.n_head:
             raise ConfigError(f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})")
-        if self.model_path and not (Path(self.model_path) / "config.json").exists():
-            raise ConfigError(f"config key 'model_path': {self.model_path!r} holds no config.json")
+        if self.model_path and not any((Path(self.model_path) / name).exists()
+                                       for name in ("config.json", "adapter_config.json")):
+            raise ConfigError(f"config key 'model_path': {self.model_path!r} holds no config.json "
+                              f"(a model) or adapter_config.json (a saved LoRA adapter)")
         if self.lora and not self.model_path:
             raise ConfigError("config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one")
         if self.kubernetes:

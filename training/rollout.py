@@ -225,7 +225,7 @@ def _observe(policy: Policy, rollout: Rollout, result: R.ExecutionResult, *, las
     turn.observation = observation_text(result)
     feedback = policy.encode(turn.observation)[:OBSERVATION_TEXT_TOKENS]
     turn.observation_ids = [policy.obs_id, *feedback, *policy.encode(rollout.task.prompt)]
-    if len(rollout.context_ids()) + config.max_new_tokens > policy.model.config.n_positions:
+    if len(rollout.context_ids()) + config.max_new_tokens > policy.n_positions:
         # No room for another turn: the last code stands as the answer.
         turn.observation, turn.observation_ids = "", []
         rollout.done = True

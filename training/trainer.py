@@ -35,7 +35,7 @@ from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.selectors import runtimes_of
 from tasks_library.services import task_version_record_attempts
 from training import checkpoint, distributed, services
-from training.algorithms.logprobs import pad_batch, token_logprobs
+from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
 from training.algorithms.sft import sft_loss
 from training.config import RunConfig
 from training.models import TrainingRun
@@ -64,7 +64,7 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
         ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``.
     """
     started = time.monotonic()
-    limit = policy.model.config.n_positions
+    limit = policy.n_positions
     examples = []
     for v in versions:
         prompt = [policy.bos_id, *policy.encode(v.prompt)]
@@ -76,7 +76,7 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
     summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
     if not examples or config.sft_epochs == 0:
         return summary
-    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.sft_lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
     total = config.sft_epochs * ((len(examples) + config.sft_batch_size - 1) // config.sft_batch_size)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.sft_lr, total_steps=total, pct_start=0.1)
     rng = random.Random(config.seed)
@@ -89,11 +89,12 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
         for start in range(0, len(order), config.sft_batch_size):
             batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
             ids, attention, mask = pad_batch([b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device)
-            logprobs, _entropy = token_logprobs(policy.model, ids, attention)
+            logprobs, _ = token_logprobs(policy.model, ids, attention, start=first_trained_position(mask),
+                                         with_entropy=False)
             loss = sft_loss(logprobs, mask)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
             optimizer.step()
             scheduler.step()
             epoch_losses.append(loss.item())
@@ -229,7 +230,10 @@ def train_run(run_id: int) -> None:
 
 def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
     if config.model_path:
-        return load_policy(Path(config.model_path), device=device, lora=config.lora or None)
+        # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
+        # LoRA the frozen base may stay in bf16 and only the adapters train.
+        return load_policy(Path(config.model_path), device=device, lora=config.lora or None,
+                           dtype=None if config.lora else torch.float32)
     return build_default_policy(
         [v.prompt + v.reference_solution for v in versions],
         n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head, seed=config.seed, device=device,
@@ -283,7 +287,10 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
         if start_step >= config.steps:
             raise ResumeError(f"checkpoint {resume_from} already holds step {start_step} of {config.steps}: "
                               f"a resume would train 0 steps")
-        policy.model.load_state_dict(read_model_state(resume_from))
+        missing, unexpected = policy.model.load_state_dict(read_model_state(resume_from), strict=not policy.is_lora)
+        if unexpected or any(p.requires_grad for name, p in policy.model.named_parameters() if name in set(missing)):
+            raise ResumeError(f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
+                              f"missing trainable {[m for m in missing][:3]})")
         # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
         policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
     else:
@@ -383,7 +390,7 @@ def _checkpoint(directory, step, policy, optimizer, scheduler, generator, state,
     staging = checkpoint.staging_dir(directory, step)
     if ranks.is_main:
         checkpoint.prepare_staging(directory, step)
-        checkpoint.write_model(staging, model=policy.model, tokenizer=policy.tokenizer)
+        checkpoint.write_model(staging, model=policy.model, tokenizer=policy.tokenizer, trainable_only=policy.is_lora)
     distributed.barrier()
     checkpoint.write_rank_state(staging, rank=ranks.rank, step=step, optimizer=optimizer, scheduler=scheduler,
                                 generator=generator, trainer_state=state.to_dict())

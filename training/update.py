@@ -20,7 +20,7 @@ from training import distributed
 from training.algorithms.dapo import overlong_penalty
 from training.algorithms.grpo import group_advantages
 from training.algorithms.kl import k3, kl_penalty
-from training.algorithms.logprobs import pad_batch, token_logprobs
+from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
 from training.algorithms.ppo import clip_fraction, clipped_policy_loss
 from training.algorithms.rloo import rloo_advantages
 from training.config import RunConfig
@@ -111,16 +111,21 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
     counts = {"token_count": tokens, "row_count": rows}
     world = distributed.world_size()
     policy.model.train()
-    with torch.no_grad():
-        # Recomputed rather than taken from sampling: the same numbers within float error
-        # (tests/training/test_rollout_token_in_token_out.py), and the padding layout of training.
-        old_logprobs, _ = token_logprobs(policy.model, ids, attention, temperature=config.temperature)
-        ref_logprobs = None
-        if config.kl_coef > 0 and reference is not None:
-            ref_logprobs, _ = token_logprobs(reference, ids, attention, temperature=config.temperature)
+    start = first_trained_position(loss_mask)
+    ref_logprobs = None
+    if config.kl_coef > 0 and reference is not None:
+        with torch.no_grad():
+            ref_logprobs, _ = token_logprobs(reference, ids, attention, temperature=config.temperature, start=start,
+                                             with_entropy=False)
     sums = {"loss/policy": 0.0, "loss/kl": 0.0, "policy/entropy": 0.0, "policy/clip_fraction": 0.0}
+    old_logprobs = None
     for epoch in range(config.ppo_epochs):
-        logprobs, entropy = token_logprobs(model, ids, attention, temperature=config.temperature)
+        logprobs, entropy = token_logprobs(model, ids, attention, temperature=config.temperature, start=start,
+                                           with_entropy=epoch == 0)
+        if old_logprobs is None:
+            # The policy that sampled the batch is the one before this call's first step, so its
+            # log-probabilities are the first epoch's (no separate forward pass; ratio 1 there).
+            old_logprobs = logprobs.detach()
         if local_rows == 0:
             # This rank trains nothing this step but must still join the gradient all-reduce.
             loss = logprobs.sum() * 0.0
@@ -136,18 +141,18 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
             loss = policy_loss + kl_loss
         optimizer.zero_grad(set_to_none=True)
         (loss * world).backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
         optimizer.step()
         if epoch == 0 and local_rows:
-            mask = loss_mask
-            sums["policy/entropy"] = float((entropy.detach() * mask).sum())
-            sums["policy/clip_fraction"] = clip_fraction(
-                logprobs.detach(), old_logprobs, advantages, mask, clip_low=config.clip_low, clip_high=config.clip_high
-            ) * float(mask.sum())
+            sums["policy/entropy"] = float((entropy * loss_mask).sum())
             if ref_logprobs is not None:
-                sums["loss/kl"] = float((k3(logprobs.detach(), ref_logprobs) * mask).sum())
-        if epoch == config.ppo_epochs - 1:
-            sums["loss/policy"] = float(policy_loss.detach()) * (1 if local_rows else 0)
+                sums["loss/kl"] = float((k3(logprobs.detach(), ref_logprobs) * loss_mask).sum())
+        if epoch == config.ppo_epochs - 1 and local_rows:
+            # How often the clip bound in the last epoch (0 with one epoch: the ratio is 1 there).
+            sums["policy/clip_fraction"] = clip_fraction(
+                logprobs.detach(), old_logprobs, advantages, loss_mask, clip_low=config.clip_low,
+                clip_high=config.clip_high) * float(loss_mask.sum())
+            sums["loss/policy"] = float(policy_loss.detach())
     if scheduler is not None:
         scheduler.step()
     entropy_sum, clip_sum, kl_sum, policy_sum = distributed.sum_across(

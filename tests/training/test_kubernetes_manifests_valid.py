@@ -57,7 +57,7 @@ def test_gpu_spec_carries_its_fields_into_the_valid_manifest():
     assert [t["key"] for t in pod["tolerations"]] == ["nvidia.com/gpu", "node.kubernetes.io/unreachable", "team"]
     # four ranks: torchrun's module launches them, each running the same trainer command
     assert container["command"][-3:] == ["manage.py", "run_trainer", "7"]
-    assert container["command"][:5] == ["python", "-m", "torch.distributed.run", "--nproc-per-node", "4"]
+    assert container["command"][:6] == ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4"]
     assert manifest["metadata"]["namespace"] == "rl-team"
 
 

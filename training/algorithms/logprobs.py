@@ -25,19 +25,44 @@ def pad_batch(sequences: list[list[int]], masks: list[list[int]], pad_id: int, d
     return ids.to(device), attention.to(device), loss_mask.to(device)
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, *, temperature: float = 1.0):
+def token_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, *, temperature: float = 1.0,
+                   start: int = 1, with_entropy: bool = True):
     """Log-probability of each token given the ones before it.
+
+    Only positions from ``start`` on are computed: the model projects hidden states to
+    logits for those positions alone (``logits_to_keep``), and each log-probability is
+    ``logit[token] - logsumexp(logits)`` rather than a full-vocabulary ``log_softmax``,
+    so prompt positions cost no vocabulary-wide work. The entropy, a metric, is computed
+    without gradient.
 
     Args:
         input_ids, attention: ``[B, T]``.
         temperature: logits are divided by it, matching the sampling distribution.
+        start: the first position whose token's log-probability is wanted (>= 1; position
+            0 has no prediction). Callers pass the first position any loss mask selects.
+        with_entropy: also return the entropy of each predicted distribution.
 
     Returns:
-        ``(logprobs [B, T], entropy [B, T])``; position 0 has no prediction and is 0.
+        ``(logprobs [B, T], entropy [B, T] or None)``; positions before ``start`` are 0.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention).logits.float() / temperature
-    log_dist = torch.log_softmax(logits[:, :-1, :], dim=-1)
-    chosen = log_dist.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
-    entropy = -(log_dist.exp() * log_dist).sum(-1)
-    zeros = torch.zeros_like(chosen[:, :1])
-    return torch.cat([zeros, chosen], dim=1), torch.cat([zeros, entropy], dim=1)
+    width = input_ids.shape[1]
+    start = max(1, min(start, width - 1)) if width > 1 else 1
+    keep = width - start + 1  # logits at positions start-1 .. T-1; the last predicts past the end
+    logits = model(input_ids=input_ids, attention_mask=attention, logits_to_keep=keep).logits
+    logits = logits[:, :-1, :].float() / temperature  # [B, T - start, V]
+    targets = input_ids[:, start:, None]
+    normaliser = torch.logsumexp(logits, dim=-1)
+    chosen = logits.gather(-1, targets).squeeze(-1) - normaliser
+    pad = torch.zeros((input_ids.shape[0], start), dtype=chosen.dtype, device=chosen.device)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            probs = torch.softmax(logits, dim=-1)
+            entropy = torch.cat([pad, normaliser - (probs * logits).sum(-1)], dim=1)
+    return torch.cat([pad, chosen], dim=1), entropy
+
+
+def first_trained_position(loss_mask: torch.Tensor) -> int:
+    """The first column of ``loss_mask`` ``[B, T]`` that any row trains on (1 when none does)."""
+    columns = loss_mask.any(dim=0).nonzero()
+    return int(columns[0]) if len(columns) else 1
