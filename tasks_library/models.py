@@ -224,3 +224,21 @@ class TaskSetMember(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task_set", "task_version"], name="unique_member"),
         ]
+
+
+class ReferenceProfile(models.Model):
+    """How the reference solution of a task version performs on its hidden tests, measured in the
+    sandbox: the baseline of the efficiency reward. Measured once and kept (the version is immutable).
+
+    ``growth_exponent`` is the fitted exponent of time against input size where the task has
+    inputs of growing size; null otherwise.
+    """
+
+    task_version = models.OneToOneField(TaskVersion, on_delete=models.CASCADE, related_name="reference_profile")
+    wall_ms = models.FloatField()
+    cpu_ms = models.FloatField(default=0.0)
+    peak_memory_bytes = models.BigIntegerField(default=0)
+    growth_exponent = models.FloatField(null=True, blank=True)
+    runs = models.PositiveIntegerField(default=1)
+    details = models.JSONField(default=dict, blank=True)
+    measured_at = models.DateTimeField(auto_now_add=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 # The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the estimators).
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
+HACK_POLICIES = ("flag", "zero")
 
 
 class ConfigError(ValueError):
@@ -97,6 +98,21 @@ class RunConfig:
     max_resumes: int = 2
     # Launch spec of the kubernetes backend (training.kubernetes.KubernetesSpec); empty for local runs.
     kubernetes: dict = field(default_factory=dict)
+    # Reward components (training/rewards registry) and their weights; the reward is their
+    # weighted mean, each component in [0, 1].
+    reward_weights: dict = field(default_factory=lambda: {"correctness": 1.0})
+    # What a reward-hacking flag does: "flag" keeps the reward (the flag is for review and
+    # alerts), "zero" sets the trajectory's reward to 0.
+    hack_policy: str = "flag"
+    # Held-out evaluation: a task set never trained on, evaluated every ``eval_every`` steps
+    # (0: never) with ``eval_samples`` samples per task.
+    eval_task_set: str = ""
+    eval_every: int = 0
+    eval_samples: int = 4
+    # Drift and onset alert thresholds (training.drift.DriftConfig); empty: documented defaults.
+    drift: dict = field(default_factory=dict)
+    # An LLM monitor on an OpenAI-compatible endpoint (training.monitors.LlmMonitorConfig); empty: rules only.
+    llm_monitor: dict = field(default_factory=dict)
     # LoRA adapters through peft for a model loaded from model_path: {"r": 8, "alpha": 16, ...}; empty: full fine-tuning.
     lora: dict = field(default_factory=dict)
     n_embd: int = 128
@@ -108,6 +124,17 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def _check_plugins(self) -> None:
+        """The keys whose meaning lives in a plug-in module: each module checks its own."""
+        from training.drift import DriftConfig
+        from training.monitors import LlmMonitorConfig
+        from training.rewards.registry import check_weights
+
+        check_weights(self.reward_weights)  # raises ConfigError naming the component
+        DriftConfig.from_config(self.drift)
+        if self.llm_monitor:
+            LlmMonitorConfig.from_config(self.llm_monitor)
 
     @classmethod
     def from_dict(cls, data: dict) -> RunConfig:
@@ -137,8 +164,8 @@ class RunConfig:
         """Raises ConfigError naming the first impossible value."""
         positive = ("steps", "tasks_per_step", "group_size", "max_turns", "max_new_tokens", "max_prompt_tokens",
                     "train_tasks", "sandbox_parallelism", "ppo_epochs", "sft_batch_size", "n_embd", "n_layer", "n_head",
-                    "checkpoint_every", "keep_checkpoints", "nproc_per_node")
-        non_negative = ("sft_epochs", "kl_coef", "overlong_cache_tokens", "lr_warmup_steps", "max_resumes")
+                    "checkpoint_every", "keep_checkpoints", "nproc_per_node", "eval_samples")
+        non_negative = ("sft_epochs", "kl_coef", "overlong_cache_tokens", "lr_warmup_steps", "max_resumes", "eval_every")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"config key {key!r} must be at least 1, got {getattr(self, key)}")
@@ -155,7 +182,8 @@ class RunConfig:
         for key in ("clip_low", "clip_high"):
             if not 0 < getattr(self, key) < 1:
                 raise ConfigError(f"config key {key!r} must be in (0, 1), got {getattr(self, key)}")
-        choices = {"loss_aggregation": AGGREGATIONS, "advantage_estimator": ADVANTAGE_ESTIMATORS}
+        choices = {"loss_aggregation": AGGREGATIONS, "advantage_estimator": ADVANTAGE_ESTIMATORS,
+                   "hack_policy": HACK_POLICIES}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(f"config key {key!r} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
@@ -176,6 +204,9 @@ class RunConfig:
                               f"(a model) or adapter_config.json (a saved LoRA adapter)")
         if self.lora and not self.model_path:
             raise ConfigError("config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one")
+        if self.eval_every and not self.eval_task_set:
+            raise ConfigError("config key 'eval_every' needs 'eval_task_set': the held-out task set to evaluate on")
+        self._check_plugins()
         if self.kubernetes:
             from training.kubernetes import KubernetesSpec
 

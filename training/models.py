@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
@@ -22,6 +23,8 @@ class TrainingRun(models.Model):
     # The exact task versions the run used, so it can be reproduced after the set changes.
     task_versions = models.ManyToManyField(TaskVersion, related_name="runs")
     task_set_version = models.ForeignKey(TaskSetVersion, null=True, on_delete=models.PROTECT, related_name="runs")
+    # The held-out set the run evaluates on every ``eval_every`` steps and never trains on.
+    eval_task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     config = models.JSONField(default=dict)
     backend = models.CharField(max_length=20, default="local")
     backend_ref = models.CharField(max_length=200, blank=True)  # a pid, or a Job name
@@ -89,9 +92,10 @@ class Trajectory(models.Model):
     task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT)
     status = models.CharField(max_length=20)  # the grading execution's status
     reward = models.FloatField()
-    reward_components = models.JSONField(default=dict)
+    reward_components = models.JSONField(default=dict)  # name -> value in [0, 1] (before weights)
     advantage = models.FloatField(default=0.0)
     flags = models.JSONField(default=list)
+    flag_evidence = models.JSONField(default=dict)  # flag -> what the detector saw
     tests_passed = models.PositiveIntegerField(default=0)
     tests_total = models.PositiveIntegerField(default=0)
     prompt_token_ids = models.JSONField(default=list)
@@ -125,3 +129,81 @@ class Turn(models.Model):
     class Meta:
         ordering = ["index"]
         constraints = [models.UniqueConstraint(fields=["trajectory", "index"], name="unique_turn")]
+
+
+class MonitorScore(models.Model):
+    """A monitor's suspicion that a trajectory hacks its reward: a score in [0, 1] and why.
+
+    ``monitor`` names the monitor (``rules``: the detectors; ``llm:<model>``: an LLM judge).
+    Review queues put the highest scores first.
+    """
+
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="monitor_scores")
+    monitor = models.CharField(max_length=120)
+    score = models.FloatField()
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)  # e.g. the LLM's raw answer, tokens, latency
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-score", "id"]
+        constraints = [models.UniqueConstraint(fields=["trajectory", "monitor"], name="unique_monitor_score")]
+        indexes = [models.Index(fields=["monitor", "-score"])]
+
+
+class HeldOutEvaluation(models.Model):
+    """The policy's score on a run's held-out evaluation task set at one step (never trained on).
+
+    ``pass_at_k`` maps k (as text) to the unbiased pass@k estimate (Chen et al. 2021) over the
+    set's tasks with ``samples_per_task`` samples each; ``reward_mean`` is the mean reward.
+    """
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="evaluations")
+    step = models.PositiveIntegerField()
+    task_set = models.ForeignKey(TaskSet, on_delete=models.PROTECT, related_name="+")
+    tasks = models.PositiveIntegerField()
+    samples_per_task = models.PositiveIntegerField()
+    pass_at_k = models.JSONField(default=dict)
+    reward_mean = models.FloatField()
+    dropped = models.PositiveIntegerField(default=0)  # samples lost to infra errors, not scored
+    seconds = models.FloatField(default=0.0)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step"]
+        constraints = [models.UniqueConstraint(fields=["run", "step"], name="unique_run_evaluation_step")]
+
+
+class Alert(models.Model):
+    """A drift or onset alert on one of a run's streams, with the evidence that raised it.
+
+    ``stream`` is the metric watched (``reward/mean``, ``reward/correctness``, ``flags/rate``...);
+    ``detector`` the test (``adwin``, ``page_hinkley_up``, ``js_divergence``, ``wasserstein``,
+    ``onset:train_up_heldout_down``...); ``statistic`` its value and ``threshold`` the bound it
+    crossed; ``window`` in steps. Alerts of one (stream, detector) within the cool-down are
+    merged into the first (``repeats`` counts them) rather than stored again.
+    """
+
+    INFO, WARNING, CRITICAL = "info", "warning", "critical"
+    SEVERITIES = [(s, s) for s in (INFO, WARNING, CRITICAL)]
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="alerts")
+    step = models.PositiveIntegerField()
+    last_step = models.PositiveIntegerField()  # the latest step a merged repeat fired at
+    stream = models.CharField(max_length=80)
+    detector = models.CharField(max_length=80)
+    statistic = models.FloatField()
+    threshold = models.FloatField()
+    window = models.PositiveIntegerField(default=0)
+    severity = models.CharField(max_length=10, choices=SEVERITIES, default=WARNING)
+    message = models.TextField()
+    repeats = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    acknowledgement_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["run", "stream", "detector", "-step"])]

@@ -44,6 +44,7 @@ class TaskSpec:
     harness: str = "python-check"  # the test suite's harness: which runtime runs the code
     files: dict = field(default_factory=dict)  # workspace files beside the program
     test_timeout_s: float | None = None  # per-test limit of the suite, if any
+    reference_solution: str = ""  # the task version's reference (baselines for rewards and detectors)
 
 
 @dataclass

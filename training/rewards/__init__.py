@@ -1,0 +1,1 @@
+"""Reward components: registered callables over a graded submission (see registry.py)."""

@@ -1,0 +1,65 @@
+"""Reward functions registered by name, as in TRL: plain callables ``f(submission) -> float``.
+
+A run's config picks components and weights (``reward_weights``: ``{"correctness": 1.0,
+"quality": 0.2}``); the trajectory keeps every component and the weighted mean as its
+reward. Each component returns a value in [0, 1]; higher is better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from training.rewards.base import GradedSubmission
+
+RewardFunction = Callable[[GradedSubmission], float]
+REGISTRY: dict[str, RewardFunction] = {}
+
+
+def reward(name: str) -> Callable[[RewardFunction], RewardFunction]:
+    """Register ``f`` as the reward component ``name`` (a decorator).
+
+    Raises:
+        ValueError: ``name`` is taken.
+    """
+    def register(function: RewardFunction) -> RewardFunction:
+        if name in REGISTRY and REGISTRY[name] is not function:
+            raise ValueError(f"reward component {name!r} is registered twice")
+        REGISTRY[name] = function
+        return function
+
+    return register
+
+
+def _load_builtin() -> None:
+    # The built-in components register themselves on import.
+    from training.rewards import components  # noqa: F401
+
+
+def check_weights(weights: dict) -> None:
+    """Raises ConfigError naming an unknown component or a weight that is not a number >= 0,
+    or weights that are all 0."""
+    from training.config import ConfigError
+
+    _load_builtin()
+    if not weights:
+        raise ConfigError("config key 'reward_weights' is empty; give at least {\"correctness\": 1.0}")
+    for name, weight in weights.items():
+        if name not in REGISTRY:
+            raise ConfigError(f"config key 'reward_weights': unknown reward component {name!r}; "
+                              f"known: {', '.join(sorted(REGISTRY))}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise ConfigError(f"config key 'reward_weights': {name!r} must weigh a number >= 0, got {weight!r}")
+    if not any(weights.values()):
+        raise ConfigError("config key 'reward_weights': every weight is 0; at least one must be > 0")
+
+
+def reward_components(submission: GradedSubmission, names) -> dict[str, float]:
+    """Every named component of ``submission``, each clamped to [0, 1]."""
+    _load_builtin()
+    return {name: min(1.0, max(0.0, float(REGISTRY[name](submission)))) for name in names}
+
+
+def weighted_total(components: dict[str, float], weights: dict[str, float]) -> float:
+    """The weighted mean of ``components`` under ``weights`` (components without weight count 0)."""
+    total_weight = sum(weights.values())
+    return sum(components.get(name, 0.0) * weight for name, weight in weights.items()) / total_weight
