@@ -60,6 +60,8 @@ class RunConfig:
     sft_epochs: int = 40
     sft_lr: float = 3e-3
     sft_batch_size: int = 16
+    # SFT demonstrations: a {"task_id", "completion"} JSONL file; empty: the reference solutions.
+    sft_data: str = ""
     lr: float = 2e-4
     tasks_per_step: int = 4
     group_size: int = 8
@@ -202,6 +204,8 @@ class RunConfig:
                                        for name in ("config.json", "adapter_config.json")):
             raise ConfigError(f"config key 'model_path': {self.model_path!r} holds no config.json "
                               f"(a model) or adapter_config.json (a saved LoRA adapter)")
+        if self.sft_data and not Path(self.sft_data).is_file():
+            raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
         if self.lora and not self.model_path:
             raise ConfigError("config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one")
         if self.eval_every and not self.eval_task_set:

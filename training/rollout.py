@@ -27,6 +27,7 @@ from sandboxes.suites import harness
 from sandboxes.process import Limits
 from training.generation import sample_batch
 from training.policy import Policy
+from training.scoring import Scorer
 
 OBSERVATION_TEXT_TOKENS = 48
 
@@ -74,7 +75,10 @@ class Rollout:
     tests_total: int = 0
     flags: list[str] = field(default_factory=list)
     advantage: float = 0.0
-    reward_components: dict = field(default_factory=dict)  # name -> value; ``reward`` is their sum
+    reward_components: dict = field(default_factory=dict)  # name -> value in [0, 1]
+    flag_evidence: dict = field(default_factory=dict)  # hack flag -> what its detector saw
+    # The visible-test result of the last turn (read by hack detectors; not persisted as such).
+    last_visible: R.ExecutionResult | None = None
 
     @property
     def sampled_tokens(self) -> int:
@@ -216,6 +220,7 @@ def _observe(policy: Policy, rollout: Rollout, result: R.ExecutionResult, *, las
     """Record the sandbox's answer to the rollout's last turn and decide whether it goes on."""
     turn = rollout.turns[-1]
     turn.sandbox_status, turn.sandbox_result = result.status, result.to_dict()
+    rollout.last_visible = result
     if result.status == R.INFRA_ERROR:
         rollout.flags.append("infra_error")
         rollout.done = True
@@ -239,6 +244,7 @@ def collect_rollouts(
     *,
     generator: torch.Generator | None = None,
     first_group: int = 0,
+    scorer: Scorer | None = None,
 ) -> tuple[list[Rollout], RolloutTimes]:
     """Roll out ``config.group_size`` trajectories per task, then grade them.
 
@@ -250,6 +256,8 @@ def collect_rollouts(
 
     Args:
         tasks: one task per group; group numbers start at ``first_group``.
+        scorer: turns graded rollouts into rewards (components, hack flags); default:
+            correctness alone, no detectors.
 
     Returns:
         ``(rollouts, times)``: rollouts ordered by group then index, each graded, ended
@@ -295,21 +303,23 @@ def collect_rollouts(
     for rollout in rollouts:
         rollout.final_code = rollout.turns[-1].code if rollout.turns else ""
     grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])
-    times.grading_s += time.monotonic() - grading_started
+    scored, scored_grades = [], []
     for rollout, grade in zip(to_grade, grades):
         rollout.status = grade.status
         if grade.status == R.INFRA_ERROR:
             rollout.flags.append("infra_error")
             continue
         rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
-        rollout.reward = grade.score
-        rollout.reward_components = {"correctness": grade.score}
         if grade.status in (R.TIMEOUT, R.CRASHED, R.MEMORY_LIMIT, R.OUTPUT_LIMIT):
             rollout.flags.append(grade.status)
+        scored.append(rollout)
+        scored_grades.append(grade)
+    (scorer or Scorer(detect_hacks=False)).score(scored, scored_grades)
+    times.grading_s += time.monotonic() - grading_started
     for rollout in rollouts:
         if rollout.dropped:
             rollout.status = R.INFRA_ERROR
         elif "rollout_timeout" in rollout.flags:
             rollout.status, rollout.reward = R.TIMEOUT, 0.0
-            rollout.reward_components = {"correctness": 0.0}
+            rollout.reward_components = {}
     return rollouts, times

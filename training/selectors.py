@@ -34,9 +34,16 @@ def step_event(step: StepMetric) -> dict:
     }
 
 
+def evaluation_event(evaluation) -> dict:
+    """The wire form of a held-out evaluation: pass@k and mean reward at a step."""
+    return {"kind": "evaluation", "step": evaluation.step, "pass_at_k": evaluation.pass_at_k,
+            "reward_mean": evaluation.reward_mean, "tasks": evaluation.tasks}
+
+
 def run_backfill(*, run_id: int, after: int) -> list[dict]:
     """The events a client that has seen up to ``after`` missed: the run's status, then steps."""
     run = TrainingRun.objects.get(pk=run_id)
     events = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
     events += [step_event(step) for step in run_steps(run_id=run_id, after=after)]
+    events += [evaluation_event(e) for e in run.evaluations.all()]  # few: every eval_every steps
     return events

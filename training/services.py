@@ -12,8 +12,8 @@ from django.db.models.functions import Greatest
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
-from training.models import RunTransition, StepMetric, TrainingRun, Trajectory, Turn
-from training.selectors import step_event
+from training.models import HeldOutEvaluation, RunTransition, StepMetric, TrainingRun, Trajectory, Turn
+from training.selectors import evaluation_event, step_event
 
 REWARD_BINS = [i / 10 for i in range(11)]
 
@@ -34,8 +34,12 @@ class InvalidTransition(ValueError):
 def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") -> TrainingRun:
     """Create a pending run that pins the task set's current versions.
 
+    With ``config.eval_task_set``, the run also names its held-out set; tasks of that set
+    are taken out of the training versions, so the run never trains on what it evaluates.
+
     Raises:
-        ValueError: the task set has no valid task version to train on.
+        ValueError: the task set has no valid task version to train on, or the held-out set
+            is unknown, has nothing trainable, or holds every training task.
     """
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
@@ -46,9 +50,22 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
             f"task set {task_set.name!r} has no trainable task version (validated and not quarantined); "
             f"run `python manage.py validate_tasks --taskset {task_set.name}`"
         )
+    eval_set = None
+    if config.eval_task_set:
+        eval_set = TaskSet.objects.filter(name=config.eval_task_set).first()
+        if eval_set is None:
+            raise ValueError(f"config key 'eval_task_set': no task set named {config.eval_task_set!r}")
+        held_out = {v.task_id for v in trainable(task_set_versions(task_set=eval_set))}
+        if not held_out:
+            raise ValueError(f"config key 'eval_task_set': {eval_set.name!r} has no trainable task version; "
+                             f"validate it first")
+        versions = [v for v in versions if v.task_id not in held_out]
+        if not versions:
+            raise ValueError(f"every task of {task_set.name!r} is in the held-out set {eval_set.name!r}: "
+                             f"nothing is left to train on")
     run = TrainingRun.objects.create(
         task_set=task_set, config=config.to_dict(), backend=backend, total_steps=config.steps,
-        task_set_version=task_set.versions.order_by("-number").first(),
+        task_set_version=task_set.versions.order_by("-number").first(), eval_task_set=eval_set,
     )
     run.task_versions.set(versions)
     RunTransition.objects.create(run=run, from_status="", to_status=TrainingRun.PENDING, reason="created")
@@ -129,6 +146,7 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
                 reward_components=r.reward_components or {"correctness": r.reward},
                 advantage=r.advantage,
                 flags=r.flags,
+                flag_evidence=r.flag_evidence,
                 tests_passed=r.tests_passed,
                 tests_total=r.tests_total,
                 prompt_token_ids=r.prompt_ids,
@@ -185,6 +203,16 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
     later.delete()
     StepMetric.objects.filter(run_id=run_id, step__gt=to_step).delete()
     return steps
+
+
+def evaluation_record(*, run_id: int, step: int, task_set_id: int, samples_per_task: int, result) -> "HeldOutEvaluation":
+    """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast it."""
+    evaluation = HeldOutEvaluation.objects.create(
+        run_id=run_id, step=step, task_set_id=task_set_id, tasks=result.tasks, samples_per_task=samples_per_task,
+        pass_at_k=result.pass_at_k, reward_mean=result.reward_mean, dropped=result.dropped, seconds=result.seconds,
+    )
+    broadcast_run_event(run_id, evaluation_event(evaluation))
+    return evaluation
 
 
 def run_summary_update(*, run_id: int, **fields) -> None:

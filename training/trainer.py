@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from sandboxes.queue import live_workers
 from tasks_library.models import TaskVersion
 from tasks_library.difficulty import DifficultySampler, pass_rate
-from tasks_library.selectors import runtimes_of
+from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import checkpoint, distributed, services
 from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
@@ -42,6 +42,8 @@ from training.models import TrainingRun
 from training.policy import Policy, build_default_policy, load_policy
 from training.checkpoint import checkpoint_step, latest_checkpoint, read_model_state, read_rank_state, rng_restore
 from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
+from training.heldout import heldout_evaluate
+from training.scoring import Scorer
 from training.update import grpo_update
 
 __all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError"]
@@ -57,8 +59,28 @@ def seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[tuple[str, str]]:
+    """``(prompt, completion)`` pairs of the warm start: the task versions' reference solutions,
+    or the lines of ``config.sft_data`` (``{"task_id", "completion"}`` JSONL, as evaluate_samples
+    reads) for the run's tasks.
+
+    Raises:
+        ValueError: ``sft_data`` names no task of the run (the message says which file).
+    """
+    if not config.sft_data:
+        return [(v.prompt, v.reference_solution) for v in versions]
+    from tasks_library.evaluation import read_samples
+
+    by_task = {v.task.task_id: v for v in versions}
+    pairs = [(by_task[row["task_id"]].prompt, row["completion"])
+             for row in read_samples(Path(config.sft_data)) if row["task_id"] in by_task]
+    if not pairs:
+        raise ValueError(f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks")
+    return pairs
+
+
 def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> dict:
-    """Cross-entropy on the reference solutions, prompt tokens masked.
+    """Cross-entropy on demonstrations (:func:`sft_demonstrations`), prompt tokens masked.
 
     Returns:
         ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``.
@@ -66,9 +88,9 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
     started = time.monotonic()
     limit = policy.n_positions
     examples = []
-    for v in versions:
-        prompt = [policy.bos_id, *policy.encode(v.prompt)]
-        solution = [*policy.encode(v.reference_solution), policy.end_id]
+    for prompt_text, completion in sft_demonstrations(versions, config):
+        prompt = [policy.bos_id, *policy.encode(prompt_text)]
+        solution = [*policy.encode(completion), policy.end_id]
         ids = (prompt + solution)[:limit]
         mask = ([0] * len(prompt) + [1] * len(solution))[:limit]
         if any(mask):
@@ -103,8 +125,8 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
     return summary
 
 
-def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> list[TaskSpec]:
-    """The RL task pool: prompts that fit the context, shortest first, capped at ``train_tasks``."""
+def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig, *, cap: int | None = None) -> list[TaskSpec]:
+    """A task pool: prompts that fit the context, shortest first, capped at ``cap`` (default ``train_tasks``)."""
     sized = []
     for v in versions:
         length = len(policy.encode(v.prompt))
@@ -122,8 +144,9 @@ def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig) 
             harness=v.test_suite.harness,
             files=v.files,
             test_timeout_s=v.test_suite.test_timeout_s,
+            reference_solution=v.reference_solution,
         )
-        for _length, v in sized[: config.train_tasks]
+        for _length, v in sized[: config.train_tasks if cap is None else cap]
     ]
 
 
@@ -331,12 +354,19 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
         group_size=config.group_size, max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
         temperature=config.temperature, top_p=config.top_p, timeout_s=config.rollout_timeout_s,
     )
+    scorer = _scorer(config, versions)
+    heldout = _heldout_specs(run, policy, config)
     for step in range(start_step + 1, config.steps + 1):
         cancelled = ranks.is_main and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
         if distributed.broadcast_value(cancelled):
             return
         _step(run.pk, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config,
-              ranks, generator)
+              ranks, generator, scorer)
+        if heldout and ranks.is_main and (step % config.eval_every == 0 or step == config.steps):
+            result = heldout_evaluate(policy, heldout, samples=config.eval_samples, rollout_config=rollout_config,
+                                      seed=config.seed * 1_000_003 + step, scorer=scorer)
+            services.evaluation_record(run_id=run.pk, step=step, task_set_id=run.eval_task_set_id,
+                                       samples_per_task=config.eval_samples, result=result)
         if step % config.checkpoint_every == 0 or step == config.steps:
             _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks)
     if ranks.is_main:
@@ -347,13 +377,36 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
                                 reason=f"trained steps {start_step + 1}..{config.steps}")
 
 
+def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
+    """The run's reward components, their weights and the hack policy; efficiency needs the
+    references' profiles, measured once per task version in the sandbox and kept."""
+    references = {}
+    if "efficiency" in config.reward_weights:
+        from training.rewards.reference import reference_profiles_ensure
+
+        references = reference_profiles_ensure(versions)
+    return Scorer(weights=config.reward_weights, hack_policy=config.hack_policy, references=references)
+
+
+def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[TaskSpec]:
+    """The held-out set's trainable versions as they are at the run's (re)start."""
+    if not (config.eval_every and run.eval_task_set_id):
+        return []
+    versions = list(trainable(task_set_versions(task_set=run.eval_task_set)).select_related("task", "test_suite"))
+    specs = _task_specs(policy, versions, config, cap=len(versions))
+    if not specs:
+        raise ValueError(f"no prompt of the held-out set {run.eval_task_set.name!r} fits max_prompt_tokens="
+                         f"{config.max_prompt_tokens}")
+    return specs
+
+
 def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config, ranks,
-          generator) -> None:
+          generator, scorer) -> None:
     """One RL step on every rank; rank 0 records it."""
     tasks = state.next_tasks(specs, min(config.tasks_per_step, len(specs)))
     mine = ranks.shard(len(tasks))
     local, times = collect_rollouts(policy, tasks[mine.start : mine.stop], rollout_config, generator=generator,
-                                    first_group=mine.start)
+                                    first_group=mine.start, scorer=scorer)
     started = time.monotonic()
     metrics = grpo_update(policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler)
     update_s = time.monotonic() - started
@@ -368,6 +421,8 @@ def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, s
             "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
             "rollouts/dropped": len(rollouts) - len(scored),
             "rollouts/timeout": sum("rollout_timeout" in r.flags for r in rollouts),
+            # share of scored trajectories with at least one reward-hacking flag
+            "flags/rate": sum(bool(r.flag_evidence) for r in scored) / max(1, len(scored)),
             "rollouts/replay_queue": len(state.replay),
             "sampler/groups_skipped": state.sampler.groups_skipped,
             "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),

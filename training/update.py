@@ -39,8 +39,9 @@ def shape_rewards(rollouts: list, config: RunConfig) -> None:
     penalties = overlong_penalty(lengths, max_length=config.max_turns * config.max_new_tokens,
                                  cache_length=config.overlong_cache_tokens)
     for rollout, penalty in zip(scored, penalties.tolist()):
+        # A shaping term in [-1, 0] added to the reward (kept beside the [0, 1] components).
         rollout.reward_components["overlong"] = penalty
-        rollout.reward = sum(rollout.reward_components.values())
+        rollout.reward += penalty
 
 
 def assign_advantages(rollouts: list, config: RunConfig) -> tuple[list, int, int]:

@@ -1,0 +1,59 @@
+"""From a graded rollout to its reward: components, hack flags, the run's hack policy.
+
+After grading, each rollout that was graded becomes a
+:class:`training.rewards.base.GradedSubmission` (final code, hidden-test result, the last
+visible-test result the policy saw, the reference's profile). The run's reward
+components are computed on it (``reward_weights``: the reward is their weighted mean),
+the hack detectors flag it with evidence, and under ``hack_policy="zero"`` a flagged
+rollout's reward becomes 0. Every component is kept on the trajectory either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sandboxes import result as R
+from training.rewards.base import GradedSubmission, ReferenceStats
+from training.rewards.registry import reward_components, weighted_total
+
+
+@dataclass
+class Scorer:
+    """How a run turns graded rollouts into rewards.
+
+    Attributes:
+        weights: reward component name -> weight (``RunConfig.reward_weights``).
+        hack_policy: ``flag`` (keep the reward) or ``zero``.
+        references: task version id -> the reference's profile (efficiency baselines).
+        detect_hacks: run the hack detectors (training/hacks) on every graded rollout.
+    """
+
+    weights: dict = field(default_factory=lambda: {"correctness": 1.0})
+    hack_policy: str = "flag"
+    references: dict[int, ReferenceStats] = field(default_factory=dict)
+    detect_hacks: bool = True
+
+    def submission(self, rollout, grade: R.ExecutionResult) -> GradedSubmission:
+        return GradedSubmission(task=rollout.task, code=rollout.final_code, grade=grade,
+                                visible=rollout.last_visible, reference=self.references.get(rollout.task.task_version_id))
+
+    def score(self, rollouts: list, grades: list[R.ExecutionResult]) -> None:
+        """Set each graded rollout's components, flags (with evidence) and reward, in place."""
+        submissions = [self.submission(r, g) for r, g in zip(rollouts, grades)]
+        for rollout, submission in zip(rollouts, submissions):
+            components = reward_components(submission, self.weights)
+            rollout.reward_components = components
+            rollout.reward = weighted_total(components, self.weights)
+            if self.detect_hacks:
+                for flag in _detect(submission):
+                    if flag.name not in rollout.flags:
+                        rollout.flags.append(flag.name)
+                    rollout.flag_evidence[flag.name] = flag.evidence
+                if self.hack_policy == "zero" and rollout.flag_evidence:
+                    rollout.reward = 0.0
+
+
+def _detect(submission: GradedSubmission) -> list:
+    from training.hacks import detect
+
+    return detect(submission)
