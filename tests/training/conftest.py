@@ -69,3 +69,20 @@ def wait_for(predicate, *, timeout_s: float = 300, proc: subprocess.Popen | None
 
 def tiny_run(task_set, **overrides) -> TrainingRun:
     return services.run_create(task_set=task_set, config=RunConfig.from_dict({**TINY, **overrides}))
+
+
+def one_task_run(backend: str = "local", **config) -> TrainingRun:
+    """A pending run on a fresh one-task set (a valid version, as validation leaves it), without sandboxes."""
+    from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
+    from tasks_library.services import task_set_pin
+
+    env, _ = EnvironmentVersion.objects.get_or_create(content_hash="e" * 64,
+                                                      defaults={"name": "python", "runtime": "python3.11"})
+    suite, _ = TestSuiteVersion.objects.get_or_create(
+        content_hash="s" * 64, defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"})
+    task = Task.objects.create(task_id=f"{backend}/{Task.objects.count()}", source="test")
+    version = TaskVersion.objects.create(task=task, number=1, content_hash=task.task_id.lower().ljust(64, "0"),
+                                         prompt="p", entry_point="f", reference_solution="r", environment=env,
+                                         test_suite=suite, verdict=TaskVersion.VERDICT_VALID)
+    task_set = task_set_pin(name=f"{backend}-{task.pk}", versions=[version], author="test")
+    return services.run_create(task_set=task_set, config=RunConfig.from_dict({"steps": 3, **config}), backend=backend)

@@ -22,13 +22,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from kubernetes import client
 
-from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
-from tasks_library.services import task_set_pin
 from training import kubernetes as k8s
-from training.config import ConfigError, RunConfig
+from training.config import ConfigError
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import InvalidTransition, run_cancel, run_create, run_transition
+from training.services import InvalidTransition, run_cancel, run_transition
+from tests.training.conftest import one_task_run
 from training.tasks import run_launch
 
 IMAGE = "registry.example.com/crucible:1.0"
@@ -160,17 +159,7 @@ def eager_celery():
 
 
 def make_run(backend: str = "kubernetes", **config) -> TrainingRun:
-    """A pending run on a one-task set (a valid version, as validation leaves it)."""
-    env, _ = EnvironmentVersion.objects.get_or_create(content_hash="e" * 64,
-                                                      defaults={"name": "python", "runtime": "python3.11"})
-    suite, _ = TestSuiteVersion.objects.get_or_create(
-        content_hash="s" * 64, defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"})
-    task = Task.objects.create(task_id=f"K8s/{Task.objects.count()}", source="test")
-    version = TaskVersion.objects.create(task=task, number=1, content_hash=task.task_id.lower().ljust(64, "0"),
-                                         prompt="p", entry_point="f", reference_solution="r", environment=env,
-                                         test_suite=suite, verdict=TaskVersion.VERDICT_VALID)
-    task_set = task_set_pin(name=f"k8s-{task.pk}", versions=[version], author="test")
-    return run_create(task_set=task_set, config=RunConfig.from_dict({"steps": 3, **config}), backend=backend)
+    return one_task_run(backend, **config)
 
 
 def k8s_config(**spec) -> dict:

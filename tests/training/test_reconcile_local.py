@@ -17,13 +17,11 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
-from tasks_library.services import task_set_pin
 from training import backends, services
-from training.config import RunConfig
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import run_cancel, run_create, run_transition
+from training.services import run_cancel, run_transition
+from tests.training.conftest import one_task_run
 from training.tasks import run_cancel_task, runs_reconcile_task
 
 
@@ -55,18 +53,8 @@ def stand_in_trainer(spawn, run_id: int, *, ignore_sigterm: bool = False) -> sub
     return proc
 
 
-def make_run(**config) -> TrainingRun:
-    """A pending local run on a one-task set (a valid version, as validation leaves it)."""
-    env, _ = EnvironmentVersion.objects.get_or_create(content_hash="e" * 64,
-                                                      defaults={"name": "python", "runtime": "python3.11"})
-    suite, _ = TestSuiteVersion.objects.get_or_create(
-        content_hash="s" * 64, defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"})
-    task = Task.objects.create(task_id=f"Local/{Task.objects.count()}", source="test")
-    version = TaskVersion.objects.create(task=task, number=1, content_hash=task.task_id.lower().ljust(64, "0"),
-                                         prompt="p", entry_point="f", reference_solution="r", environment=env,
-                                         test_suite=suite, verdict=TaskVersion.VERDICT_VALID)
-    task_set = task_set_pin(name=f"local-{task.pk}", versions=[version], author="test")
-    return run_create(task_set=task_set, config=RunConfig.from_dict({"steps": 3, **config}), backend="local")
+def make_run(backend: str = "local", **config) -> TrainingRun:
+    return one_task_run(backend, **config)
 
 
 def as_launched(run: TrainingRun, pid: int) -> TrainingRun:
