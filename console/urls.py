@@ -10,6 +10,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/alerts/<int:alert_id>/ack/", views.alert_acknowledge, name="alert-acknowledge"),
     path("api/runs/<int:run_id>/steps/", views.RunStepsApi.as_view(), name="api-run-steps"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -17,5 +18,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(template_name="tasks_library/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("tasks_library.urls")),
+    path("", include("console.replay_urls")),
     path("admin/", admin.site.urls),
 ]

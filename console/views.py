@@ -73,3 +73,34 @@ class RunStepsApi(ListAPIView):
         if not selectors.run_exists(run_id=self.kwargs["run_id"]):
             raise NotFound(f"run {self.kwargs['run_id']} does not exist")
         return selectors.run_steps(run_id=self.kwargs["run_id"])
+
+
+@login_required
+@require_POST
+def alert_acknowledge(request: HttpRequest, run_id: int, alert_id: int) -> HttpResponse:
+    """Acknowledge a drift alert with a note (curators and operators). Answers JSON (the alert's
+    event) to a client that accepts it, else redirects to the run page; watchers get the update live."""
+    from django.core.exceptions import PermissionDenied
+
+    from training.models import Alert
+    from training.services import alert_acknowledge as acknowledge
+    from training.selectors import alert_event
+
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    if not Alert.objects.filter(pk=alert_id, run_id=run_id).exists():
+        raise Http404(f"run {run_id} has no alert {alert_id}")
+    try:
+        alert = acknowledge(alert_id=alert_id, user=request.user, note=request.POST.get("note", ""))
+    except PermissionDenied as exc:
+        if wants_json:
+            return JsonResponse({"error": str(exc)}, status=403)
+        return HttpResponseForbidden(str(exc))
+    except ValueError as exc:
+        if wants_json:
+            return JsonResponse({"error": str(exc)}, status=400)
+        messages.error(request, str(exc))
+        return redirect("run-detail", run_id=run_id)
+    if wants_json:
+        return JsonResponse(alert_event(alert))
+    messages.success(request, f"alert {alert_id} acknowledged")
+    return redirect("run-detail", run_id=run_id)

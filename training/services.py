@@ -330,3 +330,104 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
     if backend is not None:
         backend.cancel(run)
     return cancelled_now
+
+
+# --- drift and onset alerts (training.drift raises them; the console acknowledges them) ---------
+
+
+def alert_may_acknowledge(user) -> bool:
+    """Curators and holders of ``training.change_trainingrun`` (operators, superusers) acknowledge alerts."""
+    from tasks_library.permissions import is_curator
+
+    return bool(user is not None and user.is_authenticated
+                and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+
+
+def alerts_raise(*, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None) -> list:
+    """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's watchers.
+
+    A candidate (:class:`training.drift.AlertCandidate`; its own ``step``, else ``step``) whose
+    run, stream and detector have an alert whose ``last_step`` is at most ``cooldown_steps``
+    before it is merged into that alert (``repeats`` + 1, ``last_step`` moved on, severity
+    raised to the higher one) instead of stored again; an acknowledged alert merges too (the
+    acknowledgement covers the condition going on). A candidate at or before the alert's
+    ``last_step`` is a second delivery of a step already counted and changes nothing.
+
+    Args:
+        cooldown_steps: None reads ``drift.cooldown_steps`` of the run's config.
+
+    Returns:
+        The alerts created or updated, each once, in the order first touched; each was
+        broadcast as ``{"kind": "alert", ...}`` (:func:`training.selectors.alert_event`).
+    """
+    from training.drift import SEVERITY_RANK, DriftConfig
+    from training.models import Alert
+    from training.selectors import alert_event
+
+    if cooldown_steps is None:
+        config = TrainingRun.objects.values_list("config", flat=True).get(pk=run_id) or {}
+        cooldown_steps = DriftConfig.from_config(config.get("drift") or {}).cooldown_steps
+    touched: dict[int, Alert] = {}
+    with transaction.atomic():
+        for candidate in candidates:
+            at = candidate.step if getattr(candidate, "step", None) is not None else step
+            latest = (Alert.objects.select_for_update()
+                      .filter(run_id=run_id, stream=candidate.stream, detector=candidate.detector)
+                      .order_by("-last_step", "-id").first())
+            if latest is not None and at - latest.last_step <= cooldown_steps:
+                if at <= latest.last_step:
+                    continue
+                latest.repeats += 1
+                latest.last_step = at
+                fields = ["repeats", "last_step"]
+                if SEVERITY_RANK.get(candidate.severity, 0) > SEVERITY_RANK.get(latest.severity, 0):
+                    latest.severity, latest.message = candidate.severity, candidate.message
+                    latest.statistic, latest.threshold = candidate.statistic, candidate.threshold
+                    latest.window = candidate.window
+                    fields += ["severity", "message", "statistic", "threshold", "window"]
+                latest.save(update_fields=fields)
+                touched[latest.pk] = latest
+                continue
+            alert = Alert.objects.create(
+                run_id=run_id, step=at, last_step=at, stream=candidate.stream, detector=candidate.detector,
+                statistic=float(candidate.statistic), threshold=float(candidate.threshold),
+                window=max(0, int(candidate.window)), severity=candidate.severity, message=candidate.message,
+            )
+            touched[alert.pk] = alert
+    for alert in touched.values():
+        broadcast_run_event(run_id, alert_event(alert))
+    return list(touched.values())
+
+
+def alert_acknowledge(*, alert_id: int, user, note: str):
+    """Record that ``user`` saw alert ``alert_id`` and why it needs nothing more (or what was done).
+
+    Idempotent: an alert already acknowledged keeps its first acknowledgement (who, when,
+    note) and nothing is broadcast again. A new acknowledgement is broadcast as an alert event.
+
+    Raises:
+        PermissionDenied: ``user`` is neither a curator nor holds ``training.change_trainingrun``.
+        ValueError: ``note`` is empty.
+        Alert.DoesNotExist: no such alert.
+    """
+    from django.core.exceptions import PermissionDenied
+
+    from training.models import Alert
+    from training.selectors import alert_event
+
+    if not alert_may_acknowledge(user):
+        raise PermissionDenied("only curators and operators may acknowledge alerts")
+    note = (note or "").strip()
+    if not note:
+        raise ValueError("write a note: what was checked, or what was done about the alert")
+    with transaction.atomic():
+        alert = Alert.objects.select_for_update().get(pk=alert_id)
+        changed = alert.acknowledged_at is None
+        if changed:
+            alert.acknowledged_at = timezone.now()
+            alert.acknowledged_by = user
+            alert.acknowledgement_note = note
+            alert.save(update_fields=["acknowledged_at", "acknowledged_by", "acknowledgement_note"])
+    if changed:
+        broadcast_run_event(alert.run_id, alert_event(alert))
+    return alert
