@@ -16,13 +16,14 @@ import atexit
 import functools
 import json
 import logging
+import secrets
 import threading
 from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.harness.python_check import split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
-from sandboxes.pairs import WarmGrader
+from sandboxes.pairs import AUDITED_RUNNER_FDS, WarmGrader
 from sandboxes.process import Limits
 from sandboxes.resident import Zygote, ZygoteDied, interpreter_bind_dirs
 from sandboxes.runtimes import RuntimeUnavailable, python_interpreter
@@ -79,7 +80,14 @@ def _expected_test_ids(test_source: str) -> tuple[str, ...]:
 
 
 class PythonGrader(WarmGrader):
-    """Grades Python programs in a warm pair of resident sandboxes (see :class:`WarmGrader`)."""
+    """Grades Python programs in a warm pair of resident sandboxes (see :class:`WarmGrader`).
+
+    The submission's tree gets an audit pipe (fd 6): its harness records what the program
+    attempts (network, processes, writes outside the scratch space...) and the result
+    carries it (``ExecutionResult.audit``; see ``harness/python_runner.py``).
+    """
+
+    runner_fds = AUDITED_RUNNER_FDS
 
     def __init__(self) -> None:
         self.interpreter = python_interpreter()
@@ -120,19 +128,20 @@ class PythonGrader(WarmGrader):
         """
         limits = limits or Limits()
         expected = verifier_test_ids(verifier, test_source)
+        token = secrets.token_hex(16)  # marks the harness's audit lines; the submission never holds it
         runner, driver = self.run_pair(
             {"files": {**(files or {}), SOLUTION_FILE: program},
              "spec": {"solution_path": SOLUTION_FILE, "request_fd": 4, "reply_fd": 5,
-                      "script": verifier != "python-check"}},
+                      "script": verifier != "python-check", "audit_fd": 6, "audit_token": token}},
             {"role": DRIVER_ROLES[verifier],
              "spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point, "verifier": verifier,
                       "test_timeout_s": limits.test_timeout_s, "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
             limits,
         )
-        return _result(runner, driver, expected)
+        return _result(runner, driver, expected, audit_token=token)
 
 
-def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
+def _result(runner, driver, expected: list[str], *, audit_token: str | None = None) -> R.ExecutionResult:
     events = _parse_results(driver.results)
     reported = events["tests"]
     tests = [
@@ -146,6 +155,7 @@ def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
     detail = events["load_error"] or events["submission_lost"] or ""
     if not events["done"] and not (runner.timed_out or driver.timed_out):
         detail = detail or "test driver ended early: " + driver.stderr.decode("utf-8", "replace")[-300:]
+    audit, audit_count, call_ms = parse_audit(runner, audit_token) if audit_token else ([], 0, 0.0)
     return R.ExecutionResult(
         status=status,
         exit_code=runner.exit_code,
@@ -159,7 +169,57 @@ def _result(runner, driver, expected: list[str]) -> R.ExecutionResult:
         tests=tests,
         detail=detail,
         enforcement=runner.enforcement,
+        audit=audit,
+        audit_count=audit_count,
+        call_cpu_ms=call_ms,
     )
+
+
+def parse_audit(runner, token: str) -> tuple[list[dict], int, float]:
+    """The submission's audit events from its tree's audit pipe, how many there were, and the
+    CPU milliseconds its process spent inside the tests' calls (0.0 without the end line).
+
+    Lines carrying ``token`` are the harness's: events (``{"e", "a"}``, at most
+    :data:`~sandboxes.result.AUDIT_MAX_EVENTS`), counts past that cap (``{"n"}``) and the end
+    line (``{"end", "call_ms"}``). Any other line was written by the submission itself: one
+    ``crucible.audit_forged`` event says so. A process that ended by itself (not killed by
+    the host for time, output or memory, nor by a signal) without the end line cut the
+    channel or its own run short: ``crucible.audit_lost``.
+    """
+    events: list[dict] = []
+    count = 0
+    ended = False
+    call_ms = 0.0
+    forged = ""
+    for raw_line in runner.audit.split(b"\n"):
+        if not raw_line.strip():
+            continue
+        try:
+            line = json.loads(raw_line.decode("utf-8", "replace"))
+        except ValueError:
+            line = None
+        if not isinstance(line, dict) or line.get("t") != token:
+            forged = forged or raw_line[:120].decode("utf-8", "replace")
+            continue
+        if "e" in line and len(events) < R.AUDIT_MAX_EVENTS:
+            events.append({"event": str(line["e"])[:100], "args": str(line.get("a", ""))[:200]})
+            count = max(count, len(events))
+        elif isinstance(line.get("n"), int) and not isinstance(line["n"], bool):
+            count = max(count, line["n"])
+        elif isinstance(line.get("end"), int) and not isinstance(line["end"], bool):
+            count = max(count, line["end"])
+            ended = True
+            spent = line.get("call_ms")
+            if isinstance(spent, (int, float)) and not isinstance(spent, bool) and spent >= 0:
+                call_ms = float(spent)
+    if forged:
+        events.append({"event": R.AUDIT_FORGED, "args": repr(forged)[:200]})
+        count += 1
+    killed = runner.timed_out or runner.output_exceeded or runner.memory_limit_hit or runner.exit_code is None
+    if not ended and not killed:
+        events.append({"event": R.AUDIT_LOST, "args": f"exit status {runner.exit_code} without the harness's end line"})
+        count += 1
+    return events, count, call_ms
 
 
 _local = threading.local()

@@ -9,7 +9,9 @@ process creation sits on a request's path; the next pair boots while the host
 returns the current result.
 
 Descriptors every tree gets: 0-2 (stdin from ``/dev/null``, stdout, stderr), 3 the
-job, 4 the request pipe, 5 the reply pipe, and for the tests' tree 6 the results.
+job, 4 the request pipe, 5 the reply pipe, and for the tests' tree 6 the results. A
+grader whose :attr:`WarmGrader.runner_fds` name ``audit`` also gives the submission's tree
+6, the audit pipe (events its harness records, see ``harness/python_runner.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sandboxes.resident import Tree, Zygote, ZygoteDied, watch
 
 PIPE_BUF_BYTES = 65536  # Linux's default pipe capacity
 RUNNER_FDS = ["job", "request", "reply"]
+AUDITED_RUNNER_FDS = [*RUNNER_FDS, "audit"]
 DRIVER_FDS = ["job", "request", "reply", "results"]
 
 
@@ -76,6 +79,7 @@ class WarmGrader:
     runner: Zygote
     driver: Zygote
     spare: tuple[WarmTree, WarmTree] | None = None
+    runner_fds: list[str] = RUNNER_FDS  # AUDITED_RUNNER_FDS: the submission's tree reports audit events
 
     def exec_argv(self, role: str) -> list[str] | None:
         """The interpreter a tree of ``role`` (``runner``/``driver``) execs; None runs the zygote's Python."""
@@ -112,13 +116,18 @@ class WarmGrader:
 
     def _boot_pair(self) -> tuple[WarmTree, WarmTree]:
         names = ("request", "reply", "r_out", "r_err", "r_exit", "r_job", "d_out", "d_err", "d_exit", "d_job", "results")
+        audited = "audit" in self.runner_fds
+        if audited:
+            names += ("r_audit",)
         p = {name: os.pipe() for name in names}
         sent: set[int] = set()
         try:
             runner_fds = {"stdout": p["r_out"][1], "stderr": p["r_err"][1], "exit": p["r_exit"][1], "job": p["r_job"][0],
                           "request": p["request"][0], "reply": p["reply"][1]}
+            if audited:
+                runner_fds["audit"] = p["r_audit"][1]
             sent |= set(runner_fds.values())  # start_tree closes them, whatever happens
-            self.runner.start_tree(role_fds=RUNNER_FDS, limits=Limits(), fds=runner_fds,
+            self.runner.start_tree(role_fds=self.runner_fds, limits=Limits(), fds=runner_fds,
                                    exec_argv=self.exec_argv("runner"), own_network=True)
             driver_fds = {"stdout": p["d_out"][1], "stderr": p["d_err"][1], "exit": p["d_exit"][1], "job": p["d_job"][0],
                           "request": p["request"][1], "reply": p["reply"][0], "results": p["results"][1]}
@@ -133,9 +142,11 @@ class WarmGrader:
                     except OSError:
                         pass
             raise
+        runner_pipes = {"stdout": p["r_out"][0], "stderr": p["r_err"][0], "exit": p["r_exit"][0]}
+        if audited:
+            runner_pipes["audit"] = p["r_audit"][0]
         return (
-            WarmTree(self.runner, p["r_job"][1],
-                     {"stdout": p["r_out"][0], "stderr": p["r_err"][0], "exit": p["r_exit"][0]}),
+            WarmTree(self.runner, p["r_job"][1], runner_pipes),
             WarmTree(self.driver, p["d_job"][1],
                      {"stdout": p["d_out"][0], "stderr": p["d_err"][0], "exit": p["d_exit"][0], "results": p["results"][0]}),
         )

@@ -67,3 +67,4 @@ class ProcessOutcome:
     peak_memory_bytes: int
     enforcement: str = "rlimit"  # "cgroup-v1" when a cgroup held memory and pids
     memory_limit_hit: bool = False
+    audit: bytes = b""  # the audit pipe's lines (``harness/python_runner.py``), when the tree had one

@@ -33,6 +33,7 @@ from sandboxes.process import NOBODY, SANDBOX_ENV, Limits, ProcessOutcome
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
 RESULTS_CAP_BYTES = 4 * 1024**2
+AUDIT_CAP_BYTES = 64 * 1024  # the harness sends far less (a capped list); more is the submission's noise
 
 
 class ZygoteDied(RuntimeError):
@@ -231,7 +232,7 @@ class Tree:
 
     zygote: Zygote
     pid: int
-    pipes: dict[str, int]  # name -> read end: stdout, stderr, exit, and optionally results
+    pipes: dict[str, int]  # name -> read end: stdout, stderr, exit, and optionally results and audit
     limits: Limits
     kill_on_output: bool = True
 
@@ -275,12 +276,15 @@ def watch(trees: list[Tree], deadline_s: float) -> list[ProcessOutcome]:
                 continue
             tree = trees[index]
             totals[index][name] += len(chunk)
-            cap = RESULTS_CAP_BYTES if name in ("results", "exit") else tree.limits.output_cap_bytes
+            cap = (RESULTS_CAP_BYTES if name in ("results", "exit")
+                   else AUDIT_CAP_BYTES if name == "audit" else tree.limits.output_cap_bytes)
             room = cap - len(kept[index][name])
             if room > 0:
                 kept[index][name] += chunk[:room]
-            if (name in ("stdout", "stderr") and tree.kill_on_output and not exceeded[index]
-                    and totals[index]["stdout"] + totals[index]["stderr"] > tree.limits.output_kill_bytes):
+            # The audit pipe is the submission's to write as well: a flood there is an output flood.
+            if (name in ("stdout", "stderr", "audit") and tree.kill_on_output and not exceeded[index]
+                    and sum(totals[index].get(n, 0) for n in ("stdout", "stderr", "audit"))
+                    > tree.limits.output_kill_bytes):
                 exceeded[index] = True
                 _kill_tree(tree)
     for key in list(selector.get_map().values()):
@@ -324,6 +328,7 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
         stdout=bytes(kept.get("stdout", b"")),
         stderr=bytes(kept.get("stderr", b"")),
         results=bytes(kept.get("results", b"")),
+        audit=bytes(kept.get("audit", b"")),
         truncated=totals.get("stdout", 0) > tree.limits.output_cap_bytes or totals.get("stderr", 0) > tree.limits.output_cap_bytes,
         timed_out=timed_out,
         output_exceeded=exceeded,

@@ -14,6 +14,9 @@ OUTPUT_LIMIT = "output_limit"
 CRASHED = "crashed"
 INFRA_ERROR = "infra_error"
 STATUSES = (OK, FAILED, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, CRASHED, INFRA_ERROR)
+AUDIT_MAX_EVENTS = 64  # as the runner's harness caps them
+AUDIT_FORGED = "crucible.audit_forged"
+AUDIT_LOST = "crucible.audit_lost"
 
 
 @dataclass
@@ -51,6 +54,19 @@ class ExecutionResult:
         tests: one entry per expected test id, in order.
         enforcement: ``cgroup-v1`` when a per-execution cgroup held memory and process
             count, ``rlimit`` when rlimits alone did.
+        audit: what the submission attempted, recorded inside its sandbox by an audit hook
+            (Python; see ``harness/python_runner.py``): ``{"event", "args"}`` each, the
+            event's CPython audit name and a short repr of its arguments, at most
+            :data:`AUDIT_MAX_EVENTS` of them in order, plus the host's own findings about the
+            channel (``crucible.audit_forged``: lines without the execution's token;
+            ``crucible.audit_lost``: the process ended by itself without the harness's end
+            line: the channel was closed or redirected, or the process cut short).
+        audit_count: how many events were recorded in all (a flood keeps counting past the
+            list's cap); 0 where nothing was recorded or the runtime has no audit (Node.js).
+        call_cpu_ms: CPU milliseconds the submission spent inside the tests' calls (the
+            calling thread's clock, read by its harness around each call; loading, the harness
+            and the pipes left out): the program's own cost. 0.0 where unknown (Node.js, or
+            the run did not end normally).
     """
 
     status: str
@@ -65,6 +81,9 @@ class ExecutionResult:
     tests: list[TestResult] = field(default_factory=list)
     detail: str = ""
     enforcement: str = "rlimit"
+    audit: list[dict] = field(default_factory=list)
+    audit_count: int = 0
+    call_cpu_ms: float = 0.0
 
     @property
     def tests_passed(self) -> int:
@@ -95,4 +114,5 @@ class ExecutionResult:
         """The inverse of :meth:`to_dict` (a result that crossed the queue)."""
         fields = dict(data)
         fields["tests"] = [TestResult(**t) for t in fields.get("tests", [])]
+        fields["audit"] = [dict(event) for event in fields.get("audit", [])]
         return cls(**fields)

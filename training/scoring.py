@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from sandboxes import result as R
 from training.rewards.base import GradedSubmission, ReferenceStats
-from training.rewards.registry import reward_components, weighted_total
+from training.rewards.registry import reward_components_batch, weighted_total
 
 
 @dataclass
@@ -40,8 +40,8 @@ class Scorer:
     def score(self, rollouts: list, grades: list[R.ExecutionResult]) -> None:
         """Set each graded rollout's components, flags (with evidence) and reward, in place."""
         submissions = [self.submission(r, g) for r, g in zip(rollouts, grades)]
-        for rollout, submission in zip(rollouts, submissions):
-            components = reward_components(submission, self.weights)
+        batch = reward_components_batch(submissions, self.weights)
+        for rollout, submission, components in zip(rollouts, submissions, batch):
             rollout.reward_components = components
             rollout.reward = weighted_total(components, self.weights)
             if self.detect_hacks:

@@ -12,12 +12,30 @@ A call may carry ``"timeout_s"`` (probes of a reference): past it the call raise
 ``CallTimeout``. ``{"read_files": [path, ...]}`` asks for files the program wrote in its workspace
 (output-comparing verifiers): ``{"ok": {path: text or None}}``; what comes back is
 only ever data the verifier compares, never code it runs.
+
+Audit (``spec["audit_fd"]``, ``spec["audit_token"]``): before the submission's code runs,
+an audit hook (PEP 578, ``sys.addaudithook``) records its attempts at network, processes,
+native code, writes outside the sandbox's scratch space (``/tmp``, which holds the workspace,
+and ``/dev/shm``), signals, tampering and introspection (see :data:`AUDITED`). Each event is
+one JSON line ``{"t": token, "e": event, "a": short argument repr}`` written to the audit
+pipe *as it happens* (one ``os.write`` under ``PIPE_BUF``, so a later crash, ``os._exit`` or
+SIGKILL loses nothing already recorded); past :data:`AUDIT_MAX_EVENTS` only the count goes
+on, sent at each power of two, so a flood cannot grow the report. The harness's own end
+writes ``{"t": token, "end": count, "call_ms": CPU milliseconds spent inside the tests' calls}``. CPython offers no way to remove an audit hook, so the
+submission cannot switch it off; the token lives only in the hook's closure (reaching it
+takes ``gc`` or ``ctypes``, themselves audited), so lines the submission writes to the pipe
+itself are told apart, and a channel closed or redirected by it loses the end line, which
+the host reads as tampering. The recording is a witness for the reward, not a boundary: the
+sandbox's namespaces, seccomp filter and read-only root are what stop these actions.
 """
 
+import _thread
 import json
 import os
+import posixpath
 import signal
 import sys
+import time
 
 try:  # on the host (tests); in the sandbox plaindata's source is prepended to this file
     from sandboxes.harness.plaindata import decode, dumps_line, encode
@@ -26,6 +44,155 @@ except ImportError:
 
 
 MAX_FILE_CHARS = 4 * 1024 * 1024
+AUDIT_MAX_EVENTS = 64
+AUDIT_MAX_ARG_CHARS = 160
+AUDIT_END = "crucible.audit_end"
+# Runtime events recorded, by CPython audit event name (docs.python.org: "Audit events table").
+# ``open`` and the path events are recorded only for a write outside the scratch space;
+# ``object.__getattr__`` only for attributes that reach another frame; ``sys._getframe`` only
+# when it returns one of the harness's frames. Not recorded on purpose: ``exec``/``compile``
+# (namedtuple and dataclasses use them), ``import``, reads, ``sys.setrecursionlimit``
+# (a resource matter the rlimits hold).
+AUDITED = frozenset((
+    # network
+    "socket.__new__", "socket.bind", "socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+    "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg", "http.client.connect", "urllib.Request",
+    "ftplib.connect", "smtplib.connect", "poplib.connect", "imaplib.open", "nntplib.connect",
+    "telnetlib.Telnet.open", "webbrowser.open",
+    # processes
+    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+    "pty.spawn", "os.startfile",
+    # native code
+    "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.string_at",
+    "ctypes.wstring_at", "ctypes.call_function", "ctypes.PyObj_FromPtr",
+    # filesystem (writes outside the scratch space)
+    "open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink", "os.link",
+    "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile",
+    # signals
+    "os.kill", "os.killpg", "signal.pthread_kill",
+    # tampering
+    "sys.addaudithook", "resource.setrlimit", "resource.prlimit", "sys.settrace", "sys.setprofile",
+    "sys.monitoring.register_callback", AUDIT_END,
+    # introspection: reaching frames and objects outside the submission
+    "object.__getattr__", "sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+    "gc.get_referents",
+    # other
+    "code.__new__", "builtins.input", "os.putenv", "os.unsetenv",
+))
+# Path events: the positions of the paths they create, change or remove.
+PATH_ARGS = {"open": (0,), "os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "os.mkdir": (0,),
+             "os.chmod": (0,), "os.chown": (0,), "os.symlink": (1,), "os.link": (1,), "os.truncate": (0,),
+             "os.utime": (0,), "shutil.rmtree": (0,), "shutil.move": (0, 1), "shutil.copyfile": (1,)}
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+SCRATCH_DIRS = ("/tmp", "/dev/shm")
+SCRATCH_FILES = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2",
+                           "/proc/self/fd/1", "/proc/self/fd/2"))
+FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+HARNESS_FILES = frozenset(("<python_runner>", "<plaindata>", "<string>"))
+_audit = sys.audit  # bound at load: a submission that replaces sys.audit cannot swallow the end line
+# The calls' CPU time: the calling thread's clock (the process-wide one only advances at
+# scheduler ticks while RLIMIT_CPU arms its timer: 4 ms steps). Bound at load, like _audit.
+_thread_time = time.thread_time
+PLAIN_TYPES = (str, bytes, int, float, bool, type(None))
+
+
+def _short(value, depth=0):
+    """A short repr that never runs the submission's code: exact builtin types only."""
+    kind = type(value)
+    if kind in PLAIN_TYPES:
+        text = repr(value)
+    elif kind in (tuple, list) and depth < 2:
+        items = [_short(item, depth + 1) for item in value[:6]]
+        inside = ", ".join(items) + (", ..." if len(value) > 6 else "," if kind is tuple and len(value) == 1 else "")
+        text = ("(%s)" if kind is tuple else "[%s]") % inside
+    else:
+        text = "<%s>" % kind.__name__
+    return text[:AUDIT_MAX_ARG_CHARS]
+
+
+def _outside_scratch(path):
+    """True unless ``path`` (a str or bytes path) names the scratch space; any other kind of
+    path (a descriptor, an object) counts as outside: it cannot be checked without its code."""
+    if type(path) is bytes:
+        path = path.decode("utf-8", "surrogateescape")
+    if type(path) is not str:
+        return True
+    absolute = posixpath.normpath(posixpath.join(os.getcwd(), path))
+    if absolute in SCRATCH_FILES:
+        return False
+    real = posixpath.realpath(absolute)
+    return not any(real == root or real.startswith(root + "/") for root in SCRATCH_DIRS)
+
+
+def _judge(event, args):
+    """The recorded form of ``(event, args)``, or None when it is not worth recording."""
+    if event == "open":
+        flags = args[2] if len(args) > 2 and type(args[2]) is int else 0
+        if not flags & WRITE_FLAGS or not _outside_scratch(args[0]):
+            return None
+    elif event in PATH_ARGS:
+        if not any(_outside_scratch(args[i]) for i in PATH_ARGS[event] if i < len(args)):
+            return None
+    elif event == "object.__getattr__":
+        if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
+            return None
+        return "%s.%s" % (type(args[0]).__name__, args[1])
+    elif event == "sys._getframe":
+        frame = args[0] if args else None
+        if frame is None or frame.f_code.co_filename not in HARNESS_FILES:
+            return None
+        return "harness frame %s" % frame.f_code.co_name
+    elif event == AUDIT_END:  # the harness's own end is handled by the hook
+        return "raised by the submission"
+    return _short(tuple(args))
+
+
+def _audit_install(fd, token, end_caller):
+    """Record the audited events of this process (and of its forks) on ``fd`` from now on.
+
+    Nothing that refers to ``token`` is returned or kept outside the hook's closure.
+    """
+    count = [0]
+    busy = set()
+    get_ident = _thread.get_ident
+    getframe = sys._getframe
+
+    def emit(message):
+        message["t"] = token
+        data = (json.dumps(message) + "\n").encode()
+        try:
+            os.write(fd, data)  # one write under PIPE_BUF: whole, even among forks
+        except OSError:
+            pass  # the channel is gone (closed by the submission): the host sees no end line
+
+    def hook(event, args):
+        if event not in AUDITED:
+            return
+        ident = get_ident()
+        if ident in busy:  # an event raised by this hook itself
+            return
+        busy.add(ident)
+        try:
+            if event == AUDIT_END and getframe(1).f_code is end_caller:
+                emit({"end": count[0], "call_ms": args[0] if args else None})
+                return
+            detail = _judge(event, args)
+            if detail is None:
+                return
+            count[0] += 1
+            number = count[0]
+            if number <= AUDIT_MAX_EVENTS:
+                emit({"e": event, "a": detail})
+            elif number & (number - 1) == 0:  # past the cap: the count, at powers of two
+                emit({"n": number})
+        except CallTimeout:
+            raise  # a call's time limit fired inside the hook: it still ends that call
+        except Exception:  # noqa: BLE001 - recording must never change what the program does
+            pass
+        finally:
+            busy.discard(ident)
+
+    sys.addaudithook(hook)
 
 
 def _read_files(paths):
@@ -65,6 +232,9 @@ def _describe(exc):
 def main(spec):
     requests = os.fdopen(spec["request_fd"], "rb")
     reply_fd = spec["reply_fd"]
+    if spec.get("audit_fd") is not None:
+        # Before the submission's first line; the token leaves the spec (and so every frame).
+        _audit_install(spec.pop("audit_fd"), spec.pop("audit_token", ""), main.__code__)
 
     def reply(message):
         data = dumps_line(message)
@@ -80,27 +250,39 @@ def main(spec):
         # A script (output-based verifiers: spec "script") may end with exit(0); for
         # unit tests any exit while loading is a load error, so no test can run.
         if not (spec.get("script") and exc.code in (None, 0)):
+            _audit(AUDIT_END)
             reply({"load_error": "SystemExit: %s" % str(exc)[:500]})
             os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - any other failure to load is a load error
+        _audit(AUDIT_END)
         reply({"load_error": "%s: %s" % (type(exc).__name__, str(exc)[:500])})
         os._exit(0)
-    reply({"ready": True})
-    for line in requests:
-        try:
-            request = json.loads(line)
-            if "read_files" in request:
-                reply({"ok": encode(_read_files(list(request["read_files"])))})
-                continue
-            function = namespace[request["name"]]
-            args = decode(request["args"])
-            kwargs = decode(request["kwargs"])
-            result = {"ok": encode(_call(function, args, kwargs, request.get("timeout_s")))}
-        except BaseException as exc:  # noqa: BLE001 - SystemExit/SkipTest in a call fail that call
-            result = {"error": _describe(exc)}
-        reply(result)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    call_s = 0.0  # CPU seconds inside the tests' calls (the end line reports it)
+    try:
+        reply({"ready": True})
+        for line in requests:
+            try:
+                request = json.loads(line)
+                if "read_files" in request:
+                    reply({"ok": encode(_read_files(list(request["read_files"])))})
+                    continue
+                function = namespace[request["name"]]
+                args = decode(request["args"])
+                kwargs = decode(request["kwargs"])
+                started = _thread_time()
+                try:
+                    value = _call(function, args, kwargs, request.get("timeout_s"))
+                finally:
+                    call_s += _thread_time() - started
+                result = {"ok": encode(value)}
+            except BaseException as exc:  # noqa: BLE001 - SystemExit/SkipTest in a call fail that call
+                result = {"error": _describe(exc)}
+            reply(result)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        # The end line: the harness got here (also when the tests' side went away first).
+        _audit(AUDIT_END, round(call_s * 1000, 3))
     os._exit(0)
 
 
