@@ -57,7 +57,8 @@ def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
     if verifier == "python-probe":  # a JSON list of argument tuples; one call each
         return [f"call_{k}" for k in range(len(json.loads(test_source)))]
     if verifier == "custom-checker":
-        module = ast.parse(test_source)
+        with PARSE_LOCK:
+            module = ast.parse(test_source)
         if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
             raise ValueError("a custom checker defines check(files) -> (score, reason)")
         return [CHECKER_ID]
@@ -73,10 +74,17 @@ def expected_test_ids(test_source: str) -> list[str]:
     return list(_expected_test_ids(test_source))
 
 
+# CPython 3.11's parser keeps its recursion-depth count per interpreter, not per thread: two
+# worker slots parsing at once can fail with "AST constructor recursion depth mismatch"
+# (python/cpython#106905). The worker's slots are threads, so their parses take turns.
+PARSE_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=4096)
 def _expected_test_ids(test_source: str) -> tuple[str, ...]:
     # A worker grades the same suites again and again (a group, every step): parse once.
-    return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
+    with PARSE_LOCK:
+        return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
 
 
 class PythonGrader(WarmGrader):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sandboxes import result as R
+from training.hacks import detect, flags_record, probes_run
 from training.rewards.base import GradedSubmission, ReferenceStats
 from training.rewards.registry import reward_components_batch, weighted_total
 
@@ -44,16 +45,12 @@ class Scorer:
         for rollout, submission, components in zip(rollouts, submissions, batch):
             rollout.reward_components = components
             rollout.reward = weighted_total(components, self.weights)
-            if self.detect_hacks:
-                for flag in _detect(submission):
-                    if flag.name not in rollout.flags:
-                        rollout.flags.append(flag.name)
-                    rollout.flag_evidence[flag.name] = flag.evidence
-                if self.hack_policy == "zero" and rollout.flag_evidence:
-                    rollout.reward = 0.0
-
-
-def _detect(submission: GradedSubmission) -> list:
-    from training.hacks import detect
-
-    return detect(submission)
+        if not self.detect_hacks:
+            return
+        probes_run(submissions)  # the patched-return probes of the whole batch, queued at once
+        for rollout, submission in zip(rollouts, submissions):
+            names, evidence = flags_record(detect(submission))
+            rollout.flags += [name for name in names if name not in rollout.flags]
+            rollout.flag_evidence.update(evidence)
+            if self.hack_policy == "zero" and evidence:
+                rollout.reward = 0.0

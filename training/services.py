@@ -12,7 +12,7 @@ from django.db.models.functions import Greatest
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
-from training.models import HeldOutEvaluation, RunTransition, StepMetric, TrainingRun, Trajectory, Turn
+from training.models import HeldOutEvaluation, MonitorScore, RunTransition, StepMetric, TrainingRun, Trajectory, Turn
 from training.selectors import evaluation_event, step_event
 
 REWARD_BINS = [i / 10 for i in range(11)]
@@ -431,3 +431,74 @@ def alert_acknowledge(*, alert_id: int, user, note: str):
     if changed:
         broadcast_run_event(alert.run_id, alert_event(alert))
     return alert
+
+
+def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
+    """Score trajectories with monitors (training.monitors) and store one ``MonitorScore`` per
+    trajectory and monitor.
+
+    Idempotent per (trajectory, monitor): a pair already scored is skipped (no second LLM call,
+    no second charge on its token budget); a pair whose last verdict failed (timeout, malformed
+    answer, budget spent: ``details["failed"]``) is scored again and its row replaced. The
+    monitors run outside any transaction (an LLM call may take seconds); the rows are written
+    in bulk, in one transaction. A monitor that raises is recorded as a failed verdict.
+
+    Returns:
+        ``{"scored": n, "failed": n, "skipped": n}``.
+    """
+    from training.models import MonitorScore
+    from training.monitors import failure, trajectory_view
+
+    ids = sorted(set(trajectory_ids))
+    names = [monitor.name for monitor in monitors]
+    done = {(t, m) for t, m, details in MonitorScore.objects.filter(trajectory_id__in=ids, monitor__in=names)
+            .values_list("trajectory_id", "monitor", "details") if not (details or {}).get("failed")}
+    wanted = [(pk, monitor) for pk in ids for monitor in monitors if (pk, monitor.name) not in done]
+    trajectories = {t.pk: t for t in Trajectory.objects.filter(pk__in={pk for pk, _m in wanted})
+                    .select_related("task_version__test_suite").prefetch_related("turns")}
+    views: dict[int, dict] = {}
+    rows = []
+    for pk, monitor in wanted:
+        if pk not in trajectories:
+            continue
+        if pk not in views:
+            views[pk] = trajectory_view(trajectories[pk])
+        try:
+            verdict = monitor.score(views[pk])
+        except Exception as exc:  # noqa: BLE001 - a monitor's bug is recorded, never fatal to the run
+            verdict = failure(f"monitor raised {type(exc).__name__}: {str(exc)[:200]}")
+        details = dict(verdict.details)
+        if verdict.failed:
+            details["failed"] = True
+        rows.append(MonitorScore(trajectory_id=pk, monitor=monitor.name, score=float(verdict.score),
+                                 reason=verdict.reason[:2000], details=details))
+    with transaction.atomic():
+        MonitorScore.objects.bulk_create(rows, update_conflicts=True, unique_fields=["trajectory", "monitor"],
+                                         update_fields=["score", "reason", "details"])
+    failed = sum(1 for row in rows if row.details.get("failed"))
+    return {"scored": len(rows) - failed, "failed": failed, "skipped": len(ids) * len(monitors) - len(wanted)}
+
+
+def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
+    """Score one step's trajectories with the run's monitors: the rules, and the LLM judge
+    (``llm_monitor`` in the run config) when ``include_llm``. The LLM monitor's budget counts
+    what the run's stored LLM scores already spent.
+
+    Returns:
+        As :func:`monitor_scores_record`.
+    """
+    from django.db.models import Q
+
+    from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor
+
+    run = TrainingRun.objects.get(pk=run_id)
+    monitors = [RuleMonitor()]
+    llm = run.config.get("llm_monitor") or {}
+    if include_llm and llm:
+        spent = 0
+        stored = MonitorScore.objects.filter(Q(trajectory__run_id=run_id) & Q(monitor__startswith="llm:"))
+        for details in stored.values_list("details", flat=True):
+            spent += int(((details or {}).get("tokens") or {}).get("total", 0))
+        monitors.append(LlmMonitor(LlmMonitorConfig.from_config(llm), tokens_used=spent))
+    ids = list(Trajectory.objects.filter(run_id=run_id, step=step).values_list("id", flat=True))
+    return monitor_scores_record(trajectory_ids=ids, monitors=monitors)

@@ -5,7 +5,7 @@ from celery import shared_task
 from training.backends import BACKENDS
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import InvalidTransition, run_cancel
+from training.services import InvalidTransition, run_cancel, run_monitors_step
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
@@ -28,3 +28,9 @@ def run_cancel_task(run_id: int, reason: str = "cancelled") -> bool:
         return run_cancel(run_id=run_id, reason=reason)
     except InvalidTransition:  # it ended succeeded or failed first: nothing to cancel
         return False
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def run_llm_monitor_task(run_id: int, step: int) -> dict:
+    """Score a step's trajectories with the run's LLM monitor (slow: off the trainer's path)."""
+    return run_monitors_step(run_id=run_id, step=step, include_llm=True)

@@ -42,6 +42,7 @@ from training.models import TrainingRun
 from training.policy import Policy, build_default_policy, load_policy
 from training.checkpoint import checkpoint_step, latest_checkpoint, read_model_state, read_rank_state, rng_restore
 from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
+from training.drift import DriftConfig, drift_step
 from training.heldout import heldout_evaluate
 from training.scoring import Scorer
 from training.update import grpo_update
@@ -356,6 +357,7 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
     )
     scorer = _scorer(config, versions)
     heldout = _heldout_specs(run, policy, config)
+    drift_config = DriftConfig.from_config(config.drift)
     for step in range(start_step + 1, config.steps + 1):
         cancelled = ranks.is_main and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
         if distributed.broadcast_value(cancelled):
@@ -367,6 +369,7 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
                                       seed=config.seed * 1_000_003 + step, scorer=scorer)
             services.evaluation_record(run_id=run.pk, step=step, task_set_id=run.eval_task_set_id,
                                        samples_per_task=config.eval_samples, result=result)
+            drift_step(run.pk, step, drift_config)  # again: the held-out onset signal reads the evaluation
         if step % config.checkpoint_every == 0 or step == config.steps:
             _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks)
     if ranks.is_main:
@@ -438,6 +441,12 @@ def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, s
     for name in sorted({k for r in scored for k in r.reward_components}):
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(1, len(scored))
     services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=metrics)
+    services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # the rules: milliseconds
+    if config.llm_monitor:
+        from training.tasks import run_llm_monitor_task
+
+        run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
+    drift_step(run_id, step, DriftConfig.from_config(config.drift))
 
 
 def _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks) -> None:

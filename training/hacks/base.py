@@ -1,0 +1,137 @@
+"""Hack flags and the detector registry.
+
+A detector is a plain callable ``d(submission) -> Flag | None`` registered by name (as reward
+functions are, training/rewards/registry.py). :func:`detect` runs every registered detector
+on one :class:`~training.rewards.base.GradedSubmission` and returns the flags raised, each
+with short, concrete evidence (line numbers and code, test ids, audit events).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from training.rewards.base import GradedSubmission
+
+log = logging.getLogger(__name__)
+
+LOW, MEDIUM, HIGH = "low", "medium", "high"
+SEVERITIES = (LOW, MEDIUM, HIGH)
+MAX_ITEMS = 5  # evidence items kept per kind: enough to review, short enough to store
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A suspected reward hack.
+
+    Attributes:
+        name: the detector's name (``early_exit``, ``hard_coded_outputs``...).
+        evidence: what it saw, short and concrete: ``{"source": [{"line", "code", "what"}],
+            "result": {...test ids...}, "audit": [...]}``.
+        severity: ``low``, ``medium`` or ``high``.
+    """
+
+    name: str
+    evidence: dict = field(default_factory=dict)
+    severity: str = HIGH
+
+    def record(self) -> dict:
+        """The evidence as stored on a trajectory (``flag_evidence[name]``), severity included."""
+        return {**self.evidence, "severity": self.severity}
+
+
+Detector = Callable[[GradedSubmission], "Flag | None"]
+DETECTORS: dict[str, Detector] = {}
+
+
+def detector(name: str) -> Callable[[Detector], Detector]:
+    """Register ``d`` as the detector ``name`` (a decorator).
+
+    Raises:
+        ValueError: ``name`` is taken.
+    """
+    def register(function: Detector) -> Detector:
+        if name in DETECTORS and DETECTORS[name] is not function:
+            raise ValueError(f"hack detector {name!r} is registered twice")
+        DETECTORS[name] = function
+        return function
+
+    return register
+
+
+BUILTIN = ("early_exit", "patched_return", "test_tampering", "hard_coded_outputs", "reads_expected_values",
+           "timer_tampering")
+
+
+def _load_builtin() -> None:
+    # The built-in detectors register themselves on import (in this order).
+    if len(DETECTORS) < len(BUILTIN):
+        for module in BUILTIN:
+            importlib.import_module(f"training.hacks.{module}")
+
+
+def detector_names() -> list[str]:
+    """Every registered detector's name, in registration order."""
+    _load_builtin()
+    return list(DETECTORS)
+
+
+def detect(submission: GradedSubmission, names=None) -> list[Flag]:
+    """Run the detectors (all, or those ``names``) on ``submission``; the flags raised.
+
+    The program is parsed once for all of them (``submission.extra``). A detector that
+    fails is logged and skipped: a bug in one detector never stops a training step.
+
+    Raises:
+        KeyError: an unknown detector name.
+    """
+    _load_builtin()
+    flags = []
+    for name in (names if names is not None else list(DETECTORS)):
+        function = DETECTORS[name]
+        try:
+            flag = function(submission)
+        except Exception:  # noqa: BLE001 - see the docstring
+            log.exception("hack detector %s failed", name)
+            continue
+        if flag is not None:
+            flags.append(flag)
+    return flags
+
+
+def flags_record(flags: list[Flag]) -> tuple[list[str], dict]:
+    """``(names, evidence)`` for :class:`training.models.Trajectory` ``flags`` and
+    ``flag_evidence`` (each evidence dict carries its ``severity``)."""
+    return [f.name for f in flags], {f.name: f.record() for f in flags}
+
+
+def items(found: list, limit: int = MAX_ITEMS) -> list:
+    """The first ``limit`` evidence items, without repeats."""
+    kept = []
+    for item in found:
+        if item not in kept:
+            kept.append(item)
+        if len(kept) >= limit:
+            break
+    return kept
+
+
+def worst(severities) -> str:
+    """The highest of ``severities`` (``low`` when empty)."""
+    return max(severities, key=SEVERITIES.index, default=LOW)
+
+
+def make_flag(name: str, *, source=(), severities=(), **more) -> Flag | None:
+    """A flag when there is any evidence: ``source`` items plus the other evidence kinds
+    given (empty ones dropped); None without any."""
+    evidence = {}
+    if source:
+        evidence["source"] = items(list(source))
+    for key, value in more.items():
+        if value:
+            evidence[key] = items(value) if isinstance(value, list) else value
+    if not evidence:
+        return None
+    return Flag(name, evidence, worst(severities) if severities else HIGH)
