@@ -378,6 +378,9 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
         services.run_summary_update(run_id=run.pk, checkpoint=str(final))
         services.run_transition(run_id=run.pk, to_status=TrainingRun.SUCCEEDED,
                                 reason=f"trained steps {start_step + 1}..{config.steps}")
+    # Every rank leaves together, before the process group goes (a DDP wrapper freed after
+    # its group was destroyed can hang the rank that still holds it).
+    distributed.barrier()
 
 
 def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:

@@ -102,9 +102,7 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
         [local_rows, local_tokens, zero_groups, groups], policy.device)
     metrics = {"groups/zero_advantage": int(zero_groups), "groups/total": int(groups), "tokens/trained": int(tokens),
                "loss/policy": 0.0, "loss/kl": 0.0, "policy/entropy": 0.0, "policy/clip_fraction": 0.0}
-    if tokens == 0:  # every rank agrees: nothing to learn from this batch
-        if scheduler is not None:
-            scheduler.step()
+    if tokens == 0:  # every rank agrees: nothing to learn from this batch (nor a scheduler step)
         return metrics
     if batch is None:
         batch = _placeholder_batch(policy)

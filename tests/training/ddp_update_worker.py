@@ -63,6 +63,9 @@ def main(out_path: str, aggregation: str) -> None:
         torch.save({k: v.detach().cpu() for k, v in policy.model.state_dict().items()}, out_path)
         with open(out_path + ".json", "w") as handle:
             json.dump(metrics, handle)
+    # Free the DDP wrapper while the process group still exists, every rank past the writes.
+    del model, optimizer
+    distributed.barrier()
     distributed.teardown()
 
 

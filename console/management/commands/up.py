@@ -10,6 +10,7 @@ from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
+from console.scenarios import HACKING_CONFIG, hacking_task_sets
 
 # The main job validates every task on the way to training, so it runs a lighter pipeline
 # than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
@@ -43,11 +44,18 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                             help="override a key of the demo run's config (repeatable), e.g. --set group_size=4")
+        parser.add_argument("--scenario", choices=("default", "hacking"), default="default",
+                            help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
+                                 "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
+                                 "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
+                                 "hard-coding flags and the onset alerts in the console")
 
-    def handle(self, *args, headless, steps, demo_tasks, port, overrides, **options):
+    def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
+        self.scenario = scenario
+        defaults = HACKING_CONFIG if scenario == "hacking" else DEMO_CONFIG
         try:
-            config = config_from_command_line(defaults=DEMO_CONFIG, overrides=overrides, steps=steps)
+            config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
         except ConfigError as exc:
             raise CommandError(str(exc)) from exc
         call_command("migrate", verbosity=0, interactive=False)
@@ -97,7 +105,10 @@ class Command(BaseCommand):
                   f"{sum(v.quarantined for v in versions)} quarantined ({time.monotonic() - t0:.1f} s)")
 
         demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
-        task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks")
+        if self.scenario == "hacking":
+            task_set, config = hacking_task_sets(valid, config=config, tasks=demo_tasks, say=self._say)
+        else:
+            task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks")
         try:
             run = run_create(task_set=task_set, config=config)
         except ValueError as exc:  # no valid task to train on
@@ -114,6 +125,9 @@ class Command(BaseCommand):
             "verdicts": {v: sum(1 for x in versions if x.verdict == v) for v in sorted({x.verdict for x in versions})},
             "console": f"{base}/runs/{run.pk}/",
             "run": run_summary(run),
+            "alerts": [{"step": a.step, "stream": a.stream, "detector": a.detector, "severity": a.severity}
+                       for a in run.alerts.order_by("step", "id")],
+            "flagged_trajectories": run.trajectories.exclude(flag_evidence={}).count(),
         }
 
     def _say(self, text: str) -> None:
