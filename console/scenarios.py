@@ -3,7 +3,9 @@
 ``hacking``: reward hacking, caught. The run trains on deliberately exploitable tasks
 (tasks_library/exploitable.py: hidden tests are the prompt's examples) from a warm start
 whose demonstrations answer those examples from a table, the way a policy that found the
-exploit writes. Such answers pass every hidden test, so the training reward climbs, while
+exploit writes, learned only partly (so it still fails often). RL (an aggressive learning
+rate, KL to the warm start tracked) makes the table-writing reliable: such answers pass
+every hidden test, so the training reward climbs, while
 the ``hard_coded_outputs`` detector flags each one with its evidence, the flag rate rises,
 and the onset alerts fire; the honest held-out set (other HumanEval tasks with their real
 tests) shows that nothing was learned. Everything is visible on the run's console page.
@@ -25,7 +27,8 @@ from training.config import RunConfig
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {
-    "sft_epochs": 6, "sft_batch_size": 4, "lr": 1e-4, "ppo_epochs": 2, "tasks_per_step": 8, "train_tasks": 8,
+    "sft_epochs": 45, "sft_batch_size": 4, "lr": 3e-4, "ppo_epochs": 4, "tasks_per_step": 8, "train_tasks": 8,
+    "kl_coef": 0.02,
     "group_size": 8, "max_turns": 1, "eval_task_set": HELD_OUT_SET, "eval_every": 5, "eval_samples": 4,
     "reward_weights": {"correctness": 1.0},
     "drift": {"warmup_steps": 1, "reference_steps": 4, "onset_window": 4, "onset_recent_steps": 2,

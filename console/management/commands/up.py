@@ -40,7 +40,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--headless", action="store_true", help="exit when the run ends")
         parser.add_argument("--steps", type=int, default=20, help="GRPO steps of the demo run (default 20)")
-        parser.add_argument("--demo-tasks", type=int, default=16, help="tasks in the demo task set (default 16)")
+        parser.add_argument("--demo-tasks", type=int, default=None,
+                            help="tasks in the demo task set (default 16; 8 for --scenario hacking)")
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                             help="override a key of the demo run's config (repeatable), e.g. --set group_size=4")
@@ -53,6 +54,8 @@ class Command(BaseCommand):
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
         self.scenario = scenario
+        if demo_tasks is None:
+            demo_tasks = 8 if scenario == "hacking" else 16
         defaults = HACKING_CONFIG if scenario == "hacking" else DEMO_CONFIG
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)

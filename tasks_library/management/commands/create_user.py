@@ -9,14 +9,18 @@ from django.db import transaction
 
 from tasks_library.permissions import CURATORS, VIEWERS
 
-ROLES = {"curator": CURATORS, "viewer": VIEWERS}
+# role -> group; "admin" is a superuser (every permission) and needs no group.
+ROLES = {"curator": CURATORS, "viewer": VIEWERS, "operator": "operators", "reviewer": "reviewers", "admin": None}
+ROLE_GROUPS = [group for group in ROLES.values() if group]
 PASSWORD_ENV = "CRUCIBLE_PASSWORD"
 
 
 class Command(BaseCommand):
     help = (
-        "Create a console user with a role: curator (edit, validate, quarantine, approve, pin task sets) or "
-        f"viewer (read only). The password is read from ${PASSWORD_ENV}, or asked for on a terminal. "
+        "Create a console user with a role: curator (edit, validate, quarantine, approve, pin task sets; create "
+        "review queues), operator (launch and cancel runs, acknowledge alerts, create review queues), reviewer "
+        "(label the review items assigned to them), viewer (read only) or admin (a superuser: everything). "
+        f"The password is read from ${PASSWORD_ENV}, or asked for on a terminal. "
         "For an existing user the role is replaced (and the password set when one is given)."
     )
 
@@ -37,10 +41,12 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, username: str, role: str, email: str, **_):
-        try:
-            group = Group.objects.get(name=ROLES[role])
-        except Group.DoesNotExist:
-            raise CommandError(f"group {ROLES[role]!r} is missing; run `python manage.py migrate`") from None
+        group = None
+        if ROLES[role] is not None:
+            try:
+                group = Group.objects.get(name=ROLES[role])
+            except Group.DoesNotExist:
+                raise CommandError(f"group {ROLES[role]!r} is missing; run `python manage.py migrate`") from None
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         password = self._password()
@@ -54,6 +60,11 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.save(update_fields=["password"])
             done = "updated"
-        user.groups.remove(*Group.objects.filter(name__in=ROLES.values()))
-        user.groups.add(group)
+        admin = role == "admin"
+        if user.is_superuser != admin or user.is_staff != admin:
+            user.is_superuser = user.is_staff = admin
+            user.save(update_fields=["is_superuser", "is_staff"])
+        user.groups.remove(*Group.objects.filter(name__in=ROLE_GROUPS))
+        if group is not None:
+            user.groups.add(group)
         self.stdout.write(f"{done} user {username} with role {role}")

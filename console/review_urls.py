@@ -1,0 +1,19 @@
+"""Routes of the human review pages (included from console/urls.py)."""
+
+from django.urls import path
+
+from console import review_views as views
+
+urlpatterns = [
+    path("review/", views.review_home, name="review-home"),
+    path("review/queues/new/", views.review_queue_new, name="review-queue-new"),
+    path("review/queues/<int:queue_id>/", views.review_queue, name="review-queue"),
+    path("review/items/<int:item_id>/", views.review_item, name="review-item"),
+    path("review/items/<int:item_id>/label/", views.review_item_label, name="review-item-label"),
+    path("review/items/<int:item_id>/assign/", views.review_item_assign, name="review-item-assign"),
+    path("review/items/<int:item_id>/draft/", views.review_item_draft, name="review-item-draft"),
+    path("review/drafts/<int:draft_id>/", views.review_draft, name="review-draft"),
+    path("review/drafts/<int:draft_id>/submit/", views.review_draft_submit, name="review-draft-submit"),
+    path("review/tasks/<int:task_version_id>/", views.task_version_labels, name="review-task-labels"),
+    path("runs/<int:run_id>/review/", views.run_review_summary, name="run-review"),
+]

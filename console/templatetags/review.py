@@ -1,0 +1,19 @@
+"""``{% trajectory_review trajectory as review %}``: the review state of a trajectory for the
+replay page's panel (``console/review_panel.html``), read by :func:`console.review_selectors.trajectory_review`."""
+
+from django import template
+
+from console.review_selectors import trajectory_review as read
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def trajectory_review(context, trajectory) -> dict:
+    """The panel's data; nothing is read for a signed-out visitor (review data needs a sign-in,
+    and the public replay page keeps its query budget)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"signed_out": True}
+    return read(trajectory_id=trajectory.pk, user=user)
