@@ -39,7 +39,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--headless", action="store_true", help="exit when the run ends")
-        parser.add_argument("--steps", type=int, default=20, help="GRPO steps of the demo run (default 20)")
+        parser.add_argument("--steps", type=int, default=None,
+                            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking)")
         parser.add_argument("--demo-tasks", type=int, default=None,
                             help="tasks in the demo task set (default 16; 8 for --scenario hacking)")
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
@@ -56,6 +57,9 @@ class Command(BaseCommand):
         self.scenario = scenario
         if demo_tasks is None:
             demo_tasks = 8 if scenario == "hacking" else 16
+        if steps is None:
+            # the hacking scenario's onset signals compare late steps with a reference window
+            steps = 30 if scenario == "hacking" else 20
         defaults = HACKING_CONFIG if scenario == "hacking" else DEMO_CONFIG
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
