@@ -20,6 +20,9 @@ VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("CRUCIBLE_DEBUG", False)
+# The live console (run pages' websockets, pool and component APIs) open to anonymous viewers;
+# false: signed-in users with a role or training.view_trainingrun only (console/consumers.py).
+CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # The embedded default is a laptop tool: a generated, per-checkout key is fine there.
 # Production must set CRUCIBLE_SECRET_KEY.
 _key_file = VAR_DIR / "secret_key"

@@ -21,6 +21,7 @@ import uuid
 
 import redis
 
+from sandboxes import pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.resident import ZygoteDied
@@ -91,6 +92,7 @@ class Slot(threading.Thread):
             log.error("slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw)
             client.lrem(processing, 1, raw)
             return
+        started = time.monotonic()
         if request.get("attempt", 0) >= Q.MAX_ATTEMPTS:
             result = R.ExecutionResult(status=R.INFRA_ERROR,
                                        detail="the sandbox worker died running this request, twice")
@@ -116,6 +118,10 @@ class Slot(threading.Thread):
         pipe.lpush(request["reply_to"], json.dumps({"id": request["id"], "result": result.to_dict()}))
         pipe.expire(request["reply_to"], Q.REPLY_TTL_S)
         pipe.lrem(processing, 1, raw)
+        # the pool panel's recent executions (a capped list, in the same round trip)
+        pool_stats.record(pipe, self.worker.runtime, pool_stats.recent_entry(
+            kind=str(request.get("kind", "")), status=result.status, wall_ms=result.wall_ms,
+            exec_ms=(time.monotonic() - started) * 1000))
         pipe.execute()
 
 

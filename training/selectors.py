@@ -226,3 +226,246 @@ def alert_event(alert) -> dict:
         "acknowledged_by": by.get_username() if by is not None else None,
         "acknowledgement_note": alert.acknowledgement_note,
     }
+
+
+# --- the live dashboard: per-component histograms, a bounded back-fill, run comparison ---------
+
+# Step metrics that are not reward components although they are named ``reward/...``.
+NOT_COMPONENTS = frozenset({"mean", "pass_rate", "perfect_share"})
+
+# Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page draws).
+SUMMARY_METRICS = (
+    "reward/pass_rate", "flags/rate", "tokens/generated", "timing/generation_s", "timing/sandbox_s",
+    "timing/grading_s", "timing/update_s", "loss/policy", "loss/kl", "policy/entropy", "policy/clip_fraction",
+)
+
+BACKFILL_FULL_STEPS = 300
+"""A back-fill sends at most this many of the newest steps in full (with component histograms)."""
+
+BACKFILL_MAX_BUCKETS = 300
+"""Older steps of a back-fill are summed into at most this many buckets of consecutive steps."""
+
+BACKFILL_COMPONENT_STEPS = 60
+"""The newest steps of a back-fill that carry their per-component histograms (older ones: the
+components API, when the page shows them)."""
+
+COMPONENT_SPAN_MAX = 2000
+"""The most steps one component-histogram read covers (a bounded query)."""
+
+
+from django.db.models import FloatField as _FloatField  # noqa: E402 (the dashboard's reads below)
+
+
+class JsonNumber(Func):
+    """A number held in a JSON column, as a float: ``key`` names an object's member (text) or an
+    array's element (int); NULL when absent. One plain JSON read per row (SQLite ``JSON_EXTRACT``,
+    PostgreSQL ``->>``), where Django's key transforms read the JSON twice on SQLite."""
+
+    output_field = _FloatField()
+
+    def __init__(self, field: str, key: str | int) -> None:
+        self.key = key
+        super().__init__(field)
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        path = f"$[{int(self.key)}]" if isinstance(self.key, int) else f"$.{json.dumps(self.key)}"
+        return f"JSON_EXTRACT({sql}, %s)", [*params, path]
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"(({sql}) ->> %s)::double precision", [*params, self.key]
+
+    def as_sql(self, compiler, connection, **extra_context):
+        from django.db.models import FloatField
+        from django.db.models.fields.json import KeyTextTransform
+
+        field = self.source_expressions[0]
+        return compiler.compile(Cast(KeyTextTransform(str(self.key), field), FloatField()))
+
+
+class RewardBin(Func):
+    """The bin (0..9) of a value over ten equal bins on [0, 1], as
+    :func:`training.services.reward_histogram` bins it (``int(value * 10)``, clamped);
+    NULL for NULL."""
+
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"MAX(MIN(CAST(({sql}) * 10 AS INTEGER), 9), 0)", params  # scalar MIN/MAX keep NULL
+
+    def as_sql(self, compiler, connection, **extra_context):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return (f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * 10) AS INTEGER), 9), 0) END",
+                [*params, *params])
+
+
+def run_component_names(*, run_id: int, metrics: dict | None = None, config: dict | None = None) -> list[str]:
+    """The reward components of a run's trajectories: the ``reward/<name>`` means the trainer
+    records per step (``metrics``, else the run's newest step), and the run's ``reward_weights``;
+    ``correctness`` when neither names one (``step_record`` stores it for rollouts without components)."""
+    if config is None:
+        config = TrainingRun.objects.values_list("config", flat=True).filter(pk=run_id).first() or {}
+    if metrics is None:
+        metrics = (StepMetric.objects.filter(run_id=run_id).order_by("-step").values_list("metrics", flat=True)
+                   .first() or {})
+    names = {key[len("reward/"):] for key in metrics
+             if key.startswith("reward/") and key[len("reward/"):] not in NOT_COMPONENTS}
+    names |= set((config or {}).get("reward_weights") or {})
+    return sorted(names) or ["correctness"]
+
+
+def step_component_histograms(*, run_id: int, first: int, last: int, names: list[str]) -> dict[int, dict[str, list[int]]]:
+    """Counts of each reward component over :data:`training.services.REWARD_BINS` (ten bins on
+    [0, 1], as ``StepMetric.reward_histogram``) for every step in ``first..last``, read from
+    ``Trajectory.reward_components`` in ONE aggregate query: each trajectory's bins are computed
+    once (a materialized CTE over the ``(run, step)`` index range), then counted per step, so the
+    answer is one row per step; dropped ``infra_error`` trajectories are left out, as from the
+    total histogram.
+
+    Returns:
+        ``{step: {component: [10 counts]}}``; a step without trajectories is absent.
+
+    Raises:
+        ValueError: the span is longer than :data:`COMPONENT_SPAN_MAX` steps.
+    """
+    if last < first:
+        return {}
+    if last - first + 1 > COMPONENT_SPAN_MAX:
+        raise ValueError(f"at most {COMPONENT_SPAN_MAX} steps at once, asked for {last - first + 1}")
+    names = list(names)[:16]
+    bins = {f"b{i}": RewardBin(JsonNumber("reward_components", name)) for i, name in enumerate(names)}
+    inner = (Trajectory.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
+             .annotate(_flags_text=Cast("flags", TextField())).exclude(_flags_text__contains='"infra_error"')
+             .annotate(**bins).order_by().values("step", *bins))
+    inner_sql, params = inner.query.sql_with_params()
+    quote = connection.ops.quote_name
+    counts = ", ".join(f"SUM(CASE WHEN {quote(f'b{i}')} = {k} THEN 1 ELSE 0 END)"
+                       for i in range(len(names)) for k in range(10))
+    materialized = "MATERIALIZED " if connection.vendor == "postgresql" or (
+        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)) else ""
+    sql = (f"WITH bins AS {materialized}({inner_sql}) "
+           f"SELECT {quote('step')}, {counts} FROM bins GROUP BY {quote('step')}")
+    out: dict[int, dict[str, list[int]]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for row in cursor.fetchall():
+            out[row[0]] = {name: [int(c or 0) for c in row[1 + 10 * i:11 + 10 * i]] for i, name in enumerate(names)}
+    return out
+
+
+def step_event_components(*, run_id: int, step: int, metrics: dict | None = None) -> dict[str, list[int]]:
+    """The per-component histograms of one step (two queries: the run's config, then the counts;
+    the live path adds them to a broadcast :func:`step_event`)."""
+    names = run_component_names(run_id=run_id, metrics=metrics or {}, config=None)
+    return step_component_histograms(run_id=run_id, first=step, last=step, names=names).get(step, {})
+
+
+def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> list[dict]:
+    """Steps ``first..last`` of a run summed into at most ``buckets`` buckets of consecutive steps,
+    in ONE aggregate query: each a step event (``kind`` ``step``, keyed by its last step) with
+    ``first_step``, ``span`` (steps in it), the summed histogram, the mean ``reward_mean`` and the
+    mean of each of :data:`SUMMARY_METRICS`; ``decimated`` is True."""
+    from django.db.models import Avg, F, Min, Sum, Value
+
+    from training.services import REWARD_BINS
+
+    if last < first or buckets < 1:
+        return []
+    every = max(1, -(-(last - first + 1) // buckets))
+    aggregates = {f"h{i}": Sum(JsonNumber("reward_histogram", i)) for i in range(len(REWARD_BINS) - 1)}
+    aggregates |= {f"m{i}": Avg(JsonNumber("metrics", key)) for i, key in enumerate(SUMMARY_METRICS)}
+    rows = (StepMetric.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
+            .annotate(bucket=(F("step") - Value(first)) / Value(every)).order_by().values("bucket")
+            .annotate(first_step=Min("step"), last_step=Max("step"), n=Count("id"), mean=Avg("reward_mean"),
+                      **aggregates).order_by("bucket"))
+    events = []
+    for row in rows:
+        metrics = {key: row[f"m{i}"] for i, key in enumerate(SUMMARY_METRICS) if row[f"m{i}"] is not None}
+        metrics["reward/mean"] = row["mean"]
+        events.append({
+            "kind": "step", "seq": row["last_step"], "step": row["last_step"], "first_step": row["first_step"],
+            "span": row["n"], "decimated": True, "reward_mean": row["mean"],
+            "histogram": [int(row[f"h{i}"] or 0) for i in range(len(REWARD_BINS) - 1)], "bins": REWARD_BINS,
+            "metrics": metrics,
+        })
+    return events
+
+
+def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_FULL_STEPS,
+                         max_buckets: int = BACKFILL_MAX_BUCKETS,
+                         component_steps: int = BACKFILL_COMPONENT_STEPS) -> list[dict]:
+    """What a client that has seen up to ``after`` missed, bounded however long the run is.
+
+    The run's status; then the steps after ``after``: the newest ``full_steps`` in full, each
+    with ``components`` (per-component histograms), and the older ones summed into at most
+    ``max_buckets`` buckets (:func:`run_steps_binned`: a 10,000-step run sends about 600 events,
+    not 10,000); only the newest ``component_steps`` carry ``components`` (the others read them
+    through ``/api/runs/<id>/components/`` when shown); then held-out evaluations and alerts as
+    :func:`run_backfill`; last a
+    ``{"kind": "backfill", "steps", "decimated"}`` marker. A fixed number of queries whatever the
+    run's length.
+    """
+    from django.db.models import Min
+
+    run = TrainingRun.objects.get(pk=run_id)
+    events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
+    full = list(StepMetric.objects.filter(run_id=run_id, step__gt=after).order_by("-step")[:full_steps])
+    full.reverse()
+    decimated = []
+    if len(full) == full_steps:
+        older = StepMetric.objects.filter(run_id=run_id, step__gt=after, step__lt=full[0].step).aggregate(
+            first=Min("step"), last=Max("step"))
+        if older["first"] is not None:
+            decimated = run_steps_binned(run_id=run_id, first=older["first"], last=older["last"], buckets=max_buckets)
+    events += decimated
+    if full:
+        names = run_component_names(run_id=run_id, metrics=full[-1].metrics, config=run.config)
+        with_components = full[-component_steps:] if component_steps > 0 else []
+        components = (step_component_histograms(run_id=run_id, first=with_components[0].step,
+                                                last=with_components[-1].step, names=names)
+                      if with_components else {})
+        for step in full:
+            event = step_event(step)
+            if with_components and step.step >= with_components[0].step:
+                event["components"] = components.get(step.step, {})
+            events.append(event)
+    events += [evaluation_event(e) for e in run.evaluations.all()]
+    events += [alert_event(alert) for alert in run_alerts(run_id=run_id)]
+    covered = sum(e["span"] for e in decimated) + len(full)
+    events.append({"kind": "backfill", "steps": covered, "decimated": bool(decimated)})
+    return events
+
+
+def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
+    """A run's per-step curves for the comparison page: ``step``, ``reward_mean`` and the
+    :data:`SUMMARY_METRICS` (bucket means past ``max_points`` steps), held-out pass@1 and reward.
+    Three queries whatever the run's length."""
+    from django.db.models import Min
+
+    span = StepMetric.objects.filter(run_id=run_id).aggregate(first=Min("step"), last=Max("step"))
+    if span["first"] is None:
+        points = []
+    elif span["last"] - span["first"] + 1 <= max_points:
+        points = [{"step": s.step, "reward_mean": s.reward_mean, "metrics": s.metrics}
+                  for s in StepMetric.objects.filter(run_id=run_id).order_by("step").only("step", "reward_mean", "metrics")]
+    else:
+        points = [{"step": e["step"], "reward_mean": e["reward_mean"], "metrics": e["metrics"]}
+                  for e in run_steps_binned(run_id=run_id, first=span["first"], last=span["last"], buckets=max_points)]
+    metric = lambda key: [p["metrics"].get(key) for p in points]  # noqa: E731
+    from training.models import HeldOutEvaluation
+
+    evaluations = list(HeldOutEvaluation.objects.filter(run_id=run_id).order_by("step")
+                       .values_list("step", "pass_at_k", "reward_mean"))
+    return {
+        "step": [p["step"] for p in points],
+        "reward_mean": [p["reward_mean"] for p in points],
+        "pass_rate": metric("reward/pass_rate"),
+        "flag_rate": metric("flags/rate"),
+        "entropy": metric("policy/entropy"),
+        "kl": metric("loss/kl"),
+        "heldout_step": [step for step, _p, _r in evaluations],
+        "heldout_pass1": [(pass_at_k or {}).get("1") for _s, pass_at_k, _r in evaluations],
+        "heldout_reward": [reward for _s, _p, reward in evaluations],
+    }

@@ -1,0 +1,269 @@
+"""The live dashboard's other pages: launch and resume runs, compare runs, the sandbox pool.
+
+Thin, as the other console views: they check who asks, call selectors and services, render.
+
+* ``/runs/new/`` (``run-launch``): a form that creates a run (``training.services.run_create``)
+  and queues its launch (``training.tasks.run_launch``); config overrides are ``KEY=VALUE``
+  lines or a JSON object, checked by ``RunConfig.from_dict`` (an error names the key and
+  creates nothing).
+* ``/runs/<id>/resume/`` (``run-resume``, POST): an ``interrupted`` run goes back to
+  ``launching`` (``training.services.run_resume``) and its launch is queued.
+* ``/runs/compare/?runs=1,2`` (``run-compare``): runs' curves on shared axes.
+* ``/sandboxes/`` (``sandbox-pool``) and ``/api/sandboxes/pool/`` (``api-sandbox-pool``, JSON):
+  workers busy and idle, queue depth, latency percentiles and statuses per runtime.
+* ``/api/runs/<id>/components/?first=A&last=B`` (``api-run-components``, JSON): per-component
+  reward histograms of steps A..B (the run page asks for them when its slider reaches steps
+  the back-fill sent summed).
+
+Launching needs ``training.add_trainingrun``, resuming ``training.change_trainingrun``; curators
+(``tasks_library.permissions.is_curator``) and superusers may do both. Others get 403. Reading
+follows the live console's rule (:func:`console.consumers.may_watch_run`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from console.consumers import may_watch_run
+from tasks_library.models import TaskSet
+from tasks_library.permissions import is_curator
+from training import selectors
+from training.config import ConfigError, RunConfig, parse_overrides
+from training.models import TrainingRun
+
+# One colour per run on the comparison page (plotly's default cycle, readable on white).
+RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"]
+COMPARE_MAX_RUNS = len(RUN_COLOURS)
+
+
+def may_launch(user) -> bool:
+    """Holders of ``training.add_trainingrun`` (superusers hold every permission) and curators."""
+    return bool(user.is_authenticated and (user.has_perm("training.add_trainingrun") or is_curator(user)))
+
+
+def may_resume(user) -> bool:
+    """Holders of ``training.change_trainingrun`` (operators, superusers) and curators."""
+    return bool(user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+
+
+def _forbidden_read(request: HttpRequest, run_id: int | None = None) -> bool:
+    return not may_watch_run(request.user, run_id)
+
+
+# --- launch -----------------------------------------------------------------------------
+
+def parse_config_text(text: str) -> dict:
+    """Config overrides from the form: a JSON object, or ``KEY=VALUE`` lines (values read as
+    JSON, else text, as ``train --set``); blank lines and ``#`` comments are skipped.
+
+    Raises:
+        ConfigError: malformed JSON, a JSON value that is not an object, or a line without ``=``.
+    """
+    text = (text or "").strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config overrides are not valid JSON: {exc.msg} (line {exc.lineno}, "
+                              f"column {exc.colno})") from None
+        if not isinstance(data, dict):
+            raise ConfigError("config overrides in JSON must be one object: {\"key\": value, ...}")
+        return data
+    lines = [line.strip() for line in text.splitlines()]
+    pairs = [line for line in lines if line and not line.startswith("#")]
+    for line in pairs:
+        key, sep, _value = line.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"line {line!r}: write KEY=VALUE, for example lr=1e-4")
+    return parse_overrides([f"{k.strip()}={v.strip()}" for k, _s, v in (p.partition("=") for p in pairs)])
+
+
+class RunLaunchForm(forms.Form):
+    task_set = forms.ModelChoiceField(queryset=TaskSet.objects.order_by("name"), empty_label=None,
+                                      help_text="what the run trains on: the set's valid, unquarantined versions")
+    steps = forms.IntegerField(min_value=1, max_value=1_000_000, initial=20, help_text="GRPO steps")
+    backend = forms.ChoiceField(choices=[("local", "local (a trainer process on this host)"),
+                                         ("kubernetes", "kubernetes (a Job; set kubernetes={\"image\": ...})")],
+                                initial="local")
+    config = forms.CharField(
+        required=False, label="Config overrides",
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 70, "spellcheck": "false",
+                                     "placeholder": "lr=1e-4\ngroup_size=4\nreward_weights={\"correctness\": 1.0}\n\n"
+                                                    "or one JSON object: {\"lr\": 0.0001, \"group_size\": 4}"}),
+        help_text="KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for every key",
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            overrides = parse_config_text(cleaned.get("config", ""))
+        except ConfigError as exc:
+            self.add_error("config", str(exc))
+            return cleaned
+        if "steps" in overrides:
+            self.add_error("config", "config key 'steps': set the number of steps in the Steps field, not here")
+            return cleaned
+        try:
+            config = RunConfig.from_dict({**overrides, "steps": cleaned["steps"]})
+            if cleaned["backend"] == "kubernetes":
+                from training.kubernetes import KubernetesSpec
+
+                KubernetesSpec.from_config(config.kubernetes)
+        except ConfigError as exc:
+            self.add_error("config", str(exc))
+            return cleaned
+        cleaned["run_config"] = config
+        return cleaned
+
+
+def run_launch(request: HttpRequest) -> HttpResponse:
+    """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the errors."""
+    from training.services import run_create
+    from training.tasks import run_launch as run_launch_task
+
+    if not request.user.is_authenticated:
+        from django.contrib.auth.views import redirect_to_login
+
+        return redirect_to_login(request.get_full_path())
+    if not may_launch(request.user):
+        return HttpResponseForbidden("only curators and operators (training.add_trainingrun) may launch runs")
+    form = RunLaunchForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_create(task_set=form.cleaned_data["task_set"], config=form.cleaned_data["run_config"],
+                             backend=form.cleaned_data["backend"])
+        except ValueError as exc:  # an empty or unvalidated task set, an unusable held-out set
+            message = str(exc)
+            form.add_error("config" if message.startswith("config key") else "task_set", message)
+        else:
+            run_launch_task.delay(run.pk)
+            messages.success(request, f"run {run.pk} created on task set {run.task_set.name!r} "
+                                      f"({run.total_steps} steps, {run.backend}); its launch is queued")
+            return redirect("run-detail", run_id=run.pk)
+    return render(request, "console/run_launch.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Resume an ``interrupted`` run: back to ``launching``, then its launch is queued."""
+    from training.services import InvalidTransition
+    from training.services import run_resume as resume
+    from training.tasks import run_launch as run_launch_task
+
+    if not may_resume(request.user):
+        return HttpResponseForbidden("only curators and operators (training.change_trainingrun) may resume runs")
+    if not TrainingRun.objects.filter(pk=run_id).exists():
+        raise Http404(f"run {run_id} does not exist")
+    try:
+        attempt = resume(run_id=run_id, reason=f"resumed by {request.user.get_username()} in the console")
+    except InvalidTransition as exc:
+        messages.error(request, str(exc))
+    else:
+        run_launch_task.delay(run_id)
+        messages.success(request, f"resuming run {run_id} (attempt {attempt}) from its last checkpoint")
+    return redirect("run-detail", run_id=run_id)
+
+
+# --- compare ------------------------------------------------------------------------------
+
+def _run_ids(raw: str) -> list[int]:
+    ids = []
+    for part in (raw or "").replace(" ", ",").split(","):
+        if part.strip():
+            try:
+                value = int(part)
+            except ValueError:
+                raise Http404(f"{part!r} is not a run id") from None
+            if value not in ids:
+                ids.append(value)
+    return ids
+
+
+@require_GET
+def run_compare(request: HttpRequest) -> HttpResponse:
+    """Runs' curves on shared axes (``?runs=1,2``); without two runs, a picker."""
+    ids = _run_ids(request.GET.get("runs", "") or ",".join(request.GET.getlist("run")))
+    if any(_forbidden_read(request, pk) for pk in ids or [None]):
+        return HttpResponseForbidden("sign in with a role that may read runs")
+    recent = selectors.run_list()[:50]
+    if len(ids) < 2:
+        return render(request, "console/run_compare.html", {"runs": [], "recent": recent, "chosen": ids})
+    if len(ids) > COMPARE_MAX_RUNS:
+        ids = ids[:COMPARE_MAX_RUNS]
+        messages.info(request, f"comparing the first {COMPARE_MAX_RUNS} runs")
+    runs = {run.pk: run for run in selectors.run_list().filter(pk__in=ids)}
+    missing = [pk for pk in ids if pk not in runs]
+    if missing:
+        raise Http404(f"no run {', '.join(map(str, missing))}")
+    data = [{"id": pk, "label": f"run {pk} · {runs[pk].task_set.name} · {runs[pk].status}",
+             "colour": RUN_COLOURS[i], "curves": selectors.run_curves(run_id=pk)} for i, pk in enumerate(ids)]
+    return render(request, "console/run_compare.html",
+                  {"runs": [runs[pk] for pk in ids], "compare_data": data, "recent": recent, "chosen": ids,
+                   "colours": dict(zip(ids, RUN_COLOURS))})
+
+
+# --- reward components of a span of steps --------------------------------------------------------
+
+@require_GET
+def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
+    """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {step: {name: counts}}}``
+    for steps ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``); ``sum=1`` leaves
+    ``steps`` out and only sums the span."""
+    if _forbidden_read(request, run_id):
+        return JsonResponse({"error": "not allowed"}, status=403)
+    if not selectors.run_exists(run_id=run_id):
+        return JsonResponse({"error": f"run {run_id} does not exist"}, status=404)
+    try:
+        first, last = int(request.GET["first"]), int(request.GET["last"])
+    except (KeyError, ValueError):
+        return JsonResponse({"error": "give first and last: the span of steps, e.g. ?first=1&last=20"}, status=400)
+    names = selectors.run_component_names(run_id=run_id)
+    try:
+        per_step = selectors.step_component_histograms(run_id=run_id, first=first, last=last, names=names)
+    except ValueError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    total = {name: [0] * 10 for name in names}
+    for histograms in per_step.values():
+        for name, counts in histograms.items():
+            total[name] = [a + b for a, b in zip(total[name], counts)]
+    answer = {"run": run_id, "first": first, "last": last, "components": total}
+    if request.GET.get("sum") != "1":
+        answer["steps"] = {str(step): histograms for step, histograms in sorted(per_step.items())}
+    return JsonResponse(answer)
+
+
+# --- the sandbox pool ------------------------------------------------------------------------------
+
+@require_GET
+def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
+    """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON; 503 when Redis is down."""
+    import redis
+
+    from sandboxes.pool_stats import pool_stats
+
+    if _forbidden_read(request):
+        return JsonResponse({"error": "not allowed"}, status=403)
+    try:
+        return JsonResponse(pool_stats())
+    except (redis.RedisError, OSError) as exc:
+        return JsonResponse({"error": f"Redis does not answer: {exc}"}, status=503)
+
+
+@require_GET
+def sandbox_pool(request: HttpRequest) -> HttpResponse:
+    """The sandbox pool page (the same panel as on the run page, polled every few seconds)."""
+    if _forbidden_read(request):
+        return HttpResponseForbidden("sign in with a role that may read runs")
+    return render(request, "console/sandbox_pool.html", {})

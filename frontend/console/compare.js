@@ -1,0 +1,37 @@
+// Two runs (or more) on the same axes: one chart per metric, one colour per run.
+(function () {
+  "use strict";
+  const source = document.getElementById("compare-data");
+  if (!source) return;
+  const runs = JSON.parse(source.textContent);
+  const CONFIG = { displayModeBar: false, responsive: true };
+  const CHARTS = [
+    ["cmp-reward-mean", "Mean reward", (c) => [c.step, c.reward_mean], { range: [0, 1] }],
+    ["cmp-pass-rate", "Pass rate (all hidden tests pass)", (c) => [c.step, c.pass_rate], { range: [0, 1] }],
+    ["cmp-heldout", "Held-out pass@1", (c) => [c.heldout_step, c.heldout_pass1], { range: [0, 1] }],
+    ["cmp-flag-rate", "Hack-flag rate (flags/rate)", (c) => [c.step, c.flag_rate], { rangemode: "tozero" }],
+    ["cmp-entropy", "Policy entropy", (c) => [c.step, c.entropy], { rangemode: "tozero" }],
+    ["cmp-kl", "KL to the reference (k3)", (c) => [c.step, c.kl], { rangemode: "tozero" }],
+  ];
+  // one step range for every chart, so that a step sits at the same place in each
+  const allSteps = runs.flatMap((run) => [...run.curves.step, ...run.curves.heldout_step]);
+  const xrange = allSteps.length ? [Math.min(...allSteps) - 0.5, Math.max(...allSteps) + 0.5] : undefined;
+  const present = (y) => y.some((v) => v !== null && v !== undefined);
+  for (const [id, title, pick, yaxis] of CHARTS) {
+    const div = document.getElementById(id);
+    const traces = runs.map((run) => {
+      const [x, y] = pick(run.curves);
+      return { type: "scatter", mode: x.length > 60 ? "lines" : "lines+markers", name: `run ${run.id}`,
+        x: x, y: y, line: { color: run.colour, width: 2 }, marker: { color: run.colour, size: 5 },
+        connectgaps: true, hovertemplate: `run ${run.id}<br>step %{x}<br>%{y:.4f}<extra></extra>` };
+    });
+    const without = runs.filter((run, i) => !present(traces[i].y)).map((run) => `run ${run.id}`);
+    const note = without.length === runs.length ? " (not recorded)" : without.length ? ` (none for ${without.join(", ")})` : "";
+    Plotly.newPlot(div, traces, {
+      title: { text: title + note }, xaxis: { title: { text: "step" }, range: xrange }, yaxis: yaxis,
+      margin: { t: 40, r: 20 }, legend: { orientation: "h", y: -0.22 }, showlegend: true,
+    }, CONFIG);
+    div.dataset.traces = String(traces.length);
+  }
+  document.getElementById("compare-charts").dataset.drawn = "1";
+})();

@@ -1,0 +1,83 @@
+// The sandbox pool panel (run page and /sandboxes/): polls /api/sandboxes/pool/ every few
+// seconds and draws one row per runtime. Reads only; a refusal (403) stops the polling.
+(function () {
+  "use strict";
+  const panel = document.getElementById("sandbox-pool");
+  if (!panel) return;
+  const rows = document.getElementById("pool-rows");
+  const state = document.getElementById("pool-state");
+  const EVERY_MS = 3000;
+  const STATUS_CLASS = { ok: "st-ok", failed: "st-failed", timeout: "st-bad", memory_limit: "st-bad",
+    output_limit: "st-bad", crashed: "st-bad", infra_error: "st-infra" };
+  let updates = 0;
+
+  function cell(text, className) {
+    const td = document.createElement("td");
+    if (className) td.className = className;
+    td.textContent = text;
+    return td;
+  }
+
+  function ms(value) {
+    if (value === null || value === undefined) return "–";
+    return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${Math.round(value)} ms`;
+  }
+
+  function statuses(byKind) {
+    const td = document.createElement("td");
+    td.className = "pool-statuses";
+    const kinds = Object.keys(byKind || {}).sort();
+    if (!kinds.length) { td.textContent = "–"; return td; }
+    for (const kind of kinds) {
+      const line = document.createElement("div");
+      const name = document.createElement("code");
+      name.textContent = kind;
+      line.append(name, " ");
+      for (const [status, count] of Object.entries(byKind[kind]).sort((a, b) => b[1] - a[1])) {
+        const badge = document.createElement("span");
+        badge.className = `pool-status ${STATUS_CLASS[status] || ""}`;
+        badge.dataset.status = status;
+        badge.textContent = `${status} ${count}`;
+        line.append(badge, " ");
+      }
+      td.append(line);
+    }
+    return td;
+  }
+
+  function render(data) {
+    const names = Object.keys(data.runtimes || {}).sort();
+    rows.replaceChildren();
+    for (const name of names) {
+      const r = data.runtimes[name];
+      const tr = document.createElement("tr");
+      tr.dataset.runtime = name;
+      tr.append(cell(name, "pool-runtime"), cell(String(r.workers.busy), "pool-busy"),
+        cell(String(r.workers.idle), "pool-idle"), cell(String(r.workers.dead), r.workers.dead ? "pool-dead warn" : "pool-dead"),
+        cell(String(r.queue_depth), r.queue_depth > 4 * Math.max(1, r.workers.alive) ? "pool-depth warn" : "pool-depth"),
+        cell(String(r.in_flight), "pool-inflight"), cell(ms(r.latency_ms.p50), "pool-p50"),
+        cell(ms(r.latency_ms.p99), "pool-p99"), cell(String(r.recent), "pool-recent"), statuses(r.statuses));
+      if (!r.workers.alive) tr.classList.add("no-workers");
+      rows.append(tr);
+    }
+    updates += 1;
+    panel.dataset.updates = String(updates);
+    state.textContent = `updated ${new Date(data.at * 1000).toLocaleTimeString()}`;
+  }
+
+  async function poll() {
+    if (document.hidden) { setTimeout(poll, EVERY_MS); return; }
+    try {
+      const response = await fetch(panel.dataset.url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+      const data = await response.json().catch(() => ({}));
+      if (response.status === 403) { state.textContent = "sign in to see the sandbox pool"; return; }
+      if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+      render(data);
+    } catch (failure) {
+      state.textContent = `could not read the pool: ${failure.message || failure}`;
+    }
+    setTimeout(poll, EVERY_MS);
+  }
+
+  poll();
+})();
