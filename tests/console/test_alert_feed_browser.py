@@ -2,18 +2,13 @@
 and on the mean-reward chart; a curator acknowledges it with a note and a second (anonymous)
 viewer sees the acknowledgement live; a repeat within the cool-down updates the same entry."""
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from django.conf import settings
 
 from console.events import broadcast_run_event
-from console.stack import http_up, port_free
 from tasks_library.models import TaskSet
 from training import services
 from training.drift import AlertCandidate, DriftConfig, drift_step
@@ -26,25 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 BINS = [i / 10 for i in range(11)]
 pytestmark = browser_marks()
-
-
-@pytest.fixture
-def console_server():
-    """daphne serving the console against the test database and the same Redis."""
-    port = next(p for p in range(8130, 8200) if port_free(p))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not http_up(port):
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "daphne did not start"
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
 
 
 @pytest.fixture

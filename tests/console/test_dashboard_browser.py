@@ -3,16 +3,10 @@ component) follows a step slider and live steps; a long run's back-fill comes de
 slider still reaches its oldest steps; the sandbox pool panel fills from the real workers; the
 comparison page draws two runs on shared axes. Screenshots go to test-artifacts/."""
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
-from console.stack import http_up, port_free
 from sandboxes import queue as Q
 from training.models import HeldOutEvaluation
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
@@ -21,25 +15,6 @@ from tests.console.test_dashboard_views import add_steps, make_run, task_version
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = browser_marks()
-
-
-@pytest.fixture
-def console_server():
-    """daphne serving the console against the test database and the same Redis."""
-    port = next(p for p in range(8130, 8200) if port_free(p))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not http_up(port):
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "daphne did not start"
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
 
 
 @pytest.fixture

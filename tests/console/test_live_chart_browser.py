@@ -1,15 +1,10 @@
 """In a real browser: the run page's plotly chart gains steps live over the websocket."""
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
-from console.stack import http_up, port_free
 from sandboxes.result import OK
 from tasks_library.services import tasks_import
 from tasks_library.validation.pipeline import task_versions_validate
@@ -22,25 +17,6 @@ from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = browser_marks()
-
-
-@pytest.fixture
-def console_server():
-    """daphne serving the console against the test database and the same Redis."""
-    port = next(p for p in range(8130, 8200) if port_free(p))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not http_up(port):
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "daphne did not start"
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
 
 
 @pytest.fixture
@@ -63,7 +39,6 @@ def record_step(run, spec, step: int, rewards: list[float]):
     rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status=OK, reward=r, tests_total=4,
                         tests_passed=int(r * 4)) for i, r in enumerate(rewards)]
     services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics={"reward/pass_rate": 0.5})
-
 
 
 def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_run):

@@ -1,55 +1,16 @@
 """In a real browser: the trajectory replay's keys move between turns and to the next trajectory
 of the group, and a trajectory of 1,000 turns opens at once with its last turn a key press away."""
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
-from django.conf import settings
 
-from console.stack import http_up, port_free
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
+from tests.browser import browser_marks, off_loop
 from tests.console.replay_seed import seed_group, seed_trajectory, seeded_run
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = browser_marks()
-
-
-@pytest.fixture
-def console_server():
-    """daphne serving the console against the test database."""
-    port = next(p for p in range(8230, 8300) if port_free(p))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 60
-    while not http_up(port):
-        assert proc.poll() is None, proc.stdout.read().decode()
-        assert time.monotonic() < deadline, "daphne did not start"
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture
-def browser_page():
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        yield page
-        browser.close()
 
 
 def selected_turn(page) -> int:

@@ -1,0 +1,52 @@
+"""Fixtures of the console's browser tests: daphne against the test database, a chromium page."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from console.stack import http_up, port_free
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture
+def console_server():
+    """daphne serving the console against the test database and the session's Redis."""
+    port = next(p for p in range(8130, 8400) if port_free(p))
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while not http_up(port):
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.monotonic() < deadline, "daphne did not start"
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def browser_page():
+    """A chromium page (1440 x 900) that collects the page's JavaScript errors in ``page.errors``."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.errors = []
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        yield page
+        browser.close()
