@@ -80,3 +80,32 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         page.wait_for_selector("#reward-heatmap[data-steps='3']", timeout=10000)
         assert errors == []
         browser.close()
+
+
+def test_a_dropped_websocket_reconnects_and_backfills_what_it_missed(console_server, running_run, browser_page):
+    """The socket is closed under the page; the steps recorded while it is down arrive after it
+    reconnects, asked for with ``after=`` the last step drawn, and none is drawn twice."""
+    run, spec = running_run
+    off_loop(record_step, run, spec, 1, [0.0, 0.5, 1.0, 1.0])  # Playwright's loop runs in this thread
+    page = browser_page
+    # Keep a handle on the page's sockets so the test can drop them (the page does not expose its own).
+    page.add_init_script("""
+        window.__sockets = [];
+        const Native = window.WebSocket;
+        window.WebSocket = function (...args) { const s = new Native(...args); window.__sockets.push(s); return s; };
+        window.WebSocket.prototype = Native.prototype;
+    """)
+    urls = []
+    page.on("websocket", lambda ws: urls.append(ws.url))
+    page.goto(f"{console_server}/runs/{run.pk}/")
+    page.wait_for_selector("#reward-heatmap[data-steps='1']", timeout=15000)
+    page.evaluate("window.__sockets.forEach((s) => s.close())")
+    page.wait_for_selector("#live-state:text('reconnecting…')", timeout=5000)
+    for step in (2, 3):
+        off_loop(record_step, run, spec, step, [0.25, 0.5, 0.75, 1.0])
+    page.wait_for_selector("#reward-heatmap[data-steps='3']", timeout=15000)
+    page.wait_for_selector("#live-state:text('live')", timeout=15000)
+    assert len(urls) >= 2 and urls[0].endswith("after=0") and urls[1].endswith("after=1"), urls
+    heat = page.evaluate("document.getElementById('reward-heatmap').data[0]")
+    assert heat["x"] == [1, 2, 3]
+    assert page.errors == []
