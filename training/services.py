@@ -492,7 +492,9 @@ def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
     from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor
 
     run = TrainingRun.objects.get(pk=run_id)
-    monitors = [RuleMonitor()]
+    # The trainer's Scorer already ran every detector on these trajectories, with their full
+    # results, and stored the flags and evidence: the rules score those, not a second scan.
+    monitors = [RuleMonitor(rescan=False)]
     llm = run.config.get("llm_monitor") or {}
     if include_llm and llm:
         spent = 0

@@ -52,12 +52,11 @@ __all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError
 log = logging.getLogger(__name__)
 
 
-def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, numpy and torch; return a torch generator for sampling."""
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (each rank's sampling generator is seeded apart)."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    return torch.Generator().manual_seed(seed)
 
 
 def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[tuple[str, str]]:
@@ -364,6 +363,8 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
             return
         _step(run.pk, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config,
               ranks, generator, scorer)
+        if ranks.is_main:
+            drift_step(run.pk, step, drift_config)
         if heldout and ranks.is_main and (step % config.eval_every == 0 or step == config.steps):
             result = heldout_evaluate(policy, heldout, samples=config.eval_samples, rollout_config=rollout_config,
                                       seed=config.seed * 1_000_003 + step, scorer=scorer)
@@ -449,7 +450,6 @@ def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, s
         from training.tasks import run_llm_monitor_task
 
         run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
-    drift_step(run_id, step, DriftConfig.from_config(config.drift))
 
 
 def _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks) -> None:
