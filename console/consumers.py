@@ -17,17 +17,13 @@ event, broadcast by ``training.services.step_record`` without ``components``, ge
 there: one query per step per process however many browsers watch. A watcher whose
 back-fill is still being read gets the live events after it (held, in order).
 
-Who may subscribe (:func:`may_watch_run`, the per-run hook; the user comes from the
-session through Channels' ``AuthMiddlewareStack`` in ``console/asgi.py``):
-
-* ``CRUCIBLE_CONSOLE_PUBLIC`` true (the default, the embedded laptop console): anyone,
-  signed in or not, may watch any run, read-only.
-* false (a shared deployment): only signed-in users who hold ``training.view_trainingrun``
-  (globally, or for that run through an object-permission backend), superusers, and
-  members of any role group (``curators``, ``viewers``...). Anyone else is accepted and at
-  once closed with code **4403**, so the browser can tell "not allowed" from a network
-  drop and stops reconnecting. An unknown run is closed with **4404** (after the
-  permission check, so the code says nothing about runs one may not see).
+Who may subscribe: the console's read rule (:mod:`console.access`, shared with its pages and
+JSON APIs; the user comes from the session through Channels' ``AuthMiddlewareStack`` in
+``console/asgi.py``). ``CRUCIBLE_CONSOLE_PUBLIC`` true (the default): anyone, read-only; false:
+signed-in users with a role or ``training.view_trainingrun``. Anyone else is accepted and at
+once closed with code **4403**, so the browser can tell "not allowed" from a network drop and
+stops reconnecting. An unknown run is closed with **4404** (after the permission check, so the
+code says nothing about runs one may not see).
 """
 
 from __future__ import annotations
@@ -41,9 +37,8 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
-from console.env import env_bool
+from console.access import console_public, may_watch_run
 from console.events import run_group
 from training import selectors
 
@@ -51,35 +46,6 @@ log = logging.getLogger(__name__)
 
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
-
-
-def console_public() -> bool:
-    """``settings.CRUCIBLE_CONSOLE_PUBLIC`` when the settings define it, else the
-    environment variable of that name (default true: anonymous read-only viewers)."""
-    value = getattr(settings, "CRUCIBLE_CONSOLE_PUBLIC", None)
-    if value is None:
-        return env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
-    return bool(value)
-
-
-def may_watch_run(user, run_id: int | None = None) -> bool:
-    """The per-run permission hook of the live console (websocket, pool API): see the module docstring.
-
-    ``run_id`` None asks about the console's read-only pages in general.
-    """
-    if console_public():
-        return True
-    if user is None or not user.is_authenticated or not user.is_active:
-        return False
-    if user.is_superuser or user.has_perm("training.view_trainingrun"):
-        return True
-    if run_id is not None:
-        from training.models import TrainingRun
-
-        run = TrainingRun.objects.filter(pk=run_id).first()
-        if run is not None and user.has_perm("training.view_trainingrun", run):
-            return True
-    return user.groups.exists()
 
 
 # (run, step, reward_mean, histogram) -> the task computing that step's component histograms,
@@ -195,6 +161,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.live = False
         self.held: list[str] = []
         user = self.scope.get("user")
+        # public: no thread hop to ask the database
         if not console_public() and not await database_sync_to_async(may_watch_run)(user, self.run_id):
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)

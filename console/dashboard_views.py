@@ -17,7 +17,7 @@ Thin, as the other console views: they check who asks, call selectors and servic
 
 Launching needs ``training.add_trainingrun``, resuming ``training.change_trainingrun``; curators
 (``tasks_library.permissions.is_curator``) and superusers may do both. Others get 403. Reading
-follows the live console's rule (:func:`console.consumers.may_watch_run`).
+follows the console's read rule (:mod:`console.access`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidde
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from console.consumers import may_watch_run
+from console.access import console_read_json, console_read_page, may_watch_run, page_refusal
 from tasks_library.models import TaskSet
 from tasks_library.permissions import is_curator
 from training import selectors
@@ -51,10 +51,6 @@ def may_launch(user) -> bool:
 def may_resume(user) -> bool:
     """Holders of ``training.change_trainingrun`` (operators, superusers) and curators."""
     return bool(user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user)))
-
-
-def _forbidden_read(request: HttpRequest, run_id: int | None = None) -> bool:
-    return not may_watch_run(request.user, run_id)
 
 
 # --- launch -----------------------------------------------------------------------------
@@ -193,10 +189,11 @@ def _run_ids(raw: str) -> list[int]:
 
 @require_GET
 def run_compare(request: HttpRequest) -> HttpResponse:
-    """Runs' curves on shared axes (``?runs=1,2``); without two runs, a picker."""
+    """Runs' curves on shared axes (``?runs=1,2``); without two runs, a picker. The console's read
+    rule is checked for each run asked for (object permissions), or in general without one."""
     ids = _run_ids(request.GET.get("runs", "") or ",".join(request.GET.getlist("run")))
-    if any(_forbidden_read(request, pk) for pk in ids or [None]):
-        return HttpResponseForbidden("sign in with a role that may read runs")
+    if not all(may_watch_run(request.user, pk) for pk in ids or [None]):
+        return page_refusal(request)
     recent = selectors.run_list()[:50]
     if len(ids) < 2:
         return render(request, "console/run_compare.html", {"runs": [], "recent": recent, "chosen": ids})
@@ -217,12 +214,11 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 # --- reward components of a span of steps --------------------------------------------------------
 
 @require_GET
+@console_read_json
 def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
     """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {step: {name: counts}}}``
     for steps ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``); ``sum=1`` leaves
     ``steps`` out and only sums the span."""
-    if _forbidden_read(request, run_id):
-        return JsonResponse({"error": "not allowed"}, status=403)
     if not selectors.run_exists(run_id=run_id):
         return JsonResponse({"error": f"run {run_id} does not exist"}, status=404)
     try:
@@ -247,14 +243,13 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
 # --- the sandbox pool ------------------------------------------------------------------------------
 
 @require_GET
+@console_read_json
 def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
     """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON; 503 when Redis is down."""
     import redis
 
     from sandboxes.pool_stats import pool_stats
 
-    if _forbidden_read(request):
-        return JsonResponse({"error": "not allowed"}, status=403)
     try:
         return JsonResponse(pool_stats())
     except (redis.RedisError, OSError) as exc:
@@ -262,8 +257,7 @@ def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
 
 
 @require_GET
+@console_read_page
 def sandbox_pool(request: HttpRequest) -> HttpResponse:
     """The sandbox pool page (the same panel as on the run page, polled every few seconds)."""
-    if _forbidden_read(request):
-        return HttpResponseForbidden("sign in with a role that may read runs")
     return render(request, "console/sandbox_pool.html", {})

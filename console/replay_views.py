@@ -1,6 +1,7 @@
 """Trajectory replay and the trajectory lists: pages and their read-only JSON API.
 
-Readable without signing in, as the run pages are. Thin: the reads are in
+Readable as the run pages are (:mod:`console.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC``
+is on, else users with a role). Thin: the reads are in
 :mod:`training.selectors`; a trajectory's turns reach the page in chunks from
 :class:`TrajectoryTurnsApi` (the first chunk embedded in the page) so that a
 trajectory of thousands of turns opens at once.
@@ -19,8 +20,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.pagination import LimitOffsetPagination, PageNumberPagination
-from rest_framework.permissions import AllowAny
 
+from console.access import ConsoleRead, console_read_page
 from sandboxes.result import STATUSES
 from training import selectors
 from training.models import MonitorScore, Trajectory, Turn
@@ -166,7 +167,7 @@ FILTER_PARAMETERS = [
 class _TrajectoryListBase(ListAPIView):
     serializer_class = TrajectorySummarySerializer
     pagination_class = TrajectoryPagination
-    permission_classes = [AllowAny]
+    permission_classes = [ConsoleRead]
 
     def run_id(self) -> int | None:
         return None
@@ -200,7 +201,7 @@ class TrajectoryApi(RetrieveAPIView):
     """One trajectory: rewards, flags with their evidence, monitor scores, final code."""
 
     serializer_class = TrajectoryDetailSerializer
-    permission_classes = [AllowAny]
+    permission_classes = [ConsoleRead]
 
     def get_object(self):
         try:
@@ -219,7 +220,7 @@ class TrajectoryTurnsApi(ListAPIView):
 
     serializer_class = TurnSerializer
     pagination_class = TurnPagination
-    permission_classes = [AllowAny]
+    permission_classes = [ConsoleRead]
 
     def get_queryset(self):
         if not Trajectory.objects.filter(pk=self.kwargs["pk"], run_id=self.kwargs["run_id"]).exists():
@@ -250,11 +251,13 @@ def _list_page(request: HttpRequest, *, run=None) -> HttpResponse:
     })
 
 
+@console_read_page
 def trajectory_list(request: HttpRequest) -> HttpResponse:
     """Trajectories across runs (``?run=`` narrows to one), filtered, sorted, paginated."""
     return _list_page(request)
 
 
+@console_read_page
 def run_trajectory_list(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run's trajectories, filtered, sorted, paginated."""
     run = selectors.run_list().filter(pk=run_id).first()
@@ -272,6 +275,7 @@ def _evidence_text(value) -> str:
     return json.dumps(value, indent=1, sort_keys=True, default=str)
 
 
+@console_read_page
 def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> HttpResponse:
     """The replay of one trajectory: its header, the turn index, the first chunk of turns
     (the page's script loads the rest as they scroll into view)."""

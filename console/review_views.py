@@ -1,9 +1,10 @@
 """Review pages: my queues, a new queue, a queue's overview, the labelling page, task drafts, the
 run-level summary and a task version's labels.
 
-Every page needs a signed-in user (anonymous users go to the login page); writes are checked by
-:mod:`console.review_services` (403 when the role may not). Thin: forms check, selectors read,
-services write.
+Every page needs a signed-in user (anonymous users go to the login page), and while the console
+is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too (:mod:`console.access`);
+writes are checked by :mod:`console.review_services` (403 when the role may not). Thin: forms
+check, selectors read, services write.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from console import models as m
 from console import review_selectors as selectors
 from console import review_services as services
+from console.access import console_read_page
 from console.review_forms import AssignForm, DraftForm, LabelForm, QueueForm, first_error
 from console.review_permissions import may_manage_queues, may_review, may_submit_drafts
 from tasks_library.models import TaskVersion
@@ -35,6 +37,7 @@ def _item_or_404(item_id: int) -> m.ReviewItem:
 
 
 @login_required
+@console_read_page
 def review_home(request: HttpRequest) -> HttpResponse:
     """My queues with my progress, then every queue with its progress."""
     mine = list(selectors.review_queues_of(user=request.user))
@@ -71,6 +74,7 @@ def review_queue_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 def review_queue(request: HttpRequest, queue_id: int) -> HttpResponse:
     """A queue's items with their reviewers and labels, per-reviewer progress, and an "assign to"
     control per item for curators and operators."""
@@ -147,6 +151,7 @@ def _my_progress(queue_id: int, user) -> dict:
 
 
 @login_required
+@console_read_page
 def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
     """The labelling page: the trajectory's summary, label buttons (keys 1-5), a note, "next item",
     and a task draft form."""
@@ -206,6 +211,7 @@ def review_item_draft(request: HttpRequest, item_id: int) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 def review_draft(request: HttpRequest, draft_id: int) -> HttpResponse:
     draft = get_object_or_404(m.TaskDraft.objects.select_related("from_trajectory__run", "created_by",
                                                                  "task_version__task", "submitted_by"), pk=draft_id)
@@ -232,6 +238,7 @@ def review_draft_submit(request: HttpRequest, draft_id: int) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 def run_review_summary(request: HttpRequest, run_id: int) -> HttpResponse:
     """A run's review: labels by kind, reviewer agreement, the verifier's precision and recall."""
     run = TrainingRun.objects.filter(pk=run_id).select_related("task_set").first()
@@ -242,6 +249,7 @@ def run_review_summary(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 def task_version_labels(request: HttpRequest, task_version_id: int) -> HttpResponse:
     """Every review label of a task version's trajectories, with what each fed back."""
     version = get_object_or_404(TaskVersion.objects.select_related("task"), pk=task_version_id)

@@ -1,4 +1,5 @@
-"""Console pages. Thin: they call selectors and render."""
+"""Console pages. Thin: they call selectors and render. Reading follows the console's rule
+(:mod:`console.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a role)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
+from console.access import ConsoleRead, console_read_page
 from tasks_library.permissions import is_curator
 from training import selectors
 from training.models import StepMetric, TrainingRun
@@ -21,10 +23,12 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"service": "crucible-console", "ok": True})
 
 
+@console_read_page
 def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "console/run_list.html", {"runs": selectors.run_list()[:100]})
 
 
+@console_read_page
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         run = selectors.run_list().get(pk=run_id)
@@ -68,6 +72,7 @@ class RunStepsApi(ListAPIView):
     """A run's steps in order: binned reward histograms and scalar metrics."""
 
     serializer_class = StepSerializer
+    permission_classes = [ConsoleRead]
 
     def get_queryset(self):
         if not selectors.run_exists(run_id=self.kwargs["run_id"]):

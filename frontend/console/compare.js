@@ -1,4 +1,8 @@
 // Two runs (or more) on the same axes: one chart per metric, one colour per run.
+// An ES module: `npm run build` bundles plotly.js from npm into it; unbundled, the page's
+// import map points the name at the plotly wheel's copy (console/frontend.py).
+import Plotly from "plotly.js-dist-min";
+
 (function () {
   "use strict";
   const source = document.getElementById("compare-data");

@@ -4,6 +4,10 @@
 // back-fill sends its newest steps in full (with per-component histograms) and older
 // ones as buckets of consecutive steps (``span`` > 1, ``decimated``): those are drawn
 // at their last step, their histogram summed and their metrics averaged.
+// An ES module: `npm run build` bundles plotly.js from npm into it; unbundled, the page's
+// import map points the name at the plotly wheel's copy (console/frontend.py).
+import Plotly from "plotly.js-dist-min";
+
 (function () {
   "use strict";
   const heat = document.getElementById("reward-heatmap");
@@ -383,6 +387,8 @@
   }
 
   function onEvent(event) {
+    // the page's other charts (pool_timeline.js) draw from the same events
+    document.dispatchEvent(new CustomEvent("crucible:run-event", { detail: event }));
     if (event.kind === "step") {
       if (!steps.has(event.step)) steps.set(event.step, event);
       lastSeq = Math.max(lastSeq, event.seq);

@@ -1,5 +1,7 @@
-"""In a real browser: the run page's plotly chart gains steps live over the websocket."""
+"""In a real browser: the run page's plotly chart gains steps live over the websocket; the page's
+plotly.js is the npm-pinned one, from the front-end bundle where npm is installed."""
 
+import shutil
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from tasks_library.selectors import task_set_get, task_set_versions
 from training import services
 from training.config import RunConfig
 from training.rollout import Rollout, TaskSpec
+from console import frontend
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,10 +57,13 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         sockets = []
         page.on("websocket", lambda ws: sockets.append(ws))
+        scripts = []
+        page.on("response", lambda r: scripts.append(r.url) if r.request.resource_type == "script" else None)
         page.goto(f"{console_server}/runs/{run.pk}/")
         page.wait_for_selector("#live-state:text('live')", timeout=15000)
         page.wait_for_selector("#reward-heatmap[data-steps='1']", timeout=10000)
         assert page.locator("#reward-heatmap .main-svg").count() > 0, "plotly did not draw"
+        assert_plotly_from_the_bundle(page, console_server, scripts)
 
         for step, rewards in ((2, [0.5, 0.5, 0.75, 1.0]), (3, [1.0, 1.0, 0.75, 1.0])):
             started = time.monotonic()
@@ -80,6 +86,21 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         page.wait_for_selector("#reward-heatmap[data-steps='3']", timeout=10000)
         assert errors == []
         browser.close()
+
+
+def assert_plotly_from_the_bundle(page, server: str, scripts: list[str]) -> None:
+    """plotly.js is the npm pin; where npm is installed (CI installs it) it came from the build's
+    chunk (frontend/dist), and the plotly wheel's copy was not loaded at all."""
+    assert page.evaluate("Plotly.version") == frontend.npm_pin()
+    if shutil.which("npm") is None:
+        assert f"{server}/static/plotly/plotly.min.js" in scripts, scripts
+        return
+    info = frontend.build_info()
+    assert info is not None and frontend.build_outdated() is None, "npm is installed but there is no current build"
+    assert f"{server}/static/{info['plotly_chunk']}" in scripts, scripts
+    assert f"{server}/static/console/run_live.js" in scripts
+    assert not any("/static/plotly/" in url or "/static/fallback/" in url for url in scripts), scripts
+    assert page.locator("script[type=importmap]").count() == 0
 
 
 def test_a_dropped_websocket_reconnects_and_backfills_what_it_missed(console_server, running_run, browser_page):

@@ -1,0 +1,27 @@
+"""``{% frontend_importmap %}``: what the unbundled console scripts need to find plotly.js.
+
+Bundled (``settings.FRONTEND_BUNDLED``, see :mod:`console.frontend`), the page scripts carry their
+imports and the tag writes nothing. Unbundled, it writes an import map resolving the npm name
+``plotly.js-dist-min`` to ``frontend/fallback/plotly.js`` (the plotly wheel's plotly.js). It goes in
+``<head>``: a browser only honours an import map that precedes every module script.
+"""
+
+import json
+
+from django import template
+from django.conf import settings
+from django.templatetags.static import static
+from django.utils.safestring import mark_safe
+
+from console.frontend import PLOTLY_PACKAGE
+
+register = template.Library()
+
+
+@register.simple_tag
+def frontend_importmap() -> str:
+    if getattr(settings, "FRONTEND_BUNDLED", False):
+        return ""
+    # "<" escaped: the JSON cannot close the script element whatever STATIC_URL holds
+    imports = json.dumps({"imports": {PLOTLY_PACKAGE: static("fallback/plotly.js")}}).replace("<", "\\u003c")
+    return mark_safe(f'<script type="importmap">{imports}</script>')

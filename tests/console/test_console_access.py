@@ -1,0 +1,179 @@
+"""The console's read rule (console/access.py) on every read page and JSON API of the URLconf.
+
+Private (``CRUCIBLE_CONSOLE_PUBLIC`` off): an anonymous visitor is sent to the login page (pages) or
+refused 403 (JSON); a signed-in user without a role gets 403; a viewer reads. Public: anonymous
+visitors read. The review pages need a signed-in user in either mode, and a role while private.
+
+The URL list comes from the URLconf: every named route must be in READ, SIGNED_IN_READ or EXEMPT
+(with the reason), so a new page fails here until someone decides who may read it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from django.test import Client
+from django.urls import URLResolver, get_resolver
+
+from console import models as m
+from console.review_services import review_queue_create, task_draft_create
+from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from training.models import StepMetric
+
+pytestmark = pytest.mark.django_db
+
+# url name -> (path from the world, "page" or "json")
+READ = {
+    "run-list": (lambda w: "/", "page"),
+    "run-detail": (lambda w: f"/runs/{w.run.pk}/", "page"),
+    "run-compare": (lambda w: f"/runs/compare/?runs={w.run.pk}", "page"),
+    "run-trajectory-list": (lambda w: f"/runs/{w.run.pk}/trajectories/", "page"),
+    "trajectory-list": (lambda w: "/trajectories/", "page"),
+    "trajectory-detail": (lambda w: f"/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/", "page"),
+    "sandbox-pool": (lambda w: "/sandboxes/", "page"),
+    "api-run-steps": (lambda w: f"/api/runs/{w.run.pk}/steps/", "json"),
+    "api-run-components": (lambda w: f"/api/runs/{w.run.pk}/components/?first=1&last=1", "json"),
+    "api-sandbox-pool": (lambda w: "/api/sandboxes/pool/", "json"),
+    "api-trajectories": (lambda w: "/api/trajectories/", "json"),
+    "api-run-trajectories": (lambda w: f"/api/runs/{w.run.pk}/trajectories/", "json"),
+    "api-trajectory": (lambda w: f"/api/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/", "json"),
+    "api-trajectory-turns": (lambda w: f"/api/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/turns/", "json"),
+}
+# signed in always (console/review_views.py); a role too while private
+SIGNED_IN_READ = {
+    "review-home": lambda w: "/review/",
+    "review-queue": lambda w: f"/review/queues/{w.queue.pk}/",
+    "review-item": lambda w: f"/review/items/{w.item.pk}/",
+    "review-draft": lambda w: f"/review/drafts/{w.draft.pk}/",
+    "review-task-labels": lambda w: f"/review/tasks/{w.versions[0].pk}/",
+    "run-review": lambda w: f"/runs/{w.run.pk}/review/",
+}
+WRITE = "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
+LIBRARY = "the task library: signed-in users only in either mode, curators write (tasks_library.permissions)"
+EXEMPT = {
+    "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
+    "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
+    "login": "signing in", "logout": "signing out",
+    "admin:*": "Django's admin: staff only",
+    "api-schema": "the API's documentation (drf-spectacular): its shape, no data",
+    "api-docs": "the API's documentation (Swagger UI)", "api-redoc": "the API's documentation (Redoc)",
+    **dict.fromkeys(["run-launch", "run-resume", "run-cancel", "alert-acknowledge", "review-queue-new",
+                     "review-item-label", "review-item-assign", "review-item-draft", "review-draft-submit"], WRITE),
+    **dict.fromkeys(["task-list", "task-detail", "task-edit", "task-validate", "taskset-list", "taskset-detail",
+                     "api-task-versions", "api-quarantine", "api-approve", "api-validate", "api-task-version",
+                     "api-task-versions-of", "api-task-diff", "api-task", "api-task-sets", "api-task-set-pin",
+                     "api-task-set"], LIBRARY),
+}
+
+
+def url_names(patterns=None, namespace: tuple[str, ...] = ()):
+    """Every route's name (``namespace:name``; a whole namespace as ``namespace:*``)."""
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            if pattern.namespace == "admin":
+                yield "admin:*"
+            else:
+                yield from url_names(pattern.url_patterns, namespace + ((pattern.namespace,) if pattern.namespace else ()))
+        else:
+            yield ":".join(namespace + (pattern.name or f"<unnamed {pattern.pattern}>",))
+
+
+def test_every_route_is_checked_or_exempt_with_a_reason():
+    names = set(url_names())
+    classified = READ.keys() | SIGNED_IN_READ.keys() | EXEMPT.keys()
+    assert not READ.keys() & EXEMPT.keys() and not SIGNED_IN_READ.keys() & (READ.keys() | EXEMPT.keys())
+    unlisted = sorted(names - classified)
+    assert not unlisted, (f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
+                          "READ (decorate the view with console.access.console_read_page/_json or give it "
+                          "ConsoleRead) or to EXEMPT with the reason")
+    assert not classified - names, f"listed but no longer routed: {sorted(classified - names)}"
+
+
+@pytest.fixture
+def world(humaneval):
+    make_roles()
+    viewer, nobody, curator = make_user("vic", "viewer"), make_user("nobody", None), make_user("cora", "curator")
+    run, versions = seed_run(humaneval, tasks=2)
+    StepMetric.objects.create(run=run, step=1, reward_mean=0.5, reward_histogram=[0] * 10, metrics={})
+    trajectories = seed_trajectories(run, versions, [{"reward": 1.0}, {"reward": 0.0}])
+    queue = review_queue_create(name="access", run_id=run.pk, strategy=m.UNIFORM, size=1, reviewers_per_item=1,
+                                reviewers=[curator], created_by=curator)
+    draft = task_draft_create(trajectory_id=trajectories[0].pk, created_by=curator, task_id="review/access",
+                              prompt="def one():\n    pass\n", entry_point="one", reference_solution="    return 1\n",
+                              tests="def check(candidate):\n    assert candidate() == 1\n")
+    return SimpleNamespace(viewer=viewer, nobody=nobody, run=run, versions=versions, trajectory=trajectories[0],
+                           queue=queue, item=queue.items.get(), draft=draft)
+
+
+def get(path: str, user=None):
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client.get(path)
+
+
+def assert_sent_to_login(response, path: str) -> None:
+    assert response.status_code == 302, (path, response.status_code)
+    assert response["Location"].startswith("/accounts/login/?next="), (path, response["Location"])
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_private_console_refuses_anonymous_and_roleless_readers_and_admits_viewers(world, settings, name):
+    path_of, kind = READ[name]
+    path = path_of(world)
+    settings.CRUCIBLE_CONSOLE_PUBLIC = False
+    anonymous = get(path)
+    if kind == "page":
+        assert_sent_to_login(anonymous, path)
+    else:
+        assert anonymous.status_code == 403 and anonymous["Content-Type"].startswith("application/json"), (
+            path, anonymous.status_code, anonymous.content[:200])
+    roleless = get(path, world.nobody)
+    assert roleless.status_code == 403, (path, roleless.status_code)
+    assert b"viewers" in roleless.content, "the refusal says which role to ask for"
+    viewer = get(path, world.viewer)
+    assert viewer.status_code == 200, (path, viewer.status_code, viewer.content[:300])
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_public_console_lets_anonymous_visitors_read(world, settings, name):
+    path_of, _kind = READ[name]
+    settings.CRUCIBLE_CONSOLE_PUBLIC = True
+    response = get(path_of(world))
+    assert response.status_code == 200, (path_of(world), response.status_code, response.content[:300])
+
+
+@pytest.mark.parametrize("name", sorted(SIGNED_IN_READ))
+def test_review_pages_need_a_sign_in_always_and_a_role_while_private(world, settings, name):
+    path = SIGNED_IN_READ[name](world)
+    for public in (True, False):
+        settings.CRUCIBLE_CONSOLE_PUBLIC = public
+        assert_sent_to_login(get(path), path)
+        assert get(path, world.viewer).status_code == 200, (path, public)
+        assert get(path, world.nobody).status_code == (200 if public else 403), (path, public)
+
+
+def test_object_permission_on_one_run_admits_that_run_only(world, settings):
+    """A user with no role who holds ``training.view_trainingrun`` for one run (an object-permission
+    backend's answer) reads that run's pages, and nothing else."""
+    settings.CRUCIBLE_CONSOLE_PUBLIC = False
+    settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
+                                        "tests.console.test_console_access.OneRunBackend"]
+    OneRunBackend.run_id = world.run.pk
+    assert get(f"/runs/{world.run.pk}/", world.nobody).status_code == 200
+    assert get(f"/api/runs/{world.run.pk}/steps/", world.nobody).status_code == 200
+    assert get(f"/runs/compare/?runs={world.run.pk}", world.nobody).status_code == 200
+    assert get("/", world.nobody).status_code == 403  # the run list is not that run
+
+
+class OneRunBackend:
+    """An object-permission backend (as django-guardian is) granting one run to anyone signed in."""
+
+    run_id: int | None = None
+
+    def authenticate(self, request, **credentials):
+        return None
+
+    def has_perm(self, user, perm, obj=None) -> bool:
+        return perm == "training.view_trainingrun" and obj is not None and obj.pk == self.run_id
