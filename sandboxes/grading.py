@@ -177,6 +177,7 @@ def _result(runner, driver, expected: list[str], *, audit_token: str | None = No
         tests=tests,
         detail=detail,
         enforcement=runner.enforcement,
+        readonly_root=runner.readonly_root,
         audit=audit,
         audit_count=audit_count,
         call_cpu_ms=call_ms,

@@ -1,8 +1,9 @@
 """What every sandbox shares: its limits, its environment and the raw outcome of a process tree.
 
 The isolation itself lives in ``harness/zygote.py`` (inside the sandbox) and
-``resident.py`` (the host's side): namespaces entered directly, a read-only root,
-cgroup v1 memory and pids limits where the host allows them, rlimits always.
+``resident.py`` (the host's side): namespaces entered directly, a read-only root
+(``mount_setattr``, or one remount per mount where the kernel lacks it), cgroup v1
+memory and pids limits where the host allows them, rlimits always.
 """
 
 from __future__ import annotations
@@ -68,3 +69,4 @@ class ProcessOutcome:
     enforcement: str = "rlimit"  # "cgroup-v1" when a cgroup held memory and pids
     memory_limit_hit: bool = False
     audit: bytes = b""  # the audit pipe's lines (``harness/python_runner.py``), when the tree had one
+    readonly_root: str = ""  # how the sandbox's root was made read-only: "mount_setattr" or "remount"

@@ -11,7 +11,11 @@ Memory and process count are held by a cgroup per zygote (v1 ``memory`` and
 ``pids``, created by :mod:`sandboxes.cgroups` where the host allows it) that the
 zygote lives in, so its trees are born there; limits and the peak are set per
 execution. Elsewhere rlimits alone hold them, and the outcome's ``enforcement``
-says so.
+says so; its ``readonly_root`` says how the zygote made its root read-only.
+
+A step of the isolation the kernel refuses (a namespace, a mount, a tree's own
+``/proc``) raises :class:`SandboxSetupFailed`, naming the step and what to change:
+the host or pod cannot run sandboxes as configured, and nothing of the submission ran.
 """
 
 from __future__ import annotations
@@ -40,6 +44,58 @@ class ZygoteDied(RuntimeError):
     """The resident sandbox process is gone or stopped answering (an ``infra_error``)."""
 
 
+# What each refused step means and what to change, for an operator (deploy/README.md,
+# "Isolation in pods", has the measurements behind it).
+DEPLOY_GUIDE = ('On Kubernetes run the sandbox pods under gVisor (deploy/kubernetes/components/gvisor) or with '
+                'nested namespaces (components/sandbox-nested-namespaces); see deploy/README.md, "Isolation in pods".')
+REMEDIES = {
+    "namespaces": (
+        "The sandbox isolates each execution in its own user, mount, network, ipc and uts namespaces "
+        "(unshare(2)), and this kernel refused them. In a container that is the runtime's seccomp profile "
+        "(RuntimeDefault refuses unshare and mount without CAP_SYS_ADMIN) or user namespaces turned off "
+        "(sysctl user.max_user_namespaces=0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=1). "
+        + DEPLOY_GUIDE),
+    "identity": (
+        "The sandbox maps its own uid 0 to this process's user in a new user namespace, and the kernel "
+        "refused the mapping (/proc/PID/uid_map). " + DEPLOY_GUIDE),
+    "root": (
+        "The sandbox builds a read-only root of its own (mount(2), pivot_root(2), then mount_setattr(2) or "
+        "one MS_REMOUNT per mount), and this kernel refused a step: a seccomp profile that refuses mount "
+        "without CAP_SYS_ADMIN, or an LSM policy. " + DEPLOY_GUIDE),
+    "tree": (
+        "Each execution gets new mount, pid, ipc and uts namespaces (clone(2)), its own tmpfs and its own "
+        "/proc, and this kernel refused a step. " + DEPLOY_GUIDE),
+    "proc": (
+        "Each execution mounts its own /proc in its new pid namespace, and the kernel refuses that while "
+        "/proc is masked: container runtimes mask /proc/kcore, /proc/keys and others unless the pod sets "
+        "procMount: Unmasked (which needs hostUsers: false). " + DEPLOY_GUIDE),
+}
+STAGES = {"namespaces": "entering its namespaces", "identity": "mapping its user", "root": "building its read-only root",
+          "tree": "setting up an execution"}
+
+
+class SandboxSetupFailed(ZygoteDied):
+    """The kernel refused a step of the sandbox's isolation: the host (or pod) cannot run
+    sandboxes as it is configured. Nothing of the submission ran: an ``infra_error``.
+
+    Attributes:
+        stage: ``namespaces`` (unshare), ``identity`` (the uid map), ``root`` (the read-only
+            root) or ``tree`` (one execution's namespaces, tmpfs or /proc).
+        reason: the step and the kernel's answer, e.g. ``mount /proc: Operation not permitted``.
+    """
+
+    def __init__(self, stage: str, reason: str) -> None:
+        self.stage, self.reason = stage, reason
+        super().__init__(f"sandbox setup failed {STAGES.get(stage, stage)}: {reason}")
+
+    @property
+    def remedy(self) -> str:
+        """What the refused step is for and what to change (one paragraph)."""
+        if self.stage == "tree" and "mount /proc" in self.reason:
+            return REMEDIES["proc"]
+        return REMEDIES.get(self.stage, DEPLOY_GUIDE)
+
+
 def _send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
     data = json.dumps(message).encode()
     if fds:
@@ -49,6 +105,12 @@ def _send(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
 
 
 def _receive(sock: socket.socket, timeout: float) -> dict:
+    """The zygote's next message.
+
+    Raises:
+        SandboxSetupFailed: it reports a refused step of its own isolation (``stage``).
+        ZygoteDied: it exited or did not answer within ``timeout`` seconds.
+    """
     sock.settimeout(timeout)
     try:
         data = sock.recv(1 << 20)
@@ -56,7 +118,10 @@ def _receive(sock: socket.socket, timeout: float) -> dict:
         raise ZygoteDied(f"sandbox process did not answer: {exc}") from exc
     if not data:
         raise ZygoteDied("sandbox process exited")
-    return json.loads(data)
+    message = json.loads(data)
+    if "error" in message and "stage" in message:
+        raise SandboxSetupFailed(str(message["stage"]), str(message["error"]))
+    return message
 
 
 def _write_id_maps(pid: int) -> int:
@@ -95,11 +160,14 @@ class Zygote:
     process: subprocess.Popen | None = None
     control: socket.socket | None = None
     cgroup: cgroups.Cgroup | None = None
+    readonly_root: str = ""  # how its root was made read-only: "mount_setattr" or "remount"
+    unanswered: int = 0  # trees asked for whose pid (or failure) has not been read yet
 
     def start(self) -> None:
         """Start the process and wait until it is isolated and warm.
 
         Raises:
+            SandboxSetupFailed: the kernel refused a step of its isolation (see ``remedy``).
             ZygoteDied: it exited or did not report ready within 30 s.
         """
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -119,12 +187,20 @@ class Zygote:
             self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
             if self.cgroup:
                 self.cgroup.join(self.process.pid)
-            sandbox_uid = _write_id_maps(self.process.pid)
+            try:
+                sandbox_uid = _write_id_maps(self.process.pid)
+            except OSError as exc:
+                raise SandboxSetupFailed("identity", f"writing its uid/gid map: {exc}") from exc
             _send(here, {"op": "config", "role": self.role, "sources": self.sources,
                          "sandbox_uid": sandbox_uid, "bind_dirs": self.bind_dirs})
-            _receive(here, START_TIMEOUT_S)
+            ready = _receive(here, START_TIMEOUT_S)
+            self.readonly_root = str(ready.get("readonly_root", ""))
+            self.unanswered = 0
             if self.cgroup:
                 self.cgroup.note_idle_usage()
+        except SandboxSetupFailed:
+            self.stop()
+            raise
         except (ZygoteDied, OSError) as exc:
             self.stop()
             raise ZygoteDied(f"sandbox process for {self.role} failed to start: {exc}") from exc
@@ -190,6 +266,7 @@ class Zygote:
         }
         try:
             _send(self.control, request, [fds[name] for name in names])
+            self.unanswered += 1
         except OSError as exc:
             raise ZygoteDied(f"sandbox process for {self.role} failed: {exc}") from exc
         finally:
@@ -197,15 +274,23 @@ class Zygote:
                 os.close(fd)
 
     def tree_pid(self) -> int:
-        """The pid (in the host's pid namespace) of the tree :meth:`start_tree` asked for.
+        """The pid (in the host's pid namespace) of the tree :meth:`start_tree` asked for,
+        once the tree is set up (namespaces, mounts, identity) and waits for its job.
 
         Raises:
-            ZygoteDied: the zygote died or could not start the tree.
+            SandboxSetupFailed: the tree could not be set up (``stage`` ``tree``; nothing
+                of any job ran in it).
+            ZygoteDied: the zygote died, or no tree was asked for that is not answered yet.
         """
         if self.control is None:
             raise ZygoteDied("sandbox process is not running")
+        if self.unanswered < 1:  # its answer was read already (a failure): none is coming
+            raise ZygoteDied(f"sandbox process for {self.role} owes no tree")
+        self.unanswered -= 1
         reply = _receive(self.control, START_TIMEOUT_S)
         if "pid" not in reply:
+            if reply.get("setup"):
+                raise SandboxSetupFailed("tree", str(reply.get("error")))
             raise ZygoteDied(f"sandbox process for {self.role} could not start a tree: {reply.get('error')}")
         return int(reply["pid"])
 
@@ -337,6 +422,7 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
         peak_memory_bytes=peak,
         enforcement="cgroup-v1" if cgroup else "rlimit",
         memory_limit_hit=memory_hit,
+        readonly_root=tree.zygote.readonly_root,
     )
 
 

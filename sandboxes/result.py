@@ -54,6 +54,9 @@ class ExecutionResult:
         tests: one entry per expected test id, in order.
         enforcement: ``cgroup-v1`` when a per-execution cgroup held memory and process
             count, ``rlimit`` when rlimits alone did.
+        readonly_root: how the sandbox made its root read-only: ``mount_setattr`` (one
+            recursive syscall), ``remount`` (one ``MS_REMOUNT`` per mount, checked, where
+            the kernel lacks it: gVisor); empty where no sandbox ran.
         audit: what the submission attempted, recorded inside its sandbox by an audit hook
             (Python; see ``harness/python_runner.py``): ``{"event", "args"}`` each, the
             event's CPython audit name and a short repr of its arguments, at most
@@ -84,6 +87,7 @@ class ExecutionResult:
     audit: list[dict] = field(default_factory=list)
     audit_count: int = 0
     call_cpu_ms: float = 0.0
+    readonly_root: str = ""
 
     @property
     def tests_passed(self) -> int:

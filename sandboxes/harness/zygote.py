@@ -14,7 +14,10 @@ Once, at start:
      ``/lib*``, ``/etc``, the interpreter's prefix and five device nodes, nothing else
      (no ``/home``, ``/root``, ``/run``, ``/var``, ``/work``: no project files, no
      database or Redis sockets), ``pivot_root`` into it and make the whole tree
-     read-only, nosuid.
+     read-only, nosuid: with one recursive ``mount_setattr(2)`` where the kernel has it,
+     else (gVisor answers ENOSYS, google/gvisor#13175; a seccomp profile may answer
+     EPERM) with one ``MS_REMOUNT|MS_BIND|MS_RDONLY`` per mount, then checked mount by
+     mount. The ``ready`` message names the mechanism (``readonly_root``).
   3. Import the runtime's common modules and the role's harness, so no execution
      pays for them.
 
@@ -29,19 +32,26 @@ Per execution (a message on the control socket, with its descriptors):
   ahead of their executions (``pairs.py``). With the job: lower the rlimits to the
   execution's, write the workspace files and run the role's ``main(spec)`` (the
   job's ``"role"`` when it names another harness loaded in this zygote).
-  The zygote answers G's pid, waits for it and writes its wait status and rusage
-  on the exit pipe. When G exits or the host kills it (timeout, output
+  G reports the end of its setup on a pipe only it holds until then (closed before
+  any of the submission runs): ``ok``, or the step that failed. The zygote answers
+  G's pid, or the failed step (``{"error", "setup": true}``: the sandbox could not be
+  built, an ``infra_error``, never the submission's doing), waits for G and writes
+  its wait status and rusage on the exit pipe. When G exits or the host kills it (timeout, output
   flood), the kernel kills everything left in its pid namespace; G has
   ``PDEATHSIG=SIGKILL``, so it also dies with the zygote.
 
 Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
   host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
   then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``;
-  zygote -> host ``{"unshared": true}``, ``{"ready": true}``, ``{"pid": G}`` (or ``{"error"}``).
+  zygote -> host ``{"unshared": true}``, ``{"ready": true, "readonly_root"}``, ``{"pid": G}``
+  (or ``{"error", "setup": true}``). A step of the zygote's own isolation the kernel
+  refuses is answered ``{"error", "stage"}`` in place of ``unshared`` or ``ready``
+  (``stage``: ``namespaces``, ``identity`` or ``root``), and the zygote exits.
 """
 
 import array
 import ctypes
+import errno
 import fcntl
 import gc
 import json
@@ -51,16 +61,18 @@ import select
 import signal
 import socket
 import sys
+import time
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 SYS_CLONE, SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 56, 155, 442  # x86_64
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+SETUP_TIMEOUT_S = 30.0  # a tree's namespaces, mounts and identity take milliseconds
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 NEW_ROOT = "/tmp"
@@ -103,10 +115,92 @@ class MountAttr(ctypes.Structure):
                 ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
-def make_tree_read_only(path):
+def make_tree_read_only():
+    """Make every mount of this mount namespace read-only and nosuid.
+
+    Returns:
+        ``"mount_setattr"``: one recursive ``mount_setattr(2)`` did it (atomic, every
+        mount, the kernel's own walk); ``"remount"``: that syscall is not available
+        here (ENOSYS under gVisor, google/gvisor#13175; EPERM from a seccomp profile
+        that does not know it) and :func:`remount_each_read_only` did it instead.
+
+    Raises:
+        OSError: the tree could not be made read-only (the zygote then refuses to start).
+    """
     attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
-    ret = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
-    _check(0 if ret == 0 else -1, "mount_setattr %s" % path)
+    ret = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+    if ret == 0:
+        return "mount_setattr"
+    err = ctypes.get_errno()
+    if err not in (errno.ENOSYS, errno.EPERM):
+        raise OSError(err, "mount_setattr /: %s" % os.strerror(err))
+    # Safe to fall back on either answer: the fallback checks its result mount by mount
+    # and fails where it could not make one read-only (an EPERM that means "no
+    # CAP_SYS_ADMIN here" fails the same way in mount(2)).
+    remount_each_read_only()
+    return "remount"
+
+
+def _unescape_mountinfo(field):
+    """A mountinfo path: the kernel writes space, tab, newline and backslash as ``\\ooo``."""
+    raw = field.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        code = raw[i + 1:i + 4]
+        if raw[i] == 0x5C and len(code) == 3 and all(48 <= c <= 55 for c in code):  # \ and three octal digits
+            out.append(int(code, 8))
+            i += 4
+        else:
+            out.append(raw[i])
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def mount_points():
+    """The mount points of this mount namespace, from ``/proc/self/mountinfo``, in its
+    order (parents before their children), each once."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            point = _unescape_mountinfo(line.split()[4])
+            if point not in points:
+                points.append(point)
+    return points
+
+
+def remount_each_read_only():
+    """The fallback of :func:`make_tree_read_only`: ``MS_REMOUNT|MS_BIND|MS_RDONLY|MS_NOSUID``
+    on every mount reachable by path, then a check that each one reads back read-only
+    and nosuid (``statvfs``: the flags of the mount an execution would reach there).
+
+    A bind remount replaces the mount's nodev and noexec flags with those it is given:
+    each mount's own are passed again (the kernel refuses, EPERM, to clear a flag that
+    was locked when the mount was copied into this user namespace, and clearing one
+    would also widen what an execution may do). No atime flag is passed: the kernel
+    then keeps the mount's own (also a locked flag). A mount hidden under another at
+    the same path is not reachable by path, by this process or by any execution.
+
+    Raises:
+        OSError: a remount was refused, or a mount still reads back writable or suid.
+    """
+    points = mount_points()
+    for point in points:
+        try:
+            current = os.statvfs(point).f_flag
+        except FileNotFoundError:
+            continue  # under a mount that covers its parent: unreachable
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
+        flags |= (MS_NODEV if current & os.ST_NODEV else 0) | (MS_NOEXEC if current & os.ST_NOEXEC else 0)
+        mount(None, point, None, flags)
+    wanted = os.ST_RDONLY | os.ST_NOSUID
+    for point in points:
+        try:
+            current = os.statvfs(point).f_flag
+        except FileNotFoundError:
+            continue
+        if current & wanted != wanted:
+            raise OSError(errno.EPERM, "remount left %s %s" % (point, "writable" if not current & os.ST_RDONLY else "suid"))
 
 
 def _bind(host_path, inside):
@@ -119,7 +213,11 @@ def _bind(host_path, inside):
 
 
 def build_root(extra_dirs):
-    """Pivot into a tmpfs that holds read-only binds of the system and nothing else."""
+    """Pivot into a tmpfs that holds read-only binds of the system and nothing else.
+
+    Returns:
+        how the tree was made read-only (see :func:`make_tree_read_only`).
+    """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for name in SYSTEM_DIRS:
@@ -146,7 +244,7 @@ def build_root(extra_dirs):
     os.chdir("/")
     _check(libc.umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
-    make_tree_read_only("/")
+    return make_tree_read_only()
 
 
 def drop_capabilities():
@@ -205,16 +303,32 @@ def fork_into_namespaces(flags):
     return pid
 
 
-def run_tree(request, fds, config, roles):
-    """Fork G into fresh namespaces, tell the host its pid, wait for it and report.
+def describe(exc):
+    """An exception as one line for the host: the failed step and the kernel's answer."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (" (%s)" % exc.filename if exc.filename else "")
+    return "%s: %s" % (type(exc).__name__, exc)
 
-    Returns only in the zygote; G never returns.
+
+def run_tree(request, fds, config, roles):
+    """Fork G into fresh namespaces and wait for the end of its setup.
+
+    Returns:
+        ``(G's pid, exit fd, alive fd)`` once G is set up, or ``(None, reason)`` when its
+        setup failed (G is reaped then). Only in the zygote; G never returns.
+
+    Raises:
+        OSError: ``clone`` was refused.
     """
     named = dict(zip(request["fds"], fds))
     exit_fd = named["exit"]
     # G cannot see our pid from inside its pid namespace: a pipe whose write end only
     # we hold tells G whether we died before G armed PDEATHSIG.
     alive_r, alive_w = os.pipe()
+    # And one whose write end only G holds, until the end of its setup: "ok" or the
+    # failed step. G closes it before any of the submission runs, so nothing the
+    # submission does can make its own failure read as the sandbox's.
+    setup_r, setup_w = os.pipe()
     for target in (sys.stdout, sys.stderr):
         target.flush()
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
@@ -222,20 +336,72 @@ def run_tree(request, fds, config, roles):
         # A socket sent into its own queue outlives every process: in a network namespace
         # shared with the next execution its abstract name would carry messages across.
         flags |= CLONE_NEWNET
-    child = fork_into_namespaces(flags)
+    try:
+        child = fork_into_namespaces(flags)
+    except OSError:
+        for fd in (alive_r, alive_w, setup_r, setup_w):
+            os.close(fd)
+        raise
     if child == 0:
+        setup = {"fd": setup_w}
         try:
             os.close(alive_w)
-            run_init(request, named, config, roles, parent_alive=alive_r)
-        except BaseException as exc:  # noqa: BLE001 - the setup's failure goes to the tree's stderr
-            os.write(named["stderr"], ("sandbox setup failed: %r\n" % (exc,)).encode())
+            os.close(setup_r)
+            run_init(request, named, config, roles, parent_alive=alive_r, setup=setup)
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of G
+            if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
+                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
+            else:  # after setup (the job, the workspace files): the tree's own stderr
+                _write_quietly(2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode())
         finally:
             os._exit(120)
     os.close(alive_r)
+    os.close(setup_w)
     for fd in fds:
         if fd != exit_fd:
             os.close(fd)
+    failure = wait_for_setup(setup_r)
+    if failure is not None:
+        _kill_quietly(child)
+        os.wait4(child, 0)
+        for fd in (exit_fd, alive_w):
+            os.close(fd)
+        return None, failure
     return child, exit_fd, alive_w
+
+
+def wait_for_setup(setup_r):
+    """Read G's setup report to its end. Returns None when G is set up, else the reason."""
+    report = b""
+    deadline = time.monotonic() + SETUP_TIMEOUT_S
+    try:
+        while True:
+            ready = select.select([setup_r], [], [], max(0.0, deadline - time.monotonic()))[0]
+            if not ready:
+                return "the execution's setup took more than %d s" % SETUP_TIMEOUT_S
+            chunk = os.read(setup_r, 4096)
+            if not chunk:
+                break
+            report += chunk
+    finally:
+        os.close(setup_r)
+    if report == b"ok":
+        return None
+    return report.decode("utf-8", "replace") or "the execution's init exited during its setup"
+
+
+def _write_quietly(fd, data):
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+
+
+def _kill_quietly(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def finish_tree(child, exit_fd, alive_w):
@@ -255,8 +421,16 @@ def finish_tree(child, exit_fd, alive_w):
             break
 
 
-def run_init(request, named, config, roles, parent_alive):
-    """In G, pid 1 of the execution's pid namespace: limits, identity, then the role."""
+def run_init(request, named, config, roles, parent_alive, setup):
+    """In G, pid 1 of the execution's pid namespace: limits, identity, then the role.
+
+    ``setup["fd"]`` is the setup pipe (see :func:`run_tree`): ``ok`` is written and it is
+    closed (``setup["fd"] = None``) once everything up to the job is in place.
+    """
+    # Out of the way of the descriptors placed at 0.. below, and never inherited.
+    low = setup["fd"]
+    setup["fd"] = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 1024)
+    os.close(low)
     limits = request["limits"]
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
@@ -300,7 +474,8 @@ def run_init(request, named, config, roles, parent_alive):
         moved[target] = fcntl.fcntl(source, fcntl.F_DUPFD, 1024)
     for target, fd in moved.items():
         os.dup2(fd, target)
-    os.closerange(3 + len(role_fds), 1 << 16)
+    os.closerange(3 + len(role_fds), setup["fd"])
+    os.closerange(setup["fd"] + 1, 1 << 16)
     cap_limit(resource.RLIMIT_NOFILE, 256, 256)
     for target in moved:  # dup2 clears close-on-exec on the target; keep them inheritable
         os.set_inheritable(target, True)
@@ -308,6 +483,9 @@ def run_init(request, named, config, roles, parent_alive):
     os.mkdir(workspace, 0o755)
     os.chdir(workspace)
     os.environ["HOME"] = workspace
+    os.write(setup["fd"], b"ok")  # set up: from here on, a failure is the tree's own
+    os.close(setup["fd"])
+    setup["fd"] = None
     if request.get("exec"):  # another runtime's interpreter (Node.js), isolated the same way
         argv = request["exec"]
         os.execve(argv[0], argv, dict(os.environ))
@@ -446,20 +624,38 @@ def load_roles(sources):
     return roles
 
 
+def refuse(control, stage, exc):
+    """Tell the host which step of the isolation the kernel refused, and exit (no traceback:
+    the host turns this into one clear error)."""
+    try:
+        send_message(control, {"error": describe(exc), "stage": stage})
+    finally:
+        os._exit(1)
+
+
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
-    unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    try:
+        unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    except OSError as exc:
+        refuse(control, "namespaces", exc)
     send_message(control, {"unshared": True})
     config, _ = recv_message(control)  # sent once the host has written the id maps
     if config is None:
         os._exit(0)
-    os.setresgid(0, 0, 0)
-    os.setresuid(0, 0, 0)
+    try:
+        os.setresgid(0, 0, 0)
+        os.setresuid(0, 0, 0)
+    except OSError as exc:
+        refuse(control, "identity", exc)
     # Die with the worker that started us (after the uid change, which would clear it).
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != int(sys.argv[2]):
         os._exit(0)
-    build_root(config.get("bind_dirs", []))
+    try:
+        readonly_root = build_root(config.get("bind_dirs", []))
+    except OSError as exc:
+        refuse(control, "root", exc)
     for name in WARM_MODULES:
         __import__(name)
     roles = load_roles(config["sources"])
@@ -469,21 +665,24 @@ def main():
     # scanning it (and so from writing to, and copying, its pages in each child).
     gc.collect()
     gc.freeze()
-    send_message(control, {"ready": True})
+    send_message(control, {"ready": True, "readonly_root": readonly_root})
     while True:
         request, fds = recv_message(control)
         if request is None:
             os._exit(0)
         if request.get("op") == "run":
             try:
-                child, exit_fd, alive_w = run_tree(request, fds, config, roles)
+                started = run_tree(request, fds, config, roles)
             except OSError as exc:  # clone refused (limits of the host): this request fails
                 for fd in fds:
                     os.close(fd)
-                send_message(control, {"error": "sandbox setup failed: %s" % exc})
+                send_message(control, {"error": "clone: %s" % describe(exc), "setup": True})
                 continue
-            send_message(control, {"pid": child})
-            finish_tree(child, exit_fd, alive_w)
+            if started[0] is None:  # the tree could not be set up: nothing of the job ran
+                send_message(control, {"error": started[1], "setup": True})
+                continue
+            send_message(control, {"pid": started[0]})
+            finish_tree(*started)
 
 
 if __name__ == "__main__":
