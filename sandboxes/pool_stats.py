@@ -5,7 +5,9 @@ Per runtime: the workers (a worker is one queue slot with its own heartbeat, see
 ``processing`` list (busy) or none (idle); registered workers whose heartbeat expired
 (dead, waiting for a reaper); the queue depth (``pending``); and, over the most recent
 executions the workers recorded (:func:`record`, at most :data:`RECENT_MAX` per runtime),
-the p50 and p99 execution latency and the statuses by request kind.
+the p50 and p99 execution latency and the statuses by request kind; the demand trainers
+announce (:mod:`sandboxes.demand`) with each trainer's phase, and the local autoscaler's
+state when one runs (:mod:`sandboxes.autoscale`).
 
 Nothing here writes: a few pipelined reads per runtime, so a page may poll it every few seconds.
 """
@@ -16,6 +18,7 @@ import json
 import math
 import time
 
+from sandboxes import demand as D
 from sandboxes import queue as Q
 
 RECENT_MAX = 500
@@ -61,7 +64,7 @@ def known_runtimes() -> list[str]:
 
 
 def runtime_stats(runtime: str, client=None) -> dict:
-    """The pool statistics of one runtime (see the module's docstring); three round trips."""
+    """The pool statistics of one runtime (see the module's docstring); five round trips."""
     client = client or Q.connection()
     ids = sorted(raw.decode() for raw in client.smembers(Q.workers_key(runtime)))
     pipe = client.pipeline(transaction=False)
@@ -70,7 +73,9 @@ def runtime_stats(runtime: str, client=None) -> dict:
         pipe.llen(Q.processing_key(worker_id))
     pipe.llen(Q.pending_key(runtime))
     pipe.lrange(recent_key(runtime), 0, RECENT_MAX - 1)
+    pipe.get(D.autoscaler_key(runtime))
     answers = pipe.execute()
+    autoscaler_raw = answers.pop()
     recent_raw = answers.pop()
     depth = int(answers.pop())
     alive = busy = dead = in_flight = 0
@@ -92,10 +97,21 @@ def runtime_stats(runtime: str, client=None) -> dict:
         wall_ms.append(float(entry.get("wall_ms", 0.0)))
         by_kind = statuses.setdefault(entry.get("kind") or "?", {})
         by_kind[entry.get("status") or "?"] = by_kind.get(entry.get("status") or "?", 0) + 1
+    trainers = D.publishers(runtime, client=client)
+    published = sum(int(entry.get("demand", 0)) for entry in trainers.values())
+    try:
+        autoscaler = json.loads(autoscaler_raw) if autoscaler_raw else None
+    except ValueError:
+        autoscaler = None
     return {
         "workers": {"alive": alive, "busy": busy, "idle": alive - busy, "dead": dead},
         "queue_depth": depth,
         "in_flight": in_flight,
+        # what the pool should serve: the larger of the trainers' announcement and the queue's load
+        "demand": {"published": published, "total": max(published, depth + in_flight),
+                   "trainers": {name: {"phase": entry.get("phase"), "demand": entry.get("demand")}
+                                for name, entry in trainers.items()}},
+        "autoscaler": autoscaler,
         "recent": len(exec_ms),
         "latency_ms": {"p50": percentile(exec_ms, 0.50), "p99": percentile(exec_ms, 0.99)},
         "wall_ms": {"p50": percentile(wall_ms, 0.50), "p99": percentile(wall_ms, 0.99)},

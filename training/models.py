@@ -75,6 +75,9 @@ class StepMetric(models.Model):
     reward_histogram = models.JSONField(default=list)
     reward_bins = models.JSONField(default=list)
     metrics = models.JSONField(default=dict)
+    # The trainer's phases and the sandbox pool over the step's wall-clock window
+    # (training.phase.PhaseTracker.take_step: phase segments, pool and queue samples).
+    timeline = models.JSONField(default=dict, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -17,6 +17,8 @@ it gets no reward, not a reward of 0 (the trainer replays its task later).
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -174,6 +176,11 @@ def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
     return _retry_infra_errors(items, run_many(_requests(items)))
 
 
+def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
+    """Executions about to be queued for ``tasks`` (``each`` per task), per sandbox runtime."""
+    return {runtime: count * each for runtime, count in Counter(harness(t.harness).runtime for t in tasks).items()}
+
+
 def observation_text(result: R.ExecutionResult) -> str:
     """What the policy is shown after running its code on the visible tests."""
     lines = [f"\n# sandbox: {result.status}, visible tests passed {result.tests_passed}/{result.tests_total}"]
@@ -245,6 +252,7 @@ def collect_rollouts(
     generator: torch.Generator | None = None,
     first_group: int = 0,
     scorer: Scorer | None = None,
+    on_phase: Callable[[str, dict[str, int]], None] | None = None,
 ) -> tuple[list[Rollout], RolloutTimes]:
     """Roll out ``config.group_size`` trajectories per task, then grade them.
 
@@ -258,6 +266,10 @@ def collect_rollouts(
         tasks: one task per group; group numbers start at ``first_group``.
         scorer: turns graded rollouts into rewards (components, hack flags); default:
             correctness alone, no detectors.
+        on_phase: told ``(phase, demand)`` as the batch moves on: ``"rollout"`` before each
+            turn with the executions its active rollouts will queue (runtime -> count), then
+            ``"grading"`` with the gradings; the trainer announces it to the sandbox autoscaler
+            (:class:`training.phase.PhaseTracker`).
 
     Returns:
         ``(rollouts, times)``: rollouts ordered by group then index, each graded, ended
@@ -273,6 +285,8 @@ def collect_rollouts(
     chunks = _chunks(rollouts, config.overlap_chunks)
     for turn_index in range(config.max_turns):
         over_budget = time.monotonic() - started > config.timeout_s
+        if on_phase is not None and not over_budget:
+            on_phase("rollout", sandbox_demand([r.task for r in rollouts if not r.done]))
         in_flight = []
         for chunk in chunks:
             active = [r for r in chunk if not r.done]
@@ -300,6 +314,8 @@ def collect_rollouts(
 
     grading_started = time.monotonic()
     to_grade = [r for r in rollouts if not r.dropped and "rollout_timeout" not in r.flags]
+    if on_phase is not None:
+        on_phase("grading", sandbox_demand([r.task for r in to_grade]))
     for rollout in rollouts:
         rollout.final_code = rollout.turns[-1].code if rollout.turns else ""
     grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])

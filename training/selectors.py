@@ -26,9 +26,11 @@ def run_steps(*, run_id: int, after: int = 0) -> QuerySet[StepMetric]:
     return StepMetric.objects.filter(run_id=run_id, step__gt=after).order_by("step")
 
 
-def step_event(step: StepMetric) -> dict:
-    """The wire form of a step: binned histogram and scalars, never raw rewards."""
-    return {
+def step_event(step: StepMetric, *, timeline: bool = True) -> dict:
+    """The wire form of a step: binned histogram and scalars, never raw rewards; with ``timeline``
+    (when the trainer recorded one) the step's phases and sandbox pool samples
+    (:meth:`training.phase.PhaseTracker.take_step`), which the run page's pool chart draws."""
+    event = {
         "kind": "step",
         "seq": step.step,
         "step": step.step,
@@ -37,6 +39,9 @@ def step_event(step: StepMetric) -> dict:
         "bins": step.reward_bins,
         "metrics": step.metrics,
     }
+    if timeline and step.timeline:
+        event["timeline"] = step.timeline
+    return event
 
 
 def evaluation_event(evaluation) -> dict:
@@ -249,6 +254,10 @@ BACKFILL_COMPONENT_STEPS = 60
 """The newest steps of a back-fill that carry their per-component histograms (older ones: the
 components API, when the page shows them)."""
 
+BACKFILL_TIMELINE_STEPS = 60
+"""The newest steps of a back-fill that carry their ``timeline`` (phases and sandbox pool samples,
+up to ``training.phase.MAX_SAMPLES_PER_STEP`` each): the pool chart shows that recent stretch."""
+
 COMPONENT_SPAN_MAX = 2000
 """The most steps one component-histogram read covers (a bounded query)."""
 
@@ -395,14 +404,16 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
 
 def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_FULL_STEPS,
                          max_buckets: int = BACKFILL_MAX_BUCKETS,
-                         component_steps: int = BACKFILL_COMPONENT_STEPS) -> list[dict]:
+                         component_steps: int = BACKFILL_COMPONENT_STEPS,
+                         timeline_steps: int = BACKFILL_TIMELINE_STEPS) -> list[dict]:
     """What a client that has seen up to ``after`` missed, bounded however long the run is.
 
     The run's status; then the steps after ``after``: the newest ``full_steps`` in full, each
     with ``components`` (per-component histograms), and the older ones summed into at most
     ``max_buckets`` buckets (:func:`run_steps_binned`: a 10,000-step run sends about 600 events,
     not 10,000); only the newest ``component_steps`` carry ``components`` (the others read them
-    through ``/api/runs/<id>/components/`` when shown); then held-out evaluations and alerts as
+    through ``/api/runs/<id>/components/`` when shown), and only the newest ``timeline_steps`` their
+    ``timeline`` (the pool chart's phases and samples); then held-out evaluations and alerts as
     :func:`run_backfill`; last a
     ``{"kind": "backfill", "steps", "decimated"}`` marker. A fixed number of queries whatever the
     run's length.
@@ -411,8 +422,11 @@ def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_
 
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
-    full = list(StepMetric.objects.filter(run_id=run_id, step__gt=after).order_by("-step")[:full_steps])
+    full = list(StepMetric.objects.filter(run_id=run_id, step__gt=after).defer("timeline")
+                .order_by("-step")[:full_steps])
     full.reverse()
+    timelines = dict(StepMetric.objects.filter(run_id=run_id, step__gt=after).order_by("-step")
+                     .values_list("step", "timeline")[:timeline_steps]) if timeline_steps > 0 else {}
     decimated = []
     if len(full) == full_steps:
         older = StepMetric.objects.filter(run_id=run_id, step__gt=after, step__lt=full[0].step).aggregate(
@@ -427,7 +441,9 @@ def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_
                                                 last=with_components[-1].step, names=names)
                       if with_components else {})
         for step in full:
-            event = step_event(step)
+            event = step_event(step, timeline=False)
+            if timelines.get(step.step):
+                event["timeline"] = timelines[step.step]
             if with_components and step.step >= with_components[0].step:
                 event["components"] = components.get(step.step, {})
             events.append(event)

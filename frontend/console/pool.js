@@ -45,6 +45,28 @@
     return td;
   }
 
+  function demandCell(demand) {
+    const td = cell(demand ? String(demand.total) : "–", "pool-demand");
+    const trainers = Object.entries((demand && demand.trainers) || {}).sort();
+    if (trainers.length) {
+      const phases = document.createElement("div");
+      phases.className = "meta pool-phases";
+      phases.textContent = trainers.map(([name, t]) => `${name}: ${t.phase} ${t.demand}`).join(" · ");
+      td.append(phases);
+    }
+    return td;
+  }
+
+  function autoscalerCell(state) {
+    if (!state) return cell("fixed pool", "pool-autoscaler meta");
+    const text = `${state.workers} of ${state.min_workers}–${state.max_workers} workers × ${state.slots_per_worker}` +
+      ` slots, target ${state.target}` + (state.draining ? `, ${state.draining} draining` : "");
+    const td = cell(text, "pool-autoscaler");
+    td.dataset.workers = String(state.workers);
+    td.dataset.target = String(state.target);
+    return td;
+  }
+
   function render(data) {
     const names = Object.keys(data.runtimes || {}).sort();
     rows.replaceChildren();
@@ -55,7 +77,8 @@
       tr.append(cell(name, "pool-runtime"), cell(String(r.workers.busy), "pool-busy"),
         cell(String(r.workers.idle), "pool-idle"), cell(String(r.workers.dead), r.workers.dead ? "pool-dead warn" : "pool-dead"),
         cell(String(r.queue_depth), r.queue_depth > 4 * Math.max(1, r.workers.alive) ? "pool-depth warn" : "pool-depth"),
-        cell(String(r.in_flight), "pool-inflight"), cell(ms(r.latency_ms.p50), "pool-p50"),
+        cell(String(r.in_flight), "pool-inflight"), demandCell(r.demand), autoscalerCell(r.autoscaler),
+        cell(ms(r.latency_ms.p50), "pool-p50"),
         cell(ms(r.latency_ms.p99), "pool-p99"), cell(String(r.recent), "pool-recent"), statuses(r.statuses));
       if (!r.workers.alive) tr.classList.add("no-workers");
       rows.append(tr);

@@ -221,7 +221,10 @@ def test_pool_api_reports_real_workers_queue_latency_and_statuses():
     data = response.json()
     assert set(data["runtimes"]) >= {"python", "node"}
     python = data["runtimes"]["python"]
-    assert set(python) == {"workers", "queue_depth", "in_flight", "recent", "latency_ms", "wall_ms", "statuses"}
+    assert set(python) == {"workers", "queue_depth", "in_flight", "recent", "latency_ms", "wall_ms", "statuses",
+                           "demand", "autoscaler"}
+    assert python["demand"]["total"] >= python["demand"]["published"] >= 0
+    assert python["autoscaler"] is None  # the session's workers are a fixed pool
     assert set(python["workers"]) == {"alive", "busy", "idle", "dead"}
     assert python["workers"]["alive"] >= 1
     assert python["workers"]["busy"] + python["workers"]["idle"] == python["workers"]["alive"]
