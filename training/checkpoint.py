@@ -9,10 +9,15 @@ A checkpoint is a directory ``<run dir>/checkpoints/step-000003/`` holding
   sampler's RNG and counts, the replay queue of dropped rollouts);
 - ``tokenizer.json`` and ``config.json``, so the directory can also be read by people.
 
-It is written into ``step-000003.tmp-<pid>/`` and renamed into place once complete:
+It is written into ``step-000003.tmp/`` and published once complete through the run's
+artefact store (training/artifacts.py). The default store renames it into place:
 ``rename`` is atomic on one filesystem, so a reader (a resuming trainer) sees a whole
-checkpoint or none, even when the writer is killed half way. The newest ``keep``
-checkpoints are kept; older ones are deleted after the new one is in place.
+checkpoint or none, even when the writer is killed half way. The S3 store uploads its
+files, then a manifest last, and lists only checkpoints whose manifest is there; the
+local directory stays as the working copy. The newest ``keep`` checkpoints are kept;
+older ones are deleted (in the store and here) after the new one is published. A
+trainer that resumes on a host without the working copy downloads the newest complete
+checkpoint from the store (:func:`latest_checkpoint`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from training import artifacts
+from training.artifacts import ArtifactStore
 
 STEP_DIR = re.compile(r"^step-(\d{6})$")
 
@@ -58,13 +66,29 @@ def checkpoints_dir(run_directory: Path) -> Path:
     return run_directory / "checkpoints"
 
 
-def latest_checkpoint(run_directory: Path) -> Path | None:
-    """The newest complete checkpoint of a run, or None (temporary directories are ignored)."""
-    directory = checkpoints_dir(run_directory)
-    if not directory.is_dir():
+def complete_checkpoints(run_directory: Path, store: ArtifactStore | None = None) -> list[str]:
+    """Names (``step-NNNNNN``, ascending) of the run's complete checkpoints in ``store`` (default: the settings').
+
+    Raises:
+        ArtifactStoreError: the store cannot be listed (the message says why).
+    """
+    store = store or artifacts.default_store()
+    return [name for name in store.complete_dirs(store.key_of(checkpoints_dir(run_directory))) if STEP_DIR.match(name)]
+
+
+def latest_checkpoint(run_directory: Path, store: ArtifactStore | None = None) -> Path | None:
+    """The newest complete checkpoint of a run as a local directory, or None (temporary directories,
+    uploads without their manifest are ignored). A checkpoint that is only in the store (the
+    trainer's disk was lost) is downloaded to its place under ``run_directory`` first.
+
+    Raises:
+        ArtifactStoreError: the store cannot be read (the message says why).
+    """
+    store = store or artifacts.default_store()
+    names = complete_checkpoints(run_directory, store)
+    if not names:
         return None
-    steps = sorted(p for p in directory.iterdir() if STEP_DIR.match(p.name))
-    return steps[-1] if steps else None
+    return store.fetch_dir(store.key_of(checkpoints_dir(run_directory) / names[-1]))
 
 
 def checkpoint_step(path: Path) -> int:
@@ -73,14 +97,6 @@ def checkpoint_step(path: Path) -> int:
     if not match:
         raise CheckpointError(f"{path} is not a checkpoint directory (step-NNNNNN)")
     return int(match.group(1))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _save(obj, path: Path) -> None:
@@ -128,21 +144,34 @@ def write_model(staging: Path, *, model, tokenizer, trainable_only: bool = False
         config.to_json_file(staging / "config.json")
 
 
-def publish(staging: Path, *, step: int, keep: int) -> Path:
-    """Rename a complete staging directory into place and prune to the newest ``keep``.
+def publish(staging: Path, *, step: int, keep: int, store: ArtifactStore | None = None) -> Path:
+    """Publish a complete staging directory through ``store`` and prune to the newest ``keep``.
+
+    The default store renames it into place; the S3 store uploads it (manifest last) and
+    then renames it into place as the working copy. Older checkpoints go from the store
+    and from this host, and so do incomplete uploads the store still holds.
 
     Returns:
-        The checkpoint's final path.
+        The checkpoint's local path (``checkpoints/step-NNNNNN``).
+
+    Raises:
+        ArtifactStoreError: the store refused the upload or the pruning (the message says why).
     """
-    final = staging.parent / f"step-{step:06d}"
-    if final.exists():  # a step redone after a crash between publish and the step record
-        shutil.rmtree(final)
-    _fsync_dir(staging)
-    os.rename(staging, final)
-    _fsync_dir(final.parent)
-    complete = sorted(p for p in final.parent.iterdir() if STEP_DIR.match(p.name))
+    store = store or artifacts.default_store()
+    parent = store.key_of(staging.parent)
+    final = store.publish_dir(staging, f"{parent}/step-{step:06d}")
+    complete = [name for name in store.complete_dirs(parent) if STEP_DIR.match(name)]
     for old in complete[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        store.delete_dir(f"{parent}/{old}")
+    # Leftovers of a writer killed half way through an upload or a pruning: never listed, never
+    # resumed from, but they hold bytes. This writer is the run's only one, so they are garbage.
+    for partial in store.incomplete_dirs(parent):
+        if STEP_DIR.match(partial):
+            store.delete_dir(f"{parent}/{partial}")
+    kept = set(complete[-keep:])
+    for local in final.parent.iterdir():  # working copies the store no longer keeps
+        if STEP_DIR.match(local.name) and local.name not in kept:
+            shutil.rmtree(local, ignore_errors=True)
     return final
 
 
