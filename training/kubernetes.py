@@ -9,6 +9,13 @@ records running/succeeded/failed itself; :mod:`training.reconcile` watches the J
 Kubernetes does not retry a pod that lost its work, the reconcile loop relaunches from the
 last checkpoint instead.
 
+Cluster defaults: ``CRUCIBLE_KUBERNETES_DEFAULTS`` (a JSON object, :func:`spec_defaults`) holds
+the spec keys every run starts from (image, GPUs, node selector...); the deployment sets it
+from one ConfigMap (deploy/kubernetes/base/trainer-spec.json), and a run's own ``kubernetes``
+keys override it key by key. Every trainer pod meets the restricted Pod Security Standard
+(non-root, no capabilities, no privilege escalation, RuntimeDefault seccomp), so the image
+must run as a numeric non-root user (deploy/docker/trainer.Dockerfile does).
+
 Client configuration: :func:`api_client` loads the in-cluster service account, else the
 kubeconfig (``KUBECONFIG`` or ``~/.kube/config``); :func:`api_client_set` replaces it (tests
 point it at the kmock emulator). Every manifest validates against the official schemas of
@@ -17,7 +24,9 @@ point it at the kmock emulator). Every manifest validates against the official s
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass, field, fields
@@ -35,6 +44,9 @@ log = logging.getLogger(__name__)
 
 TARGET_KUBERNETES_VERSION = "1.30"
 """The Kubernetes version whose schemas every manifest is checked against (1.30 and later)."""
+
+DEFAULTS_ENV = "CRUCIBLE_KUBERNETES_DEFAULTS"
+"""Environment variable holding the cluster's default launch spec (JSON object), see :func:`spec_defaults`."""
 
 RUN_LABEL = "crucible.dev/run-id"
 ATTEMPT_LABEL = "crucible.dev/attempt"
@@ -150,7 +162,10 @@ class KubernetesSpec:
     Units: ``cpu`` in cores and ``memory`` in bytes, both as Kubernetes quantities
     (``"500m"``, ``"2"``, ``"8Gi"``); ``gpus`` in whole ``nvidia.com/gpu`` devices; the
     ``*_seconds`` fields in seconds. ``env_secret`` names a Secret whose keys become the
-    pod's environment (``DATABASE_URL``, ``REDIS_URL``...). ``volume_claim`` names a
+    pod's environment (``DATABASE_URL``, ``REDIS_URL``...), ``env_config_map`` a ConfigMap
+    whose keys do too (the deployment's ``crucible-config``). ``fs_group`` is the group id the
+    pod's volumes are made writable to (the image's group, 10001 in deploy/docker), for a
+    ``volume_claim`` the trainer must write to. ``volume_claim`` names a
     PersistentVolumeClaim mounted at :data:`VAR_MOUNT_PATH` as ``CRUCIBLE_VAR_DIR``, so a
     relaunched attempt finds the checkpoints of the one before; without it a resume starts
     from scratch unless the image points ``CRUCIBLE_VAR_DIR`` at shared storage itself.
@@ -164,6 +179,8 @@ class KubernetesSpec:
     node_selector: dict = field(default_factory=dict)
     tolerations: list = field(default_factory=list)
     env_secret: str = ""
+    env_config_map: str = ""
+    fs_group: int | None = None
     service_account: str = ""
     volume_claim: str = ""
     backoff_limit: int = 0
@@ -174,15 +191,31 @@ class KubernetesSpec:
     def from_config(cls, data: dict) -> KubernetesSpec:
         """Build and check the spec from a run config's ``kubernetes`` dict.
 
+        The cluster's defaults (:func:`spec_defaults`) come first; ``data`` overrides them
+        key by key.
+
         Raises:
             ConfigError: naming the key (``kubernetes.cpu``...): not a dict, an unknown key,
                 a missing ``image``, a value of the wrong type, or an impossible value (a
                 quantity Kubernetes cannot parse, ``gpus`` or ``backoff_limit`` below 0, a
-                name Kubernetes would refuse, a malformed toleration).
+                name Kubernetes would refuse, a malformed toleration); for a key that came
+                from the defaults, the message also names :data:`DEFAULTS_ENV`.
         """
         if not isinstance(data, dict):
             raise ConfigError(f"config key 'kubernetes' must be a dict such as {{'image': 'registry/crucible:1'}}, "
                               f"got {data!r}")
+        defaults = spec_defaults()
+        try:
+            return cls._from_dict({**defaults, **data})
+        except ConfigError as exc:
+            from_defaults = [k for k in defaults if k not in data and f"kubernetes.{k}" in str(exc)]
+            if from_defaults:
+                raise ConfigError(f"{exc} (the value of {', '.join(from_defaults)} comes from {DEFAULTS_ENV}, "
+                                  f"the cluster's defaults)") from None
+            raise
+
+    @classmethod
+    def _from_dict(cls, data: dict) -> KubernetesSpec:
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(data) - set(known))
         if unknown:
@@ -208,10 +241,12 @@ class KubernetesSpec:
         for name, minimum in (("backoff_limit", 0), ("ttl_seconds_after_finished", 0)):
             if name in data:
                 values[name] = _check_int(name, data[name], minimum=minimum)
+        if data.get("fs_group") is not None:
+            values["fs_group"] = _check_int("fs_group", data["fs_group"], minimum=1)
         if data.get("active_deadline_seconds") is not None:
             values["active_deadline_seconds"] = _check_int("active_deadline_seconds", data["active_deadline_seconds"],
                                                            minimum=1)
-        for name in ("env_secret", "service_account", "volume_claim"):
+        for name in ("env_secret", "env_config_map", "service_account", "volume_claim"):
             if data.get(name):
                 values[name] = _check_name(name, data[name], _DNS_SUBDOMAIN, 253, "a DNS-1123 subdomain name")
             elif name in data and data[name] not in ("", None):
@@ -229,6 +264,29 @@ class KubernetesSpec:
         if "tolerations" in data:
             values["tolerations"] = _check_tolerations(data["tolerations"])
         return cls(**values)
+
+
+def spec_defaults() -> dict:
+    """The cluster's default launch spec: the JSON object in ``CRUCIBLE_KUBERNETES_DEFAULTS``.
+
+    The Kubernetes deployment sets it from the ``crucible-trainer-spec`` ConfigMap
+    (deploy/kubernetes), so the trainer image, GPUs, node selector and tolerations are
+    configured in one place; ``{}`` when unset or blank (every key then comes from the run).
+
+    Raises:
+        ConfigError: naming the variable: the value is not JSON, or not a JSON object.
+    """
+    raw = os.environ.get(DEFAULTS_ENV, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{DEFAULTS_ENV} is not JSON ({exc}); it must be an object such as "
+                          f'{{"image": "registry.example.com/crucible-trainer:1.0", "gpus": 1}}') from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{DEFAULTS_ENV} must be a JSON object of launch spec keys, got {value!r}")
+    return value
 
 
 def _check_label_key(where: str, label) -> None:
@@ -262,7 +320,10 @@ def job_manifest(run, spec: KubernetesSpec, *, attempt: int) -> dict:
 
     One pod, ``restartPolicy: Never``, labelled with the run id and attempt; requests and
     limits from ``spec`` (CPU and memory requested and limited alike, so the pod is in the
-    Guaranteed QoS class and last to be evicted; GPUs as ``nvidia.com/gpu``).
+    Guaranteed QoS class and last to be evicted; GPUs as ``nvidia.com/gpu``). The pod meets
+    the restricted Pod Security Standard, mounts no API token unless ``spec`` names a
+    service account, and has a memory-backed ``/dev/shm`` (a container's default 64 MiB
+    is too small for NCCL and DataLoader workers; it counts against the memory limit).
     """
     name = job_name(run.pk, attempt)
     labels = {**COMMON_LABELS, RUN_LABEL: str(run.pk), ATTEMPT_LABEL: str(attempt)}
@@ -277,16 +338,33 @@ def job_manifest(run, spec: KubernetesSpec, *, attempt: int) -> dict:
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"},
                 {"name": "CRUCIBLE_RUN_ATTEMPT", "value": str(attempt)}],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    pod: dict = {"restartPolicy": "Never", "containers": [container]}
+    pod_security: dict = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    if spec.fs_group is not None:
+        pod_security["fsGroup"] = spec.fs_group
+    pod: dict = {
+        "restartPolicy": "Never",
+        "securityContext": pod_security,
+        "containers": [container],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    }
+    env_from = []
+    if spec.env_config_map:
+        env_from.append({"configMapRef": {"name": spec.env_config_map}})
     if spec.env_secret:
-        container["envFrom"] = [{"secretRef": {"name": spec.env_secret}}]
+        env_from.append({"secretRef": {"name": spec.env_secret}})
+    if env_from:
+        container["envFrom"] = env_from
     if spec.volume_claim:
         container["env"].append({"name": "CRUCIBLE_VAR_DIR", "value": VAR_MOUNT_PATH})
-        container["volumeMounts"] = [{"name": "crucible-var", "mountPath": VAR_MOUNT_PATH}]
-        pod["volumes"] = [{"name": "crucible-var", "persistentVolumeClaim": {"claimName": spec.volume_claim}}]
+        container["volumeMounts"].append({"name": "crucible-var", "mountPath": VAR_MOUNT_PATH})
+        pod["volumes"].append({"name": "crucible-var", "persistentVolumeClaim": {"claimName": spec.volume_claim}})
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
+    else:
+        pod["automountServiceAccountToken"] = False  # the trainer never calls the API
     if spec.node_selector:
         pod["nodeSelector"] = dict(spec.node_selector)
     if spec.tolerations:
@@ -362,7 +440,11 @@ def parse_ref(backend_ref: str) -> tuple[str, str] | None:
 
 def _spec_namespace(run) -> str:
     raw = (run.config or {}).get("kubernetes") or {}
-    namespace = raw.get("namespace") if isinstance(raw, dict) else None
+    try:
+        defaults = spec_defaults()
+    except ConfigError:
+        defaults = {}
+    namespace = raw.get("namespace") if isinstance(raw, dict) and raw.get("namespace") else defaults.get("namespace")
     return namespace if isinstance(namespace, str) and namespace else KubernetesSpec.namespace
 
 
