@@ -61,3 +61,33 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return list(default)
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_secret(name: str, default: str = "") -> str:
+    """Return the secret ``name`` from the environment, or from the file that ``<name>_FILE``
+    names (Kubernetes and Docker mount secrets as files), or ``default`` when neither is set.
+
+    The file's surrounding whitespace (the newline ``echo KEY > file`` leaves) is stripped.
+    The two forms are exclusive, as in the official PostgreSQL and Redis images.
+
+    Raises:
+        ImproperlyConfigured: both ``name`` and ``<name>_FILE`` are set, or the file is
+            missing, unreadable, not UTF-8 or empty; the message names the variable and the path.
+    """
+    file_var = f"{name}_FILE"
+    value = os.environ.get(name, "")
+    path = os.environ.get(file_var, "")
+    if value and path:
+        raise ImproperlyConfigured(f"both {name} and {file_var} are set; set only one of them")
+    if not path:
+        return value or default
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ImproperlyConfigured(f"{file_var}={path!r} cannot be read ({reason}); mount the secret "
+                                   f"there or set {name} instead") from exc
+    if not secret:
+        raise ImproperlyConfigured(f"{file_var}={path!r} is empty; it must hold the value of {name}")
+    return secret

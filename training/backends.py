@@ -10,7 +10,10 @@ too: no trainer outlives the worker that launched it. When the process ends with
 the run reaching a final status, the run is marked ``interrupted`` if a signal
 ended it (a stop, a kill: resumable) and ``failed`` otherwise, with the tail of the
 trainer's log as the reason. Its status comes from the pid in ``backend_ref``
-(``pid:N``), so the reconcile loop that reads it must run on the same host.
+(``pid:N@HOST``), so the reconcile loop that reads it must run on the same host: one on
+another host (a per-queue deployment whose ``control`` worker is not the ``trainer`` worker)
+cannot see the process and leaves the run alone, saying so, rather than take a living
+trainer for a lost one and start a second.
 
 ``kubernetes`` creates one batch/v1 Job per attempt (training/kubernetes.py).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,7 +34,7 @@ from django.conf import settings
 
 from training import kubernetes, services
 from training.models import TrainingRun
-from training.trainer import run_dir
+from training.paths import run_dir
 
 LOCAL_STOP_GRACE_S = 10.0
 """Seconds a local trainer gets between SIGTERM and SIGKILL when a run is cancelled."""
@@ -103,7 +107,7 @@ def launch_local(run_id: int) -> None:
         services.run_attempt_end(run_id=run_id, backend_ref=services.LAUNCH_CLAIM, to_status=TrainingRun.FAILED,
                                  reason=f"local backend: could not start the trainer: {exc}")
         return
-    ref = f"pid:{proc.pid}"
+    ref = f"pid:{proc.pid}@{socket.gethostname()}"
     if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
         proc.terminate()  # the run was cancelled while the process started
     code = proc.wait()
@@ -118,9 +122,25 @@ def launch_local(run_id: int) -> None:
     services.run_attempt_end(run_id=run_id, backend_ref=ref, to_status=to_status, reason=reason)
 
 
+class OtherHost(RuntimeError):
+    """The run's local trainer runs on another host: its process cannot be seen or signalled from here."""
+
+
 def _pid(backend_ref: str) -> int | None:
+    """The pid of ``pid:N`` or ``pid:N@HOST``; None for anything else.
+
+    Raises:
+        OtherHost: ``HOST`` is not this host.
+    """
     kind, _, value = (backend_ref or "").partition(":")
-    return int(value) if kind == "pid" and value.isdigit() else None
+    value, _, host = value.partition("@")
+    if kind != "pid" or not value.isdigit():
+        return None
+    if host and host != socket.gethostname():
+        raise OtherHost(f"the trainer (pid {value}) runs on host {host}, not {socket.gethostname()}: the local "
+                        f"backend's runs are reconciled by a control worker on their host (consume control and "
+                        f"trainer in one worker there), or use the kubernetes backend")
+    return int(value)
 
 
 def _process_state(pid: int, run_id: int) -> str:
@@ -151,6 +171,9 @@ def local_status(run: TrainingRun) -> BackendStatus:
     """``active`` while the trainer pid in ``backend_ref`` lives (``os.kill(pid, 0)``), else ``missing``.
 
     A pid that now runs another program (reused after the trainer ended) counts as missing.
+
+    Raises:
+        OtherHost: the trainer runs on another host (the reconcile loop then leaves the run as it is).
     """
     pid = _pid(run.backend_ref)
     if pid is None:
@@ -168,9 +191,14 @@ def local_cancel(run: TrainingRun) -> None:
     """Stop the run's local trainer: SIGTERM, then SIGKILL after :data:`LOCAL_STOP_GRACE_S` seconds.
 
     Only the trainer pid is signalled (it shares the worker's process group), and only
-    while that pid still runs this run's trainer. Nothing there: nothing to do.
+    while that pid still runs this run's trainer. Nothing there: nothing to do. On another
+    host: nothing to do here either; the trainer stops by itself at its next step when the
+    run is cancelled.
     """
-    pid = _pid(run.backend_ref)
+    try:
+        pid = _pid(run.backend_ref)
+    except OtherHost:
+        return
     if pid is None or _process_state(pid, run.pk) != "alive":
         return
     for sig, wait_s in ((signal.SIGTERM, LOCAL_STOP_GRACE_S), (signal.SIGKILL, 5.0)):

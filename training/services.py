@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from console.dbtext import storable
 from console.events import broadcast_run_event
 from django.db.models import F
 from django.db.models.functions import Greatest
@@ -115,13 +116,15 @@ def reward_histogram(rewards: list[float]) -> list[int]:
     return counts
 
 
-def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> StepMetric:
+def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict, timeline: dict | None = None) -> StepMetric:
     """Persist one finished RL step (its trajectories, turns and metrics), then broadcast it.
 
     Args:
         rollouts: :class:`training.rollout.Rollout` objects of the step; dropped ones
             are stored with their flag and left out of the reward statistics.
         metrics: cleanrl-style scalar metrics (``loss/policy``, ``timing/update_s``...).
+        timeline: the trainer's phases and the sandbox pool over the step
+            (:meth:`training.phase.PhaseTracker.take_step`), drawn on the run page.
     """
     scored = [r.reward for r in rollouts if not r.dropped]
     reward_mean = sum(scored) / len(scored) if scored else 0.0
@@ -133,6 +136,7 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
             reward_histogram=reward_histogram(scored),
             reward_bins=REWARD_BINS,
             metrics={"reward/mean": reward_mean, **metrics},
+            timeline=timeline or {},
         )
         trajectories = Trajectory.objects.bulk_create(
             Trajectory(
@@ -146,11 +150,11 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
                 reward_components=r.reward_components or {"correctness": r.reward},
                 advantage=r.advantage,
                 flags=r.flags,
-                flag_evidence=r.flag_evidence,
+                flag_evidence=storable(r.flag_evidence),  # policy and sandbox text: may hold NUL
                 tests_passed=r.tests_passed,
                 tests_total=r.tests_total,
                 prompt_token_ids=r.prompt_ids,
-                final_code=r.final_code,
+                final_code=storable(r.final_code),
             )
             for r in rollouts
         )
@@ -158,14 +162,14 @@ def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict) -> Ste
             Turn(
                 trajectory=trajectory,
                 index=i,
-                policy_text=t.policy_text,
+                policy_text=storable(t.policy_text),
                 token_ids=t.token_ids,
                 logprobs=t.logprobs,
-                code=t.code,
-                observation=t.observation,
+                code=storable(t.code),
+                observation=storable(t.observation),
                 observation_token_ids=t.observation_ids,
                 sandbox_status=t.sandbox_status,
-                sandbox_result=t.sandbox_result,
+                sandbox_result=storable(t.sandbox_result),
             )
             for trajectory, r in zip(trajectories, rollouts)
             for i, t in enumerate(r.turns)
@@ -446,6 +450,7 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
     Returns:
         ``{"scored": n, "failed": n, "skipped": n}``.
     """
+    from console.logcontext import log_context
     from training.models import MonitorScore
     from training.monitors import failure, trajectory_view
 
@@ -464,14 +469,15 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
         if pk not in views:
             views[pk] = trajectory_view(trajectories[pk])
         try:
-            verdict = monitor.score(views[pk])
+            with log_context(trajectory_id=pk):  # what the monitor logs (an LLM timeout...) names it
+                verdict = monitor.score(views[pk])
         except Exception as exc:  # noqa: BLE001 - a monitor's bug is recorded, never fatal to the run
             verdict = failure(f"monitor raised {type(exc).__name__}: {str(exc)[:200]}")
         details = dict(verdict.details)
         if verdict.failed:
             details["failed"] = True
         rows.append(MonitorScore(trajectory_id=pk, monitor=monitor.name, score=float(verdict.score),
-                                 reason=verdict.reason[:2000], details=details))
+                                 reason=storable(verdict.reason[:2000]), details=storable(details)))
     with transaction.atomic():
         MonitorScore.objects.bulk_create(rows, update_conflicts=True, unique_fields=["trajectory", "monitor"],
                                          update_fields=["score", "reason", "details"])

@@ -26,24 +26,27 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from django.conf import settings
 from tokenizers import Tokenizer
 
+from console.logcontext import log_context_bind, log_context_process
+from console.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
 from tasks_library.models import TaskVersion
 from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
-from training import checkpoint, distributed, services
+from training import artifacts, checkpoint, distributed, services
 from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
 from training.algorithms.sft import sft_loss
 from training.config import RunConfig
 from training.models import TrainingRun
+from training.paths import run_dir
 from training.policy import Policy, build_default_policy, load_policy
 from training.checkpoint import checkpoint_step, latest_checkpoint, read_model_state, read_rank_state, rng_restore
-from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
+from training.rollout import RolloutConfig, TaskSpec, collect_rollouts, sandbox_demand
 from training.drift import DriftConfig, drift_step
 from training.heldout import heldout_evaluate
+from training.phase import PhaseTracker
 from training.scoring import Scorer
 from training.update import grpo_update
 
@@ -212,16 +215,6 @@ def _record_attempts(rollouts: list) -> None:
         task_version_record_attempts(version_id=version_id, passed=sum(m.passed for m in members), total=len(members))
 
 
-def run_dir(run_id: int) -> Path:
-    """Where a run's checkpoints and logs live (shared by every rank): ``runs/<id>-<created>``.
-
-    The creation time is part of the name so that a run never resumes from another run's
-    checkpoints that happened to get the same id (a database reset under an old var dir).
-    """
-    created = TrainingRun.objects.values_list("created_at", flat=True).get(pk=run_id)
-    return Path(settings.VAR_DIR) / "runs" / f"{run_id}-{created:%Y%m%dT%H%M%S%f}"
-
-
 def train_run(run_id: int) -> None:
     """Train run ``run_id`` to the end (or resume it) and record its outcome on the run.
 
@@ -233,6 +226,7 @@ def train_run(run_id: int) -> None:
         ResumeError: the newest checkpoint already holds every step (nothing to train).
         Exception: whatever failed the run, after it was recorded.
     """
+    log_context_process(run_id=run_id)  # every record of this process is about this run
     ranks = distributed.setup()
     try:
         run = TrainingRun.objects.select_related("task_set").get(pk=run_id)
@@ -240,13 +234,18 @@ def train_run(run_id: int) -> None:
         if ranks.is_main:
             services.run_transition(run_id=run_id, to_status=TrainingRun.RUNNING,
                                     reason=f"trainer started ({ranks.world} rank(s) on {ranks.device.type})")
+        # Every rank announces its phase and sandbox demand (the autoscaler sizes the pool by
+        # it); rank 0 also samples the pool for the run page. Withdrawn however the run ends.
+        tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
         try:
-            _train(run, config, ranks)
+            _train(run, config, ranks, tracker)
         except Exception as exc:
             log.exception("run %s failed", run_id)
             if ranks.is_main:
                 services.run_transition(run_id=run_id, to_status=TrainingRun.FAILED, reason=f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            tracker.close()
     finally:
         distributed.teardown()
 
@@ -277,13 +276,18 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
     """
     reference = copy.deepcopy(policy.model)
     path = directory / "reference-model.pt"
+    store = artifacts.default_store()
     if write:
         temporary = path.with_suffix(".tmp")
         torch.save(reference.state_dict(), temporary)
         os.replace(temporary, path)
+        store.put_file(store.key_of(path))
     else:
-        if not path.exists():
-            raise ResumeError(f"{path} is missing: the KL reference of this run cannot be restored")
+        try:
+            store.fetch_file(store.key_of(path))  # a resume on a fresh disk reads it back from the store
+        except artifacts.ArtifactNotFound:
+            raise ResumeError(f"{store.location(store.key_of(path))} is missing: the KL reference of this run "
+                              f"cannot be restored") from None
         reference.load_state_dict(torch.load(path, map_location=policy.device, weights_only=True))
     reference.eval()
     for parameter in reference.parameters():
@@ -291,16 +295,21 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
     return reference
 
 
-def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> None:
+def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker) -> None:
     versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
     for runtime in runtimes_of(versions):
         if not live_workers(runtime):
             # Without workers every rollout would come back infra_error: fail now, saying why.
             raise RuntimeError(f"no {runtime} sandbox worker is running; start one with "
                                f"`python manage.py sandbox_worker --runtime {runtime}`")
+    tracker.start(runtimes_of(versions))
     directory = run_dir(run.pk)
     directory.mkdir(parents=True, exist_ok=True)
-    resume_from = distributed.broadcast_value(latest_checkpoint(directory))
+    if ranks.is_main:  # a misconfigured store fails the run now, not at the first checkpoint
+        store = artifacts.default_store()
+        store.check(store.key_of(directory))
+    # Rank 0 finds (and, from object storage, downloads) the checkpoint; the others read its copy.
+    resume_from = distributed.broadcast_value(latest_checkpoint(directory) if ranks.is_main else None)
     seed_everything(config.seed)
     generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
     policy = _build_policy(config, versions, ranks.device)
@@ -317,7 +326,9 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
         # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
         policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
     else:
+        tracker.set("sft")
         sft = sft_warm_start(policy, versions, config)
+        tracker.set("idle")
         if ranks.is_main:
             services.run_summary_update(run_id=run.pk, **sft, device=str(policy.device), ranks=ranks.world)
     reference = None
@@ -358,25 +369,30 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks) -> Non
     heldout = _heldout_specs(run, policy, config)
     drift_config = DriftConfig.from_config(config.drift)
     for step in range(start_step + 1, config.steps + 1):
+        log_context_bind(step=step)
         cancelled = ranks.is_main and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
         if distributed.broadcast_value(cancelled):
             return
         _step(run.pk, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config,
-              ranks, generator, scorer)
+              ranks, generator, scorer, tracker=tracker)
         if ranks.is_main:
             drift_step(run.pk, step, drift_config)
         if heldout and ranks.is_main and (step % config.eval_every == 0 or step == config.steps):
+            tracker.set("eval", sandbox_demand(heldout, each=config.eval_samples))
             result = heldout_evaluate(policy, heldout, samples=config.eval_samples, rollout_config=rollout_config,
                                       seed=config.seed * 1_000_003 + step, scorer=scorer)
             services.evaluation_record(run_id=run.pk, step=step, task_set_id=run.eval_task_set_id,
                                        samples_per_task=config.eval_samples, result=result)
             drift_step(run.pk, step, drift_config)  # again: the held-out onset signal reads the evaluation
         if step % config.checkpoint_every == 0 or step == config.steps:
+            tracker.set("checkpoint")
             _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks)
+        tracker.set("idle")
     if ranks.is_main:
         final = directory / "checkpoint-final"
         policy.save(final)
-        services.run_summary_update(run_id=run.pk, checkpoint=str(final))
+        store = artifacts.default_store()
+        services.run_summary_update(run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final)))
         services.run_transition(run_id=run.pk, to_status=TrainingRun.SUCCEEDED,
                                 reason=f"trained steps {start_step + 1}..{config.steps}")
     # Every rank leaves together, before the process group goes (a DDP wrapper freed after
@@ -408,15 +424,18 @@ def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[
 
 
 def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config, ranks,
-          generator, scorer) -> None:
-    """One RL step on every rank; rank 0 records it."""
+          generator, scorer, *, tracker: PhaseTracker) -> None:
+    """One RL step on every rank; rank 0 records it (with the step's phases and sandbox pool timeline)."""
     tasks = state.next_tasks(specs, min(config.tasks_per_step, len(specs)))
     mine = ranks.shard(len(tasks))
     local, times = collect_rollouts(policy, tasks[mine.start : mine.stop], rollout_config, generator=generator,
-                                    first_group=mine.start, scorer=scorer)
+                                    first_group=mine.start, scorer=scorer, on_phase=tracker.set)
+    tracker.set("update")  # no sandbox demand: the pool may fall back to its floor
     started = time.monotonic()
     metrics = grpo_update(policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler)
     update_s = time.monotonic() - started
+    tracker.set("idle")
+    phase_metrics, timeline = tracker.take_step()
     rollouts = distributed.gather_lists(local)
     state.after_step(rollouts)
     if not ranks.is_main:
@@ -444,7 +463,9 @@ def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, s
     )
     for name in sorted({k for r in scored for k in r.reward_components}):
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(1, len(scored))
-    services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=metrics)
+    metrics.update(phase_metrics)  # timing/phase_<name>_s
+    record = services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline)
+    trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # Prometheus (console/metrics.py)
     services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # the rules: milliseconds
     if config.llm_monitor:
         from training.tasks import run_llm_monitor_task

@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
+from console.frontend import ensure_build
 from console.stack import http_up, port_free
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.database import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+@pytest.fixture(scope="session")
+def frontend_bundle() -> bool:
+    """The console's front-end build brought up to date as ``./crucible test`` does (npm ci and npm run
+    build when stale, where npm is installed); True when the bundle is what daphne will serve."""
+    return ensure_build()
+
+
 @pytest.fixture
-def console_server():
+def console_server(frontend_bundle):
     """daphne serving the console against the test database and the session's Redis."""
+    yield from serve_console()
+
+
+@pytest.fixture
+def console_server_unbundled():
+    """daphne serving the console's unbundled sources and the plotly wheel's plotly.js (what a
+    machine without Node serves)."""
+    yield from serve_console(CRUCIBLE_FRONTEND_BUILD="false")
+
+
+def serve_console(**env_extra: str):
     port = next(p for p in range(8130, 8400) if port_free(p))
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}"}
+    env = child_env(**env_extra)
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -4,13 +4,13 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from console.stack import Stack, port_free
 from tasks_library.models import TaskVersion
 from tests.tasks_library.conftest import PASSWORD, make_user
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
+from tests.database import child_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "var" / "screenshots"
@@ -21,7 +21,8 @@ pytestmark = browser_marks()
 def console_server(monkeypatch):
     """The console (daphne, started by the launcher) serving the test database."""
     port = next(p for p in range(8200, 8300) if port_free(p))
-    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{settings.DATABASES['default']['NAME']}")
+    monkeypatch.setenv("DATABASE_URL", child_database_url())
+    monkeypatch.delenv("DATABASE_URL_FILE", raising=False)
     with Stack() as stack:
         yield stack.web(port)
 

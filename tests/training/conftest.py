@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from training import services
 from training.config import RunConfig
+from tests.database import child_env
 from training.kubernetes import trainer_command
 from training.models import TrainingRun
 
@@ -40,7 +39,7 @@ def trained_task_set(humaneval):
 def trainer_process(run_id: int, nproc_per_node: int = 1) -> subprocess.Popen:
     """The local backend's trainer command (under torchrun for several ranks) against the test
     database and the session's Redis and sandbox workers."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{settings.DATABASES['default']['NAME']}", "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     command = trainer_command(run_id, nproc_per_node)
     return subprocess.Popen([sys.executable, *command[1:]], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from training.checkpoint import latest_checkpoint
 from training.models import StepMetric, TrainingRun, Trajectory
-from training.trainer import run_dir
+from training.paths import run_dir
 from tests.training.conftest import finish, launch, tiny_run, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -112,7 +112,7 @@ def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
     assert proc.returncode != 0 and "interrupted" in err and "Traceback" not in err
     status, _ref = manage("shell", "-v", "0", "-c", query).stdout.split()
     assert status == "interrupted"
-    trainer_pid = int(ref.split(":")[1])
+    trainer_pid = int(ref.split(":")[1].split("@")[0])  # pid:N@HOST
     time.sleep(0.5)
     assert not Path(f"/proc/{trainer_pid}").exists() or "zombie" in Path(f"/proc/{trainer_pid}/status").read_text().lower(), \
         "the trainer outlived the command that launched it"

@@ -1,0 +1,11 @@
+"""Celery tasks of the console: thin, each calls one service (routed by console/queues.py)."""
+
+from celery import shared_task
+
+from console.maintenance import sessions_clear_expired
+
+
+@shared_task(ignore_result=True)
+def sessions_clear_expired_task() -> int:
+    """Delete expired sessions (Celery beat, every 6 hours); returns how many there were."""
+    return sessions_clear_expired()
