@@ -3,50 +3,26 @@ the pool and queue series, from the back-fill, and gains each new step live over
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from tests.browser import browser_marks, off_loop
-from tests.console.test_dashboard_views import make_run, task_version
-from training import services
+from tests.console.test_pool_timeline_payload import record, run_and_spec
 from training.phase import PhaseTracker
-from training.rollout import Rollout, TaskSpec
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 pytestmark = browser_marks()
 
 
-def setup_run():
-    run = make_run("pool-browser")
-    spec = TaskSpec(task_version_id=task_version().pk, prompt="p", entry_point="f", visible_tests="",
-                    hidden_tests="", timeout_s=5)
-    return run, spec
-
-
-def step_with_timeline(run, spec, tracker: PhaseTracker, step: int) -> None:
-    tracker.set("rollout", {"python": 6})
-    time.sleep(0.3)
-    tracker.set("grading", {"python": 6})
-    time.sleep(0.1)
-    tracker.set("update")
-    time.sleep(0.2)
-    tracker.set("idle")
-    metrics, timeline = tracker.take_step()
-    rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
-                for i, r in enumerate([0.0, 0.5, 1.0])]
-    services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline)
-
-
 def test_pool_chart_draws_phase_bands_and_gains_steps_live(console_server, browser_page):
-    run, spec = off_loop(setup_run)
+    run, spec = off_loop(run_and_spec, "pool-browser")
     tracker = PhaseTracker(run_id=run.pk, sample_every_s=0.05).start(["python"])
     page = browser_page
     try:
-        off_loop(step_with_timeline, run, spec, tracker, 1)
+        off_loop(record, run, spec, 1, tracker)
         page.goto(f"{console_server}/runs/{run.pk}/")
         page.wait_for_selector("#pool-timeline[data-steps='1']", timeout=15000)
         first_bands = int(page.get_attribute("#pool-timeline", "data-bands"))
-        off_loop(step_with_timeline, run, spec, tracker, 2)
+        off_loop(record, run, spec, 2, tracker)
         page.wait_for_selector("#pool-timeline[data-steps='2']", timeout=10000)
     finally:
         tracker.close()

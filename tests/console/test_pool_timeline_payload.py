@@ -27,7 +27,16 @@ def tracked_step(tracker: PhaseTracker) -> tuple[dict, dict]:
     return tracker.take_step()
 
 
+def run_and_spec(name: str):
+    """A run and one task to record its steps against."""
+    run = make_run(name)
+    spec = TaskSpec(task_version_id=task_version().pk, prompt="p", entry_point="f", visible_tests="",
+                    hidden_tests="", timeout_s=5)
+    return run, spec
+
+
 def record(run, spec, step: int, tracker: PhaseTracker):
+    """Step ``step`` of ``run`` as the trainer records it, with the phases of :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
     rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
                 for i, r in enumerate([0.0, 1.0])]
@@ -41,9 +50,7 @@ def test_backfill_and_live_step_events_carry_the_pool_timeline():
 
     from console.asgi import application
 
-    run = make_run("pool-timeline")
-    spec = TaskSpec(task_version_id=task_version().pk, prompt="p", entry_point="f", visible_tests="",
-                    hidden_tests="", timeout_s=5)
+    run, spec = run_and_spec("pool-timeline")
     tracker = PhaseTracker(run_id=run.pk, sample_every_s=0.05).start(["python"])
     try:
         first = record(run, spec, 1, tracker)

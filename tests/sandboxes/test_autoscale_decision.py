@@ -69,16 +69,6 @@ def test_signals_take_the_larger_of_announced_and_queued_demand():
     assert signals.demand == 5
 
 
-@pytest.fixture
-def runtime():
-    """A runtime name of this test alone, so the session's workers and trainers do not count."""
-    name = f"autoscale-test-{time.monotonic_ns()}"
-    yield name
-    client = Q.connection()
-    for key in client.scan_iter(f"{Q.PREFIX}:{name}:*"):
-        client.delete(key)
-
-
 def test_published_demand_sums_live_publishers_and_expires(runtime):
     D.publish("run-1-rank-0", phase="rollout", demand={runtime: 16})
     D.publish("run-1-rank-1", phase="rollout", demand={runtime: 8}, ttl_s=1)

@@ -7,21 +7,10 @@ from __future__ import annotations
 import sys
 import time
 
-import pytest
 
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from sandboxes.autoscale import ScalePolicy, Supervisor
-
-
-@pytest.fixture
-def runtime():
-    """A runtime of this test alone: no session worker or trainer counts in its signals."""
-    name = f"supervisor-test-{time.monotonic_ns()}"
-    yield name
-    client = Q.connection()
-    for key in client.scan_iter(f"{Q.PREFIX}:{name}:*"):
-        client.delete(key)
 
 
 class Counting(Supervisor):
