@@ -81,8 +81,10 @@ if (div) {
       : "Sandbox pool and trainer phases (no step has recorded a timeline yet)";
     Plotly.react(div, traces, {
       title: { text: title }, margin: { t: 40, r: 20 }, shapes: shapes,
-      xaxis: { type: "date", title: { text: "time" } },
-      yaxis: { title: { text: "slots / executions" }, rangemode: "tozero" },
+      // Until a step brings samples there is no time range to show: hide the axes rather than
+      // let plotly invent one (it shows the year 2000).
+      xaxis: { type: "date", title: { text: "time" }, visible: ordered.length > 0 },
+      yaxis: { title: { text: "slots / executions" }, rangemode: "tozero", visible: ordered.length > 0 },
       legend: { orientation: "h", y: -0.2 }, hovermode: "x unified",
     }, { displayModeBar: false, responsive: true });
     div.dataset.steps = String(ordered.length);
