@@ -7,6 +7,7 @@ grades real submissions that come through its queue."""
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -60,6 +61,23 @@ def test_the_image_leaves_out_the_training_stack():
     assert {"torch", "transformers", "tokenizers", "huggingface-hub"} <= distributions
 
 
+def _wait_for_line(process: subprocess.Popen, prefix: str, *, timeout_s: float) -> str | None:
+    """The first stdout line of ``process`` that starts with ``prefix``; None when it exits or
+    ``timeout_s`` seconds pass first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], 0.5)
+        if ready:
+            line = process.stdout.readline()
+            if not line:
+                return None  # the process closed stdout: it exited
+            if line.startswith(prefix):
+                return line
+        elif process.poll() is not None:
+            return None
+    return None
+
+
 @pytest.mark.parametrize("runtime", PROGRAMS)
 def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
     modules, _ = image_closure.blocked_modules()
@@ -80,6 +98,10 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
          "sandbox_worker", "--runtime", runtime, "--concurrency", "1"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        # Queue only once the worker says it serves: its SIGTERM handler (a graceful stop) is
+        # installed by then, and no answer can come before it.
+        started = _wait_for_line(worker, "sandbox worker ", timeout_s=120)
+        assert started, "the sandbox worker printed no start line (exited, or not within 120 s)"
         make, good, bad, tests = PROGRAMS[runtime]
         reply_to = f"{Q.PREFIX}:reply:{uuid.uuid4().hex}"
         for index, program in enumerate((good, bad)):
@@ -106,7 +128,7 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
             _out, err = worker.communicate()
         client.flushdb()
         client.execute_command("ACL", "DELUSER", ACL_USER)
-    assert worker.returncode == 0, err[-3000:]
+    assert worker.returncode == 0, f"exit {worker.returncode}; stdout: {_out[-1500:]!r}; stderr: {err[-3000:]!r}"
     assert "ModuleNotFoundError" not in err and "Traceback" not in err, err[-3000:]
     assert not list(Path(tmp_path / "var").glob("*.sqlite3"))  # it never opened a database
 
