@@ -14,7 +14,6 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -23,8 +22,9 @@ from django.conf import settings
 from sandboxes import queue as Q
 from tests.deploy import image_closure
 from tests.deploy.manifests import ROOT
+from tests.redisdb import isolated_db, url_with_db
 
-DB = 13  # a Redis database of its own: the session's workers consume db 0's queues
+DB = isolated_db(13)  # a Redis database of its own, not the one the session's workers consume
 PROGRAMS = {
     "python": (Q.python_tests, "def add(a, b):\n    return a + b\n", "def add(a, b):\n    return a - b\n",
                "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"),
@@ -36,20 +36,6 @@ PROGRAMS = {
 ACL_RULES = next(line for line in (ROOT / "deploy" / "redis" / "sandbox-acl.txt").read_text().splitlines()
                  if line.strip() and not line.startswith("#"))
 ACL_USER, ACL_PASSWORD = "crucible-sandbox-test", uuid.uuid4().hex
-
-
-def _url_with_db(url: str, db: int, *, user: str = "", password: str = "") -> str:
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        query = dict(parse_qsl(parts.query))
-        query["db"] = str(db)
-        if user:
-            query.update(username=user, password=password)
-        return f"unix://{parts.path}?{urlencode(query)}"  # urlunsplit would drop the empty host's //
-    netloc = parts.netloc.rpartition("@")[2]
-    if user:
-        netloc = f"{user}:{password}@{netloc}"
-    return urlunsplit(parts._replace(netloc=netloc, path=f"/{db}"))
 
 
 def test_the_image_leaves_out_the_training_stack():
@@ -83,10 +69,10 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
     modules, _ = image_closure.blocked_modules()
     blocked = tmp_path / "blocked.txt"
     blocked.write_text("\n".join(sorted(modules)))
-    admin = redis.Redis.from_url(_url_with_db(settings.REDIS_URL, DB))
+    admin = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB))
     admin.flushdb()
     admin.execute_command("ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split())
-    redis_url = _url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD)
+    redis_url = url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CRUCIBLE_", "DATABASE_URL", "REDIS_URL", "PROMETHEUS_"))}
     # What the sandbox Deployment sets, and a database URL nobody answers (port 9: refused).
@@ -135,10 +121,10 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
 
 def test_the_sandbox_redis_user_reaches_nothing_else():
     """The same ACL refuses the keys and commands of the rest of Crucible (the check can fail)."""
-    admin = redis.Redis.from_url(_url_with_db(settings.REDIS_URL, DB))
+    admin = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB))
     admin.execute_command("ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split())
     try:
-        limited = redis.Redis.from_url(_url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD))
+        limited = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD))
         limited.lpush(Q.pending_key("python"), "x")  # its own keys: fine
         for attempt in (lambda: limited.lpush("celery", "x"),        # the Celery broker's queue
                         lambda: limited.get("crucible-cache:1:x"),   # the cache

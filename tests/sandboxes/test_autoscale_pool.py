@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -22,8 +21,9 @@ from django.test import Client
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from sandboxes import result as R
+from tests.redisdb import isolated_db, url_with_db
 
-ISOLATED_DB = 14
+ISOLATED_DB = isolated_db(14)  # not the database the session's workers consume
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
 
 
@@ -31,19 +31,10 @@ def slow_square(seconds: float) -> dict:
     return Q.python_tests(f"import time\ndef square(x):\n    time.sleep({seconds})\n    return x * x\n", TESTS, "square")
 
 
-def with_db(url: str, db: int) -> str:
-    """``url`` (``redis://host:port/N`` or ``unix:///path?db=N``) pointing at database ``db``."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        return f"{url.split('?', 1)[0]}?{urlencode({**query, 'db': db})}"  # urlunsplit drops unix's "//"
-    return urlunsplit(parts._replace(path=f"/{db}"))
-
-
 @pytest.fixture
 def isolated_queue(settings):
     """This test's queue: the session's Redis, database :data:`ISOLATED_DB`, emptied before and after."""
-    url = with_db(settings.REDIS_URL, ISOLATED_DB)
+    url = url_with_db(settings.REDIS_URL, ISOLATED_DB)
     client = redis.Redis.from_url(url)
     client.flushdb()
     settings.REDIS_URL = url

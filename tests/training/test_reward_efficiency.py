@@ -121,6 +121,10 @@ def test_slow_and_quadratic_answers_score_lower_than_the_reference_in_the_sandbo
     assert min(honest) > 0.8
     slow = [score(SLOW, r) for r in slow_runs]
     assert max(slow) < 0.6  # tens of milliseconds of CPU against a few
-    assert score(QUADRATIC, reference_runs[0], quadratic_k) < 0.85 * score(LINEAR, reference_runs[0], linear_k)
+    # The measurement separates the two (about 1 against 2), and growth costs the quadratic answer
+    # its share: G = 2^-(k - k_ref - 0.2) is about 0.6, weighed with time into a total of about
+    # 0.85 (0.86 when the reference measured 1.05): a clear margin below the linear answer's 1.0.
+    assert quadratic_k > linear_k + 0.7, (linear_k, quadratic_k)
+    assert score(QUADRATIC, reference_runs[0], quadratic_k) < 0.9 * score(LINEAR, reference_runs[0], linear_k)
     failing = R.ExecutionResult(status=R.FAILED, cpu_ms=1.0)
     assert score(LINEAR, failing) == 0.0
