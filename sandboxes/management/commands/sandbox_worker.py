@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from console.metrics import serve_for_command
-from console.stack import ServiceError, Stack
+from console.stack import ServiceError, Stack, redacted_url
 
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check
@@ -57,20 +57,31 @@ class Command(BaseCommand):
         if options.get("max_workers") is not None or options.get("min_workers") is not None:
             return self._autoscale(runtime, concurrency, options, isolation)
         worker = SandboxWorker(runtime=runtime, concurrency=concurrency)
+        self._serve(f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s); {isolation}",
+                    serve=worker.serve, stop=worker.stop, on_sigterm=lambda *_: worker.stopping.set())
+
+    def _serve(self, banner: str, *, serve, stop, on_sigterm) -> None:
+        """Make sure Redis answers (the embedded one, for this command's duration, when it is the
+        configured one), print ``banner`` (tests and supervisors wait for it: SIGTERM is handled from
+        then on), then ``serve()`` until SIGTERM (``on_sigterm``) or Ctrl-C (``stop()``).
+
+        Raises:
+            CommandError: Redis cannot be started or reached, or was lost while serving.
+        """
         try:
             with Stack() as stack:
-                stack.redis()  # the embedded Redis, for this command's duration, when it is the configured one
-                signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
-                self.stdout.write(f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s); {isolation}")
+                stack.redis()
+                signal.signal(signal.SIGTERM, on_sigterm)
+                self.stdout.write(banner)
                 self.stdout.flush()
                 try:
-                    worker.serve()
+                    serve()
                 except KeyboardInterrupt:
-                    worker.stop()
+                    stop()
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
         except redis.RedisError as exc:
-            raise CommandError(f"lost Redis at {settings.REDIS_URL}: {exc}") from exc
+            raise CommandError(f"lost Redis at {redacted_url(settings.REDIS_URL)}: {exc}") from exc
 
     def _autoscale(self, runtime: str, concurrency: int, options: dict, isolation: str) -> None:
         """Supervise worker processes between the bounds (sandboxes.autoscale.Supervisor)."""
@@ -85,16 +96,7 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         supervisor = Supervisor(runtime=runtime, policy=policy)
-        try:
-            with Stack() as stack:
-                stack.redis()  # before the children start, so they find it
-                signal.signal(signal.SIGTERM, supervisor.request_stop)
-                self.stdout.write(f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of "
-                                  f"{concurrency} slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}")
-                self.stdout.flush()
-                try:
-                    supervisor.serve()
-                except KeyboardInterrupt:
-                    supervisor.stop()
-        except ServiceError as exc:
-            raise CommandError(str(exc)) from exc
+        # Redis is up before serve() starts the children, so they find it.
+        self._serve(f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of {concurrency} "
+                    f"slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}",
+                    serve=supervisor.serve, stop=supervisor.stop, on_sigterm=supervisor.request_stop)
