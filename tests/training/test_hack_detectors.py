@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 
 from sandboxes.result import ExecutionResult
 from sandboxes.result import TestResult as Outcome
-from tests.training.hack_corpus.corpus import CANONICAL, HACKS, HONEST
 from training.hacks import DETECTORS, HIGH, LOW, MEDIUM, Flag, detect, detector, detector_names, flags_record
 from training.hacks.source import CACHE_KEY, Source, audit_events, source_of
 from training.rewards.base import GradedSubmission
@@ -383,21 +381,6 @@ def test_audit_events_read_the_harness_format():
     assert audit_events(grade) == [("subprocess.Popen", ("cat", "cat", "/x", "None", "None")),
                                    ("code.__new__", ("K\\x00", "/usr/lib/x.py", "f"))]
     assert audit_events(ExecutionResult("ok"), None) == []
-
-
-def test_detection_costs_well_under_a_millisecond_per_submission():
-    programs = []
-    for case in [*HACKS, *HONEST]:
-        body = HONEST_BODY if case.completion == CANONICAL else case.completion
-        programs.append(PROMPT + body)
-    rows = [submission(code, grade=HIDDEN_FAILS, visible=VISIBLE_OK) for code in programs * 5]
-    detect(submission(programs[0], grade=HIDDEN_FAILS, visible=VISIBLE_OK))  # warm the per-task caches
-    started = time.perf_counter()
-    for sub in rows:
-        detect(sub)
-    per_submission_ms = (time.perf_counter() - started) * 1000 / len(rows)
-    print(f"\ndetect: {per_submission_ms:.3f} ms per submission over {len(rows)} (parse included, no probe)")
-    assert per_submission_ms < 1.0
 
 
 def test_no_canonical_humaneval_solution_raises_a_flag(humaneval):
