@@ -140,13 +140,16 @@ class PhaseTracker:
         """
         if phase not in PHASES:
             raise ValueError(f"unknown trainer phase {phase!r}; one of: {', '.join(PHASES)}")
+        demand = {runtime: int(count) for runtime, count in (demand or {}).items() if count}
+        # Announce first, then start the phase: a pool sample taken from the phase's start on
+        # (the sampler thread runs meanwhile) reads the new demand, never the previous phase's.
+        self._publish(phase, demand)
         now = time.time()
         with self.lock:
             if phase != self.phase:
                 self._close_segment(now)
                 self.phase = phase
-            self.demand = {runtime: int(count) for runtime, count in (demand or {}).items() if count}
-        self._publish()
+            self.demand = demand
         if self.sample_enabled:
             self.sample()
 
@@ -160,12 +163,15 @@ class PhaseTracker:
                 self.segments.append([self.since, now, self.phase])
         self.since = now
 
-    def _publish(self) -> None:
+    def _publish(self, phase: str | None = None, demand: dict[str, int] | None = None) -> None:
+        """Announce ``phase`` and ``demand`` (default: the current ones) for this tracker's runtimes."""
         if not self.runtimes:
             return
-        demand = {runtime: self.demand.get(runtime, 0) for runtime in self.runtimes}
+        phase = self.phase if phase is None else phase
+        demand = self.demand if demand is None else demand
+        announced = {runtime: demand.get(runtime, 0) for runtime in self.runtimes}
         try:
-            D.publish(self.publisher, phase=self.phase, demand=demand, ttl_s=self.ttl_s)
+            D.publish(self.publisher, phase=phase, demand=announced, ttl_s=self.ttl_s)
         except (redis.RedisError, OSError) as exc:
             self._warn(f"could not announce the sandbox demand of {self.publisher}: {exc}")
 
@@ -212,6 +218,8 @@ class PhaseTracker:
             self.t, self.series = [], {name: [] for name in SERIES}
         metrics = {f"timing/phase_{name}_s": round(value, 3) for name, value in sorted(seconds.items())}
         t, series = downsample(t, series, self.max_samples)
+        # Times to the millisecond: a phase shorter than that (announced and left at once) keeps
+        # its place with a start equal to its end.
         timeline = {"start": round(start, 3), "end": round(now, 3),
                     "phases": [[round(a, 3), round(b, 3), phase] for a, b, phase in segments], "t": t, **series}
         return metrics, timeline
