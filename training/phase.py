@@ -20,6 +20,7 @@ Redis being away never stops training: a failed announcement or sample is logged
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import threading
@@ -184,6 +185,9 @@ class PhaseTracker:
 
     def sample(self) -> None:
         """Read the pool of the run's runtimes (summed) and keep one sample."""
+        # Stamped when the reading starts: a reading begun before a phase's announcement must not
+        # land inside that phase.
+        stamp = round(time.time(), 3)
         try:
             readings = [D.pool_signals(runtime) for runtime in self.runtimes]
         except (redis.RedisError, OSError) as exc:
@@ -195,9 +199,10 @@ class PhaseTracker:
                   "in_flight": sum(r.in_flight for r in readings), "demand": sum(r.demand for r in readings),
                   "target": sum(targets) if targets else None}
         with self.lock:
-            self.t.append(round(time.time(), 3))
+            at = bisect.bisect_right(self.t, stamp)  # two readings may overlap: keep time order
+            self.t.insert(at, stamp)
             for name in SERIES:
-                self.series[name].append(values[name])
+                self.series[name].insert(at, values[name])
 
     def take_step(self) -> tuple[dict, dict]:
         """The window since the previous call (the first: since :meth:`start`), then a new window.
