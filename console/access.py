@@ -85,28 +85,27 @@ def json_refusal(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"error": NO_ROLE if _signed_in(request) else SIGN_IN}, status=403)
 
 
-def console_read_page(view):
-    """Decorate a function view that renders a console page: refused readers get :func:`page_refusal`."""
+def _read_guard(refusal):
+    """A decorator for function views: readers the console refuses get ``refusal(request)``; a
+    ``run_id`` URL argument is checked for that run."""
 
-    @wraps(view)
-    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not may_watch_run(request.user, kwargs.get("run_id")):
-            return page_refusal(request)
-        return view(request, *args, **kwargs)
+    def decorate(view):
+        @wraps(view)
+        def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not may_watch_run(request.user, kwargs.get("run_id")):
+                return refusal(request)
+            return view(request, *args, **kwargs)
 
-    return checked
+        return checked
+
+    return decorate
 
 
-def console_read_json(view):
-    """Decorate a function view that answers JSON: refused readers get :func:`json_refusal`."""
+console_read_page = _read_guard(page_refusal)
+"""Decorate a function view that renders a console page: refused readers get :func:`page_refusal`."""
 
-    @wraps(view)
-    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not may_watch_run(request.user, kwargs.get("run_id")):
-            return json_refusal(request)
-        return view(request, *args, **kwargs)
-
-    return checked
+console_read_json = _read_guard(json_refusal)
+"""Decorate a function view that answers JSON: refused readers get :func:`json_refusal`."""
 
 
 class ConsoleRead(BasePermission):
