@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import ast
 import atexit
+import base64
 import functools
 import json
 import logging
+import marshal
 import secrets
+import sys
 import threading
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.harness.python_check import split_check
+from sandboxes.harness.python_check import compile_suite, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.pairs import AUDITED_RUNNER_FDS, WarmGrader
 from sandboxes.process import Limits
@@ -87,6 +90,27 @@ def _expected_test_ids(test_source: str) -> tuple[str, ...]:
         return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled_suite(test_source: str, prompt: str) -> dict | None:
+    """A ``check(candidate)`` suite compiled here for the tests' sandbox (``spec["compiled"]``,
+    see ``harness/python_check.py``): ``{"tag": cache tag, "code": base64 of marshal}``.
+
+    Compiled once per suite and prompt (a worker grades the same suites again and again),
+    so the tests' sandbox neither parses nor compiles. The sandbox uses it only when its
+    interpreter has the same cache tag; bytecode from another version is never run.
+
+    Returns:
+        None when the suite does not compile here (the sandbox then reads the source and
+        reports the error as it always has).
+    """
+    with PARSE_LOCK:
+        try:
+            suite = compile_suite(test_source, prompt)
+        except (SyntaxError, ValueError):
+            return None
+    return {"tag": sys.implementation.cache_tag, "code": base64.b64encode(marshal.dumps(suite)).decode("ascii")}
+
+
 class PythonGrader(WarmGrader):
     """Grades Python programs in a warm pair of resident sandboxes (see :class:`WarmGrader`).
 
@@ -143,7 +167,8 @@ class PythonGrader(WarmGrader):
                       "script": verifier != "python-check", "audit_fd": 6, "audit_token": token}},
             {"role": DRIVER_ROLES[verifier],
              "spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point, "verifier": verifier,
-                      "test_timeout_s": limits.test_timeout_s, "request_fd": 4, "reply_fd": 5, "results_fd": 6}},
+                      "test_timeout_s": limits.test_timeout_s, "request_fd": 4, "reply_fd": 5, "results_fd": 6,
+                      "compiled": compiled_suite(test_source, prompt) if verifier == "python-check" else None}},
             limits,
         )
         return _result(runner, driver, expected, audit_token=token)

@@ -134,7 +134,8 @@ class PendingBatch:
                               f"`python manage.py sandbox_worker --runtime {missing[0]}`")
                     break
         finally:
-            self.client.delete(self.reply_to)
+            if waiting:  # a list emptied by its last BLPOP is gone already: no round trip for it
+                self.client.delete(self.reply_to)
         return [r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail) for r in results]
 
 

@@ -16,11 +16,19 @@ Protocol: ``main(spec)`` gets ``{"results_fd", "request_fd", "reply_fd", "tests"
 ``{"event": "done"}``; a test with no line is a failure to the host. With
 ``spec["verifier"] == "python-probe"`` the tests are a JSON list of argument tuples
 (Python source) and each call's event carries ``"output"``: the repr of what it returned.
+
+``spec["compiled"]`` (optional, ``{"tag", "code"}``): the same prompt, setup and test
+statements already compiled by the host (:func:`compile_suite`, trusted task content,
+never the submission), base64 of ``marshal``. Used when ``tag`` is this interpreter's
+``sys.implementation.cache_tag`` (bytecode is only valid for the version that made it);
+otherwise the source is parsed here. Saves each execution the parse and the compiles.
 """
 
 import ast
+import binascii
 import builtins
 import json
+import marshal
 import os
 import sys
 
@@ -59,6 +67,33 @@ def split_check(test_source, module=None):
                     pairs.append((None, stmt))
             return pairs
     raise ValueError("test source defines no check(candidate) function")
+
+
+def compile_suite(test_source, prompt=""):
+    """Compile a ``check(candidate)`` suite as :func:`main` runs it: ``(prompt code or None,
+    setup code, ((test_id or None, statement code), ...))``, for ``spec["compiled"]``.
+
+    A prompt that does not compile is None (the driver skips a prompt that fails).
+
+    Raises:
+        SyntaxError, ValueError: as :func:`split_check`, or a statement of ``check`` that
+            cannot compile on its own (the driver then compiles it in place, and fails it).
+    """
+    module = ast.parse(test_source)
+    pairs = tuple((test_id, compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"))
+                  for test_id, stmt in split_check(test_source, module))
+    try:
+        prompt_code = compile(prompt, "<prompt>", "exec")
+    except (SyntaxError, ValueError):
+        prompt_code = None
+    return prompt_code, compile(module_without_check(module), "<tests>", "exec"), pairs
+
+
+def _load_compiled(compiled):
+    """The host's compiled suite, or None when it was made by another interpreter version."""
+    if not compiled or compiled.get("tag") != sys.implementation.cache_tag:
+        return None
+    return marshal.loads(binascii.a2b_base64(compiled["code"]))
 
 
 def module_without_check(module):
@@ -109,15 +144,20 @@ class Candidate:
 def main(spec):
     emit, requests, replies = driver_channels(spec)
     probing = spec.get("verifier") == "python-probe"
-    if probing:
-        # A probe calls the program on each input and reports what it returned (the
-        # reference as the oracle of generated tests); each call is one "test".
-        module = ast.Module(body=[], type_ignores=[])
-        pairs = [("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
-                 for k, args in enumerate(json.loads(spec["tests"]))]
+    compiled = None if probing else _load_compiled(spec.get("compiled"))
+    if compiled is not None:
+        prompt_code, setup_code, pairs = compiled
     else:
-        module = ast.parse(spec["tests"])
-        pairs = split_check(spec["tests"], module)
+        if probing:
+            # A probe calls the program on each input and reports what it returned (the
+            # reference as the oracle of generated tests); each call is one "test".
+            module = ast.Module(body=[], type_ignores=[])
+            pairs = [("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
+                     for k, args in enumerate(json.loads(spec["tests"]))]
+        else:
+            module = ast.parse(spec["tests"])
+            pairs = split_check(spec["tests"], module)
+        prompt_code = setup_code = None
     namespace = {"__name__": "__main__"}
     load_error = None
     hello = read_greeting(replies, MAX_REPLY_BYTES)
@@ -130,10 +170,13 @@ def main(spec):
         try:
             # The prompt is task content: it may define helpers the tests call
             # (HumanEval/32's ``poly``). Its stub of the entry point is replaced below.
-            exec(compile(spec.get("prompt", ""), "<prompt>", "exec"), namespace)
+            if compiled is None:
+                prompt_code = compile(spec.get("prompt", ""), "<prompt>", "exec")
+            if prompt_code is not None:
+                exec(prompt_code, namespace)
         except Exception:  # noqa: BLE001 - a prompt that is not a whole program defines nothing
             pass
-        exec(compile(module_without_check(module), "<tests>", "exec"), namespace)
+        exec(setup_code or compile(module_without_check(module), "<tests>", "exec"), namespace)
         # Tests may name the entry point itself (HumanEval/33 compares the candidate
         # with ``sort_third``): in the original harness that name is the submission's
         # function, so here it is the same proxy as ``candidate``.
@@ -146,7 +189,9 @@ def main(spec):
                 emit(event="test", id=test_id, passed=False, error="not run: " + load_error)
             continue
         try:
-            exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"), namespace)
+            if compiled is None:
+                stmt = compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec")
+            exec(stmt, namespace)
         except BaseException as exc:  # noqa: BLE001 - any failure of a statement fails its test
             if test_id is not None:
                 emit(event="test", id=test_id, passed=False, error=describe(exc, MAX_ERROR_CHARS))
@@ -159,6 +204,10 @@ def main(spec):
     if lost:
         emit(event="submission_lost", error=lost)
     emit(event="done")
+    try:  # the submission's process reads EOF now, not when this one is gone: both exit side by side
+        requests.close()
+    except OSError:
+        pass
     os._exit(0)
 
 

@@ -195,6 +195,25 @@ def _audit_install(fd, token, end_caller):
     sys.addaudithook(hook)
 
 
+def _read_text(path):
+    """A UTF-8 file's text, read without the text layer (a fresh process pays ~0.15 ms for
+    its first ``open()``); newlines are left to ``compile``, which reads them as a file would.
+
+    Raises:
+        OSError, UnicodeDecodeError: the file cannot be read as UTF-8 (a load error).
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks).decode("utf-8")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def _read_files(paths):
     found = {}
     for path in paths:
@@ -243,8 +262,7 @@ def main(spec):
 
     namespace = {"__name__": "__main__"}
     try:
-        with open(spec["solution_path"], encoding="utf-8") as handle:
-            source = handle.read()
+        source = _read_text(spec["solution_path"])
         exec(compile(source, spec["solution_path"], "exec"), namespace)
     except SystemExit as exc:
         # A script (output-based verifiers: spec "script") may end with exit(0); for

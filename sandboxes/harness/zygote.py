@@ -438,8 +438,12 @@ def run_init(request, named, config, roles, parent_alive, setup):
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     try:  # the OOM killer's first choice in the cgroup is the execution, not the zygote
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write("1000")
+        # (os.open, not open(): a text file's first use costs a fresh process ~0.15 ms)
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(adj, b"1000")
+        finally:
+            os.close(adj)
     except OSError:
         pass
     libc.sethostname(b"sandbox", 7)
@@ -496,11 +500,8 @@ def run_init(request, named, config, roles, parent_alive, setup):
     for rel, text in job.get("files", {}).items():
         path = os.path.join(workspace, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    sys.stdin = open(os.devnull)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        write_file(path, text)
+    # sys.stdin/stdout/stderr are the zygote's (see main): fds 0-2 are this tree's now.
     code = 0
     try:
         roles[job.get("role") or config["role"]](job["spec"])
@@ -516,6 +517,28 @@ def run_init(request, named, config, roles, parent_alive, setup):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def write_file(path, text):
+    """Write ``text`` as UTF-8 (what ``open(path, "w", encoding="utf-8")`` writes on Linux,
+    without the text layer a fresh process pays ~0.15 ms to set up)."""
+    data = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def standard_streams():
+    """``sys.stdin``/``stdout``/``stderr`` on fds 0-2, made once here for every tree: a tree
+    puts its own descriptors on 0-2 and keeps these objects (the zygote flushes them
+    before each fork, so no tree inherits buffered output). Made in each tree they cost
+    ~0.3 ms of a fresh process."""
+    sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
 
 
 def cap_limit(kind, soft, hard):
@@ -656,6 +679,7 @@ def main():
         readonly_root = build_root(config.get("bind_dirs", []))
     except OSError as exc:
         refuse(control, "root", exc)
+    standard_streams()
     for name in WARM_MODULES:
         __import__(name)
     roles = load_roles(config["sources"])
