@@ -11,8 +11,8 @@ import pytest
 
 from sandboxes import grading
 from sandboxes import result as R
-from sandboxes.harness import python_check
 from sandboxes.grading import PythonGrader, compiled_suite
+from sandboxes.harness import python_check
 from tasks_library.importers.humaneval import default_path
 
 TESTS = """
