@@ -79,6 +79,10 @@ class WarmGrader:
     runner: Zygote
     driver: Zygote
     spare: tuple[WarmTree, WarmTree] | None = None
+    # Boot the next pair at the end of run_pair (while the caller reads the result). A
+    # caller with a better moment sets False and calls prewarm() itself: the queue's
+    # worker does, once the answer is on its way, so the boot is off every request's path.
+    boot_ahead: bool = True
     runner_fds: list[str] = RUNNER_FDS  # AUDITED_RUNNER_FDS: the submission's tree reports audit events
 
     def exec_argv(self, role: str) -> list[str] | None:
@@ -98,7 +102,11 @@ class WarmGrader:
                 zygote.start()
 
     def prewarm(self) -> None:
-        """Boot the next pair now (a worker calls this once at start)."""
+        """Boot the next pair now, unless one is booted already.
+
+        Raises:
+            ZygoteDied: a zygote could not start.
+        """
         self.ensure_started()
         if self.spare is None:
             self.spare = self._boot_pair()
@@ -194,7 +202,8 @@ class WarmGrader:
                 raise ZygoteDied(f"sandbox process for {zygote.role} died during the execution")
             if zygote.cgroup:  # between trees: the zygote's own usage, the next peak's baseline
                 zygote.cgroup.note_idle_usage()
-        self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
+        if self.boot_ahead:
+            self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
         return outcomes[0], outcomes[1]
 
 

@@ -93,10 +93,19 @@ class PythonExecutor:
         from sandboxes.grading import PythonGrader
 
         self.grader = PythonGrader()
+        self.grader.boot_ahead = False  # the worker calls prewarm() once it has answered
+        self.grader.prewarm()
+
+    def prewarm(self) -> None:
+        """Boot the sandboxes of the next request now (call it between requests).
+
+        Raises:
+            ZygoteDied: a resident sandbox could not start.
+        """
         self.grader.prewarm()
 
     def run(self, request: dict):
-        """Execute one queued request.
+        """Execute one queued request (its sandboxes are booted here if :meth:`prewarm` was not called).
 
         Raises:
             ZygoteDied: the sandbox died (the worker requeues the request).
@@ -124,6 +133,7 @@ class NodeExecutor(PythonExecutor):
         from sandboxes.javascript import NodeGrader
 
         self.grader = NodeGrader()
+        self.grader.boot_ahead = False
         self.grader.prewarm()
 
 

@@ -136,12 +136,25 @@ class Slot(threading.Thread):
                 if raw is not None:
                     with metrics.SANDBOX_BUSY_SLOTS.labels(self.worker.runtime).track_inprogress(), log_context():
                         self._handle(client, raw, processing)
+                    self._prewarm()
             except (redis.RedisError, OSError, ZygoteDied) as exc:
                 log.warning("slot %s: %s; retrying in 1 s", self.worker_id, exc)
                 recover = True
                 time.sleep(1)
         if self.executor is not None:
             self.executor.close()
+
+    def _prewarm(self) -> None:
+        """Boot the next request's sandboxes now that this answer has left (off its path)."""
+        if self.executor is None:
+            return
+        try:
+            self.executor.prewarm()
+        except (ZygoteDied, OSError) as exc:
+            log.warning("slot %s: sandbox could not restart (%s); trying again with the next request",
+                        self.worker_id, exc)
+            self.executor.close()
+            self.executor = None
 
     def _handle(self, client: redis.Redis, raw: bytes, processing: str) -> None:
         try:
