@@ -90,7 +90,12 @@ def _expected_test_ids(test_source: str) -> tuple[str, ...]:
         return tuple(test_id for test_id, _stmt in split_check(test_source) if test_id is not None)
 
 
-@functools.lru_cache(maxsize=1024)
+# Suites above this size are parsed in the sandbox as before: the cache below holds at most
+# COMPILED_SUITES of them, so its memory stays bounded (~256 MB at worst, kilobytes typically).
+COMPILED_SUITE_MAX_CHARS = 256 * 1024
+COMPILED_SUITES = 1024
+
+
 def compiled_suite(test_source: str, prompt: str) -> dict | None:
     """A ``check(candidate)`` suite compiled here for the tests' sandbox (``spec["compiled"]``,
     see ``harness/python_check.py``): ``{"tag": cache tag, "code": base64 of marshal}``.
@@ -100,9 +105,17 @@ def compiled_suite(test_source: str, prompt: str) -> dict | None:
     interpreter has the same cache tag; bytecode from another version is never run.
 
     Returns:
-        None when the suite does not compile here (the sandbox then reads the source and
-        reports the error as it always has).
+        None when the suite does not compile here, or is over
+        :data:`COMPILED_SUITE_MAX_CHARS` (the sandbox then reads the source, and reports
+        any error, as it always has).
     """
+    if len(test_source) + len(prompt) > COMPILED_SUITE_MAX_CHARS:
+        return None
+    return _compiled_suite(test_source, prompt)
+
+
+@functools.lru_cache(maxsize=COMPILED_SUITES)
+def _compiled_suite(test_source: str, prompt: str) -> dict | None:
     with PARSE_LOCK:
         try:
             suite = compile_suite(test_source, prompt)

@@ -70,6 +70,16 @@ def test_a_suite_that_does_not_compile_is_sent_as_source():
     assert compiled_suite("x = 1\n", "") is None  # no check(): the sandbox reports it
 
 
+def test_a_large_suite_is_parsed_in_the_sandbox(grader):
+    """Not compiled or cached on the host (its memory stays bounded), still graded the same."""
+    data = f"DATA = {list(range(60_000))!r}\n"
+    large = data + TESTS
+    assert len(large) > grading.COMPILED_SUITE_MAX_CHARS
+    assert compiled_suite(large, PROMPT) is None
+    result = grader.grade("def inc(n):\n    return n + 1\n", large, "inc", prompt=PROMPT)
+    assert result.status == R.OK and len(result.tests) == 4
+
+
 @pytest.mark.parametrize("program", [
     "def inc(n):\n    return n + 1\n",                                # passes
     "def inc(n):\n    return 2 if n == 1 else n + 1.5\n",             # fails some
