@@ -6,7 +6,8 @@ request pipe and a reply pipe (see ``grading.py`` and ``javascript.py``). A
 namespaces, dropped its privileges and (for Node.js) started its interpreter, and
 now blocks reading its job on fd 3. Handing over a job is one pipe write, so no
 process creation sits on a request's path; the next pair boots while the host
-returns the current result.
+returns the current result, or (``boot_ahead`` off: the queue's worker) once the
+caller has sent the answer on and calls :meth:`WarmGrader.prewarm`.
 
 Descriptors every tree gets: 0-2 (stdin from ``/dev/null``, stdout, stderr), 3 the
 job, 4 the request pipe, 5 the reply pipe, and for the tests' tree 6 the results. A
