@@ -12,10 +12,12 @@ execution on program + tests (2 threads) against ``sandbox_worker --runtime node
 
 Prints JSON: seconds, samples per second and CPU milliseconds per sample (every
 process of the machine, from ``/proc/stat``: the worker, its sandboxes, Redis, the
-kernel) of each, and their ratio (Crucible / peer; issue 3 targets >= 5 for Python); then, one request at a time, Crucible's
-latency p50/p99 back to back and p50 with 100 ms between requests (and for Python
-its overhead: latency minus the test's own run time in this process) in
-milliseconds; idle memory (RSS and PSS of the worker process, and of its sandboxes
+kernel) of each, and their ratio (Crucible / peer; issue 3 targets >= 5 for Python);
+then, one request at a time, Crucible's latency p50/p99 back to back and p50 with
+100 ms between requests (and for Python its overhead: latency minus the test's own
+run time in this process) in milliseconds, split back to back into the sandbox's wall
+time (job handed over to every tree reported), the worker's (off the queue to answer
+sent; the rest of the latency is the client and Redis); idle memory (RSS and PSS of the worker process, and of its sandboxes
 per slot) and which limit mechanism held.
 
 Run: ``.venv/bin/python benchmarks/sandbox_throughput.py``.
@@ -40,7 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
-from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
+from sandboxes.pool_stats import recent_key  # noqa: E402
+from sandboxes.queue import connection, javascript_tests, live_workers, python_tests, run_many  # noqa: E402
 from tasks_library.importers.humaneval import default_path  # noqa: E402
 from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
 
@@ -133,6 +136,9 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
         result = run_many([item])[0]
         latencies.append((time.perf_counter() - started) * 1000)
         sandbox_wall.append(result.wall_ms)
+    # What the worker spent on each of those (off the queue to answer sent), newest first.
+    runtime = requests[0]["runtime"]
+    worker_ms = [json.loads(e)["exec_ms"] for e in connection().lrange(recent_key(runtime), 0, len(requests) - 1)]
     for item in requests[:40]:  # with a pause between requests, as a rollout's generation gives
         time.sleep(0.1)
         started = time.perf_counter()
@@ -147,6 +153,7 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
         "latency_p99_ms": round(_p99(latencies), 2),
         "latency_p50_ms_with_100ms_gaps": round(statistics.median(spaced), 2),
         "sandbox_wall_p50_ms": round(statistics.median(sandbox_wall), 2),
+        "worker_p50_ms": round(statistics.median(worker_ms), 2),
         "enforcement": results[0].enforcement,
         "idle_memory": idle,
     }
