@@ -301,6 +301,8 @@ class CuratorApi(APIView):
 class TaskVersionListApi(generics.ListAPIView):
     """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
 
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
+
     serializer_class = TaskVersionSummarySerializer
     pagination_class = Pagination
 
@@ -310,6 +312,8 @@ class TaskVersionListApi(generics.ListAPIView):
 
 class TaskApi(APIView):
     """One task: its versions (oldest first) and its latest version in full."""
+
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(responses={200: TaskSerializer})
     def get(self, request, task_id: str) -> Response:
@@ -345,6 +349,8 @@ class TaskVersionsApi(CuratorApi):
 class TaskVersionApi(APIView):
     """One version in full: content, test suite, environment, verdict and report."""
 
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
+
     @extend_schema(responses={200: TaskVersionDetailSerializer})
     def get(self, request, task_id: str, number: int) -> Response:
         return Response(TaskVersionDetailSerializer(_version(_task(task_id), number)).data)
@@ -352,6 +358,8 @@ class TaskVersionApi(APIView):
 
 class TaskDiffApi(APIView):
     """The fields that differ between versions ``old`` and ``new`` of a task, as unified diffs."""
+
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(parameters=[OpenApiParameter("old", int, required=True), OpenApiParameter("new", int, required=True)],
                    responses={200: DiffSerializer, 400: ErrorSerializer})
@@ -429,6 +437,8 @@ class ValidateApi(CuratorApi):
 class TaskSetListApi(generics.ListAPIView):
     """Task sets by name, with their size and latest version number."""
 
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
+
     serializer_class = TaskSetSerializer
     pagination_class = Pagination
 
@@ -438,6 +448,8 @@ class TaskSetListApi(generics.ListAPIView):
 
 class TaskSetApi(APIView):
     """One task set: its pinned versions in order and its version history."""
+
+    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(responses={200: TaskSetDetailSerializer})
     def get(self, request, name: str) -> Response:

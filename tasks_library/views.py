@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from kombu.exceptions import OperationalError
 
+from console.access import console_read_page
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import CurationForm, EditForm, FilterForm, PinForm, edit_error_field, first_error
 from tasks_library.models import Task, TaskSet, TaskVersion
@@ -60,6 +61,7 @@ def _task_detail_url(task_id: str, **query) -> str:
 
 
 @login_required
+@console_read_page
 @require_http_methods(["GET", "POST"])
 def task_list(request: HttpRequest) -> HttpResponse:
     """GET: the latest version of every task, filtered, 50 a page. POST: a bulk quarantine/approve."""
@@ -122,6 +124,7 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
 
 
 @login_required
+@console_read_page
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     """A task's versions, the selected one (``?v=N``, default latest) in full, and ``?diff=A..B``."""
     task = get_object_or_404(Task, task_id=task_id)
@@ -153,6 +156,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 @require_POST
 def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     """Enqueue validation of one version (``number`` in the form, default latest) on Celery."""
@@ -176,6 +180,7 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 @require_http_methods(["GET", "POST"])
 def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
     """The latest version's content in a form; a valid submit creates a new version and redirects to it."""
@@ -208,6 +213,7 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 @require_http_methods(["GET", "POST"])
 def taskset_list(request: HttpRequest) -> HttpResponse:
     """GET: the task sets. POST (curators): pin the versions matching a filter as a set, new or existing."""
@@ -242,6 +248,7 @@ def _pin(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@console_read_page
 def taskset_detail(request: HttpRequest, name: str) -> HttpResponse:
     """A task set's pinned versions in order and its version history, with a re-pin form for curators."""
     task_set = get_object_or_404(task_sets_with_sizes(), name=name)

@@ -4,8 +4,10 @@ Private (``CRUCIBLE_CONSOLE_PUBLIC`` off): an anonymous visitor is sent to the l
 refused 403 (JSON); a signed-in user without a role gets 403; a viewer reads. Public: anonymous
 visitors read. The review pages need a signed-in user in either mode, and a role while private.
 
-The URL list comes from the URLconf: every named route must be in READ, SIGNED_IN_READ or EXEMPT
-(with the reason), so a new page fails here until someone decides who may read it.
+The task library needs a signed-in user in either mode, and a role while private.
+
+The URL list comes from the URLconf: every named route must be in READ, SIGNED_IN_READ,
+LIBRARY_READ or EXEMPT (with the reason), so a new page fails here until someone decides who may read it.
 """
 
 from __future__ import annotations
@@ -49,8 +51,24 @@ SIGNED_IN_READ = {
     "review-task-labels": lambda w: f"/review/tasks/{w.versions[0].pk}/",
     "run-review": lambda w: f"/runs/{w.run.pk}/review/",
 }
+# The task library (hidden tests, references): signed in always, a role too while private;
+# url name -> (path from the world, "page" or "json")
+LIBRARY_READ = {
+    "task-list": (lambda w: "/tasks/", "page"),
+    "task-detail": (lambda w: f"/tasks/{w.versions[0].task.task_id}/", "page"),
+    "taskset-list": (lambda w: "/tasksets/", "page"),
+    "taskset-detail": (lambda w: f"/tasksets/{w.taskset}/", "page"),
+    "api-task-versions": (lambda w: "/api/task-versions/", "json"),
+    "api-task-version": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/{w.versions[0].number}/", "json"),
+    "api-task-versions-of": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/", "json"),
+    "api-task-diff": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/diff/?old={w.versions[0].number}"
+                                f"&new={w.versions[0].number}", "json"),
+    "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
+    "api-task-sets": (lambda w: "/api/task-sets/", "json"),
+    "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
+}
 WRITE = "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
-LIBRARY = "the task library: signed-in users only in either mode, curators write (tasks_library.permissions)"
+LIBRARY = "a task library write: curators only (tasks_library.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
     "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
@@ -60,10 +78,8 @@ EXEMPT = {
     "api-docs": "the API's documentation (Swagger UI)", "api-redoc": "the API's documentation (Redoc)",
     **dict.fromkeys(["run-launch", "run-resume", "run-cancel", "alert-acknowledge", "review-queue-new",
                      "review-item-label", "review-item-assign", "review-item-draft", "review-draft-submit"], WRITE),
-    **dict.fromkeys(["task-list", "task-detail", "task-edit", "task-validate", "taskset-list", "taskset-detail",
-                     "api-task-versions", "api-quarantine", "api-approve", "api-validate", "api-task-version",
-                     "api-task-versions-of", "api-task-diff", "api-task", "api-task-sets", "api-task-set-pin",
-                     "api-task-set"], LIBRARY),
+    **dict.fromkeys(["task-edit", "task-validate", "api-quarantine", "api-approve", "api-validate",
+                     "api-task-set-pin"], LIBRARY),
 }
 
 
@@ -81,8 +97,9 @@ def url_names(patterns=None, namespace: tuple[str, ...] = ()):
 
 def test_every_route_is_checked_or_exempt_with_a_reason():
     names = set(url_names())
-    classified = READ.keys() | SIGNED_IN_READ.keys() | EXEMPT.keys()
-    assert not READ.keys() & EXEMPT.keys() and not SIGNED_IN_READ.keys() & (READ.keys() | EXEMPT.keys())
+    classified = READ.keys() | SIGNED_IN_READ.keys() | LIBRARY_READ.keys() | EXEMPT.keys()
+    lists = [READ.keys(), SIGNED_IN_READ.keys(), LIBRARY_READ.keys(), EXEMPT.keys()]
+    assert sum(map(len, lists)) == len(classified), "a route is in two lists"
     unlisted = sorted(names - classified)
     assert not unlisted, (f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
                           "READ (decorate the view with console.access.console_read_page/_json or give it "
@@ -103,7 +120,7 @@ def world(humaneval):
                               prompt="def one():\n    pass\n", entry_point="one", reference_solution="    return 1\n",
                               tests="def check(candidate):\n    assert candidate() == 1\n")
     return SimpleNamespace(viewer=viewer, nobody=nobody, run=run, versions=versions, trajectory=trajectories[0],
-                           queue=queue, item=queue.items.get(), draft=draft)
+                           queue=queue, item=queue.items.get(), draft=draft, taskset=run.task_set.name)
 
 
 def get(path: str, user=None):
@@ -152,6 +169,26 @@ def test_review_pages_need_a_sign_in_always_and_a_role_while_private(world, sett
         assert_sent_to_login(get(path), path)
         assert get(path, world.viewer).status_code == 200, (path, public)
         assert get(path, world.nobody).status_code == (200 if public else 403), (path, public)
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_READ))
+def test_task_library_needs_a_sign_in_always_and_a_role_while_private(world, settings, name):
+    """Hidden tests and references: never to an anonymous visitor; while private, not to a
+    signed-in user without a role either."""
+    path_of, kind = LIBRARY_READ[name]
+    path = path_of(world)
+    for public in (True, False):
+        settings.CRUCIBLE_CONSOLE_PUBLIC = public
+        anonymous = get(path)
+        if kind == "page":
+            assert_sent_to_login(anonymous, path)
+        else:
+            assert anonymous.status_code == 403, (path, public, anonymous.status_code)
+        assert get(path, world.viewer).status_code == 200, (path, public)
+        roleless = get(path, world.nobody)
+        assert roleless.status_code == (200 if public else 403), (path, public, roleless.status_code)
+        if not public:
+            assert b"viewers" in roleless.content, "the refusal says which role to ask for"
 
 
 def test_object_permission_on_one_run_admits_that_run_only(world, settings):
