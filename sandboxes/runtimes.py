@@ -90,11 +90,16 @@ class PythonExecutor:
     kinds = ("python_tests",)
 
     def __init__(self) -> None:
-        from sandboxes.grading import PythonGrader
-
-        self.grader = PythonGrader()
+        self.grader = self.make_grader()
         self.grader.boot_ahead = False  # the worker calls prewarm() once it has answered
         self.grader.prewarm()
+
+    @staticmethod
+    def make_grader():
+        """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`), not yet booted."""
+        from sandboxes.grading import PythonGrader
+
+        return PythonGrader()
 
     def prewarm(self) -> None:
         """Boot the sandboxes of the next request now (call it between requests).
@@ -129,12 +134,11 @@ class NodeExecutor(PythonExecutor):
 
     kinds = ("javascript_tests",)
 
-    def __init__(self) -> None:
+    @staticmethod
+    def make_grader():
         from sandboxes.javascript import NodeGrader
 
-        self.grader = NodeGrader()
-        self.grader.boot_ahead = False
-        self.grader.prewarm()
+        return NodeGrader()
 
 
 EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor}

@@ -293,15 +293,20 @@ def _task_set_detail(name: str) -> dict:
 # --- views ----------------------------------------------------------------------
 
 
-class CuratorApi(APIView):
+class LibraryApi:
+    """The task library's rule on every one of its API views: reads need a sign-in (and a role
+    while the console is private), writes a curator (:class:`IsCuratorOrReadOnly`)."""
+
     permission_classes = [IsCuratorOrReadOnly]
 
 
-@extend_schema(parameters=FILTER_PARAMETERS, responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer})
-class TaskVersionListApi(generics.ListAPIView):
-    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
+class CuratorApi(LibraryApi, APIView):
+    """A library view that also writes (curators only)."""
 
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
+
+@extend_schema(parameters=FILTER_PARAMETERS, responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer})
+class TaskVersionListApi(LibraryApi, generics.ListAPIView):
+    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
 
     serializer_class = TaskVersionSummarySerializer
     pagination_class = Pagination
@@ -310,10 +315,8 @@ class TaskVersionListApi(generics.ListAPIView):
         return filtered(self.request.query_params).versions()
 
 
-class TaskApi(APIView):
+class TaskApi(LibraryApi, APIView):
     """One task: its versions (oldest first) and its latest version in full."""
-
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(responses={200: TaskSerializer})
     def get(self, request, task_id: str) -> Response:
@@ -346,20 +349,16 @@ class TaskVersionsApi(CuratorApi):
         return Response(TaskVersionDetailSerializer(_version(task, new.number)).data, status=status.HTTP_201_CREATED)
 
 
-class TaskVersionApi(APIView):
+class TaskVersionApi(LibraryApi, APIView):
     """One version in full: content, test suite, environment, verdict and report."""
-
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(responses={200: TaskVersionDetailSerializer})
     def get(self, request, task_id: str, number: int) -> Response:
         return Response(TaskVersionDetailSerializer(_version(_task(task_id), number)).data)
 
 
-class TaskDiffApi(APIView):
+class TaskDiffApi(LibraryApi, APIView):
     """The fields that differ between versions ``old`` and ``new`` of a task, as unified diffs."""
-
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(parameters=[OpenApiParameter("old", int, required=True), OpenApiParameter("new", int, required=True)],
                    responses={200: DiffSerializer, 400: ErrorSerializer})
@@ -434,10 +433,8 @@ class ValidateApi(CuratorApi):
 
 
 @extend_schema(responses={200: TaskSetSerializer(many=True)})
-class TaskSetListApi(generics.ListAPIView):
+class TaskSetListApi(LibraryApi, generics.ListAPIView):
     """Task sets by name, with their size and latest version number."""
-
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     serializer_class = TaskSetSerializer
     pagination_class = Pagination
@@ -446,10 +443,8 @@ class TaskSetListApi(generics.ListAPIView):
         return task_sets_with_sizes()
 
 
-class TaskSetApi(APIView):
+class TaskSetApi(LibraryApi, APIView):
     """One task set: its pinned versions in order and its version history."""
-
-    permission_classes = [IsCuratorOrReadOnly]  # reads: signed in, and a role while private
 
     @extend_schema(responses={200: TaskSetDetailSerializer})
     def get(self, request, name: str) -> Response:
