@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Crucible's entry point: every user-facing command is a management command."""
+
 import os
 import sys
 

@@ -47,13 +47,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--steps", type=int, default=30, help="live steps recorded while the clients watch")
+    parser.add_argument(
+        "--steps", type=int, default=30, help="live steps recorded while the clients watch"
+    )
     parser.add_argument("--rate", type=float, default=2.0, help="live steps per second")
     parser.add_argument("--trajectories-per-step", type=int, default=64)
     parser.add_argument("--big-steps", type=int, default=10_000)
     parser.add_argument("--big-trajectories", type=int, default=1_000_000)
-    parser.add_argument("--loads", type=int, default=3, help="first loads measured (the first is cold)")
-    parser.add_argument("--var-dir", default="", help="default: a fresh temporary directory, removed at the end")
+    parser.add_argument(
+        "--loads", type=int, default=3, help="first loads measured (the first is cold)"
+    )
+    parser.add_argument(
+        "--var-dir", default="", help="default: a fresh temporary directory, removed at the end"
+    )
     return parser.parse_args()
 
 
@@ -77,11 +83,24 @@ def seed_library():
     from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
     from tasks_library.services import task_set_pin
 
-    env = EnvironmentVersion.objects.create(content_hash="e" * 64, name="python", runtime="python3.11")
-    suite = TestSuiteVersion.objects.create(content_hash="s" * 64, visible_tests="", hidden_tests="def check(c):\n    pass\n")
+    env = EnvironmentVersion.objects.create(
+        content_hash="e" * 64, name="python", runtime="python3.11"
+    )
+    suite = TestSuiteVersion.objects.create(
+        content_hash="s" * 64, visible_tests="", hidden_tests="def check(c):\n    pass\n"
+    )
     task = Task.objects.create(task_id="Bench/0", source="bench")
-    version = TaskVersion.objects.create(task=task, number=1, content_hash="b" * 64, prompt="p", entry_point="f",
-                                         reference_solution="r", environment=env, test_suite=suite, verdict="valid")
+    version = TaskVersion.objects.create(
+        task=task,
+        number=1,
+        content_hash="b" * 64,
+        prompt="p",
+        entry_point="f",
+        reference_solution="r",
+        environment=env,
+        test_suite=suite,
+        verdict="valid",
+    )
     return task_set_pin(name="bench", versions=[version], author="bench"), version
 
 
@@ -89,14 +108,31 @@ def step_metrics(step: int, steps: int) -> dict:
     """A trainer step's metrics (the same keys training/trainer.py records)."""
     progress = step / max(1, steps)
     return {
-        "reward/mean": 0.2 + 0.6 * progress, "reward/pass_rate": 0.1 + 0.6 * progress,
-        "reward/correctness": 0.2 + 0.6 * progress, "reward/efficiency": 0.5, "flags/rate": 0.02,
-        "rollouts/dropped": 0, "rollouts/timeout": 0, "rollouts/replay_queue": 0, "sampler/groups_skipped": 0,
-        "rollouts/turns_mean": 1.6, "timing/generation_s": 3.1, "timing/sandbox_s": 0.8,
-        "timing/sandbox_busy_s": 1.9, "timing/grading_s": 0.7, "timing/update_s": 1.2, "tokens/generated": 12000,
-        "groups/zero_advantage": 1, "groups/total": 8, "tokens/trained": 11000, "loss/policy": 0.01,
-        "loss/kl": 0.001 * progress, "policy/entropy": 2.0 - progress, "policy/clip_fraction": 0.05,
-        "policy/grad_norm": 0.8, "policy/lr": 2e-4,
+        "reward/mean": 0.2 + 0.6 * progress,
+        "reward/pass_rate": 0.1 + 0.6 * progress,
+        "reward/correctness": 0.2 + 0.6 * progress,
+        "reward/efficiency": 0.5,
+        "flags/rate": 0.02,
+        "rollouts/dropped": 0,
+        "rollouts/timeout": 0,
+        "rollouts/replay_queue": 0,
+        "sampler/groups_skipped": 0,
+        "rollouts/turns_mean": 1.6,
+        "timing/generation_s": 3.1,
+        "timing/sandbox_s": 0.8,
+        "timing/sandbox_busy_s": 1.9,
+        "timing/grading_s": 0.7,
+        "timing/update_s": 1.2,
+        "tokens/generated": 12000,
+        "groups/zero_advantage": 1,
+        "groups/total": 8,
+        "tokens/trained": 11000,
+        "loss/policy": 0.01,
+        "loss/kl": 0.001 * progress,
+        "policy/entropy": 2.0 - progress,
+        "policy/clip_fraction": 0.05,
+        "policy/grad_norm": 0.8,
+        "policy/lr": 2e-4,
     }
 
 
@@ -110,8 +146,12 @@ def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[i
     from training.models import StepMetric, TrainingRun, Trajectory
     from training.services import REWARD_BINS, reward_histogram
 
-    run = TrainingRun.objects.create(task_set=task_set, total_steps=steps, status=TrainingRun.SUCCEEDED,
-                                     config={"reward_weights": {"correctness": 1.0, "efficiency": 0.5}})
+    run = TrainingRun.objects.create(
+        task_set=task_set,
+        total_steps=steps,
+        status=TrainingRun.SUCCEEDED,
+        config={"reward_weights": {"correctness": 1.0, "efficiency": 0.5}},
+    )
     per_step = max(1, trajectories // steps)
     rng = random.Random(0)
     started = time.perf_counter()
@@ -125,37 +165,91 @@ def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[i
     for step in range(1, steps + 1):
         rewards = [variants[(step * 7 + i) % COMPONENT_VARIANTS][0] for i in range(per_step)]
         mean = sum(rewards) / len(rewards)
-        step_rows.append((run.pk, step, "rl", mean, json.dumps(reward_histogram(rewards)), bins,
-                          json.dumps(step_metrics(step, steps)), now))
+        step_rows.append(
+            (
+                run.pk,
+                step,
+                "rl",
+                mean,
+                json.dumps(reward_histogram(rewards)),
+                bins,
+                json.dumps(step_metrics(step, steps)),
+                now,
+            )
+        )
     s_table = StepMetric._meta.db_table
     t_table = Trajectory._meta.db_table
-    t_columns = ["run_id", "step", "group", "index_in_group", "task_version_id", "status", "reward",
-                 "reward_components", "advantage", "flags", "flag_evidence", "tests_passed", "tests_total",
-                 "prompt_token_ids", "final_code", "created_at"]
+    t_columns = [
+        "run_id",
+        "step",
+        "group",
+        "index_in_group",
+        "task_version_id",
+        "status",
+        "reward",
+        "reward_components",
+        "advantage",
+        "flags",
+        "flag_evidence",
+        "tests_passed",
+        "tests_total",
+        "prompt_token_ids",
+        "final_code",
+        "created_at",
+    ]
     quote = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO {quote(s_table)} (run_id, step, phase, reward_mean, reward_histogram, reward_bins, metrics, "
-            f"recorded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", step_rows)
+            f"recorded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            step_rows,
+        )
 
         def rows():
             for step in range(1, steps + 1):
                 for i in range(per_step):
                     reward, components = variants[(step * 7 + i) % COMPONENT_VARIANTS]
-                    yield (run.pk, step, i // 8, i % 8, version.pk, "ok", reward, components, 0.0, "[]", "{}",
-                           int(reward * 4), 4, "[]", "", now)
+                    yield (
+                        run.pk,
+                        step,
+                        i // 8,
+                        i % 8,
+                        version.pk,
+                        "ok",
+                        reward,
+                        components,
+                        0.0,
+                        "[]",
+                        "{}",
+                        int(reward * 4),
+                        4,
+                        "[]",
+                        "",
+                        now,
+                    )
 
-        cursor.executemany(f"INSERT INTO {quote(t_table)} ({', '.join(quote(c) for c in t_columns)}) "
-                           f"VALUES ({', '.join(['%s'] * len(t_columns))})", rows())
-    return run.pk, {"steps": steps, "trajectories": per_step * steps, "seed_s": round(time.perf_counter() - started, 2)}
+        cursor.executemany(
+            f"INSERT INTO {quote(t_table)} ({', '.join(quote(c) for c in t_columns)}) "
+            f"VALUES ({', '.join(['%s'] * len(t_columns))})",
+            rows(),
+        )
+    return run.pk, {
+        "steps": steps,
+        "trajectories": per_step * steps,
+        "seed_s": round(time.perf_counter() - started, 2),
+    }
 
 
 def live_run(task_set):
     from training import services
     from training.config import RunConfig
 
-    run = services.run_create(task_set=task_set, config=RunConfig.from_dict(
-        {"steps": 100000, "reward_weights": {"correctness": 1.0, "efficiency": 0.5}}))
+    run = services.run_create(
+        task_set=task_set,
+        config=RunConfig.from_dict(
+            {"steps": 100000, "reward_weights": {"correctness": 1.0, "efficiency": 0.5}}
+        ),
+    )
     services.run_transition(run_id=run.pk, to_status="launching")
     services.run_transition(run_id=run.pk, to_status="running")
     return run
@@ -164,22 +258,46 @@ def live_run(task_set):
 def rollouts_for(version, step: int, count: int) -> list:
     from training.rollout import Rollout, TaskSpec, TurnRecord
 
-    spec = TaskSpec(task_version_id=version.pk, prompt="p", entry_point="f", visible_tests="", hidden_tests="",
-                    timeout_s=5)
+    spec = TaskSpec(
+        task_version_id=version.pk,
+        prompt="p",
+        entry_point="f",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=5,
+    )
     out = []
     for i in range(count):
         c = ((i * 37 + step * 11) % 100) / 100
         e = ((i * 53 + step * 5) % 100) / 100
-        out.append(Rollout(task=spec, group=i // 8, index_in_group=i % 8, prompt_ids=[1, 2, 3], status="ok",
-                           reward=(c + 0.5 * e) / 1.5, tests_passed=int(c * 4), tests_total=4,
-                           reward_components={"correctness": c, "efficiency": e},
-                           turns=[TurnRecord(policy_text="def f():\n    return 1\n", token_ids=[5, 6, 7],
-                                             logprobs=[-0.1, -0.2, -0.3], code="def f():\n    return 1\n",
-                                             sandbox_status="ok", observation="ok")]))
+        out.append(
+            Rollout(
+                task=spec,
+                group=i // 8,
+                index_in_group=i % 8,
+                prompt_ids=[1, 2, 3],
+                status="ok",
+                reward=(c + 0.5 * e) / 1.5,
+                tests_passed=int(c * 4),
+                tests_total=4,
+                reward_components={"correctness": c, "efficiency": e},
+                turns=[
+                    TurnRecord(
+                        policy_text="def f():\n    return 1\n",
+                        token_ids=[5, 6, 7],
+                        logprobs=[-0.1, -0.2, -0.3],
+                        code="def f():\n    return 1\n",
+                        sandbox_status="ok",
+                        observation="ok",
+                    )
+                ],
+            )
+        )
     return out
 
 
 # --- streaming ------------------------------------------------------------------------------
+
 
 async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool = True) -> dict:
     import aiohttp
@@ -199,7 +317,9 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
     done = asyncio.Event()
 
     async def client(session):
-        async with session.ws_connect(ws_url, headers={"Origin": base}, max_msg_size=0, autoping=True) as ws:
+        async with session.ws_connect(
+            ws_url, headers={"Origin": base}, max_msg_size=0, autoping=True
+        ) as ws:
             async for message in ws:
                 if message.type != aiohttp.WSMsgType.TEXT:
                     break
@@ -216,7 +336,9 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                     by_step.setdefault(event["step"], []).append(latencies[-1])
                     received[0] += 1
                     if "components" not in event or not event["components"]:
-                        raise AssertionError(f"step {event['step']} came without component histograms")
+                        raise AssertionError(
+                            f"step {event['step']} came without component histograms"
+                        )
                     if received[0] == args.clients * args.steps:
                         done.set()
 
@@ -234,7 +356,12 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                 time.sleep(max(0.0, target - time.perf_counter()))
                 rollouts = rollouts_for(version, step, args.trajectories_per_step)
                 recorded[step] = time.perf_counter()
-                services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=step_metrics(step, args.steps))
+                services.step_record(
+                    run_id=run_id,
+                    step=step,
+                    rollouts=rollouts,
+                    metrics=step_metrics(step, args.steps),
+                )
                 persisted[step] = time.perf_counter()
                 record_ms.append((persisted[step] - recorded[step]) * 1000)
         finally:
@@ -251,7 +378,7 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
         record_s = time.perf_counter() - record_started
         try:
             await asyncio.wait_for(done.wait(), timeout=30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         for task in tasks:
             task.cancel()
@@ -259,20 +386,30 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
     expected = args.clients * args.steps
     figures = percentiles(latencies)
     result = {
-        "clients": args.clients, "steps": args.steps, "rate_per_s": args.rate,
-        "trajectories_per_step": args.trajectories_per_step, "connect_all_s": round(connect_s, 2),
-        "record_s": round(record_s, 2), "events_expected": expected, "events_received": len(latencies),
-        "latency_ms": figures, "target_p99_ms": 250,
+        "clients": args.clients,
+        "steps": args.steps,
+        "rate_per_s": args.rate,
+        "trajectories_per_step": args.trajectories_per_step,
+        "connect_all_s": round(connect_s, 2),
+        "record_s": round(record_s, 2),
+        "events_expected": expected,
+        "events_received": len(latencies),
+        "latency_ms": figures,
+        "target_p99_ms": 250,
         # where the time goes: step_record itself (persist + broadcast), the first and the last
         # of the clients to get each step (the spread is the fan-out: server and clients)
         "sqlite_wal_autocheckpoint_in_recorder": autocheckpoint,
         "step_record_ms": percentiles(record_ms),
-        "step_record_slowest": [{"step": i + 1, "ms": round(v, 1)} for i, v in
-                                sorted(enumerate(record_ms), key=lambda item: -item[1])[:3]],
+        "step_record_slowest": [
+            {"step": i + 1, "ms": round(v, 1)}
+            for i, v in sorted(enumerate(record_ms), key=lambda item: -item[1])[:3]
+        ],
         "first_client_ms": percentiles([min(v) for v in by_step.values()]),
         "last_client_ms": percentiles([max(v) for v in by_step.values()]),
         # from step_record's return (persisted and broadcast) to receipt: the fan-out alone
-        "after_persist_ms": percentiles([(now - persisted[step]) * 1000 for step, now in receipts if step in persisted]),
+        "after_persist_ms": percentiles(
+            [(now - persisted[step]) * 1000 for step, now in receipts if step in persisted]
+        ),
         "ok": len(latencies) == expected and figures["p99"] is not None and figures["p99"] < 250,
     }
     after = [(now - persisted[step]) * 1000 for step, now in receipts if step in persisted]
@@ -281,6 +418,7 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
 
 
 # --- first load -----------------------------------------------------------------------------
+
 
 async def first_load(base: str, run_id: int) -> dict:
     import aiohttp
@@ -293,16 +431,25 @@ async def first_load(base: str, run_id: int) -> dict:
         html_s = time.perf_counter() - started
         events = size = 0
         ws_started = time.perf_counter()
-        async with session.ws_connect(base.replace("http://", "ws://") + f"/ws/runs/{run_id}/?after=0",
-                                      headers={"Origin": base}, max_msg_size=0) as ws:
+        async with session.ws_connect(
+            base.replace("http://", "ws://") + f"/ws/runs/{run_id}/?after=0",
+            headers={"Origin": base},
+            max_msg_size=0,
+        ) as ws:
             async for message in ws:
                 events += 1
                 size += len(message.data)
                 if json.loads(message.data).get("kind") == "backfill":
                     break
         backfill_s = time.perf_counter() - ws_started
-    return {"html_ms": round(html_s * 1000, 1), "html_bytes": len(html), "backfill_ms": round(backfill_s * 1000, 1),
-            "backfill_events": events, "backfill_bytes": size, "total_ms": round((html_s + backfill_s) * 1000, 1)}
+    return {
+        "html_ms": round(html_s * 1000, 1),
+        "html_bytes": len(html),
+        "backfill_ms": round(backfill_s * 1000, 1),
+        "backfill_events": events,
+        "backfill_bytes": size,
+        "total_ms": round((html_s + backfill_s) * 1000, 1),
+    }
 
 
 def in_process_figures(run_id: int) -> dict:
@@ -329,14 +476,24 @@ def in_process_figures(run_id: int) -> dict:
     peer_s = time.perf_counter() - started
     return {
         "html_queries": len(page_queries.captured_queries),
-        "backfill": {"queries": len(ours_queries.captured_queries), "ms": round(ours_s * 1000, 1),
-                     "events": len(ours), "bytes": ours_bytes,
-                     "full_steps": selectors.BACKFILL_FULL_STEPS, "max_buckets": selectors.BACKFILL_MAX_BUCKETS,
-                     "component_steps": selectors.BACKFILL_COMPONENT_STEPS,
-                     "buckets": sum(1 for e in ours if e.get("decimated")),
-                     "with_component_histograms": sum(1 for e in ours if "components" in e)},
-        "peer_undecimated_backfill": {"queries": len(peer_queries.captured_queries), "ms": round(peer_s * 1000, 1),
-                                      "events": len(peer), "bytes": peer_bytes, "with_component_histograms": 0},
+        "backfill": {
+            "queries": len(ours_queries.captured_queries),
+            "ms": round(ours_s * 1000, 1),
+            "events": len(ours),
+            "bytes": ours_bytes,
+            "full_steps": selectors.BACKFILL_FULL_STEPS,
+            "max_buckets": selectors.BACKFILL_MAX_BUCKETS,
+            "component_steps": selectors.BACKFILL_COMPONENT_STEPS,
+            "buckets": sum(1 for e in ours if e.get("decimated")),
+            "with_component_histograms": sum(1 for e in ours if "components" in e),
+        },
+        "peer_undecimated_backfill": {
+            "queries": len(peer_queries.captured_queries),
+            "ms": round(peer_s * 1000, 1),
+            "events": len(peer),
+            "bytes": peer_bytes,
+            "with_component_histograms": 0,
+        },
         "ratio_bytes_peer_over_ours": round(peer_bytes / max(1, ours_bytes), 1),
         "ratio_ms_peer_over_ours": round(peer_s / max(1e-9, ours_s), 2),
     }
@@ -361,12 +518,19 @@ def main() -> None:
     from console.stack import Stack, port_free
 
     call_command("migrate", verbosity=0)
-    out: dict = {"benchmark": "console_streaming", "cpus": os.cpu_count(), "database": "sqlite",
-                 "redis": "embedded" if settings.EMBEDDED_REDIS else "REDIS_URL", "var_dir": str(var)}
+    out: dict = {
+        "benchmark": "console_streaming",
+        "cpus": os.cpu_count(),
+        "database": "sqlite",
+        "redis": "embedded" if settings.EMBEDDED_REDIS else "REDIS_URL",
+        "var_dir": str(var),
+    }
     with Stack() as stack:
         stack.redis()
         task_set, version = seed_library()
-        big_id, big = seed_big_run(task_set, version, steps=args.big_steps, trajectories=args.big_trajectories)
+        big_id, big = seed_big_run(
+            task_set, version, steps=args.big_steps, trajectories=args.big_trajectories
+        )
         live, second = live_run(task_set), live_run(task_set)
         from django.db import connection
 
@@ -379,13 +543,17 @@ def main() -> None:
         # in a commit (as when a maintenance task checkpoints off the trainer's path): what is
         # left is the console's own streaming cost
         out["streaming_without_checkpoint_stalls"] = asyncio.run(
-            stream(base, second.pk, version, args, autocheckpoint=False))
+            stream(base, second.pk, version, args, autocheckpoint=False)
+        )
         loads = [asyncio.run(first_load(base, big_id)) for _ in range(max(1, args.loads))]
     figures = in_process_figures(big_id)
     warm = loads[1:] or loads
     out["first_load"] = {
-        **big, "cold": loads[0], "warm_median_total_ms": statistics.median(load["total_ms"] for load in warm),
-        "html_queries": figures.pop("html_queries"), "target_ms": 1000,
+        **big,
+        "cold": loads[0],
+        "warm_median_total_ms": statistics.median(load["total_ms"] for load in warm),
+        "html_queries": figures.pop("html_queries"),
+        "target_ms": 1000,
         "ok": loads[0]["total_ms"] < 1000 and all(load["total_ms"] < 1000 for load in warm),
         **figures,
     }

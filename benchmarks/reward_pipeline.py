@@ -48,18 +48,34 @@ def _tasks():
 
     from training.rollout import TaskSpec
 
-    return [TaskSpec(task_version_id=index + 1, prompt=p["prompt"], entry_point=p["entry_point"], visible_tests="",
-                     hidden_tests=p["test"], timeout_s=10.0, reference_solution=p["canonical_solution"])
-            for index, p in enumerate(read_problems().values())]
+    return [
+        TaskSpec(
+            task_version_id=index + 1,
+            prompt=p["prompt"],
+            entry_point=p["entry_point"],
+            visible_tests="",
+            hidden_tests=p["test"],
+            timeout_s=10.0,
+            reference_solution=p["canonical_solution"],
+        )
+        for index, p in enumerate(read_problems().values())
+    ]
 
 
 def _requests(tasks, programs):
-    from sandboxes.queue import python_tests
     from sandboxes.process import Limits
+    from sandboxes.queue import python_tests
 
-    return [python_tests(program, t.hidden_tests, t.entry_point, prompt=t.prompt,
-                         limits=Limits(wall_timeout_s=t.timeout_s, cpu_s=int(t.timeout_s) + 1))
-            for t, program in zip(tasks, programs)]
+    return [
+        python_tests(
+            program,
+            t.hidden_tests,
+            t.entry_point,
+            prompt=t.prompt,
+            limits=Limits(wall_timeout_s=t.timeout_s, cpu_s=int(t.timeout_s) + 1),
+        )
+        for t, program in zip(tasks, programs)
+    ]
 
 
 def _programs(tasks, tag: str) -> list[str]:
@@ -71,15 +87,23 @@ def _reference_profiles(tasks, runs: int = 3) -> tuple[list, float]:
     from training.rewards.base import ReferenceStats
 
     started = time.perf_counter()
-    results = run_many(_requests([t for t in tasks for _ in range(runs)],
-                                 [t.prompt + t.reference_solution for t in tasks for _ in range(runs)]))
+    results = run_many(
+        _requests(
+            [t for t in tasks for _ in range(runs)],
+            [t.prompt + t.reference_solution for t in tasks for _ in range(runs)],
+        )
+    )
     seconds = time.perf_counter() - started
     stats = []
     for index in range(len(tasks)):
-        group = results[index * runs:(index + 1) * runs]
-        stats.append(ReferenceStats(wall_ms=statistics.median(r.wall_ms for r in group),
-                                    cpu_ms=statistics.median(r.cpu_ms for r in group),
-                                    peak_memory_bytes=int(statistics.median(r.peak_memory_bytes for r in group))))
+        group = results[index * runs : (index + 1) * runs]
+        stats.append(
+            ReferenceStats(
+                wall_ms=statistics.median(r.wall_ms for r in group),
+                cpu_ms=statistics.median(r.cpu_ms for r in group),
+                peak_memory_bytes=int(statistics.median(r.peak_memory_bytes for r in group)),
+            )
+        )
     return stats, seconds
 
 
@@ -96,8 +120,10 @@ def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[d
     from training.rewards.base import GradedSubmission
     from training.rewards.registry import reward_components_batch
 
-    submissions = [GradedSubmission(task=t, code=code, grade=grade, reference=reference)
-                   for t, code, grade, reference in zip(tasks, programs, grades, references)]
+    submissions = [
+        GradedSubmission(task=t, code=code, grade=grade, reference=reference)
+        for t, code, grade, reference in zip(tasks, programs, grades, references)
+    ]
     rows = [{} for _ in submissions]
     for name in COMPONENTS:
         started = time.perf_counter()
@@ -111,7 +137,9 @@ def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[d
         started = time.perf_counter()
         probes_run(submissions)
         flagged = sum(1 for s in submissions if detect(s))
-        timings["hack_detectors"] = timings.get("hack_detectors", 0.0) + time.perf_counter() - started
+        timings["hack_detectors"] = (
+            timings.get("hack_detectors", 0.0) + time.perf_counter() - started
+        )
     return rows, flagged
 
 
@@ -130,13 +158,27 @@ def _drift(rows: list[dict], steps: int = 200) -> dict | None:
     started = time.perf_counter()
     for step in range(1, steps + 1):
         shift = 0.001 * (step % 7)  # a little movement, no drift
-        metrics = {"reward/mean": statistics.fmean(totals) + shift, **{k: v + shift for k, v in means.items()}}
-        monitor.update(SimpleNamespace(step=step, reward_mean=metrics["reward/mean"], metrics=metrics,
-                                       reward_histogram=reward_histogram(totals), reward_bins=list(REWARD_BINS)))
+        metrics = {
+            "reward/mean": statistics.fmean(totals) + shift,
+            **{k: v + shift for k, v in means.items()},
+        }
+        monitor.update(
+            SimpleNamespace(
+                step=step,
+                reward_mean=metrics["reward/mean"],
+                metrics=metrics,
+                reward_histogram=reward_histogram(totals),
+                reward_bins=list(REWARD_BINS),
+            )
+        )
     per_step_us = (time.perf_counter() - started) / steps * 1e6
-    return {"steps": steps, "rewards_per_step": len(rows), "streams": len(means) + 1,
-            "update_us_per_step": round(per_step_us, 2),
-            "update_us_per_reward_value": round(per_step_us / len(rows), 3)}
+    return {
+        "steps": steps,
+        "rewards_per_step": len(rows),
+        "streams": len(means) + 1,
+        "update_us_per_step": round(per_step_us, 2),
+        "update_us_per_reward_value": round(per_step_us / len(rows), 3),
+    }
 
 
 def main() -> None:
@@ -153,7 +195,9 @@ def main() -> None:
     with Stack() as stack:
         stack.redis()
         if live_workers("python"):
-            sys.exit("a sandbox worker is already running; stop it so the benchmark measures its own")
+            sys.exit(
+                "a sandbox worker is already running; stop it so the benchmark measures its own"
+            )
         stack.sandbox_workers("python", concurrency=WORKERS)
         run_many(_requests(tasks[:WORKERS], _programs(tasks[:WORKERS], "warm")))  # every slot warm
         references, reference_seconds = _reference_profiles(tasks)
@@ -176,8 +220,10 @@ def main() -> None:
             finished = time.perf_counter()
             combined.append(finished - started)
             if round_ == 0:
-                cold = {"seconds": round(finished - graded_at, 3),
-                        **{k: round(v, 3) for k, v in round_timings.items()}}
+                cold = {
+                    "seconds": round(finished - graded_at, 3),
+                    **{k: round(v, 3) for k, v in round_timings.items()},
+                }
             else:
                 rewards_only.append(finished - graded_at)
                 for key, value in round_timings.items():
@@ -194,14 +240,19 @@ def main() -> None:
             "grading_plus_rewards_s": round(combined_s, 3),
             "overhead_ratio": round(combined_s / grading_s, 3),
             # The same from its parts: less exposed to the grading time's noise on a shared machine.
-            "overhead_ratio_from_parts": round((grading_s + statistics.median(rewards_only or [cold["seconds"]]))
-                                               / grading_s, 3),
+            "overhead_ratio_from_parts": round(
+                (grading_s + statistics.median(rewards_only or [cold["seconds"]])) / grading_s, 3
+            ),
             "overhead_target": 1.5,
             "rewards_s_warm": round(statistics.median(rewards_only), 3) if rewards_only else None,
-            "rewards_s_per_component_warm": {k: round(v / warm_rounds, 4) for k, v in timings.items()},
+            "rewards_s_per_component_warm": {
+                k: round(v / warm_rounds, 4) for k, v in timings.items()
+            },
             "rewards_cold_first_round": cold,
             "reference_profiles_s": round(reference_seconds, 3),
-            "component_means": {name: round(statistics.fmean(r[name] for r in rows), 4) for name in COMPONENTS},
+            "component_means": {
+                name: round(statistics.fmean(r[name] for r in rows), 4) for name in COMPONENTS
+            },
             "hack_detectors": _hacks() is not None,
             "flagged_submissions_last_round": flagged,
             "audit_events_seen": audit_events,

@@ -77,21 +77,46 @@ class Watcher(threading.Thread):
         deadline = time.monotonic() + timeout_s
         while (found := self.first(after, check)) is None:
             if time.monotonic() > deadline:
-                raise SystemExit(f"the pool did not get there within {timeout_s:.0f} s; last: {self.samples[-1:]}")
+                raise SystemExit(
+                    f"the pool did not get there within {timeout_s:.0f} s; last: {self.samples[-1:]}"
+                )
             time.sleep(0.02)
         return found
 
     def peak(self, after: float) -> tuple[int, int]:
-        seen = [(state.get("workers", 0), slots) for at, slots, state in list(self.samples) if at >= after]
+        seen = [
+            (state.get("workers", 0), slots)
+            for at, slots, state in list(self.samples)
+            if at >= after
+        ]
         return max(w for w, _s in seen), max(s for _w, s in seen)
 
 
 def start_pool(url: str, *, max_workers: int, concurrency: int, delay_s: float) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "manage.py", "sandbox_worker", "--runtime", "python", "--min-workers", "1",
-         "--max-workers", str(max_workers), "--concurrency", str(concurrency), "--scale-interval", "0.5",
-         "--scale-down-delay", str(delay_s)],
-        cwd=ROOT, env={**os.environ, "REDIS_URL": url}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "manage.py",
+            "sandbox_worker",
+            "--runtime",
+            "python",
+            "--min-workers",
+            "1",
+            "--max-workers",
+            str(max_workers),
+            "--concurrency",
+            str(concurrency),
+            "--scale-interval",
+            "0.5",
+            "--scale-down-delay",
+            str(delay_s),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "REDIS_URL": url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc
 
 
@@ -142,6 +167,7 @@ def main() -> None:
         Q.connection.cache_clear()
         watcher = Watcher()
         watcher.start()
+
         def at_floor(slots, state):
             return slots == floor_slots and state.get("draining") == 0
 
@@ -151,7 +177,12 @@ def main() -> None:
         def at_ceiling(slots, state):
             return slots == ceiling_slots
 
-        pool = start_pool(url, max_workers=args.max_workers, concurrency=args.concurrency, delay_s=args.scale_down_delay)
+        pool = start_pool(
+            url,
+            max_workers=args.max_workers,
+            concurrency=args.concurrency,
+            delay_s=args.scale_down_delay,
+        )
         try:
             started = time.monotonic()
             first_ready_ms = watcher.wait(started, at_floor, timeout_s=60)
@@ -159,8 +190,11 @@ def main() -> None:
             # 1. announced: a trainer's rollout, then its update
             t0 = time.monotonic()
             D.publish("bench-trainer", phase="rollout", demand={"python": ceiling_slots})
-            announced = {"demand": ceiling_slots, "decision_ms": watcher.wait(t0, at_ceiling_target),
-                         "scale_up_ms": watcher.wait(t0, at_ceiling)}
+            announced = {
+                "demand": ceiling_slots,
+                "decision_ms": watcher.wait(t0, at_ceiling_target),
+                "scale_up_ms": watcher.wait(t0, at_ceiling),
+            }
             time.sleep(1.0)
             t1 = time.monotonic()
             D.publish("bench-trainer", phase="update", demand={"python": 0})
@@ -172,19 +206,23 @@ def main() -> None:
             answered = time.monotonic()
             peak_workers, peak_slots = watcher.peak(submitted)
             elastic = {
-                "executions": args.executions, "decision_ms": watcher.first(submitted, at_ceiling_target),
+                "executions": args.executions,
+                "decision_ms": watcher.first(submitted, at_ceiling_target),
                 "scale_up_ms": watcher.first(submitted, at_ceiling),
                 "all_answered_ms": round((answered - submitted) * 1000, 1),
                 "scale_down_ms": watcher.wait(answered, at_floor),
                 "lost": sum(1 for r in results if r.status != R.OK),
-                "peak_workers": peak_workers, "peak_slots": peak_slots,
+                "peak_workers": peak_workers,
+                "peak_slots": peak_slots,
             }
         finally:
             stop_pool(pool)
         left_behind = isolated.llen(Q.pending_key("python"))
 
         # 3. the same burst on a fixed pool at the floor
-        fixed = start_pool(url, max_workers=1, concurrency=args.concurrency, delay_s=args.scale_down_delay)
+        fixed = start_pool(
+            url, max_workers=1, concurrency=args.concurrency, delay_s=args.scale_down_delay
+        )
         try:
             watcher.wait(time.monotonic(), at_floor, timeout_s=60)
             submitted, results = burst(args.executions, args.seconds)
@@ -195,18 +233,33 @@ def main() -> None:
             watcher.stopping.set()
             isolated.flushdb()
 
-    print(json.dumps({
-        "backend": "local",
-        "pool": {"min_workers": 1, "max_workers": args.max_workers, "slots_per_worker": args.concurrency,
-                 "scale_interval_s": 0.5, "scale_down_delay_s": args.scale_down_delay,
-                 "execution_s": args.seconds, "cpus": os.cpu_count()},
-        "first_worker_ready_ms": first_ready_ms,
-        "announced": announced,
-        "burst": elastic,
-        "fixed_floor_pool": {"executions": args.executions, "all_answered_ms": fixed_ms, "lost": fixed_lost},
-        "burst_speedup_elastic_over_fixed": round(fixed_ms / elastic["all_answered_ms"], 3),
-        "requests_left_in_queue": left_behind,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "backend": "local",
+                "pool": {
+                    "min_workers": 1,
+                    "max_workers": args.max_workers,
+                    "slots_per_worker": args.concurrency,
+                    "scale_interval_s": 0.5,
+                    "scale_down_delay_s": args.scale_down_delay,
+                    "execution_s": args.seconds,
+                    "cpus": os.cpu_count(),
+                },
+                "first_worker_ready_ms": first_ready_ms,
+                "announced": announced,
+                "burst": elastic,
+                "fixed_floor_pool": {
+                    "executions": args.executions,
+                    "all_answered_ms": fixed_ms,
+                    "lost": fixed_lost,
+                },
+                "burst_speedup_elastic_over_fixed": round(fixed_ms / elastic["all_answered_ms"], 3),
+                "requests_left_in_queue": left_behind,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,16 +47,27 @@ HOSTILE_LIMITS = Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2)
 
 def host_state(worker_pids: list[int]) -> dict:
     user = "nobody" if os.geteuid() == 0 else str(os.geteuid())
-    ps = subprocess.run(["ps", "-u", user, "-o", "pid="], capture_output=True, text=True).stdout.split()
+    ps = subprocess.run(
+        ["ps", "-u", user, "-o", "pid="], capture_output=True, text=True
+    ).stdout.split()
     mounts = len(Path("/proc/self/mountinfo").read_text().splitlines())
-    groups = sum(1 for c in cgroups.CONTROLLERS for _ in (cgroups.ROOT / c / cgroups.PARENT).glob("*")) if cgroups.available() else 0
+    groups = (
+        sum(1 for c in cgroups.CONTROLLERS for _ in (cgroups.ROOT / c / cgroups.PARENT).glob("*"))
+        if cgroups.available()
+        else 0
+    )
     rss = 0
     for pid in worker_pids:
         for each in [pid, *_children(pid)]:
             for line in Path(f"/proc/{each}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     rss += int(line.split()[1]) * 1024
-    return {"sandbox_user_processes": len(ps), "host_mounts": mounts, "crucible_cgroups": groups, "workers_rss_bytes": rss}
+    return {
+        "sandbox_user_processes": len(ps),
+        "host_mounts": mounts,
+        "crucible_cgroups": groups,
+        "workers_rss_bytes": rss,
+    }
 
 
 def _children(pid: int) -> list[int]:
@@ -74,13 +85,36 @@ def main() -> None:
         python_rows = [json.loads(line) for line in handle]
     with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
         js_rows = [json.loads(line) for line in handle]
-    honest = [(python_tests(r["prompt"] + r["canonical_solution"], r["test"], r["entry_point"], prompt=r["prompt"]), "honest")
-              for r in python_rows]
+    honest = [
+        (
+            python_tests(
+                r["prompt"] + r["canonical_solution"],
+                r["test"],
+                r["entry_point"],
+                prompt=r["prompt"],
+            ),
+            "honest",
+        )
+        for r in python_rows
+    ]
     for row in js_rows:
         entry = re.search(r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]).group(1)
         kind = "broken-dataset" if row["task_id"] in BROKEN_JS else "honest"
-        honest.append((javascript_tests(row["prompt"] + row["canonical_solution"], row["test"], entry, prompt=row["prompt"]), kind))
-    hostile = [(python_tests(case.program, TESTS, "add", limits=HOSTILE_LIMITS), "hostile") for case in CORPUS]
+        honest.append(
+            (
+                javascript_tests(
+                    row["prompt"] + row["canonical_solution"],
+                    row["test"],
+                    entry,
+                    prompt=row["prompt"],
+                ),
+                kind,
+            )
+        )
+    hostile = [
+        (python_tests(case.program, TESTS, "add", limits=HOSTILE_LIMITS), "hostile")
+        for case in CORPUS
+    ]
     rng = random.Random(0)
     counts: collections.Counter = collections.Counter()
     false_passes, honest_failures = [], []
@@ -107,18 +141,24 @@ def main() -> None:
             batches += 1
         time.sleep(3)  # let the last trees' teardown finish
         after = host_state(workers)
-    print(json.dumps({
-        "minutes": args.minutes,
-        "batches": batches,
-        "executions": sum(counts.values()),
-        "by_status": dict(counts),
-        "false_passes": len(false_passes),
-        "honest_failures": honest_failures[:20],
-        "honest_failure_count": len(honest_failures),
-        "before": before,
-        "after": after,
-        "workers_rss_growth_bytes": after["workers_rss_bytes"] - before["workers_rss_bytes"],
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "minutes": args.minutes,
+                "batches": batches,
+                "executions": sum(counts.values()),
+                "by_status": dict(counts),
+                "false_passes": len(false_passes),
+                "honest_failures": honest_failures[:20],
+                "honest_failure_count": len(honest_failures),
+                "before": before,
+                "after": after,
+                "workers_rss_growth_bytes": after["workers_rss_bytes"]
+                - before["workers_rss_bytes"],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

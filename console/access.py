@@ -34,8 +34,10 @@ from rest_framework.permissions import BasePermission
 
 from console.env import env_bool
 
-NO_ROLE = ("your account has no role that may read the console: ask an admin to add you to the viewers group "
-           "(or to give you training.view_trainingrun)")
+NO_ROLE = (
+    "your account has no role that may read the console: ask an admin to add you to the viewers group "
+    "(or to give you training.view_trainingrun)"
+)
 SIGN_IN = "sign in to read the console (CRUCIBLE_CONSOLE_PUBLIC is off)"
 
 

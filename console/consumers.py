@@ -50,7 +50,9 @@ CLOSE_NOT_FOUND = 4404
 
 # (run, step, reward_mean, histogram) -> the task computing that step's component histograms,
 # per event loop: the first reader of a step queries, the others await its answer.
-_COMPONENTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict]" = weakref.WeakKeyDictionary()
+_COMPONENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, OrderedDict] = (
+    weakref.WeakKeyDictionary()
+)
 _COMPONENTS_KEEP = 256
 
 
@@ -61,8 +63,11 @@ async def step_components(run_id: int, event: dict) -> dict:
     key = (run_id, event.get("step"), event.get("reward_mean"), tuple(event.get("histogram") or ()))
     task = cache.get(key)
     if task is None:
-        task = loop.create_task(database_sync_to_async(selectors.step_event_components)(
-            run_id=run_id, step=event["step"], metrics=event.get("metrics") or {}))
+        task = loop.create_task(
+            database_sync_to_async(selectors.step_event_components)(
+                run_id=run_id, step=event["step"], metrics=event.get("metrics") or {}
+            )
+        )
         cache[key] = task
         while len(cache) > _COMPONENTS_KEEP:
             cache.popitem(last=False)
@@ -70,8 +75,12 @@ async def step_components(run_id: int, event: dict) -> dict:
         return await asyncio.shield(task)
     except Exception:  # noqa: BLE001 - the step itself still goes out; the next reader retries
         cache.pop(key, None)
-        log.warning("could not read the component histograms of run %s step %s", run_id, event.get("step"),
-                    exc_info=True)
+        log.warning(
+            "could not read the component histograms of run %s step %s",
+            run_id,
+            event.get("step"),
+            exc_info=True,
+        )
         return {}
 
 
@@ -96,7 +105,7 @@ class RunHub:
         self.channel: str | None = None
         self.task: asyncio.Task | None = None
 
-    async def join(self, watcher: "RunConsumer") -> None:
+    async def join(self, watcher: RunConsumer) -> None:
         """Add ``watcher``; on return the hub is in the group, so no later event is missed."""
         async with self.lock:
             self.watchers.add(watcher)
@@ -106,7 +115,7 @@ class RunHub:
                 await self.layer.group_add(run_group(self.run_id), self.channel)
                 self.task = asyncio.get_running_loop().create_task(self._pump(self.channel))
 
-    async def leave(self, watcher: "RunConsumer") -> None:
+    async def leave(self, watcher: RunConsumer) -> None:
         async with self.lock:
             self.watchers.discard(watcher)
             if self.watchers or self.task is None:
@@ -129,7 +138,9 @@ class RunHub:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - Redis away: the watchers back-fill on reconnect
-                log.warning("run %s hub: receive failed; retrying in 1 s", self.run_id, exc_info=True)
+                log.warning(
+                    "run %s hub: receive failed; retrying in 1 s", self.run_id, exc_info=True
+                )
                 await asyncio.sleep(1)
                 continue
             if message.get("type") != "run.event":
@@ -145,7 +156,9 @@ class RunHub:
 
 
 # event loop -> run id -> hub (a test's loop, or daphne's one loop)
-_HUBS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, RunHub]]" = weakref.WeakKeyDictionary()
+_HUBS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, RunHub]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def run_hub(layer, run_id: int) -> RunHub:
@@ -162,7 +175,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.held: list[str] = []
         user = self.scope.get("user")
         # public: no thread hop to ask the database
-        if not console_public() and not await database_sync_to_async(may_watch_run)(user, self.run_id):
+        if not console_public() and not await database_sync_to_async(may_watch_run)(
+            user, self.run_id
+        ):
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -178,7 +193,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.hub = run_hub(self.channel_layer, self.run_id)
         await self.hub.join(self)  # first: an event recorded during the back-fill is held, not lost
         await self.accept()
-        backlog = await database_sync_to_async(selectors.run_backfill_bounded)(run_id=self.run_id, after=after)
+        backlog = await database_sync_to_async(selectors.run_backfill_bounded)(
+            run_id=self.run_id, after=after
+        )
         for event in backlog:
             await self.send_json(event)
         while self.held:

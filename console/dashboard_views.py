@@ -45,15 +45,20 @@ COMPARE_MAX_RUNS = len(RUN_COLOURS)
 
 def may_launch(user) -> bool:
     """Holders of ``training.add_trainingrun`` (superusers hold every permission) and curators."""
-    return bool(user.is_authenticated and (user.has_perm("training.add_trainingrun") or is_curator(user)))
+    return bool(
+        user.is_authenticated and (user.has_perm("training.add_trainingrun") or is_curator(user))
+    )
 
 
 def may_resume(user) -> bool:
     """Holders of ``training.change_trainingrun`` (operators, superusers) and curators."""
-    return bool(user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+    return bool(
+        user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user))
+    )
 
 
 # --- launch -----------------------------------------------------------------------------
+
 
 def parse_config_text(text: str) -> dict:
     """Config overrides from the form: a JSON object, or ``KEY=VALUE`` lines (values read as
@@ -69,10 +74,12 @@ def parse_config_text(text: str) -> dict:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"config overrides are not valid JSON: {exc.msg} (line {exc.lineno}, "
-                              f"column {exc.colno})") from None
+            raise ConfigError(
+                f"config overrides are not valid JSON: {exc.msg} (line {exc.lineno}, "
+                f"column {exc.colno})"
+            ) from None
         if not isinstance(data, dict):
-            raise ConfigError("config overrides in JSON must be one object: {\"key\": value, ...}")
+            raise ConfigError('config overrides in JSON must be one object: {"key": value, ...}')
         return data
     lines = [line.strip() for line in text.splitlines()]
     pairs = [line for line in lines if line and not line.startswith("#")]
@@ -80,21 +87,37 @@ def parse_config_text(text: str) -> dict:
         key, sep, _value = line.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"line {line!r}: write KEY=VALUE, for example lr=1e-4")
-    return parse_overrides([f"{k.strip()}={v.strip()}" for k, _s, v in (p.partition("=") for p in pairs)])
+    return parse_overrides(
+        [f"{k.strip()}={v.strip()}" for k, _s, v in (p.partition("=") for p in pairs)]
+    )
 
 
 class RunLaunchForm(forms.Form):
-    task_set = forms.ModelChoiceField(queryset=TaskSet.objects.order_by("name"), empty_label=None,
-                                      help_text="what the run trains on: the set's valid, unquarantined versions")
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.order_by("name"),
+        empty_label=None,
+        help_text="what the run trains on: the set's valid, unquarantined versions",
+    )
     steps = forms.IntegerField(min_value=1, max_value=1_000_000, initial=20, help_text="GRPO steps")
-    backend = forms.ChoiceField(choices=[("local", "local (a trainer process on this host)"),
-                                         ("kubernetes", "kubernetes (a Job; set kubernetes={\"image\": ...})")],
-                                initial="local")
+    backend = forms.ChoiceField(
+        choices=[
+            ("local", "local (a trainer process on this host)"),
+            ("kubernetes", 'kubernetes (a Job; set kubernetes={"image": ...})'),
+        ],
+        initial="local",
+    )
     config = forms.CharField(
-        required=False, label="Config overrides",
-        widget=forms.Textarea(attrs={"rows": 8, "cols": 70, "spellcheck": "false",
-                                     "placeholder": "lr=1e-4\ngroup_size=4\nreward_weights={\"correctness\": 1.0}\n\n"
-                                                    "or one JSON object: {\"lr\": 0.0001, \"group_size\": 4}"}),
+        required=False,
+        label="Config overrides",
+        widget=forms.Textarea(
+            attrs={
+                "rows": 8,
+                "cols": 70,
+                "spellcheck": "false",
+                "placeholder": 'lr=1e-4\ngroup_size=4\nreward_weights={"correctness": 1.0}\n\n'
+                'or one JSON object: {"lr": 0.0001, "group_size": 4}',
+            }
+        ),
         help_text="KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for every key",
     )
 
@@ -108,7 +131,9 @@ class RunLaunchForm(forms.Form):
             self.add_error("config", str(exc))
             return cleaned
         if "steps" in overrides:
-            self.add_error("config", "config key 'steps': set the number of steps in the Steps field, not here")
+            self.add_error(
+                "config", "config key 'steps': set the number of steps in the Steps field, not here"
+            )
             return cleaned
         try:
             config = RunConfig.from_dict({**overrides, "steps": cleaned["steps"]})
@@ -133,21 +158,31 @@ def run_launch(request: HttpRequest) -> HttpResponse:
 
         return redirect_to_login(request.get_full_path())
     if not may_launch(request.user):
-        return HttpResponseForbidden("only curators and operators (training.add_trainingrun) may launch runs")
+        return HttpResponseForbidden(
+            "only curators and operators (training.add_trainingrun) may launch runs"
+        )
     form = RunLaunchForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            run = run_create(task_set=form.cleaned_data["task_set"], config=form.cleaned_data["run_config"],
-                             backend=form.cleaned_data["backend"])
+            run = run_create(
+                task_set=form.cleaned_data["task_set"],
+                config=form.cleaned_data["run_config"],
+                backend=form.cleaned_data["backend"],
+            )
         except ValueError as exc:  # an empty or unvalidated task set, an unusable held-out set
             message = str(exc)
             form.add_error("config" if message.startswith("config key") else "task_set", message)
         else:
             run_launch_task.delay(run.pk)
-            messages.success(request, f"run {run.pk} created on task set {run.task_set.name!r} "
-                                      f"({run.total_steps} steps, {run.backend}); its launch is queued")
+            messages.success(
+                request,
+                f"run {run.pk} created on task set {run.task_set.name!r} "
+                f"({run.total_steps} steps, {run.backend}); its launch is queued",
+            )
             return redirect("run-detail", run_id=run.pk)
-    return render(request, "console/run_launch.html", {"form": form}, status=400 if form.errors else 200)
+    return render(
+        request, "console/run_launch.html", {"form": form}, status=400 if form.errors else 200
+    )
 
 
 @login_required
@@ -159,20 +194,27 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     from training.tasks import run_launch as run_launch_task
 
     if not may_resume(request.user):
-        return HttpResponseForbidden("only curators and operators (training.change_trainingrun) may resume runs")
+        return HttpResponseForbidden(
+            "only curators and operators (training.change_trainingrun) may resume runs"
+        )
     if not TrainingRun.objects.filter(pk=run_id).exists():
         raise Http404(f"run {run_id} does not exist")
     try:
-        attempt = resume(run_id=run_id, reason=f"resumed by {request.user.get_username()} in the console")
+        attempt = resume(
+            run_id=run_id, reason=f"resumed by {request.user.get_username()} in the console"
+        )
     except InvalidTransition as exc:
         messages.error(request, str(exc))
     else:
         run_launch_task.delay(run_id)
-        messages.success(request, f"resuming run {run_id} (attempt {attempt}) from its last checkpoint")
+        messages.success(
+            request, f"resuming run {run_id} (attempt {attempt}) from its last checkpoint"
+        )
     return redirect("run-detail", run_id=run_id)
 
 
 # --- compare ------------------------------------------------------------------------------
+
 
 def _run_ids(raw: str) -> list[int]:
     ids = []
@@ -196,7 +238,9 @@ def run_compare(request: HttpRequest) -> HttpResponse:
         return page_refusal(request)
     recent = selectors.run_list()[:50]
     if len(ids) < 2:
-        return render(request, "console/run_compare.html", {"runs": [], "recent": recent, "chosen": ids})
+        return render(
+            request, "console/run_compare.html", {"runs": [], "recent": recent, "chosen": ids}
+        )
     if len(ids) > COMPARE_MAX_RUNS:
         ids = ids[:COMPARE_MAX_RUNS]
         messages.info(request, f"comparing the first {COMPARE_MAX_RUNS} runs")
@@ -204,14 +248,30 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     missing = [pk for pk in ids if pk not in runs]
     if missing:
         raise Http404(f"no run {', '.join(map(str, missing))}")
-    data = [{"id": pk, "label": f"run {pk} · {runs[pk].task_set.name} · {runs[pk].status}",
-             "colour": RUN_COLOURS[i], "curves": selectors.run_curves(run_id=pk)} for i, pk in enumerate(ids)]
-    return render(request, "console/run_compare.html",
-                  {"runs": [runs[pk] for pk in ids], "compare_data": data, "recent": recent, "chosen": ids,
-                   "colours": dict(zip(ids, RUN_COLOURS))})
+    data = [
+        {
+            "id": pk,
+            "label": f"run {pk} · {runs[pk].task_set.name} · {runs[pk].status}",
+            "colour": RUN_COLOURS[i],
+            "curves": selectors.run_curves(run_id=pk),
+        }
+        for i, pk in enumerate(ids)
+    ]
+    return render(
+        request,
+        "console/run_compare.html",
+        {
+            "runs": [runs[pk] for pk in ids],
+            "compare_data": data,
+            "recent": recent,
+            "chosen": ids,
+            "colours": dict(zip(ids, RUN_COLOURS)),
+        },
+    )
 
 
 # --- reward components of a span of steps --------------------------------------------------------
+
 
 @require_GET
 @console_read_json
@@ -224,10 +284,14 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
     try:
         first, last = int(request.GET["first"]), int(request.GET["last"])
     except (KeyError, ValueError):
-        return JsonResponse({"error": "give first and last: the span of steps, e.g. ?first=1&last=20"}, status=400)
+        return JsonResponse(
+            {"error": "give first and last: the span of steps, e.g. ?first=1&last=20"}, status=400
+        )
     names = selectors.run_component_names(run_id=run_id)
     try:
-        per_step = selectors.step_component_histograms(run_id=run_id, first=first, last=last, names=names)
+        per_step = selectors.step_component_histograms(
+            run_id=run_id, first=first, last=last, names=names
+        )
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     total = {name: [0] * 10 for name in names}
@@ -241,6 +305,7 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
 
 
 # --- the sandbox pool ------------------------------------------------------------------------------
+
 
 @require_GET
 @console_read_json

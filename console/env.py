@@ -34,7 +34,9 @@ def env_bool(name: str, default: bool = False) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no or on/off")
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no or on/off"
+    )
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
@@ -86,8 +88,12 @@ def env_secret(name: str, default: str = "") -> str:
             secret = handle.read().strip()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ImproperlyConfigured(f"{file_var}={path!r} cannot be read ({reason}); mount the secret "
-                                   f"there or set {name} instead") from exc
+        raise ImproperlyConfigured(
+            f"{file_var}={path!r} cannot be read ({reason}); mount the secret "
+            f"there or set {name} instead"
+        ) from exc
     if not secret:
-        raise ImproperlyConfigured(f"{file_var}={path!r} is empty; it must hold the value of {name}")
+        raise ImproperlyConfigured(
+            f"{file_var}={path!r} is empty; it must hold the value of {name}"
+        )
     return secret

@@ -23,6 +23,8 @@ def broadcast_run_event(run_id: int, event: dict) -> None:
     """Send ``event`` to the run's group; a broker outage is logged, never raised,
     because the event is already persisted and clients back-fill from the database."""
     try:
-        async_to_sync(get_channel_layer().group_send)(run_group(run_id), {"type": "run.event", "event": event})
+        async_to_sync(get_channel_layer().group_send)(
+            run_group(run_id), {"type": "run.event", "event": event}
+        )
     except Exception:  # noqa: BLE001 - live push is best effort over a durable record
         log.warning("could not broadcast event of run %s", run_id, exc_info=True)

@@ -52,7 +52,10 @@ def build_inputs(frontend: Path = FRONTEND) -> dict[str, str]:
     """``{path relative to frontend/ (posix): SHA-256 hex}`` of the build's inputs today."""
     paths = [p for p in (frontend / "console").rglob("*") if p.is_file()]
     paths += [frontend / name for name in BUILD_FILES if (frontend / name).is_file()]
-    return {p.relative_to(frontend).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(paths)}
+    return {
+        p.relative_to(frontend).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(paths)
+    }
 
 
 def build_info(frontend: Path = FRONTEND) -> dict | None:
@@ -72,7 +75,9 @@ def build_outdated(frontend: Path = FRONTEND) -> str | None:
     built, now = info.get("inputs") or {}, build_inputs(frontend)
     changed = sorted(name for name in built.keys() | now.keys() if built.get(name) != now.get(name))
     if changed:
-        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        shown = ", ".join(changed[:3]) + (
+            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        )
         return f"frontend/dist is stale: {shown} changed since it was built"
     return None
 
@@ -83,9 +88,15 @@ def npm_pin(frontend: Path = FRONTEND) -> str:
     Raises:
         ValueError: package.json does not pin ``plotly.js-dist-min`` to one exact version.
     """
-    spec = json.loads((frontend / "package.json").read_text()).get("devDependencies", {}).get(PLOTLY_PACKAGE, "")
+    spec = (
+        json.loads((frontend / "package.json").read_text())
+        .get("devDependencies", {})
+        .get(PLOTLY_PACKAGE, "")
+    )
     if not spec or not spec[0].isdigit():
-        raise ValueError(f"frontend/package.json must pin {PLOTLY_PACKAGE} to an exact version, not {spec!r}")
+        raise ValueError(
+            f"frontend/package.json must pin {PLOTLY_PACKAGE} to an exact version, not {spec!r}"
+        )
     return spec
 
 
@@ -93,7 +104,9 @@ def wheel_plotly_dir() -> Path:
     """The plotly wheel's ``package_data`` folder (found without importing plotly)."""
     spec = importlib.util.find_spec("plotly")
     if spec is None or spec.origin is None:
-        raise ModuleNotFoundError("the plotly package is not installed: pip install -r requirements.txt")
+        raise ModuleNotFoundError(
+            "the plotly package is not installed: pip install -r requirements.txt"
+        )
     return Path(spec.origin).parent / "package_data"
 
 
@@ -108,7 +121,7 @@ def plotly_js_version(path: Path) -> str:
     at = head.find(marker)
     if at < 0:
         raise ValueError(f"{path}: no 'plotly.js vX.Y.Z' banner at the top")
-    return head[at + len(marker):].split()[0]
+    return head[at + len(marker) :].split()[0]
 
 
 def staticfiles_dirs(*, bundled: bool, frontend: Path = FRONTEND) -> list:
@@ -116,7 +129,11 @@ def staticfiles_dirs(*, bundled: bool, frontend: Path = FRONTEND) -> list:
     Neither lists ``frontend/`` itself, which holds node_modules."""
     if bundled:
         return [build_dir(frontend)]
-    return [("console", frontend / "console"), ("fallback", frontend / "fallback"), ("plotly", wheel_plotly_dir())]
+    return [
+        ("console", frontend / "console"),
+        ("fallback", frontend / "fallback"),
+        ("plotly", wheel_plotly_dir()),
+    ]
 
 
 @contextlib.contextmanager
@@ -136,7 +153,10 @@ def _modules_outdated(frontend: Path) -> bool:
     """npm writes node_modules/.package-lock.json on every install: older than the lockfile, or
     missing, means node_modules is not the locked set."""
     hidden = frontend / "node_modules" / ".package-lock.json"
-    return not hidden.exists() or hidden.stat().st_mtime < (frontend / "package-lock.json").stat().st_mtime
+    return (
+        not hidden.exists()
+        or hidden.stat().st_mtime < (frontend / "package-lock.json").stat().st_mtime
+    )
 
 
 def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
@@ -151,20 +171,33 @@ def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
     fallback = f"serving the unbundled console scripts and plotly.js {_wheel_version_or_pin(frontend)} from the plotly wheel"
     npm = shutil.which("npm")
     if npm is None:
-        say(f"front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): {fallback}")
+        say(
+            f"front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): {fallback}"
+        )
         return False
     with _build_lock(frontend):
         why = build_outdated(frontend)  # another process may have built while this one waited
         if why is None:
             return True
         say(f"front-end build: {why}; running npm")
-        steps = ([[npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]] if _modules_outdated(frontend) else [])
+        steps = (
+            [[npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]]
+            if _modules_outdated(frontend)
+            else []
+        )
         steps.append([npm, "run", "--silent", "build"])
         for step in steps:
-            done = subprocess.run(step, cwd=frontend, stdout=sys.stderr, stderr=sys.stderr,
-                                  env={**os.environ, "npm_config_update_notifier": "false"})
+            done = subprocess.run(
+                step,
+                cwd=frontend,
+                stdout=sys.stderr,
+                stderr=sys.stderr,
+                env={**os.environ, "npm_config_update_notifier": "false"},
+            )
             if done.returncode != 0:
-                say(f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): {fallback}")
+                say(
+                    f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): {fallback}"
+                )
                 return False
     why = build_outdated(frontend)
     if why is not None:

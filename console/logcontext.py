@@ -23,14 +23,18 @@ from contextlib import contextmanager
 FIELDS = ("run_id", "step", "trajectory_id", "request_id")
 """The context fields, in the order the plain format shows them."""
 
-_context: contextvars.ContextVar[dict | None] = contextvars.ContextVar("crucible_log_context", default=None)
+_context: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "crucible_log_context", default=None
+)
 _process: dict = {}
 
 
 def _known(fields: dict) -> dict:
     unknown = set(fields) - set(FIELDS)
     if unknown:
-        raise TypeError(f"unknown log context field(s) {sorted(unknown)}; known: {', '.join(FIELDS)}")
+        raise TypeError(
+            f"unknown log context field(s) {sorted(unknown)}; known: {', '.join(FIELDS)}"
+        )
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -78,7 +82,11 @@ class PlainFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
-        known = [f"{name}={getattr(record, name)}" for name in FIELDS if getattr(record, name, None) is not None]
+        known = [
+            f"{name}={getattr(record, name)}"
+            for name in FIELDS
+            if getattr(record, name, None) is not None
+        ]
         if not known:
             return text
         first, newline, rest = text.partition("\n")  # after the message, before any traceback

@@ -20,8 +20,10 @@ def sessions_clear_expired() -> int:
         none in the database, e.g. signed cookies or the cache).
     """
     engine = import_module(settings.SESSION_ENGINE)
-    in_database = settings.SESSION_ENGINE in ("django.contrib.sessions.backends.db",
-                                              "django.contrib.sessions.backends.cached_db")
+    in_database = settings.SESSION_ENGINE in (
+        "django.contrib.sessions.backends.db",
+        "django.contrib.sessions.backends.cached_db",
+    )
     expired = Session.objects.filter(expire_date__lt=timezone.now()).count() if in_database else 0
     try:
         engine.SessionStore.clear_expired()

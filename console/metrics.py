@@ -28,20 +28,51 @@ METRICS_PORT_ENV = "CRUCIBLE_METRICS_PORT"
 
 # --- sandbox workers (sandboxes/worker.py) -----------------------------------------------------
 
-SANDBOX_LATENCY_BUCKETS_MS = (1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000)
+SANDBOX_LATENCY_BUCKETS_MS = (
+    1,
+    2.5,
+    5,
+    10,
+    25,
+    50,
+    100,
+    250,
+    500,
+    1000,
+    2500,
+    5000,
+    10_000,
+    30_000,
+    60_000,
+)
 """Bucket bounds in ms: a warm-zygote execution takes a few ms, a timed-out one up to a minute."""
 
 SANDBOX_EXECUTIONS = Counter(
-    "crucible_sandbox_executions", "Executions answered by this sandbox worker, by runtime, request kind and "
-    "result status (ok, failed, timeout, infra_error...).", ["runtime", "kind", "status"])
+    "crucible_sandbox_executions",
+    "Executions answered by this sandbox worker, by runtime, request kind and "
+    "result status (ok, failed, timeout, infra_error...).",
+    ["runtime", "kind", "status"],
+)
 SANDBOX_LATENCY_MS = Histogram(
-    "crucible_sandbox_execution_latency_ms", "Time a slot spent on one request, from taking it off the queue "
-    "to pushing its answer, in milliseconds.", ["runtime"], buckets=SANDBOX_LATENCY_BUCKETS_MS)
+    "crucible_sandbox_execution_latency_ms",
+    "Time a slot spent on one request, from taking it off the queue "
+    "to pushing its answer, in milliseconds.",
+    ["runtime"],
+    buckets=SANDBOX_LATENCY_BUCKETS_MS,
+)
 # livesum: under the local autoscaler the worker processes are children (see serve_from_env).
-SANDBOX_SLOTS = Gauge("crucible_sandbox_slots", "Slots (concurrent executions) of this sandbox worker.",
-                      ["runtime"], multiprocess_mode="livesum")
-SANDBOX_BUSY_SLOTS = Gauge("crucible_sandbox_busy_slots", "Slots running a request now.",
-                           ["runtime"], multiprocess_mode="livesum")
+SANDBOX_SLOTS = Gauge(
+    "crucible_sandbox_slots",
+    "Slots (concurrent executions) of this sandbox worker.",
+    ["runtime"],
+    multiprocess_mode="livesum",
+)
+SANDBOX_BUSY_SLOTS = Gauge(
+    "crucible_sandbox_busy_slots",
+    "Slots running a request now.",
+    ["runtime"],
+    multiprocess_mode="livesum",
+)
 
 
 def sandbox_execution_observe(*, runtime: str, kind: str, status: str, latency_ms: float) -> None:
@@ -52,21 +83,39 @@ def sandbox_execution_observe(*, runtime: str, kind: str, status: str, latency_m
 
 # --- trainer (training/trainer.py) -------------------------------------------------------------
 
-TRAINER_PHASES = {"generation": "timing/generation_s", "sandbox": "timing/sandbox_s",
-                  "grading": "timing/grading_s", "update": "timing/update_s"}
+TRAINER_PHASES = {
+    "generation": "timing/generation_s",
+    "sandbox": "timing/sandbox_s",
+    "grading": "timing/grading_s",
+    "update": "timing/update_s",
+}
 """Phase label -> the step metric (seconds) the trainer records for it; as the run page's time split."""
 
-TRAINER_STEP = Gauge("crucible_trainer_step", "Last RL step the trainer recorded.", ["run_id"],
-                     multiprocess_mode="mostrecent")
+TRAINER_STEP = Gauge(
+    "crucible_trainer_step",
+    "Last RL step the trainer recorded.",
+    ["run_id"],
+    multiprocess_mode="mostrecent",
+)
 TRAINER_PHASE_SECONDS = Histogram(
-    "crucible_trainer_step_phase_seconds", "Seconds of each RL step spent per phase: generation, sandbox (not "
-    "hidden by generation), grading, update.", ["run_id", "phase"],
-    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800))
-TRAINER_REWARD_MEAN = Gauge("crucible_trainer_reward_mean", "Mean reward of the last step's scored trajectories.",
-                            ["run_id"], multiprocess_mode="mostrecent")
+    "crucible_trainer_step_phase_seconds",
+    "Seconds of each RL step spent per phase: generation, sandbox (not "
+    "hidden by generation), grading, update.",
+    ["run_id", "phase"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+TRAINER_REWARD_MEAN = Gauge(
+    "crucible_trainer_reward_mean",
+    "Mean reward of the last step's scored trajectories.",
+    ["run_id"],
+    multiprocess_mode="mostrecent",
+)
 TRAINER_TOKENS_PER_SECOND = Gauge(
-    "crucible_trainer_tokens_per_second", "Tokens the policy generated in the last step over the step's time "
-    "(the sum of its phases).", ["run_id"], multiprocess_mode="mostrecent")
+    "crucible_trainer_tokens_per_second",
+    "Tokens the policy generated in the last step over the step's time (the sum of its phases).",
+    ["run_id"],
+    multiprocess_mode="mostrecent",
+)
 
 
 def trainer_step_observe(*, run_id: int, step: int, metrics: dict) -> None:
@@ -90,10 +139,17 @@ def trainer_step_observe(*, run_id: int, step: int, metrics: dict) -> None:
 # --- Celery tasks (signals, connected in console/celery.py) ------------------------------------
 
 CELERY_TASKS = Counter(
-    "crucible_celery_tasks", "Celery tasks this worker ran, by task name and state: started, then success, "
-    "failure, retry... (Celery's state names).", ["task", "state"])
-CELERY_TASK_SECONDS = Histogram("crucible_celery_task_duration_seconds", "Run time of Celery tasks.", ["task"],
-                                buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600, 14_400))
+    "crucible_celery_tasks",
+    "Celery tasks this worker ran, by task name and state: started, then success, "
+    "failure, retry... (Celery's state names).",
+    ["task", "state"],
+)
+CELERY_TASK_SECONDS = Histogram(
+    "crucible_celery_task_duration_seconds",
+    "Run time of Celery tasks.",
+    ["task"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600, 14_400),
+)
 _task_started: dict[str, float] = {}
 
 
@@ -113,6 +169,7 @@ def celery_task_postrun(sender=None, task_id=None, task=None, state=None, **_kwa
 
 
 # --- serving ------------------------------------------------------------------------------------
+
 
 class _ProcessAndChildren:
     """This process's registry merged with what its child processes wrote (prometheus_client's
@@ -188,8 +245,10 @@ def serve_from_env(process: str) -> int | None:
         try:
             start_http_server(port, registry=_ProcessAndChildren(children))
         except OSError as exc:
-            raise ImproperlyConfigured(f"{process}: cannot serve metrics on {METRICS_PORT_ENV}={port} "
-                                       f"({exc.strerror or exc}); choose a free port") from exc
+            raise ImproperlyConfigured(
+                f"{process}: cannot serve metrics on {METRICS_PORT_ENV}={port} "
+                f"({exc.strerror or exc}); choose a free port"
+            ) from exc
         os.environ.pop(METRICS_PORT_ENV, None)
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = children
         _served_port = port

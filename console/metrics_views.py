@@ -37,7 +37,10 @@ from console import queues
 
 def celery_queue_keys(queue: str) -> list[str]:
     """The Redis lists of a Celery queue: kombu keeps one per priority step (``name``, ``name\\x06\\x163``...)."""
-    return [queue if step == 0 else f"{queue}{RedisChannel.sep}{step}" for step in RedisChannel.priority_steps]
+    return [
+        queue if step == 0 else f"{queue}{RedisChannel.sep}{step}"
+        for step in RedisChannel.priority_steps
+    ]
 
 
 class CrucibleCollector:
@@ -54,18 +57,30 @@ class CrucibleCollector:
     @staticmethod
     def _redis_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily, GaugeMetricFamily]:
         return (
-            GaugeMetricFamily("crucible_sandbox_queue_depth", "Sandbox requests waiting in the runtime's queue.",
-                              labels=["runtime"]),
-            GaugeMetricFamily("crucible_sandbox_workers_live", "Sandbox worker slots of the runtime with a fresh "
-                              "heartbeat.", labels=["runtime"]),
-            GaugeMetricFamily("crucible_celery_queue_depth", "Messages waiting in the Celery queue.",
-                              labels=["queue"]),
+            GaugeMetricFamily(
+                "crucible_sandbox_queue_depth",
+                "Sandbox requests waiting in the runtime's queue.",
+                labels=["runtime"],
+            ),
+            GaugeMetricFamily(
+                "crucible_sandbox_workers_live",
+                "Sandbox worker slots of the runtime with a fresh heartbeat.",
+                labels=["runtime"],
+            ),
+            GaugeMetricFamily(
+                "crucible_celery_queue_depth",
+                "Messages waiting in the Celery queue.",
+                labels=["queue"],
+            ),
         )
 
     @staticmethod
     def _up() -> GaugeMetricFamily:
-        return GaugeMetricFamily("crucible_metrics_source_up", "1 when the source answered this scrape, else 0.",
-                                 labels=["source"])
+        return GaugeMetricFamily(
+            "crucible_metrics_source_up",
+            "1 when the source answered this scrape, else 0.",
+            labels=["source"],
+        )
 
     def collect(self):
         from sandboxes import queue as Q
@@ -74,8 +89,12 @@ class CrucibleCollector:
 
         up = self._up()
         try:
-            counts = dict(TrainingRun.objects.order_by().values("status").annotate(n=Count("pk"))
-                          .values_list("status", "n"))
+            counts = dict(
+                TrainingRun.objects.order_by()
+                .values("status")
+                .annotate(n=Count("pk"))
+                .values_list("status", "n")
+            )
         except DatabaseError:
             up.add_metric(["database"], 0)
         else:
@@ -99,13 +118,20 @@ class CrucibleCollector:
             for runtime in runtimes:
                 pending[runtime] = next(answers)
                 registered[runtime] = sorted(raw.decode() for raw in next(answers))
-            celery_depth = {queue: sum(next(answers) for _key in celery_queue_keys(queue)) for queue in queues.ALL}
+            celery_depth = {
+                queue: sum(next(answers) for _key in celery_queue_keys(queue))
+                for queue in queues.ALL
+            }
             pipe = client.pipeline(transaction=False)
-            for runtime in runtimes:  # a registered worker slot is live while its heartbeat key exists
+            for (
+                runtime
+            ) in runtimes:  # a registered worker slot is live while its heartbeat key exists
                 for worker_id in registered[runtime]:
                     pipe.exists(Q.alive_key(worker_id))
             beats = iter(pipe.execute())
-            live = {runtime: sum(next(beats) for _id in registered[runtime]) for runtime in runtimes}
+            live = {
+                runtime: sum(next(beats) for _id in registered[runtime]) for runtime in runtimes
+            }
         except (redis.RedisError, OSError):
             up.add_metric(["redis"], 0)
         else:
@@ -141,8 +167,11 @@ def _register_collector() -> None:
 
 
 def _unauthorized() -> HttpResponse:
-    response = HttpResponse("a bearer token is required: Authorization: Bearer <CRUCIBLE_METRICS_TOKEN>\n",
-                            status=401, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(
+        "a bearer token is required: Authorization: Bearer <CRUCIBLE_METRICS_TOKEN>\n",
+        status=401,
+        content_type="text/plain; charset=utf-8",
+    )
     response["WWW-Authenticate"] = 'Bearer realm="crucible-metrics"'
     return response
 
@@ -153,7 +182,9 @@ def metrics(request: HttpRequest) -> HttpResponse:
     token = settings.CRUCIBLE_METRICS_TOKEN
     if token:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        ):
             return _unauthorized()
     _register_collector()
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))

@@ -64,14 +64,17 @@ class ReviewQueue(models.Model):
     """
 
     name = models.CharField(max_length=200)
-    run = models.ForeignKey(TrainingRun, null=True, blank=True, on_delete=models.CASCADE, related_name="review_queues")
+    run = models.ForeignKey(
+        TrainingRun, null=True, blank=True, on_delete=models.CASCADE, related_name="review_queues"
+    )
     strategy = models.CharField(max_length=40, choices=STRATEGIES)
     size = models.PositiveIntegerField()
     reviewers_per_item = models.PositiveIntegerField(default=1)
     seed = models.IntegerField(default=0)
     filters = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -85,15 +88,21 @@ class ReviewItem(models.Model):
     """One sampled trajectory of a queue, at ``position`` (0 first); ``reason`` says why it was picked."""
 
     queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="review_items")
+    trajectory = models.ForeignKey(
+        Trajectory, on_delete=models.CASCADE, related_name="review_items"
+    )
     position = models.PositiveIntegerField()
     reason = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["queue_id", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["queue", "trajectory"], name="unique_review_item_trajectory"),
-            models.UniqueConstraint(fields=["queue", "position"], name="unique_review_item_position"),
+            models.UniqueConstraint(
+                fields=["queue", "trajectory"], name="unique_review_item_trajectory"
+            ),
+            models.UniqueConstraint(
+                fields=["queue", "position"], name="unique_review_item_position"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -104,15 +113,20 @@ class ReviewAssignment(models.Model):
     """An item given to one reviewer; ``completed_at`` is set when they label it."""
 
     item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="assignments")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_assignments")
-    assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_assignments"
+    )
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     assigned_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["item_id", "id"]
-        constraints = [models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_assignment")]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_assignment")
+        ]
 
 
 class ReviewLabel(models.Model):
@@ -121,9 +135,15 @@ class ReviewLabel(models.Model):
     ``feedback`` records what the label did (``{"quarantined": true}``, ``{"hack_example": id}``...).
     """
 
-    item = models.ForeignKey(ReviewItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="review_labels")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_labels")
+    item = models.ForeignKey(
+        ReviewItem, null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    trajectory = models.ForeignKey(
+        Trajectory, on_delete=models.CASCADE, related_name="review_labels"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_labels"
+    )
     label = models.CharField(max_length=20, choices=LABELS)
     note = models.TextField(blank=True)
     feedback = models.JSONField(default=dict, blank=True)
@@ -132,7 +152,9 @@ class ReviewLabel(models.Model):
 
     class Meta:
         ordering = ["-updated_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_label")]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_label")
+        ]
         indexes = [models.Index(fields=["trajectory", "label"])]
 
 
@@ -144,15 +166,19 @@ class HackExample(models.Model):
     in the format of ``tests/training/hack_corpus/corpus.py``.
     """
 
-    trajectory = models.OneToOneField(Trajectory, null=True, blank=True, on_delete=models.SET_NULL,
-                                      related_name="hack_example")
-    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="hack_examples")
+    trajectory = models.OneToOneField(
+        Trajectory, null=True, blank=True, on_delete=models.SET_NULL, related_name="hack_example"
+    )
+    task_version = models.ForeignKey(
+        TaskVersion, on_delete=models.PROTECT, related_name="hack_examples"
+    )
     code = models.TextField()
     label = models.CharField(max_length=40, default=REWARD_HACK)
     flags = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -170,8 +196,9 @@ class TaskDraft(models.Model):
     SUBMITTED = "submitted"
     STATUSES = [(DRAFT, "draft"), (SUBMITTED, "submitted")]
 
-    from_trajectory = models.ForeignKey(Trajectory, null=True, blank=True, on_delete=models.SET_NULL,
-                                        related_name="task_drafts")
+    from_trajectory = models.ForeignKey(
+        Trajectory, null=True, blank=True, on_delete=models.SET_NULL, related_name="task_drafts"
+    )
     task_id = models.CharField(max_length=200)
     prompt = models.TextField()
     entry_point = models.CharField(max_length=200)
@@ -180,12 +207,16 @@ class TaskDraft(models.Model):
     tests = models.TextField()
     harness = models.CharField(max_length=40, default="python-check")
     status = models.CharField(max_length=20, choices=STATUSES, default=DRAFT)
-    task_version = models.ForeignKey(TaskVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    task_version = models.ForeignKey(
+        TaskVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     submitted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -29,10 +29,18 @@ from training.models import MonitorScore, Trajectory, Turn
 PAGE_SIZE = 50
 TURN_CHUNK = 25
 # Flags the trainer raises itself; detectors add their own (the filter takes any name).
-KNOWN_FLAGS = ("infra_error", "rollout_timeout", "timeout", "memory_limit", "output_limit", "crashed")
+KNOWN_FLAGS = (
+    "infra_error",
+    "rollout_timeout",
+    "timeout",
+    "memory_limit",
+    "output_limit",
+    "crashed",
+)
 
 
 # --- filters ------------------------------------------------------------------------
+
 
 class TrajectoryFilterForm(forms.Form):
     """The filters of a trajectory list, from the query string (all optional)."""
@@ -43,8 +51,11 @@ class TrajectoryFilterForm(forms.Form):
     task = forms.CharField(required=False, max_length=200, label="task id contains")
     reward_min = forms.FloatField(required=False, label="reward from")
     reward_max = forms.FloatField(required=False, label="reward to")
-    flag = forms.CharField(required=False, max_length=120,
-                           help_text="any (flagged), none (unflagged), or a flag's name")
+    flag = forms.CharField(
+        required=False,
+        max_length=120,
+        help_text="any (flagged), none (unflagged), or a flag's name",
+    )
     status = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in STATUSES])
     sort = forms.ChoiceField(required=False, choices=[(k, k) for k in selectors.TRAJECTORY_SORTS])
 
@@ -52,10 +63,17 @@ class TrajectoryFilterForm(forms.Form):
         """The keyword arguments of :func:`training.selectors.trajectory_list` (form must be valid).
         Without a sort, one run's trajectories come in step order, every run's newest first."""
         data = self.cleaned_data
-        return {"run_id": run_id if run_id is not None else data["run"], "step_min": data["step_min"],
-                "step_max": data["step_max"], "task": data["task"].strip(), "reward_min": data["reward_min"],
-                "reward_max": data["reward_max"], "flag": data["flag"].strip(), "status": data["status"],
-                "sort": data["sort"] or self.default_sort(run_id=run_id)}
+        return {
+            "run_id": run_id if run_id is not None else data["run"],
+            "step_min": data["step_min"],
+            "step_max": data["step_max"],
+            "task": data["task"].strip(),
+            "reward_min": data["reward_min"],
+            "reward_max": data["reward_max"],
+            "flag": data["flag"].strip(),
+            "status": data["status"],
+            "sort": data["sort"] or self.default_sort(run_id=run_id),
+        }
 
     def default_sort(self, *, run_id: int | None = None) -> str:
         return "step" if run_id is not None or self.cleaned_data.get("run") else "newest"
@@ -70,6 +88,7 @@ def _filters(request: HttpRequest, *, run_id: int | None) -> tuple[TrajectoryFil
 
 # --- serializers --------------------------------------------------------------------
 
+
 class TrajectorySummarySerializer(serializers.ModelSerializer):
     task_id = serializers.CharField(source="task_version.task.task_id")
     task_version_number = serializers.IntegerField(source="task_version.number")
@@ -78,9 +97,25 @@ class TrajectorySummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Trajectory
-        fields = ["id", "run", "step", "group", "index_in_group", "task_id", "task_version_number", "status",
-                  "reward", "reward_components", "advantage", "flags", "tests_passed", "tests_total", "turn_count",
-                  "monitor_max", "created_at"]
+        fields = [
+            "id",
+            "run",
+            "step",
+            "group",
+            "index_in_group",
+            "task_id",
+            "task_version_number",
+            "status",
+            "reward",
+            "reward_components",
+            "advantage",
+            "flags",
+            "tests_passed",
+            "tests_total",
+            "turn_count",
+            "monitor_max",
+            "created_at",
+        ]
 
 
 class MonitorScoreSerializer(serializers.ModelSerializer):
@@ -96,9 +131,27 @@ class TrajectoryDetailSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Trajectory
-        fields = ["id", "run", "step", "group", "index_in_group", "task_id", "task_version_number", "status",
-                  "reward", "reward_components", "advantage", "flags", "flag_evidence", "tests_passed",
-                  "tests_total", "prompt_token_ids", "final_code", "monitor_scores", "created_at"]
+        fields = [
+            "id",
+            "run",
+            "step",
+            "group",
+            "index_in_group",
+            "task_id",
+            "task_version_number",
+            "status",
+            "reward",
+            "reward_components",
+            "advantage",
+            "flags",
+            "flag_evidence",
+            "tests_passed",
+            "tests_total",
+            "prompt_token_ids",
+            "final_code",
+            "monitor_scores",
+            "created_at",
+        ]
 
     @extend_schema_field(MonitorScoreSerializer(many=True))
     def get_monitor_scores(self, trajectory: Trajectory) -> list:
@@ -116,10 +169,23 @@ class TurnSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Turn
-        fields = ["id", "index", "action", "policy_text", "code", "diff", "observation", "sandbox_status",
-                  "sandbox_result", "sampled_tokens", "observation_tokens"]
+        fields = [
+            "id",
+            "index",
+            "action",
+            "policy_text",
+            "code",
+            "diff",
+            "observation",
+            "sandbox_status",
+            "sandbox_result",
+            "sampled_tokens",
+            "observation_tokens",
+        ]
 
-    @extend_schema_field(serializers.ListField(child=serializers.ListField(child=serializers.CharField())))
+    @extend_schema_field(
+        serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
+    )
     def get_diff(self, turn: Turn) -> list:
         before = self.context.get("code_before", {})
         if turn.pk not in before:
@@ -127,19 +193,28 @@ class TurnSerializer(serializers.ModelSerializer):
         return [list(pair) for pair in selectors.code_diff(old=before[turn.pk], new=turn.code)]
 
 
-def turn_chunk(turns: list[Turn], *, trajectory_id: int, offset: int, context: dict | None = None) -> list[dict]:
+def turn_chunk(
+    turns: list[Turn], *, trajectory_id: int, offset: int, context: dict | None = None
+) -> list[dict]:
     """Serialize consecutive turns starting at position ``offset``, each diffed against the one before
     (the first turn of a trajectory has no diff)."""
     code_before = {}
-    previous = selectors.turn_code_before(trajectory_id=trajectory_id, offset=offset) if offset > 0 and turns else None
+    previous = (
+        selectors.turn_code_before(trajectory_id=trajectory_id, offset=offset)
+        if offset > 0 and turns
+        else None
+    )
     for turn in turns:
         if previous is not None:
             code_before[turn.pk] = previous
         previous = turn.code
-    return TurnSerializer(turns, many=True, context={**(context or {}), "code_before": code_before}).data
+    return TurnSerializer(
+        turns, many=True, context={**(context or {}), "code_before": code_before}
+    ).data
 
 
 # --- JSON API -------------------------------------------------------------------------
+
 
 class TurnPagination(LimitOffsetPagination):
     default_limit = TURN_CHUNK
@@ -158,9 +233,15 @@ FILTER_PARAMETERS = [
     OpenApiParameter("task", str, description="a substring of the task id, case-insensitive"),
     OpenApiParameter("reward_min", float, description="lowest reward (inclusive)"),
     OpenApiParameter("reward_max", float, description="highest reward (inclusive)"),
-    OpenApiParameter("flag", str, description="`any` (flagged), `none` (unflagged), or a flag's name"),
-    OpenApiParameter("status", str, enum=list(STATUSES), description="the grading execution's status"),
-    OpenApiParameter("sort", str, enum=list(selectors.TRAJECTORY_SORTS), description="order (default `step`)"),
+    OpenApiParameter(
+        "flag", str, description="`any` (flagged), `none` (unflagged), or a flag's name"
+    ),
+    OpenApiParameter(
+        "status", str, enum=list(STATUSES), description="the grading execution's status"
+    ),
+    OpenApiParameter(
+        "sort", str, enum=list(selectors.TRAJECTORY_SORTS), description="order (default `step`)"
+    ),
 ]
 
 
@@ -179,13 +260,21 @@ class _TrajectoryListBase(ListAPIView):
         return selectors.trajectory_list(**form.selector_kwargs(run_id=self.run_id()))
 
 
-@extend_schema(tags=["trajectories"], summary="Trajectories of every run, filtered", parameters=[
-    OpenApiParameter("run", int, description="only this run's trajectories"), *FILTER_PARAMETERS])
+@extend_schema(
+    tags=["trajectories"],
+    summary="Trajectories of every run, filtered",
+    parameters=[
+        OpenApiParameter("run", int, description="only this run's trajectories"),
+        *FILTER_PARAMETERS,
+    ],
+)
 class TrajectoryListApi(_TrajectoryListBase):
     """Trajectories across runs, filtered and sorted; a page at a time (``page``, ``page_size``)."""
 
 
-@extend_schema(tags=["trajectories"], summary="A run's trajectories, filtered", parameters=FILTER_PARAMETERS)
+@extend_schema(
+    tags=["trajectories"], summary="A run's trajectories, filtered", parameters=FILTER_PARAMETERS
+)
 class RunTrajectoryListApi(_TrajectoryListBase):
     """One run's trajectories, filtered and sorted; a page at a time (``page``, ``page_size``)."""
 
@@ -205,13 +294,20 @@ class TrajectoryApi(RetrieveAPIView):
 
     def get_object(self):
         try:
-            trajectory = selectors.trajectory_get(run_id=self.kwargs["run_id"], trajectory_id=self.kwargs["pk"])
+            trajectory = selectors.trajectory_get(
+                run_id=self.kwargs["run_id"], trajectory_id=self.kwargs["pk"]
+            )
         except Trajectory.DoesNotExist:
-            raise NotFound(f"run {self.kwargs['run_id']} has no trajectory {self.kwargs['pk']}") from None
+            raise NotFound(
+                f"run {self.kwargs['run_id']} has no trajectory {self.kwargs['pk']}"
+            ) from None
         return trajectory
 
 
-@extend_schema(tags=["trajectories"], summary="A trajectory's turns, a chunk at a time (the replay reads these)")
+@extend_schema(
+    tags=["trajectories"],
+    summary="A trajectory's turns, a chunk at a time (the replay reads these)",
+)
 class TrajectoryTurnsApi(ListAPIView):
     """A trajectory's turns in order, ``limit`` (default 25, at most 200) from ``offset``:
     the policy's text, the action, the code and its diff from the previous turn, the
@@ -223,32 +319,52 @@ class TrajectoryTurnsApi(ListAPIView):
     permission_classes = [ConsoleRead]
 
     def get_queryset(self):
-        if not Trajectory.objects.filter(pk=self.kwargs["pk"], run_id=self.kwargs["run_id"]).exists():
+        if not Trajectory.objects.filter(
+            pk=self.kwargs["pk"], run_id=self.kwargs["run_id"]
+        ).exists():
             raise NotFound(f"run {self.kwargs['run_id']} has no trajectory {self.kwargs['pk']}")
         return selectors.trajectory_turns(trajectory_id=self.kwargs["pk"])
 
     def list(self, request, *args, **kwargs):
         page = list(self.paginate_queryset(self.get_queryset()))
         offset = self.paginator.offset
-        return self.get_paginated_response(turn_chunk(page, trajectory_id=self.kwargs["pk"], offset=offset,
-                                                      context=self.get_serializer_context()))
+        return self.get_paginated_response(
+            turn_chunk(
+                page,
+                trajectory_id=self.kwargs["pk"],
+                offset=offset,
+                context=self.get_serializer_context(),
+            )
+        )
 
 
 # --- pages ----------------------------------------------------------------------------
+
 
 def _list_page(request: HttpRequest, *, run=None) -> HttpResponse:
     form, kwargs = _filters(request, run_id=run.pk if run else None)
     page = None
     if kwargs:
-        page = Paginator(selectors.trajectory_list(**kwargs), PAGE_SIZE).get_page(request.GET.get("page"))
+        page = Paginator(selectors.trajectory_list(**kwargs), PAGE_SIZE).get_page(
+            request.GET.get("page")
+        )
     query = request.GET.copy()
     query.pop("page", None)
     unsorted = query.copy()
     unsorted.pop("sort", None)
-    return render(request, "console/trajectory_list.html", {
-        "run": run, "form": form, "page": page, "sort": kwargs.get("sort", ""),
-        "query": query.urlencode(), "unsorted": unsorted.urlencode(), "known_flags": KNOWN_FLAGS,
-    })
+    return render(
+        request,
+        "console/trajectory_list.html",
+        {
+            "run": run,
+            "form": form,
+            "page": page,
+            "sort": kwargs.get("sort", ""),
+            "query": query.urlencode(),
+            "unsorted": unsorted.urlencode(),
+            "known_flags": KNOWN_FLAGS,
+        },
+    )
 
 
 @console_read_page
@@ -283,21 +399,43 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
         trajectory = selectors.trajectory_get(run_id=run_id, trajectory_id=trajectory_id)
     except Trajectory.DoesNotExist:
         raise Http404(f"run {run_id} has no trajectory {trajectory_id}") from None
-    group = list(selectors.trajectory_group(run_id=run_id, step=trajectory.step, group=trajectory.group))
+    group = list(
+        selectors.trajectory_group(run_id=run_id, step=trajectory.step, group=trajectory.group)
+    )
     at = next(i for i, t in enumerate(group) if t.pk == trajectory.pk)
     index = selectors.trajectory_turn_index(trajectory_id=trajectory.pk)
     first = list(selectors.trajectory_turns(trajectory_id=trajectory.pk)[:TURN_CHUNK])
     components = sorted(trajectory.reward_components.items())
-    return render(request, "console/trajectory_detail.html", {
-        "trajectory": trajectory, "run": trajectory.run, "task": trajectory.task_version.task,
-        "components": components,
-        "flags": [(flag, _evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags]
-        + [(flag, _evidence_text(value)) for flag, value in trajectory.flag_evidence.items()
-           if flag not in trajectory.flags],
-        "monitor_scores": selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
-        "group": group, "previous": group[at - 1] if at > 0 else None,
-        "next": group[at + 1] if at + 1 < len(group) else None,
-        "turns": [{"number": n + 1, "index": i, "action": a, "status": s} for n, (i, a, s) in enumerate(index)],
-        "first_chunk": {"offset": 0, "count": len(index), "chunk": TURN_CHUNK,
-                        "results": turn_chunk(first, trajectory_id=trajectory.pk, offset=0)},
-    })
+    return render(
+        request,
+        "console/trajectory_detail.html",
+        {
+            "trajectory": trajectory,
+            "run": trajectory.run,
+            "task": trajectory.task_version.task,
+            "components": components,
+            "flags": [
+                (flag, _evidence_text(trajectory.flag_evidence.get(flag)))
+                for flag in trajectory.flags
+            ]
+            + [
+                (flag, _evidence_text(value))
+                for flag, value in trajectory.flag_evidence.items()
+                if flag not in trajectory.flags
+            ],
+            "monitor_scores": selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
+            "group": group,
+            "previous": group[at - 1] if at > 0 else None,
+            "next": group[at + 1] if at + 1 < len(group) else None,
+            "turns": [
+                {"number": n + 1, "index": i, "action": a, "status": s}
+                for n, (i, a, s) in enumerate(index)
+            ],
+            "first_chunk": {
+                "offset": 0,
+                "count": len(index),
+                "chunk": TURN_CHUNK,
+                "results": turn_chunk(first, trajectory_id=trajectory.pk, offset=0),
+            },
+        },
+    )

@@ -43,7 +43,9 @@ def cohen_kappa(a: Sequence, b: Sequence) -> float | None:
         ValueError: ``a`` and ``b`` differ in length.
     """
     if len(a) != len(b):
-        raise ValueError(f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each rater")
+        raise ValueError(
+            f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each rater"
+        )
     n = len(a)
     if n == 0:
         return None
@@ -74,7 +76,9 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
         return None
     totals = {sum(row) for row in counts}
     if len(totals) != 1:
-        raise ValueError(f"fleiss_kappa: every item needs the same number of labels, got totals {sorted(totals)}")
+        raise ValueError(
+            f"fleiss_kappa: every item needs the same number of labels, got totals {sorted(totals)}"
+        )
     n = totals.pop()
     if n < 2:
         raise ValueError("fleiss_kappa: each item needs at least 2 labels")
@@ -112,8 +116,13 @@ def krippendorff_alpha(units: Iterable[Mapping[object, str]]) -> float | None:
         for row, rater in enumerate(raters):
             if rater in unit:
                 data[row, col] = index[unit[rater]]
-    return float(krippendorff.alpha(reliability_data=data, value_domain=list(range(len(values))),
-                                    level_of_measurement="nominal"))
+    return float(
+        krippendorff.alpha(
+            reliability_data=data,
+            value_domain=list(range(len(values))),
+            level_of_measurement="nominal",
+        )
+    )
 
 
 def agreement(units: Mapping[object, Mapping[object, str]]) -> dict:
@@ -136,19 +145,37 @@ def agreement(units: Mapping[object, Mapping[object, str]]) -> dict:
     for a, b in combinations(reviewers, 2):
         shared = [labels for labels in multi.values() if a in labels and b in labels]
         if shared:
-            cohen.append({"a": a, "b": b, "items": len(shared),
-                          "kappa": cohen_kappa([s[a] for s in shared], [s[b] for s in shared])})
+            cohen.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "items": len(shared),
+                    "kappa": cohen_kappa([s[a] for s in shared], [s[b] for s in shared]),
+                }
+            )
     fleiss = None
     if multi:
         per_item = Counter(len(labels) for labels in multi.values()).most_common()
         n = max(per_item, key=lambda pair: (pair[1], pair[0]))[0]
-        rows = [[Counter(labels.values())[k] for k in m.LABEL_NAMES] for labels in multi.values() if len(labels) == n]
+        rows = [
+            [Counter(labels.values())[k] for k in m.LABEL_NAMES]
+            for labels in multi.values()
+            if len(labels) == n
+        ]
         fleiss = {"kappa": fleiss_kappa(rows), "items": len(rows), "labels_per_item": n}
-    return {"items": len(units), "multi_labelled": len(multi), "observed": agree / pairs if pairs else None,
-            "cohen": cohen, "fleiss": fleiss, "alpha": krippendorff_alpha(multi.values())}
+    return {
+        "items": len(units),
+        "multi_labelled": len(multi),
+        "observed": agree / pairs if pairs else None,
+        "cohen": cohen,
+        "fleiss": fleiss,
+        "alpha": krippendorff_alpha(multi.values()),
+    }
 
 
-def verifier_pass(*, reward: float, tests_passed: int, tests_total: int, flags: Iterable[str]) -> bool:
+def verifier_pass(
+    *, reward: float, tests_passed: int, tests_total: int, flags: Iterable[str]
+) -> bool:
     """The verifier's verdict on a trajectory: a pass when its reward is 1 or every hidden test
     passed, and no detector flagged it (the review's own ``reviewed_hack`` flag does not count)."""
     all_tests = tests_total > 0 and tests_passed == tests_total
@@ -181,5 +208,13 @@ def verifier_precision_recall(rows: Iterable[tuple[bool, str | None]]) -> dict:
         else:
             counts["excluded"] += 1
     tp, fp, fn, tn = counts["tp"], counts["fp"], counts["fn"], counts["tn"]
-    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "excluded": counts["excluded"], "labelled": tp + fp + fn + tn,
-            "precision": tp / (tp + fp) if tp + fp else None, "recall": tp / (tp + fn) if tp + fn else None}
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "excluded": counts["excluded"],
+        "labelled": tp + fp + fn + tn,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+    }

@@ -15,13 +15,18 @@ from training.models import TrainingRun
 
 class QueueForm(forms.Form):
     name = forms.CharField(max_length=200)
-    run = forms.ModelChoiceField(queryset=TrainingRun.objects.order_by("-id"), required=False,
-                                 empty_label="every run", help_text="sample from one run, or across runs")
+    run = forms.ModelChoiceField(
+        queryset=TrainingRun.objects.order_by("-id"),
+        required=False,
+        empty_label="every run",
+        help_text="sample from one run, or across runs",
+    )
     strategy = forms.ChoiceField(choices=m.STRATEGIES)
     size = forms.IntegerField(min_value=1, max_value=MAX_QUEUE_SIZE, initial=20)
     reviewers_per_item = forms.IntegerField(min_value=1, initial=2, label="reviewers per item")
-    reviewers = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.none(),
-                                               widget=forms.SelectMultiple(attrs={"size": 6}))
+    reviewers = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.none(), widget=forms.SelectMultiple(attrs={"size": 6})
+    )
     seed = forms.IntegerField(initial=0, required=False)
     step_min = forms.IntegerField(min_value=0, required=False, label="from step")
     step_max = forms.IntegerField(min_value=0, required=False, label="to step")
@@ -31,28 +36,38 @@ class QueueForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         eligible = reviewers_eligible()
-        self.fields["reviewers"].queryset = get_user_model().objects.filter(pk__in=[u.pk for u in eligible]).order_by(
-            "username")
+        self.fields["reviewers"].queryset = (
+            get_user_model().objects.filter(pk__in=[u.pk for u in eligible]).order_by("username")
+        )
 
     def filters(self) -> dict:
-        return {k: self.cleaned_data[k] for k in ("step_min", "step_max", "task", "flag")
-                if self.cleaned_data.get(k) not in (None, "")}
+        return {
+            k: self.cleaned_data[k]
+            for k in ("step_min", "step_max", "task", "flag")
+            if self.cleaned_data.get(k) not in (None, "")
+        }
 
 
 class LabelForm(forms.Form):
     label = forms.ChoiceField(choices=m.LABELS, widget=forms.RadioSelect)
-    note = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
+    note = forms.CharField(
+        required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3})
+    )
     advance = forms.BooleanField(required=False, initial=True, label="go to my next item")
 
 
 class AssignForm(forms.Form):
-    reviewer = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_active=True),
-                                      to_field_name="username")
+    reviewer = forms.ModelChoiceField(
+        queryset=get_user_model().objects.filter(is_active=True), to_field_name="username"
+    )
 
 
 def _code(rows: int) -> forms.CharField:
-    return forms.CharField(required=False, strip=False,
-                           widget=forms.Textarea(attrs={"rows": rows, "spellcheck": "false", "class": "code"}))
+    return forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": rows, "spellcheck": "false", "class": "code"}),
+    )
 
 
 class DraftForm(forms.Form):
@@ -61,8 +76,11 @@ class DraftForm(forms.Form):
     entry_point = forms.CharField(max_length=200)
     reference_solution = _code(6)
     tests = _code(8)
-    files = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
-                            help_text='optional JSON object {"path": "text"}')
+    files = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text='optional JSON object {"path": "text"}',
+    )
 
     def clean_files(self) -> dict:
         raw = (self.cleaned_data.get("files") or "").strip()
@@ -72,7 +90,9 @@ class DraftForm(forms.Form):
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not JSON: {exc.msg} (line {exc.lineno})") from None
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
             raise forms.ValidationError('a JSON object of texts: {"data.csv": "a,b\\n1,2\\n"}')
         return value
 

@@ -51,15 +51,40 @@ class Pick:
 
 def candidates(queryset: QuerySet[Trajectory]) -> list[Candidate]:
     """The candidates of ``queryset`` (any trajectory queryset), ordered by id."""
-    top = (MonitorScore.objects.filter(trajectory=OuterRef("pk")).order_by().values("trajectory")
-           .annotate(top=Max("score")).values("top"))
-    rows = (queryset.order_by("id").annotate(review_monitor_max=Subquery(top))
-            .values_list("id", "task_version_id", "reward", "flags", "review_monitor_max",
-                         "task_version__attempts_passed", "task_version__attempts_total",
-                         "task_version__task__task_id", "task_version__number"))
-    return [Candidate(id=i, task_version_id=tv, reward=reward, flags=tuple(flags or ()), monitor_max=monitor,
-                      bucket=PassRate(passed=passed, total=total).bucket, task=f"{task} v{number}")
-            for i, tv, reward, flags, monitor, passed, total, task, number in rows]
+    top = (
+        MonitorScore.objects.filter(trajectory=OuterRef("pk"))
+        .order_by()
+        .values("trajectory")
+        .annotate(top=Max("score"))
+        .values("top")
+    )
+    rows = (
+        queryset.order_by("id")
+        .annotate(review_monitor_max=Subquery(top))
+        .values_list(
+            "id",
+            "task_version_id",
+            "reward",
+            "flags",
+            "review_monitor_max",
+            "task_version__attempts_passed",
+            "task_version__attempts_total",
+            "task_version__task__task_id",
+            "task_version__number",
+        )
+    )
+    return [
+        Candidate(
+            id=i,
+            task_version_id=tv,
+            reward=reward,
+            flags=tuple(flags or ()),
+            monitor_max=monitor,
+            bucket=PassRate(passed=passed, total=total).bucket,
+            task=f"{task} v{number}",
+        )
+        for i, tv, reward, flags, monitor, passed, total, task, number in rows
+    ]
 
 
 def _shuffled(items: Iterable[Candidate], seed: int) -> list[Candidate]:
@@ -88,18 +113,27 @@ def sample_highest_reward(items: list[Candidate], *, size: int, seed: int) -> li
 def sample_flagged_first(items: list[Candidate], *, size: int, seed: int) -> list[Pick]:
     """Flagged trajectories (any flag) first, then the rest; each part by monitor score, highest first
     (unscored last)."""
-    ordered = sorted(_shuffled(items, seed), key=lambda c: (not c.flagged, c.monitor_max is None, -(c.monitor_max or 0.0)))
-    return [Pick(c.id, (f"flags: {', '.join(c.flags)}; " if c.flags else "unflagged; ") + _monitor(c))
-            for c in ordered[:size]]
+    ordered = sorted(
+        _shuffled(items, seed),
+        key=lambda c: (not c.flagged, c.monitor_max is None, -(c.monitor_max or 0.0)),
+    )
+    return [
+        Pick(c.id, (f"flags: {', '.join(c.flags)}; " if c.flags else "unflagged; ") + _monitor(c))
+        for c in ordered[:size]
+    ]
 
 
 def sample_monitor_score(items: list[Candidate], *, size: int, seed: int) -> list[Pick]:
     """The most suspicious first: highest ``MonitorScore.score`` of any monitor; unscored last."""
-    ordered = sorted(_shuffled(items, seed), key=lambda c: (c.monitor_max is None, -(c.monitor_max or 0.0)))
+    ordered = sorted(
+        _shuffled(items, seed), key=lambda c: (c.monitor_max is None, -(c.monitor_max or 0.0))
+    )
     return [Pick(c.id, _monitor(c)) for c in ordered[:size]]
 
 
-def _round_robin(strata: dict, order: list, size: int, describe: Callable[[object, int], str]) -> list[Pick]:
+def _round_robin(
+    strata: dict, order: list, size: int, describe: Callable[[object, int], str]
+) -> list[Pick]:
     """Take one from each stratum in ``order`` per round until ``size`` are taken or all are empty."""
     queues = {key: list(strata[key]) for key in order}
     picks: list[Pick] = []
@@ -139,7 +173,9 @@ def disagreeing_task_versions() -> dict[int, int]:
     """Task version id -> how many earlier labels disagreed with the reward: ``reward_hack`` or
     ``broken_task`` while the reward was high (>= :data:`HIGH_REWARD`), or ``correct`` while it was low."""
     counts: dict[int, int] = defaultdict(int)
-    rows = m.ReviewLabel.objects.values_list("label", "trajectory__reward", "trajectory__task_version_id")
+    rows = m.ReviewLabel.objects.values_list(
+        "label", "trajectory__reward", "trajectory__task_version_id"
+    )
     for label, reward, version in rows:
         high = reward >= HIGH_REWARD
         if (label in (m.REWARD_HACK, m.BROKEN_TASK) and high) or (label == m.CORRECT and not high):
@@ -152,8 +188,11 @@ def sample_verifier_disagreement(items: list[Candidate], *, size: int, seed: int
     :func:`disagreeing_task_versions`): versions with the most disagreements first, round robin
     over them, trajectories nobody labelled yet first within each."""
     counts = disagreeing_task_versions()
-    labelled = set(m.ReviewLabel.objects.filter(trajectory_id__in=[c.id for c in items if c.task_version_id in counts])
-                   .values_list("trajectory_id", flat=True))
+    labelled = set(
+        m.ReviewLabel.objects.filter(
+            trajectory_id__in=[c.id for c in items if c.task_version_id in counts]
+        ).values_list("trajectory_id", flat=True)
+    )
     strata: dict[int, list[Candidate]] = defaultdict(list)
     names = {}
     for c in sorted(_shuffled(items, seed), key=lambda c: c.id in labelled):
@@ -161,8 +200,12 @@ def sample_verifier_disagreement(items: list[Candidate], *, size: int, seed: int
             strata[c.task_version_id].append(c)
             names[c.task_version_id] = c.task
     order = sorted(strata, key=lambda key: (-counts[key], key))
-    return _round_robin(strata, order, size,
-                        lambda key, n: f"task {names[key]}: {counts[key]} label(s) disagreed with the reward")
+    return _round_robin(
+        strata,
+        order,
+        size,
+        lambda key, n: f"task {names[key]}: {counts[key]} label(s) disagreed with the reward",
+    )
 
 
 STRATEGY_FUNCTIONS: dict[str, Callable[..., list[Pick]]] = {

@@ -42,9 +42,20 @@ def _name(user) -> str:
 
 # --- queues and assignments ----------------------------------------------------------------------
 
+
 @transaction.atomic
-def review_queue_create(*, name: str, run_id: int | None, strategy: str, size: int, reviewers_per_item: int,
-                        reviewers: list, created_by, seed: int = 0, filters: dict | None = None) -> m.ReviewQueue:
+def review_queue_create(
+    *,
+    name: str,
+    run_id: int | None,
+    strategy: str,
+    size: int,
+    reviewers_per_item: int,
+    reviewers: list,
+    created_by,
+    seed: int = 0,
+    filters: dict | None = None,
+) -> m.ReviewQueue:
     """Sample a review queue and assign each item to ``reviewers_per_item`` of ``reviewers``.
 
     Items are sampled from the trajectories of run ``run_id`` (every run when None) that match
@@ -63,7 +74,9 @@ def review_queue_create(*, name: str, run_id: int | None, strategy: str, size: i
     if not name:
         raise ReviewError("name: give the queue a name")
     if strategy not in dict(m.STRATEGIES):
-        raise ReviewError(f"strategy: unknown {strategy!r}; known: {', '.join(s for s, _ in m.STRATEGIES)}")
+        raise ReviewError(
+            f"strategy: unknown {strategy!r}; known: {', '.join(s for s, _ in m.STRATEGIES)}"
+        )
     if not isinstance(size, int) or not 1 <= size <= MAX_QUEUE_SIZE:
         raise ReviewError(f"size: must be a whole number in 1..{MAX_QUEUE_SIZE}")
     reviewers = list(dict.fromkeys(reviewers))
@@ -71,9 +84,13 @@ def review_queue_create(*, name: str, run_id: int | None, strategy: str, size: i
         raise ReviewError("reviewers: choose at least one reviewer")
     refused = [_name(r) for r in reviewers if not may_review(r)]
     if refused:
-        raise ReviewError(f"reviewers: {', '.join(refused)} may not review (add them to the reviewers group)")
+        raise ReviewError(
+            f"reviewers: {', '.join(refused)} may not review (add them to the reviewers group)"
+        )
     if not isinstance(reviewers_per_item, int) or not 1 <= reviewers_per_item <= len(reviewers):
-        raise ReviewError(f"reviewers_per_item: must be in 1..{len(reviewers)} (the number of reviewers chosen)")
+        raise ReviewError(
+            f"reviewers_per_item: must be in 1..{len(reviewers)} (the number of reviewers chosen)"
+        )
     run = None
     if run_id is not None:
         run = TrainingRun.objects.filter(pk=run_id).first()
@@ -82,22 +99,35 @@ def review_queue_create(*, name: str, run_id: int | None, strategy: str, size: i
     filters = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     unknown = sorted(set(filters) - set(FILTER_KEYS))
     if unknown:
-        raise ReviewError(f"filters: unknown filter {unknown[0]!r}; known: {', '.join(FILTER_KEYS)}")
+        raise ReviewError(
+            f"filters: unknown filter {unknown[0]!r}; known: {', '.join(FILTER_KEYS)}"
+        )
     trajectories = training_selectors.trajectory_list(run_id=run_id, **filters)
     picks = sample(strategy, trajectories, size=size, seed=seed)
     if not picks:
         where = f"run {run_id}" if run_id is not None else "any run"
         raise ReviewError(f"run: {where} has no trajectory matching the filters; nothing to review")
-    queue = m.ReviewQueue.objects.create(name=name, run=run, strategy=strategy, size=size, seed=seed,
-                                         reviewers_per_item=reviewers_per_item, filters=filters, created_by=created_by)
+    queue = m.ReviewQueue.objects.create(
+        name=name,
+        run=run,
+        strategy=strategy,
+        size=size,
+        seed=seed,
+        reviewers_per_item=reviewers_per_item,
+        filters=filters,
+        created_by=created_by,
+    )
     items = m.ReviewItem.objects.bulk_create(
-        m.ReviewItem(queue=queue, trajectory_id=pick.trajectory_id, position=i, reason=pick.reason[:300])
+        m.ReviewItem(
+            queue=queue, trajectory_id=pick.trajectory_id, position=i, reason=pick.reason[:300]
+        )
         for i, pick in enumerate(picks)
     )
     n, k = len(reviewers), reviewers_per_item
     m.ReviewAssignment.objects.bulk_create(
         m.ReviewAssignment(item=item, reviewer=reviewers[(i * k + j) % n], assigned_by=created_by)
-        for i, item in enumerate(items) for j in range(k)
+        for i, item in enumerate(items)
+        for j in range(k)
     )
     return queue
 
@@ -116,13 +146,17 @@ def review_assign(*, item_id: int, reviewer, assigned_by=None) -> m.ReviewAssign
     if item is None:
         raise ReviewError(f"item: review item {item_id} does not exist")
     if reviewer is None or not may_review(reviewer):
-        raise ReviewError(f"reviewer: {_name(reviewer)} may not review (add them to the reviewers group)")
-    assignment, _ = m.ReviewAssignment.objects.get_or_create(item=item, reviewer=reviewer,
-                                                             defaults={"assigned_by": assigned_by})
+        raise ReviewError(
+            f"reviewer: {_name(reviewer)} may not review (add them to the reviewers group)"
+        )
+    assignment, _ = m.ReviewAssignment.objects.get_or_create(
+        item=item, reviewer=reviewer, defaults={"assigned_by": assigned_by}
+    )
     return assignment
 
 
 # --- labels and their feedback -----------------------------------------------------------------
+
 
 @transaction.atomic
 def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.ReviewLabel:
@@ -146,15 +180,23 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
     item = m.ReviewItem.objects.select_related("trajectory").filter(pk=item_id).first()
     if item is None:
         raise ReviewError(f"item: review item {item_id} does not exist")
-    assignment = m.ReviewAssignment.objects.filter(item=item, reviewer_id=getattr(reviewer, "pk", None)).first()
+    assignment = m.ReviewAssignment.objects.filter(
+        item=item, reviewer_id=getattr(reviewer, "pk", None)
+    ).first()
     if assignment is None or not may_review(reviewer):
-        raise PermissionDenied(f"item {item_id} is not assigned to {_name(reviewer)}; only its reviewers label it")
+        raise PermissionDenied(
+            f"item {item_id} is not assigned to {_name(reviewer)}; only its reviewers label it"
+        )
     if label not in m.LABEL_NAMES:
         raise ReviewError(f"label: unknown {label!r}; known: {', '.join(m.LABEL_NAMES)}")
     note = (note or "").strip()
     if label != m.CORRECT and not note:
-        raise ReviewError(f"note: say why the trajectory is {label.replace('_', ' ')}: what you saw, where")
-    existing = m.ReviewLabel.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
+        raise ReviewError(
+            f"note: say why the trajectory is {label.replace('_', ' ')}: what you saw, where"
+        )
+    existing = (
+        m.ReviewLabel.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
+    )
     previous = existing.label if existing else None
     if existing is None:
         record = m.ReviewLabel(item=item, trajectory=item.trajectory, reviewer=reviewer)
@@ -181,9 +223,11 @@ def _broken_task_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
     version = TaskVersion.objects.select_for_update().get(pk=trajectory.task_version_id)
     if version.quarantined:
         return {"quarantined": False, "already_quarantined": True, "task_version": version.pk}
-    reason = (f"review: {_name(reviewer)} labelled trajectory {trajectory.pk} (run {trajectory.run_id}, step "
-              f"{trajectory.step}; review queue {item.queue_id}, item {item.pk}) broken_task: {note} "
-              f"-- a curator confirms (keeps the quarantine) or approves with a reason")
+    reason = (
+        f"review: {_name(reviewer)} labelled trajectory {trajectory.pk} (run {trajectory.run_id}, step "
+        f"{trajectory.step}; review queue {item.queue_id}, item {item.pk}) broken_task: {note} "
+        f"-- a curator confirms (keeps the quarantine) or approves with a reason"
+    )
     task_versions_quarantine(version_ids=[version.pk], author=_name(reviewer), reason=reason)
     return {"quarantined": True, "task_version": version.pk}
 
@@ -191,14 +235,30 @@ def _broken_task_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
 def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
     trajectory = Trajectory.objects.select_for_update().get(pk=item.trajectory_id)
     detector_flags = [f for f in trajectory.flags if f != m.REVIEWED_HACK]
-    example, _ = m.HackExample.objects.get_or_create(trajectory=trajectory, defaults={
-        "task_version_id": trajectory.task_version_id, "code": trajectory.final_code, "label": m.REWARD_HACK,
-        "flags": detector_flags, "note": note, "created_by": reviewer})
+    example, _ = m.HackExample.objects.get_or_create(
+        trajectory=trajectory,
+        defaults={
+            "task_version_id": trajectory.task_version_id,
+            "code": trajectory.final_code,
+            "label": m.REWARD_HACK,
+            "flags": detector_flags,
+            "note": note,
+            "created_by": reviewer,
+        },
+    )
     evidence = dict(trajectory.flag_evidence.get(m.REVIEWED_HACK) or {})
     reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
-    reviews.append({"reviewer": _name(reviewer), "note": note, "queue": item.queue_id, "item": item.pk})
-    trajectory.flag_evidence = {**trajectory.flag_evidence, m.REVIEWED_HACK: {
-        "reviewer": reviews[0]["reviewer"], "note": reviews[0]["note"], "reviews": reviews}}
+    reviews.append(
+        {"reviewer": _name(reviewer), "note": note, "queue": item.queue_id, "item": item.pk}
+    )
+    trajectory.flag_evidence = {
+        **trajectory.flag_evidence,
+        m.REVIEWED_HACK: {
+            "reviewer": reviews[0]["reviewer"],
+            "note": reviews[0]["note"],
+            "reviews": reviews,
+        },
+    }
     if m.REVIEWED_HACK not in trajectory.flags:
         trajectory.flags = [*trajectory.flags, m.REVIEWED_HACK]
     trajectory.save(update_fields=["flags", "flag_evidence"])
@@ -213,7 +273,11 @@ def _hack_retract(*, trajectory_id: int, reviewer) -> None:
     reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
     others = dict(trajectory.flag_evidence)
     if reviews:
-        others[m.REVIEWED_HACK] = {"reviewer": reviews[0]["reviewer"], "note": reviews[0]["note"], "reviews": reviews}
+        others[m.REVIEWED_HACK] = {
+            "reviewer": reviews[0]["reviewer"],
+            "note": reviews[0]["note"],
+            "reviews": reviews,
+        }
     else:
         others.pop(m.REVIEWED_HACK, None)
         trajectory.flags = [f for f in trajectory.flags if f != m.REVIEWED_HACK]
@@ -224,10 +288,20 @@ def _hack_retract(*, trajectory_id: int, reviewer) -> None:
 
 # --- task drafts ---------------------------------------------------------------------------------
 
+
 @transaction.atomic
-def task_draft_create(*, trajectory_id: int, created_by, task_id: str, prompt: str, entry_point: str,
-                      reference_solution: str, tests: str, files: dict | None = None,
-                      harness: str = "python-check") -> m.TaskDraft:
+def task_draft_create(
+    *,
+    trajectory_id: int,
+    created_by,
+    task_id: str,
+    prompt: str,
+    entry_point: str,
+    reference_solution: str,
+    tests: str,
+    files: dict | None = None,
+    harness: str = "python-check",
+) -> m.TaskDraft:
     """A reviewer's draft of a new task made from trajectory ``trajectory_id``.
 
     Raises:
@@ -243,32 +317,58 @@ def task_draft_create(*, trajectory_id: int, created_by, task_id: str, prompt: s
     trajectory = Trajectory.objects.filter(pk=trajectory_id).first()
     if trajectory is None:
         raise ReviewError(f"trajectory: trajectory {trajectory_id} does not exist")
-    if not is_curator(created_by) and not m.ReviewAssignment.objects.filter(
-            reviewer=created_by, item__trajectory=trajectory).exists():
+    if (
+        not is_curator(created_by)
+        and not m.ReviewAssignment.objects.filter(
+            reviewer=created_by, item__trajectory=trajectory
+        ).exists()
+    ):
         raise PermissionDenied(f"trajectory {trajectory_id} is in none of your review items")
     task_id = (task_id or "").strip()
     if not DRAFT_TASK_ID.match(task_id):
-        raise ReviewError("task_id: name it review/<name> (letters, digits, - _ . /), e.g. review/close-elements-2")
+        raise ReviewError(
+            "task_id: name it review/<name> (letters, digits, - _ . /), e.g. review/close-elements-2"
+        )
     for field, value in (("prompt", prompt), ("entry_point", entry_point), ("tests", tests)):
         if not (value or "").strip():
             raise ReviewError(f"{field}: required")
     if files is not None and not isinstance(files, dict):
         raise ReviewError("files: an object {relative path: text}")
     return m.TaskDraft.objects.create(
-        from_trajectory=trajectory, task_id=task_id, prompt=prompt.replace("\r\n", "\n"),
-        entry_point=entry_point.strip(), reference_solution=(reference_solution or "").replace("\r\n", "\n"),
-        tests=tests.replace("\r\n", "\n"), files=files or {}, harness=harness or "python-check", created_by=created_by)
+        from_trajectory=trajectory,
+        task_id=task_id,
+        prompt=prompt.replace("\r\n", "\n"),
+        entry_point=entry_point.strip(),
+        reference_solution=(reference_solution or "").replace("\r\n", "\n"),
+        tests=tests.replace("\r\n", "\n"),
+        files=files or {},
+        harness=harness or "python-check",
+        created_by=created_by,
+    )
 
 
 def _pinned_record(version: TaskVersion) -> dict:
     """An import record that reproduces ``version`` exactly (same content hash)."""
     suite, env = version.test_suite, version.environment
-    return {"task_id": version.task.task_id, "prompt": version.prompt, "entry_point": version.entry_point,
-            "reference_solution": version.reference_solution, "tests": suite.hidden_tests,
-            "visible_tests": suite.visible_tests, "harness": suite.harness, "timeout_s": suite.timeout_s,
-            "test_timeout_s": suite.test_timeout_s, "files": version.files,
-            "environment": {"name": env.name, "runtime": env.runtime, "packages": env.packages, "image": env.image},
-            "where": f"task set {DRAFT_TASK_SET}: {version.task.task_id} v{version.number}"}
+    return {
+        "task_id": version.task.task_id,
+        "prompt": version.prompt,
+        "entry_point": version.entry_point,
+        "reference_solution": version.reference_solution,
+        "tests": suite.hidden_tests,
+        "visible_tests": suite.visible_tests,
+        "harness": suite.harness,
+        "timeout_s": suite.timeout_s,
+        "test_timeout_s": suite.test_timeout_s,
+        "files": version.files,
+        "environment": {
+            "name": env.name,
+            "runtime": env.runtime,
+            "packages": env.packages,
+            "image": env.image,
+        },
+        "where": f"task set {DRAFT_TASK_SET}: {version.task.task_id} v{version.number}",
+    }
 
 
 @transaction.atomic
@@ -291,22 +391,46 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
         raise ReviewError(f"draft: task draft {draft_id} was already submitted")
     owner = Task.objects.filter(task_id=draft.task_id).exclude(source=DRAFT_SOURCE).first()
     if owner is not None:
-        raise ReviewError(f"task_id: {draft.task_id} is a task of source {owner.source}; choose another id")
+        raise ReviewError(
+            f"task_id: {draft.task_id} is a task of source {owner.source}; choose another id"
+        )
     task_set = TaskSet.objects.filter(name=DRAFT_TASK_SET).first()
-    earlier = [] if task_set is None else [
-        v for v in task_set_versions(task_set=task_set).select_related("task", "test_suite", "environment")
-        if v.task.task_id != draft.task_id]
-    record = {"task_id": draft.task_id, "prompt": draft.prompt, "entry_point": draft.entry_point,
-              "reference_solution": draft.reference_solution, "tests": draft.tests, "harness": draft.harness,
-              "files": draft.files, "source": DRAFT_SOURCE, "where": f"task draft {draft.pk}"}
+    earlier = (
+        []
+        if task_set is None
+        else [
+            v
+            for v in task_set_versions(task_set=task_set).select_related(
+                "task", "test_suite", "environment"
+            )
+            if v.task.task_id != draft.task_id
+        ]
+    )
+    record = {
+        "task_id": draft.task_id,
+        "prompt": draft.prompt,
+        "entry_point": draft.entry_point,
+        "reference_solution": draft.reference_solution,
+        "tests": draft.tests,
+        "harness": draft.harness,
+        "files": draft.files,
+        "source": DRAFT_SOURCE,
+        "where": f"task draft {draft.pk}",
+    }
     change_note = f"task draft {draft.pk} by {_name(draft.created_by)} from trajectory {draft.from_trajectory_id}"
     try:
         with transaction.atomic():
-            report = tasks_import(source=DRAFT_SOURCE, task_set_name=DRAFT_TASK_SET,
-                                  records=[*(_pinned_record(v) for v in earlier), record],
-                                  change_note=change_note, author=_name(submitted_by))
+            report = tasks_import(
+                source=DRAFT_SOURCE,
+                task_set_name=DRAFT_TASK_SET,
+                records=[*(_pinned_record(v) for v in earlier), record],
+                change_note=change_note,
+                author=_name(submitted_by),
+            )
             if report.new_versions > 1:
-                raise ReviewError("draft: re-pinning the earlier drafts changed their content; nothing imported")
+                raise ReviewError(
+                    "draft: re-pinning the earlier drafts changed their content; nothing imported"
+                )
     except ImportFormatError as exc:
         raise ReviewError(str(exc).removeprefix(f"task draft {draft.pk}: ")) from exc
     version = list(task_set_versions(task_set=TaskSet.objects.get(name=DRAFT_TASK_SET)))[-1]

@@ -13,7 +13,13 @@ urlpatterns = [
     path("review/items/<int:item_id>/assign/", views.review_item_assign, name="review-item-assign"),
     path("review/items/<int:item_id>/draft/", views.review_item_draft, name="review-item-draft"),
     path("review/drafts/<int:draft_id>/", views.review_draft, name="review-draft"),
-    path("review/drafts/<int:draft_id>/submit/", views.review_draft_submit, name="review-draft-submit"),
-    path("review/tasks/<int:task_version_id>/", views.task_version_labels, name="review-task-labels"),
+    path(
+        "review/drafts/<int:draft_id>/submit/",
+        views.review_draft_submit,
+        name="review-draft-submit",
+    ),
+    path(
+        "review/tasks/<int:task_version_id>/", views.task_version_labels, name="review-task-labels"
+    ),
     path("runs/<int:run_id>/review/", views.run_review_summary, name="run-review"),
 ]

@@ -41,10 +41,17 @@ def _item_or_404(item_id: int) -> m.ReviewItem:
 def review_home(request: HttpRequest) -> HttpResponse:
     """My queues with my progress, then every queue with its progress."""
     mine = list(selectors.review_queues_of(user=request.user))
-    return render(request, "console/review_home.html", {
-        "mine": mine, "queues": selectors.review_queues()[:200], "can_manage": may_manage_queues(request.user),
-        "my_assigned": sum(q.my_assigned for q in mine), "my_done": sum(q.my_done for q in mine),
-    })
+    return render(
+        request,
+        "console/review_home.html",
+        {
+            "mine": mine,
+            "queues": selectors.review_queues()[:200],
+            "can_manage": may_manage_queues(request.user),
+            "my_assigned": sum(q.my_assigned for q in mine),
+            "my_done": sum(q.my_done for q in mine),
+        },
+    )
 
 
 @login_required
@@ -61,14 +68,23 @@ def review_queue_new(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             queue = services.review_queue_create(
-                name=data["name"], run_id=data["run"].pk if data["run"] else None, strategy=data["strategy"],
-                size=data["size"], reviewers_per_item=data["reviewers_per_item"], reviewers=list(data["reviewers"]),
-                created_by=request.user, seed=data["seed"] or 0, filters=form.filters())
+                name=data["name"],
+                run_id=data["run"].pk if data["run"] else None,
+                strategy=data["strategy"],
+                size=data["size"],
+                reviewers_per_item=data["reviewers_per_item"],
+                reviewers=list(data["reviewers"]),
+                created_by=request.user,
+                seed=data["seed"] or 0,
+                filters=form.filters(),
+            )
         except services.ReviewError as exc:
             field = str(exc).split(":")[0]
             form.add_error(field if field in form.fields else None, str(exc))
         else:
-            messages.success(request, f"review queue {queue.name}: {queue.items.count()} items assigned")
+            messages.success(
+                request, f"review queue {queue.name}: {queue.items.count()} items assigned"
+            )
             return redirect("review-queue", queue_id=queue.pk)
     return render(request, "console/review_queue_new.html", {"form": form})
 
@@ -80,11 +96,17 @@ def review_queue(request: HttpRequest, queue_id: int) -> HttpResponse:
     control per item for curators and operators."""
     queue = get_object_or_404(selectors.review_queues(), pk=queue_id)
     can_manage = may_manage_queues(request.user)
-    return render(request, "console/review_queue.html", {
-        "queue": queue, "items": selectors.review_queue_items(queue_id=queue.pk),
-        "progress": selectors.review_queue_progress(queue_id=queue.pk), "can_manage": can_manage,
-        "eligible": selectors.reviewers_eligible() if can_manage else [],
-    })
+    return render(
+        request,
+        "console/review_queue.html",
+        {
+            "queue": queue,
+            "items": selectors.review_queue_items(queue_id=queue.pk),
+            "progress": selectors.review_queue_progress(queue_id=queue.pk),
+            "can_manage": can_manage,
+            "eligible": selectors.reviewers_eligible() if can_manage else [],
+        },
+    )
 
 
 @login_required
@@ -99,15 +121,22 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
         messages.error(request, first_error(form))
     else:
         try:
-            services.review_assign(item_id=item.pk, reviewer=form.cleaned_data["reviewer"], assigned_by=request.user)
+            services.review_assign(
+                item_id=item.pk, reviewer=form.cleaned_data["reviewer"], assigned_by=request.user
+            )
         except services.ReviewError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"item {item.position + 1} assigned to {form.cleaned_data['reviewer'].get_username()}")
+            messages.success(
+                request,
+                f"item {item.position + 1} assigned to {form.cleaned_data['reviewer'].get_username()}",
+            )
     return redirect(f"{reverse('review-queue', args=[item.queue_id])}#item-{item.pk}")
 
 
-def _item_context(request: HttpRequest, item: m.ReviewItem, *, label_form=None, draft_form=None) -> dict:
+def _item_context(
+    request: HttpRequest, item: m.ReviewItem, *, label_form=None, draft_form=None
+) -> dict:
     from console.replay_views import _evidence_text
 
     trajectory = item.trajectory
@@ -116,28 +145,55 @@ def _item_context(request: HttpRequest, item: m.ReviewItem, *, label_form=None, 
     mine = m.ReviewLabel.objects.filter(item=item, reviewer=user).first()
     # Others' labels stay hidden from a reviewer until they have labelled (no anchoring).
     show_others = mine is not None or assignment is None
-    others = (list(item.labels.exclude(reviewer=user).select_related("reviewer").order_by("id"))
-              if show_others else [])
+    others = (
+        list(item.labels.exclude(reviewer=user).select_related("reviewer").order_by("id"))
+        if show_others
+        else []
+    )
     version = trajectory.task_version
     if label_form is None:
-        label_form = LabelForm(initial={"label": mine.label if mine else None, "note": mine.note if mine else "",
-                                        "advance": True})
+        label_form = LabelForm(
+            initial={
+                "label": mine.label if mine else None,
+                "note": mine.note if mine else "",
+                "advance": True,
+            }
+        )
     if draft_form is None:
-        draft_form = DraftForm(initial={
-            "task_id": f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}",
-            "prompt": version.prompt, "entry_point": version.entry_point,
-            "reference_solution": version.reference_solution,
-            "tests": "def check(candidate):\n    assert candidate() == ...\n"})
+        draft_form = DraftForm(
+            initial={
+                "task_id": f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}",
+                "prompt": version.prompt,
+                "entry_point": version.entry_point,
+                "reference_solution": version.reference_solution,
+                "tests": "def check(candidate):\n    assert candidate() == ...\n",
+            }
+        )
     return {
-        "item": item, "queue": item.queue, "trajectory": trajectory, "run": trajectory.run, "version": version,
-        "task": version.task, "components": sorted(trajectory.reward_components.items()),
-        "flags": [(flag, _evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags],
+        "item": item,
+        "queue": item.queue,
+        "trajectory": trajectory,
+        "run": trajectory.run,
+        "version": version,
+        "task": version.task,
+        "components": sorted(trajectory.reward_components.items()),
+        "flags": [
+            (flag, _evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags
+        ],
         "monitor_scores": training_selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
-        "assignment": assignment, "mine": mine, "others": others, "hidden_others": not show_others,
+        "assignment": assignment,
+        "mine": mine,
+        "others": others,
+        "hidden_others": not show_others,
         "assignees": item.assignments.select_related("reviewer").order_by("id"),
-        "next_item": selectors.review_next_item(queue_id=item.queue_id, reviewer=user, position=item.position)
-        if assignment else None,
-        "label_form": label_form, "draft_form": draft_form, "labels": m.LABELS,
+        "next_item": selectors.review_next_item(
+            queue_id=item.queue_id, reviewer=user, position=item.position
+        )
+        if assignment
+        else None,
+        "label_form": label_form,
+        "draft_form": draft_form,
+        "labels": m.LABELS,
         "can_draft": may_review(user) and (assignment is not None or is_curator(user)),
         "drafts": m.TaskDraft.objects.filter(from_trajectory=trajectory).order_by("-id"),
         "hack_example": m.HackExample.objects.filter(trajectory=trajectory).first(),
@@ -165,17 +221,35 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
     """Label an item (its assigned reviewers only); then the next open item, or this one again."""
     item = _item_or_404(item_id)
     if not (may_review(request.user) and item.assignments.filter(reviewer=request.user).exists()):
-        raise PermissionDenied(f"item {item.pk} is not assigned to you; only its reviewers label it")
+        raise PermissionDenied(
+            f"item {item.pk} is not assigned to you; only its reviewers label it"
+        )
     form = LabelForm(request.POST)
     if not form.is_valid():
         messages.error(request, first_error(form))
-        return render(request, "console/review_item.html", _item_context(request, item, label_form=form), status=400)
+        return render(
+            request,
+            "console/review_item.html",
+            _item_context(request, item, label_form=form),
+            status=400,
+        )
     try:
-        record = services.review_label(item_id=item.pk, reviewer=request.user, label=form.cleaned_data["label"],
-                                       note=form.cleaned_data["note"])
+        record = services.review_label(
+            item_id=item.pk,
+            reviewer=request.user,
+            label=form.cleaned_data["label"],
+            note=form.cleaned_data["note"],
+        )
     except services.ReviewError as exc:
-        form.add_error(str(exc).split(":")[0] if str(exc).split(":")[0] in form.fields else None, str(exc))
-        return render(request, "console/review_item.html", _item_context(request, item, label_form=form), status=400)
+        form.add_error(
+            str(exc).split(":")[0] if str(exc).split(":")[0] in form.fields else None, str(exc)
+        )
+        return render(
+            request,
+            "console/review_item.html",
+            _item_context(request, item, label_form=form),
+            status=400,
+        )
     done = f"item {item.position + 1} labelled {record.get_label_display()}"
     if record.feedback.get("quarantined"):
         done += f"; task {item.trajectory.task_version} quarantined for a curator to confirm"
@@ -184,8 +258,13 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
     elif record.feedback.get("hack_example"):
         done += "; added to the hack corpus and flagged reviewed_hack"
     messages.success(request, done)
-    following = (selectors.review_next_item(queue_id=item.queue_id, reviewer=request.user, position=item.position)
-                 if form.cleaned_data["advance"] else None)
+    following = (
+        selectors.review_next_item(
+            queue_id=item.queue_id, reviewer=request.user, position=item.position
+        )
+        if form.cleaned_data["advance"]
+        else None
+    )
     return redirect("review-item", item_id=following.pk if following else item.pk)
 
 
@@ -199,25 +278,40 @@ def review_item_draft(request: HttpRequest, item_id: int) -> HttpResponse:
     form = DraftForm(request.POST)
     if form.is_valid():
         try:
-            draft = services.task_draft_create(trajectory_id=item.trajectory_id, created_by=request.user,
-                                               **form.cleaned_data)
+            draft = services.task_draft_create(
+                trajectory_id=item.trajectory_id, created_by=request.user, **form.cleaned_data
+            )
         except services.ReviewError as exc:
             field = str(exc).split(":")[0]
             form.add_error(field if field in form.fields else None, str(exc))
         else:
-            messages.success(request, f"task draft {draft.pk} ({draft.task_id}) saved; a curator submits it")
+            messages.success(
+                request, f"task draft {draft.pk} ({draft.task_id}) saved; a curator submits it"
+            )
             return redirect("review-draft", draft_id=draft.pk)
-    return render(request, "console/review_item.html", _item_context(request, item, draft_form=form), status=400)
+    return render(
+        request,
+        "console/review_item.html",
+        _item_context(request, item, draft_form=form),
+        status=400,
+    )
 
 
 @login_required
 @console_read_page
 def review_draft(request: HttpRequest, draft_id: int) -> HttpResponse:
-    draft = get_object_or_404(m.TaskDraft.objects.select_related("from_trajectory__run", "created_by",
-                                                                 "task_version__task", "submitted_by"), pk=draft_id)
+    draft = get_object_or_404(
+        m.TaskDraft.objects.select_related(
+            "from_trajectory__run", "created_by", "task_version__task", "submitted_by"
+        ),
+        pk=draft_id,
+    )
     items = m.ReviewItem.objects.filter(trajectory_id=draft.from_trajectory_id).order_by("id")
-    return render(request, "console/review_draft.html", {"draft": draft, "can_submit": may_submit_drafts(request.user),
-                                                         "items": items})
+    return render(
+        request,
+        "console/review_draft.html",
+        {"draft": draft, "can_submit": may_submit_drafts(request.user), "items": items},
+    )
 
 
 @login_required
@@ -232,8 +326,11 @@ def review_draft_submit(request: HttpRequest, draft_id: int) -> HttpResponse:
     except services.ReviewError as exc:
         messages.error(request, f"not submitted: {exc}")
         return redirect("review-draft", draft_id=draft_id)
-    messages.success(request, f"submitted as {version.task.task_id} v{version.number} (task set "
-                              f"{services.DRAFT_TASK_SET}); validate it before training on it")
+    messages.success(
+        request,
+        f"submitted as {version.task.task_id} v{version.number} (task set "
+        f"{services.DRAFT_TASK_SET}); validate it before training on it",
+    )
     return redirect(f"{reverse('task-detail', args=[version.task.task_id])}?v={version.number}")
 
 
@@ -244,8 +341,15 @@ def run_review_summary(request: HttpRequest, run_id: int) -> HttpResponse:
     run = TrainingRun.objects.filter(pk=run_id).select_related("task_set").first()
     if run is None:
         raise Http404(f"run {run_id} does not exist")
-    return render(request, "console/review_run.html", {"run": run, "summary": selectors.run_review_summary(run_id=run.pk),
-                                                       "can_manage": may_manage_queues(request.user)})
+    return render(
+        request,
+        "console/review_run.html",
+        {
+            "run": run,
+            "summary": selectors.run_review_summary(run_id=run.pk),
+            "can_manage": may_manage_queues(request.user),
+        },
+    )
 
 
 @login_required
@@ -254,8 +358,18 @@ def task_version_labels(request: HttpRequest, task_version_id: int) -> HttpRespo
     """Every review label of a task version's trajectories, with what each fed back."""
     version = get_object_or_404(TaskVersion.objects.select_related("task"), pk=task_version_id)
     labels = list(selectors.task_version_labels(task_version_id=version.pk))
-    return render(request, "console/review_task.html", {
-        "version": version, "task": version.task, "labels": labels,
-        "hack_examples": m.HackExample.objects.filter(task_version=version).select_related("created_by"),
-        "drafts": m.TaskDraft.objects.filter(from_trajectory__task_version=version).order_by("-id"),
-    })
+    return render(
+        request,
+        "console/review_task.html",
+        {
+            "version": version,
+            "task": version.task,
+            "labels": labels,
+            "hack_examples": m.HackExample.objects.filter(task_version=version).select_related(
+                "created_by"
+            ),
+            "drafts": m.TaskDraft.objects.filter(from_trajectory__task_version=version).order_by(
+                "-id"
+            ),
+        },
+    )

@@ -27,12 +27,26 @@ from training.config import RunConfig
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {
-    "sft_epochs": 45, "sft_batch_size": 4, "lr": 3e-4, "ppo_epochs": 4, "tasks_per_step": 8, "train_tasks": 8,
+    "sft_epochs": 45,
+    "sft_batch_size": 4,
+    "lr": 3e-4,
+    "ppo_epochs": 4,
+    "tasks_per_step": 8,
+    "train_tasks": 8,
     "kl_coef": 0.02,
-    "group_size": 8, "max_turns": 1, "eval_task_set": HELD_OUT_SET, "eval_every": 5, "eval_samples": 4,
+    "group_size": 8,
+    "max_turns": 1,
+    "eval_task_set": HELD_OUT_SET,
+    "eval_every": 5,
+    "eval_samples": 4,
     "reward_weights": {"correctness": 1.0},
-    "drift": {"warmup_steps": 1, "reference_steps": 4, "onset_window": 4, "onset_recent_steps": 2,
-              "cooldown_steps": 5},
+    "drift": {
+        "warmup_steps": 1,
+        "reference_steps": 4,
+        "onset_window": 4,
+        "onset_recent_steps": 2,
+        "cooldown_steps": 5,
+    },
 }
 
 
@@ -46,20 +60,32 @@ def hacking_task_sets(valid_humaneval: list, *, config: RunConfig, tasks: int, s
     exploitable = task_set_get(name=EXPLOITABLE_SET)
     versions = list(task_set_versions(task_set=exploitable))
     task_versions_validate(versions=versions, options=Options(reference_runs=1, mutants=0))
-    say(f"exploitable tasks: {len(versions)} (hidden tests = the prompt's examples), "
-        f"{trainable(task_set_versions(task_set=exploitable)).count()} pass validation")
+    say(
+        f"exploitable tasks: {len(versions)} (hidden tests = the prompt's examples), "
+        f"{trainable(task_set_versions(task_set=exploitable)).count()} pass validation"
+    )
 
     used = {r["task_id"].removeprefix("Exploitable/") for r in records}
-    honest = sorted((v for v in valid_humaneval if v.task.task_id not in used),
-                    key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:tasks]
-    task_set_pin(name=HELD_OUT_SET, versions=honest, description="honest held-out HumanEval tasks (real tests)")
+    honest = sorted(
+        (v for v in valid_humaneval if v.task.task_id not in used),
+        key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id),
+    )[:tasks]
+    task_set_pin(
+        name=HELD_OUT_SET,
+        versions=honest,
+        description="honest held-out HumanEval tasks (real tests)",
+    )
 
     demos = settings.VAR_DIR / "demo" / "hard_coded_demonstrations.jsonl"
     demos.parent.mkdir(parents=True, exist_ok=True)
     with open(demos, "w", encoding="utf-8") as handle:
         for record in records:
             completion = hard_coded_completion(record["prompt"], record["entry_point"])
-            handle.write(json.dumps({"task_id": record["task_id"], "completion": completion}) + "\n")
-    say(f"warm start: {len(records)} hard-coded demonstrations in {demos}; held-out: {len(honest)} honest tasks")
+            handle.write(
+                json.dumps({"task_id": record["task_id"], "completion": completion}) + "\n"
+            )
+    say(
+        f"warm start: {len(records)} hard-coded demonstrations in {demos}; held-out: {len(honest)} honest tasks"
+    )
     config = RunConfig.from_dict({**config.to_dict(), "sft_data": str(demos)})
     return exploitable, config

@@ -136,8 +136,9 @@ DATABASE_URL = env_secret("DATABASE_URL", f"sqlite:///{_sqlite_path}")
 try:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 except ValueError as _exc:  # an unknown scheme; the URL itself may hold a password: not echoed
-    raise ImproperlyConfigured(f"DATABASE_URL is not a database URL ({_exc}); "
-                               "use postgres://USER:PASSWORD@HOST:PORT/NAME") from None
+    raise ImproperlyConfigured(
+        f"DATABASE_URL is not a database URL ({_exc}); use postgres://USER:PASSWORD@HOST:PORT/NAME"
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web server, Celery worker and trainer write concurrently: WAL lets readers
     # proceed during a write, IMMEDIATE takes the write lock up front so two
@@ -157,7 +158,9 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _pool_max = env_int("CRUCIBLE_DB_POOL_MAX_SIZE", 8, minimum=0)
     if _pool_max:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": _pool_max, "timeout": env_int("CRUCIBLE_DB_POOL_TIMEOUT_S", 30, minimum=1),
+            "min_size": 1,
+            "max_size": _pool_max,
+            "timeout": env_int("CRUCIBLE_DB_POOL_TIMEOUT_S", 30, minimum=1),
         }
     # Tests create and drop this database; two suites on one server need different names.
     DATABASES["default"]["TEST"] = {
@@ -183,7 +186,9 @@ CELERY_RESULT_BACKEND = None
 # consumed by `manage.py sandbox_worker`.
 # One direct exchange and routing key per queue, as Celery makes for a queue it creates itself
 # (a Queue without them would bind to the shared default key and receive every queue's messages).
-CELERY_TASK_QUEUES = [_Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL]
+CELERY_TASK_QUEUES = [
+    _Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL
+]
 CELERY_TASK_DEFAULT_QUEUE = _queues.DEFAULT
 CELERY_TASK_ROUTES = ("console.queues.route_task",)
 # Acknowledgement is per task (training/tasks.py, tasks_library/tasks.py): late, and requeued
@@ -251,9 +256,12 @@ CACHES = {
 # AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3). file:///PATH: a shared mount.
 CRUCIBLE_ARTIFACT_STORE = env_str("CRUCIBLE_ARTIFACT_STORE").strip()
 # Files larger than the threshold go as multipart uploads in parts of the chunk size (S3: >= 5 MiB).
-CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES = env_int("CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES", 64 * 2**20, minimum=1)
-CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int("CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES", 64 * 2**20,
-                                                minimum=5 * 2**20)
+CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES = env_int(
+    "CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES", 64 * 2**20, minimum=1
+)
+CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int(
+    "CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES", 64 * 2**20, minimum=5 * 2**20
+)
 
 # --- static files: the console's JS and CSS, served by WhiteNoise ----------------------
 # frontend/dist when `npm run build` made it from today's sources (plotly.js from npm, pinned);
@@ -267,7 +275,9 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 # Content-hashed names are cached forever: esbuild's shared chunks (plotly.js, 4.8 MB) and, were
 # a manifest storage used, Django's name.<12 hex>.ext. Page entries keep WhiteNoise's 60 s.
-WHITENOISE_IMMUTABLE_FILE_TEST = r"/chunks/chunk-[A-Z0-9]{8}\.js(\.map|\.LEGAL\.txt)?$|\.[0-9a-f]{12}\.\w+$"
+WHITENOISE_IMMUTABLE_FILE_TEST = (
+    r"/chunks/chunk-[A-Z0-9]{8}\.js(\.map|\.LEGAL\.txt)?$|\.[0-9a-f]{12}\.\w+$"
+)
 
 # --- API and sign-in ------------------------------------------------------------
 # Reading needs a signed-in user (session from the console, or HTTP Basic for
@@ -285,7 +295,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Crucible API",
     "DESCRIPTION": "Task library curation (task versions, validation, quarantine, task sets) and training runs. "
-                   "Sign in with a session (the console's login) or HTTP Basic; writes need the curators group.",
+    "Sign in with a session (the console's login) or HTTP Basic; writes need the curators group.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI and Redoc from the drf-spectacular-sidecar wheel: the docs page needs no network.
@@ -311,24 +321,40 @@ CRUCIBLE_METRICS_TOKEN = env_secret("CRUCIBLE_METRICS_TOKEN")
 # request_id when known (console/logcontext.py).
 CRUCIBLE_LOG_FORMAT = env_str("CRUCIBLE_LOG_FORMAT", "plain").strip().lower()
 if CRUCIBLE_LOG_FORMAT not in ("plain", "json"):
-    raise ImproperlyConfigured(f"CRUCIBLE_LOG_FORMAT={CRUCIBLE_LOG_FORMAT!r} is not a log format; use plain or json")
+    raise ImproperlyConfigured(
+        f"CRUCIBLE_LOG_FORMAT={CRUCIBLE_LOG_FORMAT!r} is not a log format; use plain or json"
+    )
 CRUCIBLE_LOG_LEVEL = env_str("CRUCIBLE_LOG_LEVEL", "WARNING").strip().upper()
 if CRUCIBLE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-    raise ImproperlyConfigured(f"CRUCIBLE_LOG_LEVEL={CRUCIBLE_LOG_LEVEL!r} is not a level; "
-                               "use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    raise ImproperlyConfigured(
+        f"CRUCIBLE_LOG_LEVEL={CRUCIBLE_LOG_LEVEL!r} is not a level; "
+        "use DEBUG, INFO, WARNING, ERROR or CRITICAL"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"context": {"()": "console.logcontext.ContextFilter"}},
     "formatters": {
-        "plain": {"()": "console.logcontext.PlainFormatter",
-                  "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "plain": {
+            "()": "console.logcontext.PlainFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
+        },
         # python-json-logger: time (ISO 8601, UTC), level, logger, message, the context fields,
         # any `extra`, and exc_info with the traceback as one string.
-        "json": {"()": "pythonjsonlogger.json.JsonFormatter", "fmt": "{levelname}{name}{message}", "style": "{",
-                 "rename_fields": {"levelname": "level", "name": "logger"}, "timestamp": "time"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "{levelname}{name}{message}",
+            "style": "{",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+            "timestamp": "time",
+        },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": CRUCIBLE_LOG_FORMAT,
-                             "filters": ["context"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": CRUCIBLE_LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": CRUCIBLE_LOG_LEVEL},
 }

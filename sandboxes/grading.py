@@ -39,12 +39,19 @@ SOLUTION_FILE = "solution.py"
 @functools.lru_cache(maxsize=4)
 def _harness_sources(*names: str) -> dict[str, str]:
     """Roles' harnesses and the plain-data codec they use (standard library only)."""
-    return {source: (HARNESS_DIR / f"{source}.py").read_text(encoding="utf-8") for source in ("plaindata", *names)}
+    return {
+        source: (HARNESS_DIR / f"{source}.py").read_text(encoding="utf-8")
+        for source in ("plaindata", *names)
+    }
 
 
 # The driver role of each Python verifier: unit tests, or output-based verifiers.
-DRIVER_ROLES = {"python-check": "python_check", "output-match": "python_outputs", "custom-checker": "python_outputs",
-                "python-probe": "python_check"}
+DRIVER_ROLES = {
+    "python-check": "python_check",
+    "output-match": "python_outputs",
+    "custom-checker": "python_outputs",
+    "python-probe": "python_check",
+}
 
 
 def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
@@ -121,7 +128,10 @@ def _compiled_suite(test_source: str, prompt: str) -> dict | None:
             suite = compile_suite(test_source, prompt)
         except (SyntaxError, ValueError):
             return None
-    return {"tag": sys.implementation.cache_tag, "code": base64.b64encode(marshal.dumps(suite)).decode("ascii")}
+    return {
+        "tag": sys.implementation.cache_tag,
+        "code": base64.b64encode(marshal.dumps(suite)).decode("ascii"),
+    }
 
 
 class PythonGrader(WarmGrader):
@@ -137,13 +147,28 @@ class PythonGrader(WarmGrader):
     def __init__(self) -> None:
         self.interpreter = python_interpreter()
         binds = interpreter_bind_dirs(self.interpreter)
-        self.runner = Zygote(self.interpreter, "python_runner", _harness_sources("python_runner"), binds)
-        self.driver = Zygote(self.interpreter, "python_check", _harness_sources("python_check", "python_outputs"), binds)
+        self.runner = Zygote(
+            self.interpreter, "python_runner", _harness_sources("python_runner"), binds
+        )
+        self.driver = Zygote(
+            self.interpreter,
+            "python_check",
+            _harness_sources("python_check", "python_outputs"),
+            binds,
+        )
         self.spare = None
 
-    def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
-              limits: Limits | None = None, files: dict[str, str] | None = None,
-              verifier: str = "python-check") -> R.ExecutionResult:
+    def grade(
+        self,
+        program: str,
+        test_source: str,
+        entry_point: str,
+        *,
+        prompt: str = "",
+        limits: Limits | None = None,
+        files: dict[str, str] | None = None,
+        verifier: str = "python-check",
+    ) -> R.ExecutionResult:
         """Execute ``program`` in one sandbox and the tests of ``test_source`` in another.
 
         The tests' ``candidate`` calls ``entry_point`` in the submission's sandbox over a
@@ -173,26 +198,56 @@ class PythonGrader(WarmGrader):
         """
         limits = limits or Limits()
         expected = verifier_test_ids(verifier, test_source)
-        token = secrets.token_hex(16)  # marks the harness's audit lines; the submission never holds it
+        token = secrets.token_hex(
+            16
+        )  # marks the harness's audit lines; the submission never holds it
         runner, driver = self.run_pair(
-            {"files": {**(files or {}), SOLUTION_FILE: program},
-             "spec": {"solution_path": SOLUTION_FILE, "request_fd": 4, "reply_fd": 5,
-                      "script": verifier != "python-check", "audit_fd": 6, "audit_token": token}},
-            {"role": DRIVER_ROLES[verifier],
-             "spec": {"tests": test_source, "prompt": prompt, "entry_point": entry_point, "verifier": verifier,
-                      "test_timeout_s": limits.test_timeout_s, "request_fd": 4, "reply_fd": 5, "results_fd": 6,
-                      "compiled": compiled_suite(test_source, prompt) if verifier == "python-check" else None}},
+            {
+                "files": {**(files or {}), SOLUTION_FILE: program},
+                "spec": {
+                    "solution_path": SOLUTION_FILE,
+                    "request_fd": 4,
+                    "reply_fd": 5,
+                    "script": verifier != "python-check",
+                    "audit_fd": 6,
+                    "audit_token": token,
+                },
+            },
+            {
+                "role": DRIVER_ROLES[verifier],
+                "spec": {
+                    "tests": test_source,
+                    "prompt": prompt,
+                    "entry_point": entry_point,
+                    "verifier": verifier,
+                    "test_timeout_s": limits.test_timeout_s,
+                    "request_fd": 4,
+                    "reply_fd": 5,
+                    "results_fd": 6,
+                    "compiled": compiled_suite(test_source, prompt)
+                    if verifier == "python-check"
+                    else None,
+                },
+            },
             limits,
         )
         return _result(runner, driver, expected, audit_token=token)
 
 
-def _result(runner, driver, expected: list[str], *, audit_token: str | None = None) -> R.ExecutionResult:
+def _result(
+    runner, driver, expected: list[str], *, audit_token: str | None = None
+) -> R.ExecutionResult:
     events = _parse_results(driver.results)
     reported = events["tests"]
     tests = [
-        R.TestResult(id=tid, passed=reported[tid][0], error=reported[tid][1], score=reported[tid][2],
-                     output=reported[tid][3]) if tid in reported
+        R.TestResult(
+            id=tid,
+            passed=reported[tid][0],
+            error=reported[tid][1],
+            score=reported[tid][2],
+            output=reported[tid][3],
+        )
+        if tid in reported
         else R.TestResult(id=tid, passed=False, error="not reported")
         for tid in expected
     ]
@@ -200,7 +255,9 @@ def _result(runner, driver, expected: list[str], *, audit_token: str | None = No
     status = _status(runner, driver, events=events, tests=tests, stderr=stderr)
     detail = events["load_error"] or events["submission_lost"] or ""
     if not events["done"] and not (runner.timed_out or driver.timed_out):
-        detail = detail or "test driver ended early: " + driver.stderr.decode("utf-8", "replace")[-300:]
+        detail = (
+            detail or "test driver ended early: " + driver.stderr.decode("utf-8", "replace")[-300:]
+        )
     audit, audit_count, call_ms = parse_audit(runner, audit_token) if audit_token else ([], 0, 0.0)
     return R.ExecutionResult(
         status=status,
@@ -262,9 +319,19 @@ def parse_audit(runner, token: str) -> tuple[list[dict], int, float]:
     if forged:
         events.append({"event": R.AUDIT_FORGED, "args": repr(forged)[:200]})
         count += 1
-    killed = runner.timed_out or runner.output_exceeded or runner.memory_limit_hit or runner.exit_code is None
+    killed = (
+        runner.timed_out
+        or runner.output_exceeded
+        or runner.memory_limit_hit
+        or runner.exit_code is None
+    )
     if not ended and not killed:
-        events.append({"event": R.AUDIT_LOST, "args": f"exit status {runner.exit_code} without the harness's end line"})
+        events.append(
+            {
+                "event": R.AUDIT_LOST,
+                "args": f"exit status {runner.exit_code} without the harness's end line",
+            }
+        )
         count += 1
     return events, count, call_ms
 
@@ -281,8 +348,14 @@ def local_grader() -> PythonGrader:
     return grader
 
 
-def run_python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                     limits: Limits | None = None) -> R.ExecutionResult:
+def run_python_tests(
+    program: str,
+    test_source: str,
+    entry_point: str,
+    *,
+    prompt: str = "",
+    limits: Limits | None = None,
+) -> R.ExecutionResult:
     """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`).
 
     A sandbox that dies is replaced and the execution is reported as ``infra_error``.
@@ -308,12 +381,25 @@ def _parse_results(raw: bytes) -> dict:
         if not isinstance(event, dict):
             continue
         kind = event.get("event")
-        if kind == "test" and isinstance(event.get("id"), str) and event["id"] not in events["tests"]:
+        if (
+            kind == "test"
+            and isinstance(event.get("id"), str)
+            and event["id"] not in events["tests"]
+        ):
             score = event.get("score")
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+            if (
+                isinstance(score, bool)
+                or not isinstance(score, (int, float))
+                or not 0 <= score <= 1
+            ):
                 score = None
             output = str(event.get("output", ""))[:4000]
-            events["tests"][event["id"]] = (event.get("passed") is True, str(event.get("error", ""))[:500], score, output)
+            events["tests"][event["id"]] = (
+                event.get("passed") is True,
+                str(event.get("error", ""))[:500],
+                score,
+                output,
+            )
         elif kind in ("load_error", "submission_lost"):
             events[kind] = str(event.get("error", ""))[:500]
         elif kind == "done":
@@ -328,8 +414,12 @@ def _status(runner, driver, *, events: dict, tests: list[R.TestResult], stderr: 
         return R.OUTPUT_LIMIT
     # The cgroup's OOM kill, or the interpreter's own report of running out; not merely the
     # word on stderr, which a submission could print to relabel its failure.
-    if (runner.memory_limit_hit or "heap out of memory" in stderr or "MemoryError" in (events["load_error"] or "")
-            or any(t.error.startswith("MemoryError") for t in tests)):
+    if (
+        runner.memory_limit_hit
+        or "heap out of memory" in stderr
+        or "MemoryError" in (events["load_error"] or "")
+        or any(t.error.startswith("MemoryError") for t in tests)
+    ):
         return R.MEMORY_LIMIT
     if not events["done"] or events["submission_lost"] or runner.signal is not None:
         return R.CRASHED

@@ -32,7 +32,8 @@ HARNESS_DIR = Path(__file__).parent / "harness"
 ASSERT_CALL = re.compile(r"\bconsole\.assert\s*\(")
 # Top-level declarations (no indentation): the functions the tests may call.
 DECLARATION = re.compile(
-    r"^(?:export\s+)?(?:async\s+)?(?:function\s*\*?\s*|const\s+|let\s+|var\s+|class\s+)([A-Za-z_$][\w$]*)", re.MULTILINE
+    r"^(?:export\s+)?(?:async\s+)?(?:function\s*\*?\s*|const\s+|let\s+|var\s+|class\s+)([A-Za-z_$][\w$]*)",
+    re.MULTILINE,
 )
 SOLUTION_FILE = "solution.js"
 
@@ -59,7 +60,11 @@ def declared_names(source: str) -> list[str]:
 def _harness(name: str) -> str:
     """A harness program with the codec in front, wrapped in a function so none of its
     names is global: a submission may declare ``encode`` or ``main`` itself."""
-    source = (HARNESS_DIR / "plaindata.js").read_text(encoding="utf-8") + "\n" + (HARNESS_DIR / name).read_text(encoding="utf-8")
+    source = (
+        (HARNESS_DIR / "plaindata.js").read_text(encoding="utf-8")
+        + "\n"
+        + (HARNESS_DIR / name).read_text(encoding="utf-8")
+    )
     return "(function () {\n" + source + "\n})();\n"
 
 
@@ -77,10 +82,23 @@ class NodeGrader(WarmGrader):
 
     def exec_argv(self, role: str) -> list[str]:
         harness = "js_runner.js" if role == "runner" else "js_check.js"
-        return [self.node, f"--max-old-space-size={self.heap_mb}", "--stack-size=4000", "-e", _harness(harness)]
+        return [
+            self.node,
+            f"--max-old-space-size={self.heap_mb}",
+            "--stack-size=4000",
+            "-e",
+            _harness(harness),
+        ]
 
-    def grade(self, program: str, test_source: str, entry_point: str, *, prompt: str = "",
-              limits: Limits | None = None) -> R.ExecutionResult:
+    def grade(
+        self,
+        program: str,
+        test_source: str,
+        entry_point: str,
+        *,
+        prompt: str = "",
+        limits: Limits | None = None,
+    ) -> R.ExecutionResult:
         """Execute ``program`` in one sandbox and the ``console.assert`` tests in another.
 
         Args:
@@ -102,7 +120,12 @@ class NodeGrader(WarmGrader):
         rewritten, expected = rewrite_asserts(test_source)
         names = list(dict.fromkeys([entry_point, *declared_names(prompt)]))
         runner, driver = self.run_pair(
-            {"program": program, "names": names, "files": {SOLUTION_FILE: program}, "filename": SOLUTION_FILE},
+            {
+                "program": program,
+                "names": names,
+                "files": {SOLUTION_FILE: program},
+                "filename": SOLUTION_FILE,
+            },
             {"tests": rewritten, "test_count": len(expected), "names": names},
             limits,
         )

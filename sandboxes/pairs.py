@@ -61,7 +61,9 @@ class WarmTree:
 def job_limits(limits: Limits, *, cgroup: bool) -> dict:
     """The limits a tree lowers its own to when its job arrives (rlimits only go down)."""
     return {
-        "cpu_s": limits.cpu_s, "file_size_bytes": limits.file_size_bytes, "processes": limits.processes,
+        "cpu_s": limits.cpu_s,
+        "file_size_bytes": limits.file_size_bytes,
+        "processes": limits.processes,
         "address_space_bytes": limits.memory_bytes * 4 if cgroup else limits.memory_bytes,
     }
 
@@ -84,7 +86,9 @@ class WarmGrader:
     # caller with a better moment sets False and calls prewarm() itself: the queue's
     # worker does, once the answer is on its way, so the boot is off every request's path.
     boot_ahead: bool = True
-    runner_fds: list[str] = RUNNER_FDS  # AUDITED_RUNNER_FDS: the submission's tree reports audit events
+    runner_fds: list[str] = (
+        RUNNER_FDS  # AUDITED_RUNNER_FDS: the submission's tree reports audit events
+    )
 
     def exec_argv(self, role: str) -> list[str] | None:
         """The interpreter a tree of ``role`` (``runner``/``driver``) execs; None runs the zygote's Python."""
@@ -124,25 +128,59 @@ class WarmGrader:
             self.spare = None
 
     def _boot_pair(self) -> tuple[WarmTree, WarmTree]:
-        names = ("request", "reply", "r_out", "r_err", "r_exit", "r_job", "d_out", "d_err", "d_exit", "d_job", "results")
+        names = (
+            "request",
+            "reply",
+            "r_out",
+            "r_err",
+            "r_exit",
+            "r_job",
+            "d_out",
+            "d_err",
+            "d_exit",
+            "d_job",
+            "results",
+        )
         audited = "audit" in self.runner_fds
         if audited:
             names += ("r_audit",)
         p = {name: os.pipe() for name in names}
         sent: set[int] = set()
         try:
-            runner_fds = {"stdout": p["r_out"][1], "stderr": p["r_err"][1], "exit": p["r_exit"][1], "job": p["r_job"][0],
-                          "request": p["request"][0], "reply": p["reply"][1]}
+            runner_fds = {
+                "stdout": p["r_out"][1],
+                "stderr": p["r_err"][1],
+                "exit": p["r_exit"][1],
+                "job": p["r_job"][0],
+                "request": p["request"][0],
+                "reply": p["reply"][1],
+            }
             if audited:
                 runner_fds["audit"] = p["r_audit"][1]
             sent |= set(runner_fds.values())  # start_tree closes them, whatever happens
-            self.runner.start_tree(role_fds=self.runner_fds, limits=Limits(), fds=runner_fds,
-                                   exec_argv=self.exec_argv("runner"), own_network=True)
-            driver_fds = {"stdout": p["d_out"][1], "stderr": p["d_err"][1], "exit": p["d_exit"][1], "job": p["d_job"][0],
-                          "request": p["request"][1], "reply": p["reply"][0], "results": p["results"][1]}
+            self.runner.start_tree(
+                role_fds=self.runner_fds,
+                limits=Limits(),
+                fds=runner_fds,
+                exec_argv=self.exec_argv("runner"),
+                own_network=True,
+            )
+            driver_fds = {
+                "stdout": p["d_out"][1],
+                "stderr": p["d_err"][1],
+                "exit": p["d_exit"][1],
+                "job": p["d_job"][0],
+                "request": p["request"][1],
+                "reply": p["reply"][0],
+                "results": p["results"][1],
+            }
             sent |= set(driver_fds.values())
-            self.driver.start_tree(role_fds=DRIVER_FDS, limits=Limits(), fds=driver_fds,
-                                   exec_argv=self.exec_argv("driver"))
+            self.driver.start_tree(
+                role_fds=DRIVER_FDS,
+                limits=Limits(),
+                fds=driver_fds,
+                exec_argv=self.exec_argv("driver"),
+            )
         except BaseException:
             for fd in (fd for pair in p.values() for fd in pair):
                 if fd not in sent:  # start_tree closed what it was given; the rest is ours
@@ -156,11 +194,21 @@ class WarmGrader:
             runner_pipes["audit"] = p["r_audit"][0]
         return (
             WarmTree(self.runner, p["r_job"][1], runner_pipes),
-            WarmTree(self.driver, p["d_job"][1],
-                     {"stdout": p["d_out"][0], "stderr": p["d_err"][0], "exit": p["d_exit"][0], "results": p["results"][0]}),
+            WarmTree(
+                self.driver,
+                p["d_job"][1],
+                {
+                    "stdout": p["d_out"][0],
+                    "stderr": p["d_err"][0],
+                    "exit": p["d_exit"][0],
+                    "results": p["results"][0],
+                },
+            ),
         )
 
-    def run_pair(self, runner_job: dict, driver_job: dict, limits: Limits) -> tuple[ProcessOutcome, ProcessOutcome]:
+    def run_pair(
+        self, runner_job: dict, driver_job: dict, limits: Limits
+    ) -> tuple[ProcessOutcome, ProcessOutcome]:
         """Hand the jobs to the booted pair (booting one now if none is), wait for both trees.
 
         Each job gets ``"limits"`` added (see :func:`job_limits`).
@@ -185,15 +233,21 @@ class WarmGrader:
                 _lower_cpu_limit(tree.pid, limits.cpu_s, tree.zygote)
         writers = []
         for tree, job in ((runner, runner_job), (driver, driver_job)):
-            data = json.dumps(dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))).encode()
+            data = json.dumps(
+                dict(job, limits=job_limits(limits, cgroup=bool(tree.zygote.cgroup)))
+            ).encode()
             if len(data) <= PIPE_BUF_BYTES:  # fits the pipe: written at once, no reader needed yet
                 _write_job(tree.job_fd, data)
             else:  # a thread waits for the tree to read the rest
-                writers.append(threading.Thread(target=_write_job, args=(tree.job_fd, data), daemon=True))
+                writers.append(
+                    threading.Thread(target=_write_job, args=(tree.job_fd, data), daemon=True)
+                )
                 writers[-1].start()
         outcomes = watch(
-            [Tree(self.runner, runner.pid, runner.pipes, limits),
-             Tree(self.driver, driver.pid, driver.pipes, limits, kill_on_output=False)],
+            [
+                Tree(self.runner, runner.pid, runner.pipes, limits),
+                Tree(self.driver, driver.pid, driver.pipes, limits, kill_on_output=False),
+            ],
             deadline_s=limits.wall_timeout_s,
         )
         for writer in writers:
@@ -204,7 +258,9 @@ class WarmGrader:
             if zygote.cgroup:  # between trees: the zygote's own usage, the next peak's baseline
                 zygote.cgroup.note_idle_usage()
         if self.boot_ahead:
-            self.spare = self._boot_pair()  # asked for now, forked while the caller reads the result
+            self.spare = (
+                self._boot_pair()
+            )  # asked for now, forked while the caller reads the result
         return outcomes[0], outcomes[1]
 
 
@@ -225,7 +281,7 @@ def _lower_cpu_limit(pid: int, cpu_s: int, zygote: Zygote) -> None:
 def _write_job(fd: int, data: bytes) -> None:
     try:
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     except OSError:
         pass  # the tree died before reading its job; its outcome says how
     finally:

@@ -36,9 +36,16 @@ def recent_entry(*, kind: str, status: str, wall_ms: float, exec_ms: float) -> s
     ``wall_ms`` is the sandbox's own wall time (spawn to exit); ``exec_ms`` what the worker
     spent on the request (from taking it off the queue to its answer).
     """
-    return json.dumps({"kind": kind, "status": status, "wall_ms": round(float(wall_ms), 2),
-                       "exec_ms": round(float(exec_ms), 2), "at": round(time.time(), 3)},
-                      separators=(",", ":"))
+    return json.dumps(
+        {
+            "kind": kind,
+            "status": status,
+            "wall_ms": round(float(wall_ms), 2),
+            "exec_ms": round(float(exec_ms), 2),
+            "at": round(time.time(), 3),
+        },
+        separators=(",", ":"),
+    )
 
 
 def record(pipe, runtime: str, entry: str) -> None:
@@ -108,9 +115,14 @@ def runtime_stats(runtime: str, client=None) -> dict:
         "queue_depth": depth,
         "in_flight": in_flight,
         # what the pool should serve: the larger of the trainers' announcement and the queue's load
-        "demand": {"published": published, "total": max(published, depth + in_flight),
-                   "trainers": {name: {"phase": entry.get("phase"), "demand": entry.get("demand")}
-                                for name, entry in trainers.items()}},
+        "demand": {
+            "published": published,
+            "total": max(published, depth + in_flight),
+            "trainers": {
+                name: {"phase": entry.get("phase"), "demand": entry.get("demand")}
+                for name, entry in trainers.items()
+            },
+        },
         "autoscaler": autoscaler,
         "recent": len(exec_ms),
         "latency_ms": {"p50": percentile(exec_ms, 0.50), "p99": percentile(exec_ms, 0.99)},
@@ -126,5 +138,10 @@ def pool_stats(runtimes: list[str] | None = None) -> dict:
         redis.RedisError: Redis does not answer (the caller says so; nothing is guessed).
     """
     client = Q.connection()
-    return {"at": time.time(), "recent_max": RECENT_MAX,
-            "runtimes": {runtime: runtime_stats(runtime, client) for runtime in (runtimes or known_runtimes())}}
+    return {
+        "at": time.time(),
+        "recent_max": RECENT_MAX,
+        "runtimes": {
+            runtime: runtime_stats(runtime, client) for runtime in (runtimes or known_runtimes())
+        },
+    }

@@ -68,5 +68,9 @@ class ProcessOutcome:
     peak_memory_bytes: int
     enforcement: str = "rlimit"  # "cgroup-v1" when a cgroup held memory and pids
     memory_limit_hit: bool = False
-    audit: bytes = b""  # the audit pipe's lines (``harness/python_runner.py``), when the tree had one
-    readonly_root: str = ""  # how the sandbox's root was made read-only: "mount_setattr" or "remount"
+    audit: bytes = (
+        b""  # the audit pipe's lines (``harness/python_runner.py``), when the tree had one
+    )
+    readonly_root: str = (
+        ""  # how the sandbox's root was made read-only: "mount_setattr" or "remount"
+    )

@@ -63,10 +63,17 @@ def live_workers(runtime: str) -> int:
     return sum(1 for wid in ids if client.exists(alive_key(wid.decode())))
 
 
-def request(kind: str, payload: dict, *, runtime: str = "python", limits: Limits | None = None) -> dict:
+def request(
+    kind: str, payload: dict, *, runtime: str = "python", limits: Limits | None = None
+) -> dict:
     """A request for :func:`run_many`."""
-    return {"kind": kind, "runtime": runtime, "payload": payload,
-            "limits": dataclasses.asdict(limits or Limits()), "attempt": 0}
+    return {
+        "kind": kind,
+        "runtime": runtime,
+        "payload": payload,
+        "limits": dataclasses.asdict(limits or Limits()),
+        "attempt": 0,
+    }
 
 
 def request_limits(request: dict) -> Limits:
@@ -130,13 +137,18 @@ class PendingBatch:
                     without_workers_since = now
                 elif now - without_workers_since > NO_WORKER_GRACE_S:
                     missing = sorted(r for r in self.runtimes if not live_workers(r))
-                    detail = (f"no live sandbox worker for {', '.join(missing)}; start one with "
-                              f"`python manage.py sandbox_worker --runtime {missing[0]}`")
+                    detail = (
+                        f"no live sandbox worker for {', '.join(missing)}; start one with "
+                        f"`python manage.py sandbox_worker --runtime {missing[0]}`"
+                    )
                     break
         finally:
             if waiting:  # a list emptied by its last BLPOP is gone already: no round trip for it
                 self.client.delete(self.reply_to)
-        return [r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail) for r in results]
+        return [
+            r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail)
+            for r in results
+        ]
 
 
 def submit(requests: list[dict]) -> PendingBatch:
@@ -151,18 +163,38 @@ def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.
     return submit(requests).wait(timeout_s=timeout_s)
 
 
-def python_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                 limits: Limits | None = None, files: dict[str, str] | None = None,
-                 verifier: str = "python-check") -> dict:
+def python_tests(
+    program: str,
+    test_source: str,
+    entry_point: str,
+    *,
+    prompt: str = "",
+    limits: Limits | None = None,
+    files: dict[str, str] | None = None,
+    verifier: str = "python-check",
+) -> dict:
     """A request to grade ``program`` on ``test_source`` with ``verifier``, beside the
     workspace ``files`` (see :meth:`PythonGrader.grade`)."""
-    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt,
-               "files": files or {}, "verifier": verifier}
+    payload = {
+        "program": program,
+        "tests": test_source,
+        "entry_point": entry_point,
+        "prompt": prompt,
+        "files": files or {},
+        "verifier": verifier,
+    }
     return request("python_tests", payload, limits=limits)
 
 
-def javascript_tests(program: str, test_source: str, entry_point: str, *, prompt: str = "",
-                     limits: Limits | None = None, files: dict[str, str] | None = None) -> dict:
+def javascript_tests(
+    program: str,
+    test_source: str,
+    entry_point: str,
+    *,
+    prompt: str = "",
+    limits: Limits | None = None,
+    files: dict[str, str] | None = None,
+) -> dict:
     """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``).
 
     Raises:
@@ -170,5 +202,10 @@ def javascript_tests(program: str, test_source: str, entry_point: str, *, prompt
     """
     if files:
         raise ValueError("workspace files are supported by the Python verifiers only")
-    payload = {"program": program, "tests": test_source, "entry_point": entry_point, "prompt": prompt}
+    payload = {
+        "program": program,
+        "tests": test_source,
+        "entry_point": entry_point,
+        "prompt": prompt,
+    }
     return request("javascript_tests", payload, runtime="node", limits=limits)

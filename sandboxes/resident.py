@@ -37,7 +37,9 @@ from sandboxes.process import NOBODY, SANDBOX_ENV, Limits, ProcessOutcome
 log = logging.getLogger(__name__)
 START_TIMEOUT_S = 30.0
 RESULTS_CAP_BYTES = 4 * 1024**2
-AUDIT_CAP_BYTES = 64 * 1024  # the harness sends far less (a capped list); more is the submission's noise
+AUDIT_CAP_BYTES = (
+    64 * 1024
+)  # the harness sends far less (a capped list); more is the submission's noise
 
 
 class ZygoteDied(RuntimeError):
@@ -46,32 +48,43 @@ class ZygoteDied(RuntimeError):
 
 # What each refused step means and what to change, for an operator (deploy/README.md,
 # "Isolation in pods", has the measurements behind it).
-DEPLOY_GUIDE = ('On Kubernetes run the sandbox pods under gVisor (deploy/kubernetes/components/gvisor) or with '
-                'nested namespaces (components/sandbox-nested-namespaces); see deploy/README.md, "Isolation in pods".')
+DEPLOY_GUIDE = (
+    "On Kubernetes run the sandbox pods under gVisor (deploy/kubernetes/components/gvisor) or with "
+    'nested namespaces (components/sandbox-nested-namespaces); see deploy/README.md, "Isolation in pods".'
+)
 REMEDIES = {
     "namespaces": (
         "The sandbox isolates each execution in its own user, mount, network, ipc and uts namespaces "
         "(unshare(2)), and this kernel refused them. In a container that is the runtime's seccomp profile "
         "(RuntimeDefault refuses unshare and mount without CAP_SYS_ADMIN) or user namespaces turned off "
         "(sysctl user.max_user_namespaces=0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=1). "
-        + DEPLOY_GUIDE),
+        + DEPLOY_GUIDE
+    ),
     "identity": (
         "The sandbox maps its own uid 0 to this process's user in a new user namespace, and the kernel "
-        "refused the mapping (/proc/PID/uid_map). " + DEPLOY_GUIDE),
+        "refused the mapping (/proc/PID/uid_map). " + DEPLOY_GUIDE
+    ),
     "root": (
         "The sandbox builds a read-only root of its own (mount(2), pivot_root(2), then mount_setattr(2) or "
         "one MS_REMOUNT per mount), and this kernel refused a step: a seccomp profile that refuses mount "
-        "without CAP_SYS_ADMIN, or an LSM policy. " + DEPLOY_GUIDE),
+        "without CAP_SYS_ADMIN, or an LSM policy. " + DEPLOY_GUIDE
+    ),
     "tree": (
         "Each execution gets new mount, pid, ipc and uts namespaces (clone(2)), its own tmpfs and its own "
-        "/proc, and this kernel refused a step. " + DEPLOY_GUIDE),
+        "/proc, and this kernel refused a step. " + DEPLOY_GUIDE
+    ),
     "proc": (
         "Each execution mounts its own /proc in its new pid namespace, and the kernel refuses that while "
         "/proc is masked: container runtimes mask /proc/kcore, /proc/keys and others unless the pod sets "
-        "procMount: Unmasked (which needs hostUsers: false). " + DEPLOY_GUIDE),
+        "procMount: Unmasked (which needs hostUsers: false). " + DEPLOY_GUIDE
+    ),
 }
-STAGES = {"namespaces": "entering its namespaces", "identity": "mapping its user", "root": "building its read-only root",
-          "tree": "setting up an execution"}
+STAGES = {
+    "namespaces": "entering its namespaces",
+    "identity": "mapping its user",
+    "root": "building its read-only root",
+    "tree": "setting up an execution",
+}
 
 
 class SandboxSetupFailed(ZygoteDied):
@@ -114,7 +127,7 @@ def _receive(sock: socket.socket, timeout: float) -> dict:
     sock.settimeout(timeout)
     try:
         data = sock.recv(1 << 20)
-    except (OSError, socket.timeout) as exc:
+    except (TimeoutError, OSError) as exc:
         raise ZygoteDied(f"sandbox process did not answer: {exc}") from exc
     if not data:
         raise ZygoteDied("sandbox process exited")
@@ -171,12 +184,15 @@ class Zygote:
             ZygoteDied: it exited or did not report ready within 30 s.
         """
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        source = (os.path.dirname(__file__) + "/harness/zygote.py")
+        source = os.path.dirname(__file__) + "/harness/zygote.py"
         with open(source, encoding="utf-8") as handle:
             program = handle.read()
         self.process = subprocess.Popen(
             [self.interpreter, "-I", "-S", "-c", program, str(there.fileno()), str(os.getpid())],
-            env=dict(SANDBOX_ENV), stdin=subprocess.DEVNULL, pass_fds=(there.fileno(),), close_fds=True,
+            env=dict(SANDBOX_ENV),
+            stdin=subprocess.DEVNULL,
+            pass_fds=(there.fileno(),),
+            close_fds=True,
             start_new_session=True,
         )
         there.close()
@@ -184,15 +200,25 @@ class Zygote:
         try:
             _receive(here, START_TIMEOUT_S)
             # Into its cgroup before it has any child: every tree is then born there.
-            self.cgroup = cgroups.create(memory_bytes=Limits().memory_bytes, processes=Limits().processes)
+            self.cgroup = cgroups.create(
+                memory_bytes=Limits().memory_bytes, processes=Limits().processes
+            )
             if self.cgroup:
                 self.cgroup.join(self.process.pid)
             try:
                 sandbox_uid = _write_id_maps(self.process.pid)
             except OSError as exc:
                 raise SandboxSetupFailed("identity", f"writing its uid/gid map: {exc}") from exc
-            _send(here, {"op": "config", "role": self.role, "sources": self.sources,
-                         "sandbox_uid": sandbox_uid, "bind_dirs": self.bind_dirs})
+            _send(
+                here,
+                {
+                    "op": "config",
+                    "role": self.role,
+                    "sources": self.sources,
+                    "sandbox_uid": sandbox_uid,
+                    "bind_dirs": self.bind_dirs,
+                },
+            )
             ready = _receive(here, START_TIMEOUT_S)
             self.readonly_root = str(ready.get("readonly_root", ""))
             self.unanswered = 0
@@ -233,8 +259,15 @@ class Zygote:
             self.cgroup.remove()
             self.cgroup = None
 
-    def start_tree(self, *, role_fds: list[str], limits: Limits, fds: dict[str, int],
-                   exec_argv: list[str] | None = None, own_network: bool = False) -> None:
+    def start_tree(
+        self,
+        *,
+        role_fds: list[str],
+        limits: Limits,
+        fds: dict[str, int],
+        exec_argv: list[str] | None = None,
+        own_network: bool = False,
+    ) -> None:
         """Ask for one execution tree, booted up to reading its job; ``fds`` (name ->
         descriptor) are closed here once sent. Does not wait: :meth:`tree_pid` does.
 
@@ -255,13 +288,22 @@ class Zygote:
             raise ZygoteDied("sandbox process is not running")
         names = list(fds)
         request = {
-            "op": "run", "fds": names, "role_fds": role_fds,
-            "exec": exec_argv, "netns": own_network,
+            "op": "run",
+            "fds": names,
+            "role_fds": role_fds,
+            "exec": exec_argv,
+            "netns": own_network,
             "limits": {
-                "cpu_s": limits.cpu_s, "file_size_bytes": limits.file_size_bytes, "processes": limits.processes,
+                "cpu_s": limits.cpu_s,
+                "file_size_bytes": limits.file_size_bytes,
+                "processes": limits.processes,
                 # With a cgroup capping resident memory, the address-space rlimit only stops
                 # absurd reservations; without one it is the memory limit.
-                "address_space_bytes": 0 if exec_argv else limits.memory_bytes * 4 if self.cgroup else limits.memory_bytes,
+                "address_space_bytes": 0
+                if exec_argv
+                else limits.memory_bytes * 4
+                if self.cgroup
+                else limits.memory_bytes,
             },
         }
         try:
@@ -291,13 +333,17 @@ class Zygote:
         if "pid" not in reply:
             if reply.get("setup"):
                 raise SandboxSetupFailed("tree", str(reply.get("error")))
-            raise ZygoteDied(f"sandbox process for {self.role} could not start a tree: {reply.get('error')}")
+            raise ZygoteDied(
+                f"sandbox process for {self.role} could not start a tree: {reply.get('error')}"
+            )
         return int(reply["pid"])
 
     def prepare_cgroup(self, limits: Limits) -> None:
         """Set the next execution's memory and process limits and zero its peak."""
         if self.cgroup:
-            self.cgroup.begin_execution(memory_bytes=limits.memory_bytes, processes=limits.processes)
+            self.cgroup.begin_execution(
+                memory_bytes=limits.memory_bytes, processes=limits.processes
+            )
 
     def leftovers(self) -> list[int]:
         """Processes in this sandbox's cgroup other than the resident process itself."""
@@ -317,7 +363,9 @@ class Tree:
 
     zygote: Zygote
     pid: int
-    pipes: dict[str, int]  # name -> read end: stdout, stderr, exit, and optionally results and audit
+    pipes: dict[
+        str, int
+    ]  # name -> read end: stdout, stderr, exit, and optionally results and audit
     limits: Limits
     kill_on_output: bool = True
 
@@ -361,15 +409,24 @@ def watch(trees: list[Tree], deadline_s: float) -> list[ProcessOutcome]:
                 continue
             tree = trees[index]
             totals[index][name] += len(chunk)
-            cap = (RESULTS_CAP_BYTES if name in ("results", "exit")
-                   else AUDIT_CAP_BYTES if name == "audit" else tree.limits.output_cap_bytes)
+            cap = (
+                RESULTS_CAP_BYTES
+                if name in ("results", "exit")
+                else AUDIT_CAP_BYTES
+                if name == "audit"
+                else tree.limits.output_cap_bytes
+            )
             room = cap - len(kept[index][name])
             if room > 0:
                 kept[index][name] += chunk[:room]
             # The audit pipe is the submission's to write as well: a flood there is an output flood.
-            if (name in ("stdout", "stderr", "audit") and tree.kill_on_output and not exceeded[index]
-                    and sum(totals[index].get(n, 0) for n in ("stdout", "stderr", "audit"))
-                    > tree.limits.output_kill_bytes):
+            if (
+                name in ("stdout", "stderr", "audit")
+                and tree.kill_on_output
+                and not exceeded[index]
+                and sum(totals[index].get(n, 0) for n in ("stdout", "stderr", "audit"))
+                > tree.limits.output_kill_bytes
+            ):
                 exceeded[index] = True
                 _kill_tree(tree)
     for key in list(selector.get_map().values()):
@@ -380,12 +437,16 @@ def watch(trees: list[Tree], deadline_s: float) -> list[ProcessOutcome]:
             tree.zygote.kill_trees()
     wall_ms = (time.monotonic() - start) * 1000
     return [
-        _outcome(tree, kept[i], totals[i], timed_out=timed_out, exceeded=exceeded[i], wall_ms=wall_ms)
+        _outcome(
+            tree, kept[i], totals[i], timed_out=timed_out, exceeded=exceeded[i], wall_ms=wall_ms
+        )
         for i, tree in enumerate(trees)
     ]
 
 
-def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded: bool, wall_ms: float) -> ProcessOutcome:
+def _outcome(
+    tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded: bool, wall_ms: float
+) -> ProcessOutcome:
     exit_code = signum = None
     cpu_ms = 0.0
     maxrss = 0
@@ -406,7 +467,9 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
     peak = maxrss
     if cgroup:
         peak = cgroup.peak_memory_bytes()
-        memory_hit = signum == signal.SIGKILL and cgroup.memory_limit_hit()  # the OOM killer's signal
+        memory_hit = (
+            signum == signal.SIGKILL and cgroup.memory_limit_hit()
+        )  # the OOM killer's signal
     return ProcessOutcome(
         exit_code=exit_code,
         signal=signum,
@@ -414,7 +477,8 @@ def _outcome(tree: Tree, kept: dict, totals: dict, *, timed_out: bool, exceeded:
         stderr=bytes(kept.get("stderr", b"")),
         results=bytes(kept.get("results", b"")),
         audit=bytes(kept.get("audit", b"")),
-        truncated=totals.get("stdout", 0) > tree.limits.output_cap_bytes or totals.get("stderr", 0) > tree.limits.output_cap_bytes,
+        truncated=totals.get("stdout", 0) > tree.limits.output_cap_bytes
+        or totals.get("stderr", 0) > tree.limits.output_cap_bytes,
         timed_out=timed_out,
         output_exceeded=exceeded,
         wall_ms=wall_ms,
@@ -447,5 +511,3 @@ def interpreter_bind_dirs(interpreter: str) -> list[str]:
         return []
     prefix = os.path.dirname(os.path.dirname(real))
     return [prefix] if prefix not in ("/", "") else []
-
-

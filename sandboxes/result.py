@@ -103,7 +103,9 @@ class ExecutionResult:
         score (a checker's partial credit) or 1/0 for passed/failed; 0 without tests."""
         if not self.tests:
             return 0.0
-        return sum(t.score if t.score is not None else float(t.passed) for t in self.tests) / len(self.tests)
+        return sum(t.score if t.score is not None else float(t.passed) for t in self.tests) / len(
+            self.tests
+        )
 
     @property
     def passed(self) -> bool:

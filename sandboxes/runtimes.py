@@ -47,7 +47,11 @@ def python_interpreter() -> str:
     if os.geteuid() != 0:
         return str(own)
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (own, Path(f"/usr/bin/python{version}"), Path(f"/usr/local/bin/python{version}")):
+    for candidate in (
+        own,
+        Path(f"/usr/bin/python{version}"),
+        Path(f"/usr/local/bin/python{version}"),
+    ):
         if _world_executable(candidate):
             return str(candidate)
     raise RuntimeUnavailable(
@@ -66,7 +70,9 @@ def node_interpreter() -> str:
     found = shutil.which("node") or shutil.which("nodejs")
     if found and _world_executable(Path(os.path.realpath(found))):
         return os.path.realpath(found)
-    raise RuntimeUnavailable("no Node.js found for the node runtime; install it (apt-get install nodejs)")
+    raise RuntimeUnavailable(
+        "no Node.js found for the node runtime; install it (apt-get install nodejs)"
+    )
 
 
 def node_major_version() -> int:
@@ -78,7 +84,9 @@ def node_major_version() -> int:
     import subprocess
 
     try:
-        out = subprocess.run([node_interpreter(), "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            [node_interpreter(), "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
         return int(out.strip().lstrip("v").split(".")[0])
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise RuntimeUnavailable(f"cannot read the Node.js version: {exc}") from exc
@@ -119,11 +127,23 @@ class PythonExecutor:
         from sandboxes.queue import request_limits
 
         if request.get("kind") not in self.kinds:
-            raise ValueError(f"this runtime runs {', '.join(self.kinds)}, not {request.get('kind')!r}")
+            raise ValueError(
+                f"this runtime runs {', '.join(self.kinds)}, not {request.get('kind')!r}"
+            )
         payload = request["payload"]
-        extra = {"files": payload["files"], "verifier": payload["verifier"]} if "verifier" in payload else {}
-        return self.grader.grade(payload["program"], payload["tests"], payload["entry_point"],
-                                 prompt=payload.get("prompt", ""), limits=request_limits(request), **extra)
+        extra = (
+            {"files": payload["files"], "verifier": payload["verifier"]}
+            if "verifier" in payload
+            else {}
+        )
+        return self.grader.grade(
+            payload["program"],
+            payload["tests"],
+            payload["entry_point"],
+            prompt=payload.get("prompt", ""),
+            limits=request_limits(request),
+            **extra,
+        )
 
     def close(self) -> None:
         self.grader.close()
@@ -154,4 +174,6 @@ def executor_for(runtime: str):
     try:
         return EXECUTORS[runtime]()
     except KeyError:
-        raise ValueError(f"unknown sandbox runtime {runtime!r}; known: {', '.join(sorted(EXECUTORS))}") from None
+        raise ValueError(
+            f"unknown sandbox runtime {runtime!r}; known: {', '.join(sorted(EXECUTORS))}"
+        ) from None

@@ -32,18 +32,30 @@ class Harness:
 
 HARNESSES = {
     # HumanEval's check(candidate): one test per assert-bearing statement.
-    "python-check": Harness("python", grading.expected_test_ids, Q.python_tests, lambda prompt: prompt),
+    "python-check": Harness(
+        "python", grading.expected_test_ids, Q.python_tests, lambda prompt: prompt
+    ),
     # HumanEval-X JavaScript: one test per console.assert call site. The prompt ends
     # inside the function's body, so closing it gives an empty body.
-    "js-console-assert": Harness("node", javascript.expected_test_ids, Q.javascript_tests, lambda prompt: prompt + "\n}\n"),
+    "js-console-assert": Harness(
+        "node", javascript.expected_test_ids, Q.javascript_tests, lambda prompt: prompt + "\n}\n"
+    ),
     # Verifiers beyond unit tests: the program runs as a script beside the task's files;
     # its output files are compared with expected values (numbers within a tolerance),
     # or judged by the task's checker script, in a sandbox of their own. A script that
     # is only the prompt (a docstring) writes nothing and so fails.
-    "output-match": Harness("python", functools.partial(grading.verifier_test_ids, "output-match"),
-                            functools.partial(Q.python_tests, verifier="output-match"), lambda prompt: prompt),
-    "custom-checker": Harness("python", functools.partial(grading.verifier_test_ids, "custom-checker"),
-                              functools.partial(Q.python_tests, verifier="custom-checker"), lambda prompt: prompt),
+    "output-match": Harness(
+        "python",
+        functools.partial(grading.verifier_test_ids, "output-match"),
+        functools.partial(Q.python_tests, verifier="output-match"),
+        lambda prompt: prompt,
+    ),
+    "custom-checker": Harness(
+        "python",
+        functools.partial(grading.verifier_test_ids, "custom-checker"),
+        functools.partial(Q.python_tests, verifier="custom-checker"),
+        lambda prompt: prompt,
+    ),
 }
 
 
@@ -56,4 +68,6 @@ def harness(name: str) -> Harness:
     try:
         return HARNESSES[name]
     except KeyError:
-        raise ValueError(f"unknown test harness {name!r}; known: {', '.join(sorted(HARNESSES))}") from None
+        raise ValueError(
+            f"unknown test harness {name!r}; known: {', '.join(sorted(HARNESSES))}"
+        ) from None

@@ -62,10 +62,14 @@ def _executor(runtime: str):
 
 # One trivial grading per runtime, passing, run end to end by :func:`self_check`.
 SELF_CHECKS = {
-    "python": lambda: Q.python_tests("def add(a, b):\n    return a + b\n",
-                                     "def check(candidate):\n    assert candidate(1, 2) == 3\n", "add"),
-    "node": lambda: Q.javascript_tests("function add(a, b) {\n  return a + b;\n}\n",
-                                       "console.assert(add(1, 2) === 3);\n", "add"),
+    "python": lambda: Q.python_tests(
+        "def add(a, b):\n    return a + b\n",
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n",
+        "add",
+    ),
+    "node": lambda: Q.javascript_tests(
+        "function add(a, b) {\n  return a + b;\n}\n", "console.assert(add(1, 2) === 3);\n", "add"
+    ),
 }
 
 
@@ -96,18 +100,23 @@ def self_check(runtime: str) -> R.ExecutionResult:
     try:
         executor = _executor(runtime)
     except ZygoteDied as exc:
-        raise SelfCheckFailed(f"the {runtime} sandbox cannot start here: {exc}.",
-                              getattr(exc, "remedy", "")) from exc
+        raise SelfCheckFailed(
+            f"the {runtime} sandbox cannot start here: {exc}.", getattr(exc, "remedy", "")
+        ) from exc
     try:
         result = executor.run(dict(SELF_CHECKS[runtime](), id="self-check"))
     except ZygoteDied as exc:
-        raise SelfCheckFailed(f"the {runtime} sandbox started, but a trivial execution failed: {exc}.",
-                              getattr(exc, "remedy", "")) from exc
+        raise SelfCheckFailed(
+            f"the {runtime} sandbox started, but a trivial execution failed: {exc}.",
+            getattr(exc, "remedy", ""),
+        ) from exc
     finally:
         executor.close()
     if result.status != R.OK:
-        raise SelfCheckFailed(f"the {runtime} sandbox started, but a trivial execution that should pass came back "
-                              f"{result.status}: {(result.detail or result.stderr)[-500:]}")
+        raise SelfCheckFailed(
+            f"the {runtime} sandbox started, but a trivial execution that should pass came back "
+            f"{result.status}: {(result.detail or result.stderr)[-500:]}"
+        )
     return result
 
 
@@ -134,7 +143,10 @@ class Slot(threading.Thread):
                     self.executor = _executor(self.worker.runtime)
                 raw = client.blmove(pending, processing, 1, "RIGHT", "LEFT")
                 if raw is not None:
-                    with metrics.SANDBOX_BUSY_SLOTS.labels(self.worker.runtime).track_inprogress(), log_context():
+                    with (
+                        metrics.SANDBOX_BUSY_SLOTS.labels(self.worker.runtime).track_inprogress(),
+                        log_context(),
+                    ):
                         self._handle(client, raw, processing)
                     self._prewarm()
             except (redis.RedisError, OSError, ZygoteDied) as exc:
@@ -151,8 +163,11 @@ class Slot(threading.Thread):
         try:
             self.executor.prewarm()
         except (ZygoteDied, OSError) as exc:
-            log.warning("slot %s: sandbox could not restart (%s); trying again with the next request",
-                        self.worker_id, exc)
+            log.warning(
+                "slot %s: sandbox could not restart (%s); trying again with the next request",
+                self.worker_id,
+                exc,
+            )
             self.executor.close()
             self.executor = None
 
@@ -161,26 +176,37 @@ class Slot(threading.Thread):
             request = json.loads(raw)
             request["id"], request["reply_to"]  # noqa: B018 - a request without them cannot be answered
         except (ValueError, TypeError, KeyError) as exc:
-            log.error("slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw)
+            log.error(
+                "slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw
+            )
             client.lrem(processing, 1, raw)
             return
         log_context_bind(request_id=request["id"])  # this request's records carry its id
         started = time.monotonic()
         if request.get("attempt", 0) >= Q.MAX_ATTEMPTS:
             last = f" (last: {request['last_error']})" if request.get("last_error") else ""
-            result = R.ExecutionResult(status=R.INFRA_ERROR,
-                                       detail=f"the sandbox worker died running this request, twice{last}")
+            result = R.ExecutionResult(
+                status=R.INFRA_ERROR,
+                detail=f"the sandbox worker died running this request, twice{last}",
+            )
         else:
             try:
                 result = self.executor.run(request)
             except ZygoteDied as exc:
                 # The sandbox died (or could not set up) under this request: a fresh one for
                 # this slot, and the request back on the queue for whichever slot is free first.
-                log.warning("slot %s: sandbox %s (%s); requeueing %s", self.worker_id,
-                            "setup failed" if isinstance(exc, SandboxSetupFailed) else "died", exc, request["id"])
+                log.warning(
+                    "slot %s: sandbox %s (%s); requeueing %s",
+                    self.worker_id,
+                    "setup failed" if isinstance(exc, SandboxSetupFailed) else "died",
+                    exc,
+                    request["id"],
+                )
                 self.executor.close()
                 self.executor = None
-                retry = dict(request, attempt=request.get("attempt", 0) + 1, last_error=str(exc)[:500])
+                retry = dict(
+                    request, attempt=request.get("attempt", 0) + 1, last_error=str(exc)[:500]
+                )
                 pipe = client.pipeline()
                 pipe.rpush(Q.pending_key(self.worker.runtime), json.dumps(retry))
                 pipe.lrem(processing, 1, raw)
@@ -188,18 +214,33 @@ class Slot(threading.Thread):
                 return
             except Exception as exc:  # noqa: BLE001 - a bad request must not kill the slot
                 log.exception("slot %s: request %s failed", self.worker_id, request.get("id"))
-                result = R.ExecutionResult(status=R.INFRA_ERROR, detail=f"sandbox worker error: {exc}")
+                result = R.ExecutionResult(
+                    status=R.INFRA_ERROR, detail=f"sandbox worker error: {exc}"
+                )
         # Counted before it is answered: whoever reads the answer and then the metrics sees it.
-        metrics.sandbox_execution_observe(runtime=self.worker.runtime, kind=str(request.get("kind", "")),
-                                          status=result.status, latency_ms=(time.monotonic() - started) * 1000)
+        metrics.sandbox_execution_observe(
+            runtime=self.worker.runtime,
+            kind=str(request.get("kind", "")),
+            status=result.status,
+            latency_ms=(time.monotonic() - started) * 1000,
+        )
         pipe = client.pipeline()
-        pipe.lpush(request["reply_to"], json.dumps({"id": request["id"], "result": result.to_dict()}))
+        pipe.lpush(
+            request["reply_to"], json.dumps({"id": request["id"], "result": result.to_dict()})
+        )
         pipe.expire(request["reply_to"], Q.REPLY_TTL_S)
         pipe.lrem(processing, 1, raw)
         # the pool panel's recent executions (a capped list, in the same round trip)
-        pool_stats.record(pipe, self.worker.runtime, pool_stats.recent_entry(
-            kind=str(request.get("kind", "")), status=result.status, wall_ms=result.wall_ms,
-            exec_ms=(time.monotonic() - started) * 1000))
+        pool_stats.record(
+            pipe,
+            self.worker.runtime,
+            pool_stats.recent_entry(
+                kind=str(request.get("kind", "")),
+                status=result.status,
+                wall_ms=result.wall_ms,
+                exec_ms=(time.monotonic() - started) * 1000,
+            ),
+        )
         pipe.execute()
 
 
@@ -232,8 +273,14 @@ class SandboxWorker:
             worker_id = raw_id.decode()
             if client.exists(Q.alive_key(worker_id)):
                 continue
-            count = client.eval(REAP_SCRIPT, 3, Q.processing_key(worker_id), Q.pending_key(self.runtime),
-                                Q.workers_key(self.runtime), worker_id)
+            count = client.eval(
+                REAP_SCRIPT,
+                3,
+                Q.processing_key(worker_id),
+                Q.pending_key(self.runtime),
+                Q.workers_key(self.runtime),
+                worker_id,
+            )
             if count:
                 log.warning("requeued %d request(s) of dead sandbox worker %s", count, worker_id)
             moved += int(count)

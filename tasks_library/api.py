@@ -21,8 +21,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tasks_library.difficulty import pass_rate
-from tasks_library.forms import TASK_SET_NAME_RULE, FilterForm, edit_error_field, first_error, task_set_name_ok
-from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskSetVersion, TaskVersion, TestSuiteVersion
+from tasks_library.forms import (
+    TASK_SET_NAME_RULE,
+    FilterForm,
+    edit_error_field,
+    first_error,
+    task_set_name_ok,
+)
+from tasks_library.models import (
+    EnvironmentVersion,
+    Task,
+    TaskSet,
+    TaskSetVersion,
+    TaskVersion,
+    TestSuiteVersion,
+)
 from tasks_library.permissions import IsCuratorOrReadOnly
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
@@ -76,11 +89,15 @@ def validated(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
     if unknown:
-        raise BadRequest(unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})")
+        raise BadRequest(
+            unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})"
+        )
     if not serializer.is_valid():
         field, errors = next(iter(serializer.errors.items()))
         field = None if field == "non_field_errors" else field
-        raise BadRequest(field, f"{field}: {_first_message(errors)}" if field else _first_message(errors))
+        raise BadRequest(
+            field, f"{field}: {_first_message(errors)}" if field else _first_message(errors)
+        )
     return serializer.validated_data
 
 
@@ -97,7 +114,11 @@ def _filter_parameters() -> list[OpenApiParameter]:
     for name, field in FilterForm.base_fields.items():
         kind = OpenApiTypes.BOOL if name == "all_versions" else OpenApiTypes.STR
         enum = [value for value, _ in field.choices if value] if hasattr(field, "choices") else None
-        params.append(OpenApiParameter(name, kind, enum=enum, description=field.help_text or f"filter by {name}"))
+        params.append(
+            OpenApiParameter(
+                name, kind, enum=enum, description=field.help_text or f"filter by {name}"
+            )
+        )
     return params
 
 
@@ -115,7 +136,9 @@ class Pagination(PageNumberPagination):
 
 class DifficultySerializer(serializers.Serializer):
     bucket = serializers.CharField()
-    mean = serializers.FloatField(help_text="posterior mean pass rate, Beta(1 + passed, 1 + failed)")
+    mean = serializers.FloatField(
+        help_text="posterior mean pass rate, Beta(1 + passed, 1 + failed)"
+    )
     std = serializers.FloatField()
     attempts_passed = serializers.IntegerField()
     attempts_total = serializers.IntegerField()
@@ -131,21 +154,50 @@ class TaskVersionSummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TaskVersion
-        fields = ["id", "task_id", "source", "tags", "number", "version", "content_hash", "verdict", "mutation_score",
-                  "quarantined", "quarantine_reason", "trainable", "difficulty", "author", "change_note", "created_at"]
+        fields = [
+            "id",
+            "task_id",
+            "source",
+            "tags",
+            "number",
+            "version",
+            "content_hash",
+            "verdict",
+            "mutation_score",
+            "quarantined",
+            "quarantine_reason",
+            "trainable",
+            "difficulty",
+            "author",
+            "change_note",
+            "created_at",
+        ]
 
     @extend_schema_field(DifficultySerializer)
     def get_difficulty(self, version: TaskVersion) -> dict:
         rate = pass_rate(version)
-        return {"bucket": rate.bucket, "mean": round(rate.mean, 4), "std": round(rate.std, 4),
-                "attempts_passed": version.attempts_passed, "attempts_total": version.attempts_total}
+        return {
+            "bucket": rate.bucket,
+            "mean": round(rate.mean, 4),
+            "std": round(rate.std, 4),
+            "attempts_passed": version.attempts_passed,
+            "attempts_total": version.attempts_total,
+        }
 
 
 class TestSuiteSerializer(serializers.ModelSerializer):
     class Meta:
         model = TestSuiteVersion
-        fields = ["content_hash", "harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids",
-                  "timeout_s", "test_timeout_s"]
+        fields = [
+            "content_hash",
+            "harness",
+            "visible_tests",
+            "hidden_tests",
+            "visible_test_ids",
+            "hidden_test_ids",
+            "timeout_s",
+            "test_timeout_s",
+        ]
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
@@ -158,16 +210,33 @@ class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
     parent_number = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
     test_suite = TestSuiteSerializer()
     environment = EnvironmentSerializer()
-    report = serializers.JSONField(help_text="evidence per validation stage: reference, trivial, examples, mutation")
+    report = serializers.JSONField(
+        help_text="evidence per validation stage: reference, trivial, examples, mutation"
+    )
 
     class Meta(TaskVersionSummarySerializer.Meta):
-        fields = [*TaskVersionSummarySerializer.Meta.fields, "parent_number", "prompt", "entry_point",
-                  "reference_solution", "files", "test_suite", "environment", "verdict_reasons", "report",
-                  "validated_at", "override_reason", "curated_by", "curated_at"]
+        fields = [
+            *TaskVersionSummarySerializer.Meta.fields,
+            "parent_number",
+            "prompt",
+            "entry_point",
+            "reference_solution",
+            "files",
+            "test_suite",
+            "environment",
+            "verdict_reasons",
+            "report",
+            "validated_at",
+            "override_reason",
+            "curated_by",
+            "curated_at",
+        ]
 
 
 class TaskSerializer(serializers.ModelSerializer):
-    versions = TaskVersionSummarySerializer(many=True, source="version_list", help_text="oldest first")
+    versions = TaskVersionSummarySerializer(
+        many=True, source="version_list", help_text="oldest first"
+    )
     latest = TaskVersionDetailSerializer(allow_null=True)
 
     class Meta:
@@ -179,29 +248,48 @@ class DiffSerializer(serializers.Serializer):
     task_id = serializers.CharField()
     old = serializers.IntegerField()
     new = serializers.IntegerField()
-    changes = serializers.ListField(child=serializers.DictField(child=serializers.CharField()),
-                                    help_text='[{"field": ..., "diff": unified diff}], empty when identical')
+    changes = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        help_text='[{"field": ..., "diff": unified diff}], empty when identical',
+    )
 
 
 class EditSerializer(serializers.Serializer):
-    base = serializers.IntegerField(required=False, min_value=1, help_text="number of the version to edit (default: the latest)")
-    change_note = serializers.CharField(max_length=500, allow_blank=True, help_text="what changed and why (required)")
+    base = serializers.IntegerField(
+        required=False, min_value=1, help_text="number of the version to edit (default: the latest)"
+    )
+    change_note = serializers.CharField(
+        max_length=500, allow_blank=True, help_text="what changed and why (required)"
+    )
     prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     entry_point = serializers.CharField(required=False, allow_blank=True)
-    reference_solution = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    files = serializers.DictField(child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False)
+    reference_solution = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False
+    )
+    files = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
     visible_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     hidden_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     timeout_s = serializers.FloatField(required=False)
-    test_timeout_s = serializers.FloatField(required=False, allow_null=True,
-                                            help_text="seconds one test may take (python-check); null: none")
+    test_timeout_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="seconds one test may take (python-check); null: none",
+    )
     harness = serializers.CharField(required=False)
-    environment = serializers.JSONField(required=False, help_text="{name, runtime, packages, image}")
+    environment = serializers.JSONField(
+        required=False, help_text="{name, runtime, packages, image}"
+    )
 
 
 class IdsSerializer(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=1, max_length=10000,
-                                help_text="task version ids")
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        min_length=1,
+        max_length=10000,
+        help_text="task version ids",
+    )
 
 
 class CurateSerializer(IdsSerializer):
@@ -239,7 +327,16 @@ class TaskSetVersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = TaskSetVersion
-        fields = ["number", "version", "content_hash", "size", "author", "change_note", "created_at", "task_versions"]
+        fields = [
+            "number",
+            "version",
+            "content_hash",
+            "size",
+            "author",
+            "change_note",
+            "created_at",
+            "task_versions",
+        ]
 
     def get_version(self, obj: TaskSetVersion) -> str:
         return obj.content_hash[:12]
@@ -249,8 +346,12 @@ class TaskSetVersionSerializer(serializers.ModelSerializer):
 
 
 class TaskSetDetailSerializer(TaskSetSerializer):
-    pinned = TaskVersionSummarySerializer(many=True, help_text="the pinned task versions, in set order")
-    history = TaskSetVersionSerializer(many=True, help_text="every pinning (task set version), newest first")
+    pinned = TaskVersionSummarySerializer(
+        many=True, help_text="the pinned task versions, in set order"
+    )
+    history = TaskSetVersionSerializer(
+        many=True, help_text="every pinning (task set version), newest first"
+    )
 
     class Meta(TaskSetSerializer.Meta):
         fields = [*TaskSetSerializer.Meta.fields, "pinned", "history"]
@@ -259,15 +360,26 @@ class TaskSetDetailSerializer(TaskSetSerializer):
 class PinSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     change_note = serializers.CharField(max_length=500)
-    versions = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, allow_empty=False,
-                                     help_text="task version ids to pin, in order")
-    filter = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False,
-                                   help_text="pin what the task version list returns for these filters")
-    trainable_only = serializers.BooleanField(default=True, help_text="with filter: only trainable versions")
+    versions = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_empty=False,
+        help_text="task version ids to pin, in order",
+    )
+    filter = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="pin what the task version list returns for these filters",
+    )
+    trainable_only = serializers.BooleanField(
+        default=True, help_text="with filter: only trainable versions"
+    )
 
     def validate(self, data):
         if ("versions" in data) == ("filter" in data):
-            raise serializers.ValidationError({"versions": "give either versions (ids) or filter, not both or neither"})
+            raise serializers.ValidationError(
+                {"versions": "give either versions (ids) or filter, not both or neither"}
+            )
         return data
 
 
@@ -279,8 +391,11 @@ def _task(task_id: str) -> Task:
 
 
 def _version(task: Task, number: int) -> TaskVersion:
-    return get_object_or_404(TaskVersion.objects.select_related("task", "test_suite", "environment", "parent"),
-                             task=task, number=number)
+    return get_object_or_404(
+        TaskVersion.objects.select_related("task", "test_suite", "environment", "parent"),
+        task=task,
+        number=number,
+    )
 
 
 def _task_set_detail(name: str) -> dict:
@@ -304,7 +419,10 @@ class CuratorApi(LibraryApi, APIView):
     """A library view that also writes (curators only)."""
 
 
-@extend_schema(parameters=FILTER_PARAMETERS, responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer})
+@extend_schema(
+    parameters=FILTER_PARAMETERS,
+    responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer},
+)
 class TaskVersionListApi(LibraryApi, generics.ListAPIView):
     """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
 
@@ -329,24 +447,43 @@ class TaskApi(LibraryApi, APIView):
 class TaskVersionsApi(CuratorApi):
     """GET a task's versions; POST an edit, which creates a new version (201)."""
 
-    @extend_schema(description="A task's versions, oldest first.", responses={200: TaskVersionSummarySerializer(many=True)})
+    @extend_schema(
+        description="A task's versions, oldest first.",
+        responses={200: TaskVersionSummarySerializer(many=True)},
+    )
     def get(self, request, task_id: str) -> Response:
-        return Response(TaskVersionSummarySerializer(task_version_summaries(task=_task(task_id)), many=True).data)
+        return Response(
+            TaskVersionSummarySerializer(
+                task_version_summaries(task=_task(task_id)), many=True
+            ).data
+        )
 
-    @extend_schema(description="Edit: a new version of the task with these fields changed (from ``base``, default "
-                               "the latest). Curators only; the new version is pending validation.",
-                   request=EditSerializer, responses={201: TaskVersionDetailSerializer, 400: ErrorSerializer})
+    @extend_schema(
+        description="Edit: a new version of the task with these fields changed (from ``base``, default "
+        "the latest). Curators only; the new version is pending validation.",
+        request=EditSerializer,
+        responses={201: TaskVersionDetailSerializer, 400: ErrorSerializer},
+    )
     def post(self, request, task_id: str) -> Response:
         task = _task(task_id)
         data = validated(EditSerializer, request.data)
-        base = _version(task, data.get("base") or task.versions.aggregate(n=Max("number"))["n"] or 0)
+        base = _version(
+            task, data.get("base") or task.versions.aggregate(n=Max("number"))["n"] or 0
+        )
         changes = {k: v for k, v in data.items() if k in EDITABLE}
         try:
-            new = task_version_edit(version=base, author=request.user.get_username(),
-                                    change_note=data["change_note"], **changes)
+            new = task_version_edit(
+                version=base,
+                author=request.user.get_username(),
+                change_note=data["change_note"],
+                **changes,
+            )
         except EditError as exc:
             raise BadRequest(edit_error_field(str(exc), changes), str(exc)) from exc
-        return Response(TaskVersionDetailSerializer(_version(task, new.number)).data, status=status.HTTP_201_CREATED)
+        return Response(
+            TaskVersionDetailSerializer(_version(task, new.number)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class TaskVersionApi(LibraryApi, APIView):
@@ -360,8 +497,13 @@ class TaskVersionApi(LibraryApi, APIView):
 class TaskDiffApi(LibraryApi, APIView):
     """The fields that differ between versions ``old`` and ``new`` of a task, as unified diffs."""
 
-    @extend_schema(parameters=[OpenApiParameter("old", int, required=True), OpenApiParameter("new", int, required=True)],
-                   responses={200: DiffSerializer, 400: ErrorSerializer})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("old", int, required=True),
+            OpenApiParameter("new", int, required=True),
+        ],
+        responses={200: DiffSerializer, 400: ErrorSerializer},
+    )
     def get(self, request, task_id: str) -> Response:
         task = _task(task_id)
         numbers = {}
@@ -371,7 +513,9 @@ class TaskDiffApi(LibraryApi, APIView):
                 raise BadRequest(name, f"{name}: give a version number, e.g. ?old=1&new=2")
             numbers[name] = int(raw)
         old, new = _version(task, numbers["old"]), _version(task, numbers["new"])
-        return Response({"task_id": task.task_id, **numbers, "changes": task_versions_diff(old=old, new=new)})
+        return Response(
+            {"task_id": task.task_id, **numbers, "changes": task_versions_diff(old=old, new=new)}
+        )
 
 
 def _existing_ids(ids: list[int]) -> list[int]:
@@ -387,12 +531,16 @@ class CurateApi(CuratorApi):
 
     service = None
 
-    @extend_schema(request=CurateSerializer, responses={200: CuratedSerializer, 400: ErrorSerializer})
+    @extend_schema(
+        request=CurateSerializer, responses={200: CuratedSerializer, 400: ErrorSerializer}
+    )
     def post(self, request) -> Response:
         data = validated(CurateSerializer, request.data)
         ids = _existing_ids(data["ids"])
         try:
-            changed = self.service(version_ids=ids, author=request.user.get_username(), reason=data["reason"])
+            changed = self.service(
+                version_ids=ids, author=request.user.get_username(), reason=data["reason"]
+            )
         except CurationError as exc:
             field = "reason" if str(exc).startswith("reason:") else "ids"
             raise BadRequest(field, str(exc)) from exc
@@ -414,7 +562,10 @@ class ApproveApi(CurateApi):
 class ValidateApi(CuratorApi):
     """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once."""
 
-    @extend_schema(request=ValidateSerializer, responses={202: EnqueuedSerializer, 400: ErrorSerializer, 503: ErrorSerializer})
+    @extend_schema(
+        request=ValidateSerializer,
+        responses={202: EnqueuedSerializer, 400: ErrorSerializer, 503: ErrorSerializer},
+    )
     def post(self, request) -> Response:
         from tasks_library.tasks import validate_task_versions
 
@@ -428,7 +579,9 @@ class ValidateApi(CuratorApi):
         try:
             job = validate_task_versions.delay(ids, data)
         except OperationalError as exc:
-            return Response({"field": None, "error": f"the task queue is unreachable: {exc}"}, status=503)
+            return Response(
+                {"field": None, "error": f"the task queue is unreachable: {exc}"}, status=503
+            )
         return Response({"enqueued": ids, "job_id": job.id}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -454,8 +607,14 @@ class TaskSetApi(LibraryApi, APIView):
 class TaskSetPinApi(CuratorApi):
     """Create task set ``name`` or re-pin it: to given version ids, or to what a filter returns."""
 
-    @extend_schema(request=PinSerializer, responses={200: TaskSetDetailSerializer, 201: TaskSetDetailSerializer,
-                                                     400: ErrorSerializer})
+    @extend_schema(
+        request=PinSerializer,
+        responses={
+            200: TaskSetDetailSerializer,
+            201: TaskSetDetailSerializer,
+            400: ErrorSerializer,
+        },
+    )
     def post(self, request, name: str) -> Response:
         if not task_set_name_ok(name):
             raise BadRequest("name", f"name: {TASK_SET_NAME_RULE}")
@@ -474,6 +633,14 @@ class TaskSetPinApi(CuratorApi):
             if not versions:
                 raise BadRequest("filter", "filter: no task version matches; nothing to pin")
         created = not TaskSet.objects.filter(name=name).exists()
-        task_set_pin(name=name, versions=versions, description=data.get("description", ""),
-                     author=request.user.get_username(), change_note=data["change_note"])
-        return Response(_task_set_detail(name), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        task_set_pin(
+            name=name,
+            versions=versions,
+            description=data.get("description", ""),
+            author=request.user.get_username(),
+            change_note=data["change_note"],
+        )
+        return Response(
+            _task_set_detail(name),
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )

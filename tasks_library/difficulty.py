@@ -73,8 +73,11 @@ def bucket_filter(name: str) -> Q:
         raise ValueError(f"unknown difficulty {name!r}; known: {', '.join(BUCKET_NAMES)}")
     low, high = BUCKETS[name]
     # low <= (1 + p) / (2 + t) < high, kept linear in the columns so the database filters.
-    return (Q(attempts_total__gt=0) & Q(attempts_passed__gte=low * (F("attempts_total") + 2) - 1)
-            & Q(attempts_passed__lt=high * (F("attempts_total") + 2) - 1))
+    return (
+        Q(attempts_total__gt=0)
+        & Q(attempts_passed__gte=low * (F("attempts_total") + 2) - 1)
+        & Q(attempts_passed__lt=high * (F("attempts_total") + 2) - 1)
+    )
 
 
 @dataclass
@@ -101,7 +104,9 @@ class DifficultySampler:
     def __post_init__(self) -> None:
         for name, weight in self.weights.items():
             if name not in BUCKET_NAMES:
-                raise ValueError(f"difficulty weight for unknown bucket {name!r}; known: {', '.join(BUCKET_NAMES)}")
+                raise ValueError(
+                    f"difficulty weight for unknown bucket {name!r}; known: {', '.join(BUCKET_NAMES)}"
+                )
             if weight < 0:
                 raise ValueError(f"difficulty weight for {name!r} must be >= 0, got {weight}")
         self.rng = random.Random(self.seed)

@@ -44,9 +44,13 @@ def read_samples(path: Path) -> Iterator[dict]:
             try:
                 row = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
-                raise ImportFormatError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+                raise ImportFormatError(
+                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from exc
             except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+                raise ImportFormatError(
+                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+                ) from exc
             if not isinstance(row, dict):
                 raise ImportFormatError(f"{where}: expected a JSON object")
             for field in ("task_id", "completion"):
@@ -80,10 +84,16 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
     for sample in samples:
         version = versions[sample["task_id"]]
         suite = version.test_suite
-        requests.append(harness(suite.harness).request(
-            version.prompt + sample["completion"], suite.hidden_tests, version.entry_point, prompt=version.prompt,
-            limits=suite.limits(), files=version.files,
-        ))
+        requests.append(
+            harness(suite.harness).request(
+                version.prompt + sample["completion"],
+                suite.hidden_tests,
+                version.entry_point,
+                prompt=version.prompt,
+                limits=suite.limits(),
+                files=version.files,
+            )
+        )
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]
 
 

@@ -28,21 +28,34 @@ class FilterForm(forms.Form):
     """Which task versions to list. Every field is optional; blank means any."""
 
     source = forms.CharField(required=False, max_length=60)
-    verdict = forms.ChoiceField(required=False, choices=[("", "any verdict"), *((v, v) for v, _ in TaskVersion.VERDICTS)])
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *((s, s) for s in STATUSES)])
-    difficulty = forms.ChoiceField(required=False, choices=[("", "any difficulty"), *((b, b) for b in BUCKET_NAMES)])
+    verdict = forms.ChoiceField(
+        required=False, choices=[("", "any verdict"), *((v, v) for v, _ in TaskVersion.VERDICTS)]
+    )
+    status = forms.ChoiceField(
+        required=False, choices=[("", "any status"), *((s, s) for s in STATUSES)]
+    )
+    difficulty = forms.ChoiceField(
+        required=False, choices=[("", "any difficulty"), *((b, b) for b in BUCKET_NAMES)]
+    )
     tag = forms.CharField(required=False, max_length=100)
     search = forms.CharField(required=False, max_length=200)
-    all_versions = forms.BooleanField(required=False, help_text="every version, not only the latest of each task")
+    all_versions = forms.BooleanField(
+        required=False, help_text="every version, not only the latest of each task"
+    )
 
     FILTERS = ("source", "verdict", "status", "difficulty", "tag", "search")
 
     def versions(self):
         """The matching task versions (the form must be valid), task loaded, heavy text columns deferred."""
         data = self.cleaned_data
-        versions = task_versions_filter(**{k: data[k] for k in self.FILTERS}, latest_only=not data["all_versions"])
-        return (versions.select_related(None).select_related("task")
-                .defer("report", "prompt", "reference_solution", "files", "verdict_reasons"))
+        versions = task_versions_filter(
+            **{k: data[k] for k in self.FILTERS}, latest_only=not data["all_versions"]
+        )
+        return (
+            versions.select_related(None)
+            .select_related("task")
+            .defer("report", "prompt", "reference_solution", "files", "verdict_reasons")
+        )
 
     def active(self) -> dict[str, str]:
         """The filters in use, as query parameters (to carry across pages and forms)."""
@@ -53,7 +66,10 @@ class IdListField(forms.Field):
     """Task version ids, from repeated ``ids`` inputs (checkboxes)."""
 
     widget = forms.MultipleHiddenInput
-    default_error_messages = {"required": "select at least one task version", "invalid": "expected task version ids"}
+    default_error_messages = {
+        "required": "select at least one task version",
+        "invalid": "expected task version ids",
+    }
 
     def to_python(self, value) -> list[int]:
         if not value:
@@ -69,13 +85,20 @@ class CurationForm(forms.Form):
 
     action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
     ids = IdListField()
-    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "reason (required)"}))
+    reason = forms.CharField(
+        max_length=2000, widget=forms.TextInput(attrs={"placeholder": "reason (required)"})
+    )
 
 
 def _text(**attrs) -> forms.CharField:
     # strip=False: leading indentation of a reference solution is code.
-    return forms.CharField(required=False, strip=False,
-                           widget=forms.Textarea(attrs={"rows": attrs.pop("rows", 10), "spellcheck": "false", **attrs}))
+    return forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(
+            attrs={"rows": attrs.pop("rows", 10), "spellcheck": "false", **attrs}
+        ),
+    )
 
 
 class EditForm(forms.Form):
@@ -87,20 +110,39 @@ class EditForm(forms.Form):
     visible_tests = _text(rows=8)
     hidden_tests = _text(rows=14)
     timeout_s = forms.FloatField(label="timeout (seconds)")
-    test_timeout_s = forms.FloatField(label="per-test timeout (seconds, python-check; blank: none)", required=False)
-    change_note = forms.CharField(max_length=500, widget=forms.TextInput(attrs={"size": 80}),
-                                  help_text="what changed and why; every version records it")
+    test_timeout_s = forms.FloatField(
+        label="per-test timeout (seconds, python-check; blank: none)", required=False
+    )
+    change_note = forms.CharField(
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 80}),
+        help_text="what changed and why; every version records it",
+    )
     base = forms.IntegerField(widget=forms.HiddenInput)
 
-    CONTENT = ("prompt", "entry_point", "reference_solution", "visible_tests", "hidden_tests", "timeout_s", "test_timeout_s")
+    CONTENT = (
+        "prompt",
+        "entry_point",
+        "reference_solution",
+        "visible_tests",
+        "hidden_tests",
+        "timeout_s",
+        "test_timeout_s",
+    )
 
     @classmethod
     def initial_for(cls, version: TaskVersion) -> dict:
         suite = version.test_suite
-        return {"prompt": version.prompt, "entry_point": version.entry_point,
-                "reference_solution": version.reference_solution, "visible_tests": suite.visible_tests,
-                "hidden_tests": suite.hidden_tests, "timeout_s": suite.timeout_s, "test_timeout_s": suite.test_timeout_s,
-                "base": version.number}
+        return {
+            "prompt": version.prompt,
+            "entry_point": version.entry_point,
+            "reference_solution": version.reference_solution,
+            "visible_tests": suite.visible_tests,
+            "hidden_tests": suite.hidden_tests,
+            "timeout_s": suite.timeout_s,
+            "test_timeout_s": suite.test_timeout_s,
+            "base": version.number,
+        }
 
     def clean(self):
         data = super().clean()
@@ -121,8 +163,11 @@ class PinForm(forms.Form):
     name = forms.CharField(max_length=TaskSet._meta.get_field("name").max_length)
     description = forms.CharField(required=False, max_length=2000)
     change_note = forms.CharField(max_length=500)
-    trainable_only = forms.BooleanField(required=False, initial=True,
-                                        help_text="pin only validated versions that are not quarantined")
+    trainable_only = forms.BooleanField(
+        required=False,
+        initial=True,
+        help_text="pin only validated versions that are not quarantined",
+    )
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]

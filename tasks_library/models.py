@@ -29,7 +29,9 @@ class EnvironmentVersion(Authored):
     """An execution environment: runtime, pinned packages, a container image reference."""
 
     content_hash = models.CharField(max_length=64, unique=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
     name = models.CharField(max_length=100)
     runtime = models.CharField(max_length=40)  # e.g. "python3.11"
     packages = models.JSONField(default=list, blank=True)
@@ -54,7 +56,9 @@ class TestSuiteVersion(Authored):
     __test__ = False  # not a pytest class, despite its name
 
     content_hash = models.CharField(max_length=64, unique=True)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
     harness = models.CharField(max_length=40, default="python-check")
     visible_tests = models.TextField()
     hidden_tests = models.TextField()
@@ -66,8 +70,15 @@ class TestSuiteVersion(Authored):
     # only when set.
     test_timeout_s = models.FloatField(null=True, blank=True)
 
-    CONTENT_FIELDS = ("harness", "visible_tests", "hidden_tests", "visible_test_ids", "hidden_test_ids", "timeout_s",
-                      "test_timeout_s")
+    CONTENT_FIELDS = (
+        "harness",
+        "visible_tests",
+        "hidden_tests",
+        "visible_test_ids",
+        "hidden_test_ids",
+        "timeout_s",
+        "test_timeout_s",
+    )
 
     def __str__(self) -> str:
         return f"suite@{self.content_hash[:12]}"
@@ -76,7 +87,11 @@ class TestSuiteVersion(Authored):
         """The sandbox :class:`~sandboxes.process.Limits` of one grading execution."""
         from sandboxes.process import Limits
 
-        return Limits(wall_timeout_s=self.timeout_s, cpu_s=int(self.timeout_s) + 1, test_timeout_s=self.test_timeout_s)
+        return Limits(
+            wall_timeout_s=self.timeout_s,
+            cpu_s=int(self.timeout_s) + 1,
+            test_timeout_s=self.test_timeout_s,
+        )
 
 
 class Task(models.Model):
@@ -120,11 +135,18 @@ class TaskVersion(Authored):
     ]
     # Verdicts that quarantine a version automatically: it is never sampled for
     # training until a curator overrides with a written reason.
-    QUARANTINING = (VERDICT_BROKEN_REFERENCE, VERDICT_TRIVIAL_PASSES, VERDICT_FLAKY, VERDICT_PROMPT_CONTRADICTS)
+    QUARANTINING = (
+        VERDICT_BROKEN_REFERENCE,
+        VERDICT_TRIVIAL_PASSES,
+        VERDICT_FLAKY,
+        VERDICT_PROMPT_CONTRADICTS,
+    )
 
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="versions")
     content_hash = models.CharField(max_length=64)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
     number = models.PositiveIntegerField()
     prompt = models.TextField()
     entry_point = models.CharField(max_length=200)
@@ -178,7 +200,10 @@ class TaskVersion(Authored):
     @property
     def trainable(self) -> bool:
         """Validated, and not quarantined (or a curator overrode the quarantine)."""
-        return not self.quarantined and self.verdict not in (self.VERDICT_PENDING, self.VERDICT_INFRA_ERROR)
+        return not self.quarantined and self.verdict not in (
+            self.VERDICT_PENDING,
+            self.VERDICT_INFRA_ERROR,
+        )
 
 
 class TaskSet(models.Model):
@@ -186,7 +211,9 @@ class TaskSet(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    task_versions = models.ManyToManyField(TaskVersion, through="TaskSetMember", related_name="task_sets")
+    task_versions = models.ManyToManyField(
+        TaskVersion, through="TaskSetMember", related_name="task_sets"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -208,7 +235,11 @@ class TaskSetVersion(Authored):
 
     class Meta:
         ordering = ["task_set_id", "number"]
-        constraints = [models.UniqueConstraint(fields=["task_set", "number"], name="unique_task_set_version_number")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_set", "number"], name="unique_task_set_version_number"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_set.name} v{self.number}"
@@ -234,7 +265,9 @@ class ReferenceProfile(models.Model):
     inputs of growing size; null otherwise.
     """
 
-    task_version = models.OneToOneField(TaskVersion, on_delete=models.CASCADE, related_name="reference_profile")
+    task_version = models.OneToOneField(
+        TaskVersion, on_delete=models.CASCADE, related_name="reference_profile"
+    )
     wall_ms = models.FloatField()
     cpu_ms = models.FloatField(default=0.0)
     peak_memory_bytes = models.BigIntegerField(default=0)

@@ -19,13 +19,19 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from console.access import NO_ROLE, may_watch_run
 
-NOT_CURATOR = "only curators may change the task library; ask an admin to add you to the curators group"
+NOT_CURATOR = (
+    "only curators may change the task library; ask an admin to add you to the curators group"
+)
 CURATORS = "curators"
 VIEWERS = "viewers"
 
 # What a curator does writes task versions and task sets: both are needed.
-CURATE_PERMISSIONS = ("tasks_library.add_taskversion", "tasks_library.change_taskversion",
-                      "tasks_library.add_taskset", "tasks_library.change_taskset")
+CURATE_PERMISSIONS = (
+    "tasks_library.add_taskversion",
+    "tasks_library.change_taskversion",
+    "tasks_library.add_taskset",
+    "tasks_library.change_taskset",
+)
 
 
 def is_curator(user) -> bool:

@@ -23,7 +23,9 @@ def task_set_get(*, name: str) -> TaskSet:
     try:
         return TaskSet.objects.get(name=name)
     except TaskSet.DoesNotExist:
-        known = ", ".join(TaskSet.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+        known = (
+            ", ".join(TaskSet.objects.order_by("name").values_list("name", flat=True)) or "none yet"
+        )
         raise TaskSetNotFound(
             f"task set {name!r} not found (known: {known}); create it with `python manage.py import_tasks humaneval`"
         ) from None
@@ -54,12 +56,22 @@ def trainable(versions: QuerySet[TaskVersion]) -> QuerySet[TaskVersion]:
 
 def latest_versions() -> QuerySet[TaskVersion]:
     """The highest-numbered version of every task."""
-    newest = TaskVersion.objects.filter(task=OuterRef("task")).order_by("-number").values("number")[:1]
+    newest = (
+        TaskVersion.objects.filter(task=OuterRef("task")).order_by("-number").values("number")[:1]
+    )
     return TaskVersion.objects.filter(number=Subquery(newest))
 
 
-def task_versions_filter(*, source: str = "", verdict: str = "", status: str = "", tag: str = "",
-                         difficulty: str = "", search: str = "", latest_only: bool = True) -> QuerySet[TaskVersion]:
+def task_versions_filter(
+    *,
+    source: str = "",
+    verdict: str = "",
+    status: str = "",
+    tag: str = "",
+    difficulty: str = "",
+    search: str = "",
+    latest_only: bool = True,
+) -> QuerySet[TaskVersion]:
     """Task versions for the curation list, newest task ids first, filtered.
 
     Args:
@@ -81,13 +93,19 @@ def task_versions_filter(*, source: str = "", verdict: str = "", status: str = "
     elif status == "pending":
         versions = versions.filter(verdict=TaskVersion.VERDICT_PENDING)
     if tag:
-        versions = versions.filter(task__tags__contains=[tag]) if _json_contains_supported() else \
-            versions.filter(task__tags__icontains=f'"{tag}"')
+        versions = (
+            versions.filter(task__tags__contains=[tag])
+            if _json_contains_supported()
+            else versions.filter(task__tags__icontains=f'"{tag}"')
+        )
     if difficulty:
         versions = versions.filter(bucket_filter(difficulty))
     if search:
-        versions = versions.filter(Q(task__task_id__icontains=search) | Q(prompt__icontains=search)
-                                   | Q(content_hash__startswith=search.lower()))
+        versions = versions.filter(
+            Q(task__task_id__icontains=search)
+            | Q(prompt__icontains=search)
+            | Q(content_hash__startswith=search.lower())
+        )
     return versions.select_related("task", "test_suite").order_by("task__task_id", "number")
 
 
@@ -108,7 +126,9 @@ def _text_fields(version: TaskVersion) -> dict[str, str]:
         "test_suite.visible_tests": suite.visible_tests,
         "test_suite.hidden_tests": suite.hidden_tests,
         "test_suite.timeout_s": str(suite.timeout_s),
-        "environment": json.dumps({k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True),
+        "environment": json.dumps(
+            {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True
+        ),
     }
 
 
@@ -123,9 +143,18 @@ def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
     changes = []
     for name in before:
         if before[name] != after[name]:
-            lines = difflib.unified_diff(before[name].splitlines(keepends=True), after[name].splitlines(keepends=True),
-                                         fromfile=f"v{old.number} {name}", tofile=f"v{new.number} {name}")
-            changes.append({"field": name, "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines)})
+            lines = difflib.unified_diff(
+                before[name].splitlines(keepends=True),
+                after[name].splitlines(keepends=True),
+                fromfile=f"v{old.number} {name}",
+                tofile=f"v{new.number} {name}",
+            )
+            changes.append(
+                {
+                    "field": name,
+                    "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines),
+                }
+            )
     return changes
 
 
@@ -146,5 +175,6 @@ def task_version_summaries(*, task: Task) -> QuerySet[TaskVersion]:
 def task_sets_with_sizes() -> QuerySet[TaskSet]:
     """Task sets by name, each annotated with ``size`` (pinned versions) and
     ``latest_version`` (its newest task set version number, or None)."""
-    return TaskSet.objects.annotate(size=Count("members", distinct=True),
-                                    latest_version=Max("versions__number")).order_by("name")
+    return TaskSet.objects.annotate(
+        size=Count("members", distinct=True), latest_version=Max("versions__number")
+    ).order_by("name")

@@ -58,15 +58,27 @@ class ImportReport:
 def environment_default_python() -> EnvironmentVersion:
     """The environment of the interpreter Crucible runs on, created on first use."""
     runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    return environment_get_or_create(content={"name": "python", "runtime": runtime, "packages": [],
-                                              "image": f"crucible/sandbox-python:{runtime}"})
+    return environment_get_or_create(
+        content={
+            "name": "python",
+            "runtime": runtime,
+            "packages": [],
+            "image": f"crucible/sandbox-python:{runtime}",
+        }
+    )
 
 
 def environment_default_node() -> EnvironmentVersion:
     """The environment of the machine's Node.js (major version), created on first use."""
     major = node_major_version()
-    return environment_get_or_create(content={"name": "node", "runtime": f"node{major}", "packages": [],
-                                              "image": f"crucible/sandbox-node:{major}"})
+    return environment_get_or_create(
+        content={
+            "name": "node",
+            "runtime": f"node{major}",
+            "packages": [],
+            "image": f"crucible/sandbox-node:{major}",
+        }
+    )
 
 
 ENVIRONMENTS = {"python": environment_default_python, "node": environment_default_node}
@@ -80,16 +92,27 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
             runtime is unknown or not the one the test suite's harness runs on.
     """
     if not isinstance(content, dict):
-        raise ImportFormatError(f"{where}: field 'environment': expected an object with name, runtime, packages, image")
-    canonical = {"name": content.get("name", runtime), "runtime": content.get("runtime"),
-                 "packages": content.get("packages", []), "image": content.get("image", "")}
+        raise ImportFormatError(
+            f"{where}: field 'environment': expected an object with name, runtime, packages, image"
+        )
+    canonical = {
+        "name": content.get("name", runtime),
+        "runtime": content.get("runtime"),
+        "packages": content.get("packages", []),
+        "image": content.get("image", ""),
+    }
     for key in ("name", "runtime", "image"):
         if not isinstance(canonical[key], str):
             raise ImportFormatError(f"{where}: field 'environment.{key}' must be a string")
     packages = canonical["packages"]
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
-        raise ImportFormatError(f"{where}: field 'environment.packages' must be a list of pinned requirement strings")
-    family = next((name for name, pattern in RUNTIME_FAMILIES.items() if pattern.match(canonical["runtime"])), None)
+        raise ImportFormatError(
+            f"{where}: field 'environment.packages' must be a list of pinned requirement strings"
+        )
+    family = next(
+        (name for name, pattern in RUNTIME_FAMILIES.items() if pattern.match(canonical["runtime"])),
+        None,
+    )
     if family is None:
         raise ImportFormatError(
             f"{where}: field 'environment.runtime': unknown environment {canonical['runtime']!r}; "
@@ -103,8 +126,13 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
     return canonical
 
 
-def environment_get_or_create(*, content: dict, author: str = "", change_note: str = "",
-                              parent: EnvironmentVersion | None = None) -> EnvironmentVersion:
+def environment_get_or_create(
+    *,
+    content: dict,
+    author: str = "",
+    change_note: str = "",
+    parent: EnvironmentVersion | None = None,
+) -> EnvironmentVersion:
     """The environment version with exactly ``content`` (name, runtime, packages, image)."""
     env, _ = EnvironmentVersion.objects.get_or_create(
         content_hash=content_hash(content),
@@ -113,11 +141,18 @@ def environment_get_or_create(*, content: dict, author: str = "", change_note: s
     return env
 
 
-def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_tests: str | None = None,
-                             timeout_s: float = DEFAULT_TIMEOUT_S, test_timeout_s: float | None = None,
-                             where: str = "test suite",
-                             author: str = "", change_note: str = "",
-                             parent: TestSuiteVersion | None = None) -> TestSuiteVersion:
+def test_suite_get_or_create(
+    *,
+    harness_name: str,
+    hidden_tests: str,
+    visible_tests: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    test_timeout_s: float | None = None,
+    where: str = "test suite",
+    author: str = "",
+    change_note: str = "",
+    parent: TestSuiteVersion | None = None,
+) -> TestSuiteVersion:
     """The test suite version with these tests; test ids are computed by the harness.
 
     ``visible_tests`` defaults to the first two tests of a ``python-check`` suite and to
@@ -133,24 +168,44 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
         kind = harness(harness_name)
     except ValueError as exc:
         raise ImportFormatError(f"{where}: field 'harness': {exc}") from exc
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= MAX_TIMEOUT_S:
-        raise ImportFormatError(f"{where}: field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]")
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not 0 < timeout_s <= MAX_TIMEOUT_S
+    ):
+        raise ImportFormatError(
+            f"{where}: field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]"
+        )
     if test_timeout_s is not None:
-        if isinstance(test_timeout_s, bool) or not isinstance(test_timeout_s, (int, float)) or not 0 < test_timeout_s <= timeout_s:
-            raise ImportFormatError(f"{where}: field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]")
+        if (
+            isinstance(test_timeout_s, bool)
+            or not isinstance(test_timeout_s, (int, float))
+            or not 0 < test_timeout_s <= timeout_s
+        ):
+            raise ImportFormatError(
+                f"{where}: field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]"
+            )
         if harness_name != "python-check":
-            raise ImportFormatError(f"{where}: field 'test_timeout_s': per-test timeouts apply to python-check suites only")
+            raise ImportFormatError(
+                f"{where}: field 'test_timeout_s': per-test timeouts apply to python-check suites only"
+            )
         test_timeout_s = float(test_timeout_s)
     try:
         hidden_ids = kind.expected_ids(hidden_tests)
-        visible = visible_tests or (visible_subset(hidden_tests) if harness_name == "python-check" else hidden_tests)
+        visible = visible_tests or (
+            visible_subset(hidden_tests) if harness_name == "python-check" else hidden_tests
+        )
         visible_ids = kind.expected_ids(visible)
     except SyntaxError as exc:
-        raise ImportFormatError(f"{where}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})") from exc
+        raise ImportFormatError(
+            f"{where}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})"
+        ) from exc
     except ValueError as exc:
         raise ImportFormatError(f"{where}: field 'test': {exc}") from exc
     if not hidden_ids:
-        raise ImportFormatError(f"{where}: field 'test': the tests contain no assertion, so nothing can fail")
+        raise ImportFormatError(
+            f"{where}: field 'test': the tests contain no assertion, so nothing can fail"
+        )
     content = {
         "harness": harness_name,
         "visible_tests": visible,
@@ -162,7 +217,8 @@ def test_suite_get_or_create(*, harness_name: str, hidden_tests: str, visible_te
     if test_timeout_s is not None:
         content["test_timeout_s"] = test_timeout_s
     suite, _ = TestSuiteVersion.objects.get_or_create(
-        content_hash=content_hash(content), defaults=dict(content, author=author, change_note=change_note, parent=parent)
+        content_hash=content_hash(content),
+        defaults=dict(content, author=author, change_note=change_note, parent=parent),
     )
     return suite
 
@@ -180,35 +236,56 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
     if not isinstance(files, dict):
         raise ImportFormatError(f"{where}: field 'files': expected an object {{path: text}}")
     if runtime != "python":
-        raise ImportFormatError(f"{where}: field 'files': workspace files are supported by the Python verifiers only")
+        raise ImportFormatError(
+            f"{where}: field 'files': workspace files are supported by the Python verifiers only"
+        )
     total = 0
     for name, text in files.items():
         parts = name.split("/")
         if not name or name.startswith("/") or any(part in ("", ".", "..") for part in parts):
-            raise ImportFormatError(f"{where}: field 'files': {name!r} must be a relative path without '..'")
+            raise ImportFormatError(
+                f"{where}: field 'files': {name!r} must be a relative path without '..'"
+            )
         if not isinstance(text, str):
             raise ImportFormatError(f"{where}: field 'files.{name}': must be UTF-8 text")
         size = len(text.encode("utf-8"))
         if size > MAX_FILE_BYTES:
-            raise ImportFormatError(f"{where}: field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file")
+            raise ImportFormatError(
+                f"{where}: field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file"
+            )
         total += size
     if total > MAX_FILES_BYTES:
-        raise ImportFormatError(f"{where}: field 'files': {total} bytes in all, over the {MAX_FILES_BYTES} byte limit")
+        raise ImportFormatError(
+            f"{where}: field 'files': {total} bytes in all, over the {MAX_FILES_BYTES} byte limit"
+        )
     return dict(sorted(files.items()))
 
 
-def task_version_content(*, prompt: str, entry_point: str, reference_solution: str, files: dict,
-                         environment: EnvironmentVersion, test_suite: TestSuiteVersion) -> dict:
+def task_version_content(
+    *,
+    prompt: str,
+    entry_point: str,
+    reference_solution: str,
+    files: dict,
+    environment: EnvironmentVersion,
+    test_suite: TestSuiteVersion,
+) -> dict:
     """What a task version's content hash covers (``files`` only when there are some)."""
-    content = {"prompt": prompt, "entry_point": entry_point, "reference_solution": reference_solution,
-               "environment": environment.content_hash, "test_suite": test_suite.content_hash}
+    content = {
+        "prompt": prompt,
+        "entry_point": entry_point,
+        "reference_solution": reference_solution,
+        "environment": environment.content_hash,
+        "test_suite": test_suite.content_hash,
+    }
     if files:
         content["files"] = files
     return content
 
 
-def task_version_get_or_create(*, task: Task, author: str, change_note: str, parent: TaskVersion | None = None,
-                               **content) -> tuple[TaskVersion, bool]:
+def task_version_get_or_create(
+    *, task: Task, author: str, change_note: str, parent: TaskVersion | None = None, **content
+) -> tuple[TaskVersion, bool]:
     """The version of ``task`` with this content, created (numbered after the latest) if new.
 
     ``parent`` defaults to the task's latest version. Returns ``(version, created)``.
@@ -220,14 +297,27 @@ def task_version_get_or_create(*, task: Task, author: str, change_note: str, par
     if parent is None:
         parent = task.versions.order_by("-number").first()
     number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
-    version = TaskVersion.objects.create(task=task, content_hash=digest, parent=parent, number=number,
-                                         author=author, change_note=change_note, **content)
+    version = TaskVersion.objects.create(
+        task=task,
+        content_hash=digest,
+        parent=parent,
+        number=number,
+        author=author,
+        change_note=change_note,
+        **content,
+    )
     return version, True
 
 
 @transaction.atomic
-def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], change_note: str = "",
-                 author: str = "") -> ImportReport:
+def tasks_import(
+    *,
+    source: str,
+    task_set_name: str,
+    records: Iterable[dict],
+    change_note: str = "",
+    author: str = "",
+) -> ImportReport:
     """Import task records and pin them as the task set ``task_set_name``.
 
     A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
@@ -252,18 +342,28 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
     for record in records:
         where = record["where"]
         if record["task_id"] in first_seen:
-            raise ImportFormatError(f"{where}: field 'task_id': duplicate id {record['task_id']!r} "
-                                    f"(first at {first_seen[record['task_id']]})")
+            raise ImportFormatError(
+                f"{where}: field 'task_id': duplicate id {record['task_id']!r} "
+                f"(first at {first_seen[record['task_id']]})"
+            )
         first_seen[record["task_id"]] = where
         suite = test_suite_get_or_create(
-            harness_name=record.get("harness") or "python-check", hidden_tests=record["tests"],
-            visible_tests=record.get("visible_tests"), timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
-            test_timeout_s=record.get("test_timeout_s"), where=where, author=author, change_note=note,
+            harness_name=record.get("harness") or "python-check",
+            hidden_tests=record["tests"],
+            visible_tests=record.get("visible_tests"),
+            timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
+            test_timeout_s=record.get("test_timeout_s"),
+            where=where,
+            author=author,
+            change_note=note,
         )
         runtime = harness(suite.harness).runtime
         if record.get("environment") is not None:
-            env = environment_get_or_create(content=environment_check(record["environment"], where=where, runtime=runtime),
-                                            author=author, change_note=note)
+            env = environment_get_or_create(
+                content=environment_check(record["environment"], where=where, runtime=runtime),
+                author=author,
+                change_note=note,
+            )
         else:
             if runtime not in defaults:
                 defaults[runtime] = ENVIRONMENTS[runtime]()
@@ -271,15 +371,23 @@ def tasks_import(*, source: str, task_set_name: str, records: Iterable[dict], ch
         tags = record.get("tags") or []
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise ImportFormatError(f"{where}: field 'tags': expected a list of strings")
-        task, _ = Task.objects.get_or_create(task_id=record["task_id"], defaults={"source": record.get("source") or source})
+        task, _ = Task.objects.get_or_create(
+            task_id=record["task_id"], defaults={"source": record.get("source") or source}
+        )
         added = [t for t in dict.fromkeys(tags) if t not in task.tags]
         if added:
             task.tags = [*task.tags, *added]
             task.save(update_fields=["tags"])
         version, created = task_version_get_or_create(
-            task=task, author=author, change_note=record.get("change_note") or note,
-            prompt=record["prompt"], entry_point=record["entry_point"], reference_solution=record["reference_solution"],
-            files=files_check(record.get("files"), where=where, runtime=runtime), environment=env, test_suite=suite,
+            task=task,
+            author=author,
+            change_note=record.get("change_note") or note,
+            prompt=record["prompt"],
+            entry_point=record["entry_point"],
+            reference_solution=record["reference_solution"],
+            files=files_check(record.get("files"), where=where, runtime=runtime),
+            environment=env,
+            test_suite=suite,
         )
         report.new_versions += created
         report.unchanged += not created
@@ -296,12 +404,24 @@ class EditError(ValueError):
     """An edit that cannot become a new version; the message names the field."""
 
 
-EDITABLE = ("prompt", "entry_point", "reference_solution", "files", "hidden_tests", "visible_tests", "timeout_s",
-            "test_timeout_s", "harness", "environment")
+EDITABLE = (
+    "prompt",
+    "entry_point",
+    "reference_solution",
+    "files",
+    "hidden_tests",
+    "visible_tests",
+    "timeout_s",
+    "test_timeout_s",
+    "harness",
+    "environment",
+)
 
 
 @transaction.atomic
-def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **changes) -> TaskVersion:
+def task_version_edit(
+    *, version: TaskVersion, author: str, change_note: str, **changes
+) -> TaskVersion:
     """Make a new version of ``version``'s task with ``changes`` applied; nothing is overwritten.
 
     ``changes`` may name any of :data:`EDITABLE`; ``environment`` is an environment
@@ -327,13 +447,20 @@ def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **
             visible_tests=changes.get("visible_tests", suite.visible_tests),
             timeout_s=changes.get("timeout_s", suite.timeout_s),
             test_timeout_s=changes.get("test_timeout_s", suite.test_timeout_s),
-            where=where, author=author, change_note=change_note, parent=suite,
+            where=where,
+            author=author,
+            change_note=change_note,
+            parent=suite,
         )
         runtime = harness(new_suite.harness).runtime
         env_content = {k: getattr(env, k) for k in EnvironmentVersion.CONTENT_FIELDS}
         new_env = environment_get_or_create(
-            content=environment_check(changes.get("environment", env_content), where=where, runtime=runtime),
-            author=author, change_note=change_note, parent=env,
+            content=environment_check(
+                changes.get("environment", env_content), where=where, runtime=runtime
+            ),
+            author=author,
+            change_note=change_note,
+            parent=env,
         )
         files = files_check(changes.get("files", version.files), where=where, runtime=runtime)
     except ImportFormatError as exc:
@@ -344,19 +471,33 @@ def task_version_edit(*, version: TaskVersion, author: str, change_note: str, **
     if not changes.get("entry_point", version.entry_point).strip():
         raise EditError("entry_point: must name the function the tests call")
     new, created = task_version_get_or_create(
-        task=version.task, author=author, change_note=change_note.strip(), parent=version,
-        prompt=changes.get("prompt", version.prompt), entry_point=changes.get("entry_point", version.entry_point),
+        task=version.task,
+        author=author,
+        change_note=change_note.strip(),
+        parent=version,
+        prompt=changes.get("prompt", version.prompt),
+        entry_point=changes.get("entry_point", version.entry_point),
         reference_solution=changes.get("reference_solution", version.reference_solution),
-        files=files, environment=new_env, test_suite=new_suite,
+        files=files,
+        environment=new_env,
+        test_suite=new_suite,
     )
     if not created:
-        raise EditError(f"nothing changed: this content is already {new.task.task_id} v{new.number}")
+        raise EditError(
+            f"nothing changed: this content is already {new.task.task_id} v{new.number}"
+        )
     return new
 
 
 @transaction.atomic
-def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "", author: str = "",
-                 change_note: str = "") -> TaskSet:
+def task_set_pin(
+    *,
+    name: str,
+    versions: list[TaskVersion],
+    description: str = "",
+    author: str = "",
+    change_note: str = "",
+) -> TaskSet:
     """Create or replace the task set ``name`` so it pins exactly ``versions``, in order.
 
     Records a new :class:`TaskSetVersion` when the pins differ from the set's latest.
@@ -374,8 +515,12 @@ def task_set_pin(*, name: str, versions: list[TaskVersion], description: str = "
     latest = task_set.versions.order_by("-number").first()
     if latest is None or latest.content_hash != digest:
         TaskSetVersion.objects.create(
-            task_set=task_set, number=(latest.number + 1) if latest else 1, content_hash=digest, task_versions=pins,
-            author=author or command_line_author(), change_note=change_note,
+            task_set=task_set,
+            number=(latest.number + 1) if latest else 1,
+            content_hash=digest,
+            task_versions=pins,
+            author=author or command_line_author(),
+            change_note=change_note,
         )
     return task_set
 
@@ -394,7 +539,11 @@ def task_versions_quarantine(*, version_ids: list[int], author: str, reason: str
     if not reason.strip():
         raise CurationError("reason: write why these versions are quarantined")
     return TaskVersion.objects.filter(pk__in=version_ids).update(
-        quarantined=True, quarantine_reason=reason.strip(), override_reason="", curated_by=author, curated_at=timezone.now()
+        quarantined=True,
+        quarantine_reason=reason.strip(),
+        override_reason="",
+        curated_by=author,
+        curated_at=timezone.now(),
     )
 
 
@@ -409,12 +558,18 @@ def task_versions_approve(*, version_ids: list[int], author: str, reason: str) -
     """
     if not reason.strip():
         raise CurationError("reason: write why these versions may be trained on")
-    pending = TaskVersion.objects.filter(pk__in=version_ids, verdict__in=[TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR])
+    pending = TaskVersion.objects.filter(
+        pk__in=version_ids,
+        verdict__in=[TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR],
+    )
     if pending.exists():
         names = ", ".join(str(v) for v in pending[:5])
         raise CurationError(f"validate first: {names} has no verdict yet (run validate_tasks)")
     return TaskVersion.objects.filter(pk__in=version_ids).update(
-        quarantined=False, override_reason=reason.strip(), curated_by=author, curated_at=timezone.now()
+        quarantined=False,
+        override_reason=reason.strip(),
+        curated_by=author,
+        curated_at=timezone.now(),
     )
 
 

@@ -12,7 +12,9 @@ def validate_task_versions(version_ids: list[int], options: dict | None = None) 
 
     Safe to deliver twice: each version's verdict and report are overwritten by the newer run.
     """
-    versions = list(TaskVersion.objects.filter(pk__in=version_ids).select_related("task", "test_suite"))
+    versions = list(
+        TaskVersion.objects.filter(pk__in=version_ids).select_related("task", "test_suite")
+    )
     task_versions_validate(versions=versions, options=Options(**(options or {})))
     counts: dict[str, int] = {}
     for version in versions:

@@ -12,13 +12,20 @@ urlpatterns = [
     path("tasks/<path:task_id>/", views.task_detail, name="task-detail"),
     path("tasksets/", views.taskset_list, name="taskset-list"),
     path("tasksets/<str:name>/", views.taskset_detail, name="taskset-detail"),
-
     path("api/task-versions/", api.TaskVersionListApi.as_view(), name="api-task-versions"),
     path("api/task-versions/quarantine/", api.QuarantineApi.as_view(), name="api-quarantine"),
     path("api/task-versions/approve/", api.ApproveApi.as_view(), name="api-approve"),
     path("api/task-versions/validate/", api.ValidateApi.as_view(), name="api-validate"),
-    path("api/tasks/<path:task_id>/versions/<int:number>/", api.TaskVersionApi.as_view(), name="api-task-version"),
-    path("api/tasks/<path:task_id>/versions/", api.TaskVersionsApi.as_view(), name="api-task-versions-of"),
+    path(
+        "api/tasks/<path:task_id>/versions/<int:number>/",
+        api.TaskVersionApi.as_view(),
+        name="api-task-version",
+    ),
+    path(
+        "api/tasks/<path:task_id>/versions/",
+        api.TaskVersionsApi.as_view(),
+        name="api-task-versions-of",
+    ),
     path("api/tasks/<path:task_id>/diff/", api.TaskDiffApi.as_view(), name="api-task-diff"),
     path("api/tasks/<path:task_id>/", api.TaskApi.as_view(), name="api-task"),
     path("api/task-sets/", api.TaskSetListApi.as_view(), name="api-task-sets"),

@@ -22,7 +22,14 @@ from kombu.exceptions import OperationalError
 
 from console.access import console_read_page
 from tasks_library.difficulty import pass_rate
-from tasks_library.forms import CurationForm, EditForm, FilterForm, PinForm, edit_error_field, first_error
+from tasks_library.forms import (
+    CurationForm,
+    EditForm,
+    FilterForm,
+    PinForm,
+    edit_error_field,
+    first_error,
+)
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tasks_library.permissions import is_curator
 from tasks_library.selectors import (
@@ -71,10 +78,18 @@ def task_list(request: HttpRequest) -> HttpResponse:
     versions = form.versions() if form.is_valid() else TaskVersion.objects.none()
     page = Paginator(versions, PAGE_SIZE).get_page(request.GET.get("page"))
     query = urlencode(form.active())
-    return render(request, "tasks_library/task_list.html", {
-        "form": form, "page": page, "rows": _rows(page), "query": query, "curator": is_curator(request.user),
-        "sources": task_sources(),
-    })
+    return render(
+        request,
+        "tasks_library/task_list.html",
+        {
+            "form": form,
+            "page": page,
+            "rows": _rows(page),
+            "query": query,
+            "curator": is_curator(request.user),
+            "sources": task_sources(),
+        },
+    )
 
 
 def _curate(request: HttpRequest) -> HttpResponse:
@@ -83,7 +98,11 @@ def _curate(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, first_error(form)[1])
     else:
-        action, ids, reason = form.cleaned_data["action"], form.cleaned_data["ids"], form.cleaned_data["reason"]
+        action, ids, reason = (
+            form.cleaned_data["action"],
+            form.cleaned_data["ids"],
+            form.cleaned_data["reason"],
+        )
         service = task_versions_quarantine if action == "quarantine" else task_versions_approve
         try:
             changed = service(version_ids=ids, author=request.user.get_username(), reason=reason)
@@ -91,7 +110,9 @@ def _curate(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         else:
             done = "quarantined" if action == "quarantine" else "approved"
-            messages.success(request, f"{done} {changed} task version{'s' if changed != 1 else ''}: {reason}")
+            messages.success(
+                request, f"{done} {changed} task version{'s' if changed != 1 else ''}: {reason}"
+            )
     filters = FilterForm(request.POST)
     query = urlencode(filters.active())
     return redirect(f"{reverse('task-list')}?{query}" if query else reverse("task-list"))
@@ -105,7 +126,9 @@ def _parse_diff(spec: str, numbers: set[int]) -> tuple[int, int]:
     old_n, new_n = int(old), int(new)
     for n in (old_n, new_n):
         if n not in numbers:
-            raise ValueError(f"diff: this task has no version {n} (versions: {', '.join(map(str, sorted(numbers)))})")
+            raise ValueError(
+                f"diff: this task has no version {n} (versions: {', '.join(map(str, sorted(numbers)))})"
+            )
     return old_n, new_n
 
 
@@ -136,22 +159,40 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     number = int(selected) if selected.isdigit() else versions[-1].number
     if number not in numbers:
         raise Http404(f"task {task_id} has no version {selected}")
-    version = TaskVersion.objects.select_related("test_suite", "environment", "parent").get(task=task, number=number)
+    version = TaskVersion.objects.select_related("test_suite", "environment", "parent").get(
+        task=task, number=number
+    )
     version.task = task
-    context = {"task": task, "versions": versions, "version": version, "rate": pass_rate(version),
-               "report_json": json.dumps(version.report, indent=1, sort_keys=True),
-               "curator": is_curator(request.user), "diff_error": "", "diff": None}
+    context = {
+        "task": task,
+        "versions": versions,
+        "version": version,
+        "rate": pass_rate(version),
+        "report_json": json.dumps(version.report, indent=1, sort_keys=True),
+        "curator": is_curator(request.user),
+        "diff_error": "",
+        "diff": None,
+    }
     if request.GET.get("diff"):
         try:
             old_n, new_n = _parse_diff(request.GET["diff"], numbers)
         except ValueError as exc:
             context["diff_error"] = str(exc)
         else:
-            pair = {v.number: v for v in TaskVersion.objects.select_related("test_suite", "environment")
-                    .filter(task=task, number__in=[old_n, new_n])}
+            pair = {
+                v.number: v
+                for v in TaskVersion.objects.select_related("test_suite", "environment").filter(
+                    task=task, number__in=[old_n, new_n]
+                )
+            }
             changes = task_versions_diff(old=pair[old_n], new=pair[new_n])
-            context["diff"] = {"old": old_n, "new": new_n,
-                               "changes": [{"field": c["field"], "lines": _diff_lines(c["diff"])} for c in changes]}
+            context["diff"] = {
+                "old": old_n,
+                "new": new_n,
+                "changes": [
+                    {"field": c["field"], "lines": _diff_lines(c["diff"])} for c in changes
+                ],
+            }
     return render(request, "tasks_library/task_detail.html", context)
 
 
@@ -172,10 +213,15 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     try:
         validate_task_versions.delay([version.pk], {})
     except OperationalError as exc:
-        messages.error(request, f"could not enqueue validation: the task queue is unreachable ({exc})")
+        messages.error(
+            request, f"could not enqueue validation: the task queue is unreachable ({exc})"
+        )
     else:
-        messages.success(request, f"validation of {task.task_id} v{version.number} enqueued; "
-                                  "the verdict appears here once a worker has run it")
+        messages.success(
+            request,
+            f"validation of {task.task_id} v{version.number} enqueued; "
+            "the verdict appears here once a worker has run it",
+        )
     return redirect(_task_detail_url(task.task_id, v=version.number))
 
 
@@ -194,22 +240,41 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
     else:
         form = EditForm(request.POST)
         if form.is_valid():
-            base = task.versions.select_related("test_suite", "environment").filter(number=form.cleaned_data["base"]).first()
+            base = (
+                task.versions.select_related("test_suite", "environment")
+                .filter(number=form.cleaned_data["base"])
+                .first()
+            )
             if base is None:
-                form.add_error(None, f"base: task {task_id} has no version {form.cleaned_data['base']}")
+                form.add_error(
+                    None, f"base: task {task_id} has no version {form.cleaned_data['base']}"
+                )
             else:
                 changes = form.changes(base)
                 try:
-                    new = task_version_edit(version=base, author=request.user.get_username(),
-                                            change_note=form.cleaned_data["change_note"], **changes)
+                    new = task_version_edit(
+                        version=base,
+                        author=request.user.get_username(),
+                        change_note=form.cleaned_data["change_note"],
+                        **changes,
+                    )
                 except EditError as exc:
                     field = edit_error_field(str(exc), changes)
                     form.add_error(field if field in form.fields else None, str(exc))
                 else:
-                    messages.success(request, f"created {task.task_id} v{new.number} ({new.version}); "
-                                              "it is pending validation")
-                    return redirect(_task_detail_url(task.task_id, v=new.number, diff=f"{base.number}..{new.number}"))
-    return render(request, "tasks_library/task_edit.html", {"task": task, "latest": latest, "form": form})
+                    messages.success(
+                        request,
+                        f"created {task.task_id} v{new.number} ({new.version}); "
+                        "it is pending validation",
+                    )
+                    return redirect(
+                        _task_detail_url(
+                            task.task_id, v=new.number, diff=f"{base.number}..{new.number}"
+                        )
+                    )
+    return render(
+        request, "tasks_library/task_edit.html", {"task": task, "latest": latest, "form": form}
+    )
 
 
 @login_required
@@ -219,9 +284,16 @@ def taskset_list(request: HttpRequest) -> HttpResponse:
     """GET: the task sets. POST (curators): pin the versions matching a filter as a set, new or existing."""
     if request.method == "POST":
         return _pin(request)
-    return render(request, "tasks_library/taskset_list.html", {
-        "task_sets": task_sets_with_sizes(), "curator": is_curator(request.user), "form": FilterForm(), "sources": task_sources(),
-    })
+    return render(
+        request,
+        "tasks_library/taskset_list.html",
+        {
+            "task_sets": task_sets_with_sizes(),
+            "curator": is_curator(request.user),
+            "form": FilterForm(),
+            "sources": task_sources(),
+        },
+    )
 
 
 def _pin(request: HttpRequest) -> HttpResponse:
@@ -230,7 +302,10 @@ def _pin(request: HttpRequest) -> HttpResponse:
     back = reverse("taskset-list")
     if request.POST.get("back") == "tasks":
         back = reverse("task-list")
-    elif request.POST.get("back") == "set" and TaskSet.objects.filter(name=request.POST.get("name", "")).exists():
+    elif (
+        request.POST.get("back") == "set"
+        and TaskSet.objects.filter(name=request.POST.get("name", "")).exists()
+    ):
         back = reverse("taskset-detail", args=[request.POST["name"]])
     if not pin.is_valid() or not filters.is_valid():
         messages.error(request, first_error(pin if not pin.is_valid() else filters)[1])
@@ -241,8 +316,13 @@ def _pin(request: HttpRequest) -> HttpResponse:
         messages.error(request, "no task version matches this filter; nothing pinned")
         return redirect(back)
     name = pin.cleaned_data["name"]
-    task_set_pin(name=name, versions=versions, description=pin.cleaned_data["description"],
-                 author=request.user.get_username(), change_note=pin.cleaned_data["change_note"])
+    task_set_pin(
+        name=name,
+        versions=versions,
+        description=pin.cleaned_data["description"],
+        author=request.user.get_username(),
+        change_note=pin.cleaned_data["change_note"],
+    )
     messages.success(request, f"task set {name} pins {len(versions)} task versions")
     return redirect("taskset-detail", name=name)
 
@@ -253,7 +333,15 @@ def taskset_detail(request: HttpRequest, name: str) -> HttpResponse:
     """A task set's pinned versions in order and its version history, with a re-pin form for curators."""
     task_set = get_object_or_404(task_sets_with_sizes(), name=name)
     pinned = task_set_versions(task_set=task_set).defer(*SUMMARY_DEFERRED)
-    return render(request, "tasks_library/taskset_detail.html", {
-        "task_set": task_set, "rows": _rows(pinned), "history": task_set.versions.order_by("-number"),
-        "curator": is_curator(request.user), "form": FilterForm(), "sources": task_sources(),
-    })
+    return render(
+        request,
+        "tasks_library/taskset_detail.html",
+        {
+            "task_set": task_set,
+            "rows": _rows(pinned),
+            "history": task_set.versions.order_by("-number"),
+            "curator": is_curator(request.user),
+            "form": FilterForm(),
+            "sources": task_sources(),
+        },
+    )

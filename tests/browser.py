@@ -11,8 +11,16 @@ import pytest
 from django.db import connection
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def browser_marks() -> list:
@@ -24,8 +32,12 @@ def browser_marks() -> list:
     marks = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
     if not Path(CHROMIUM).exists():
         if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
-            raise RuntimeError(f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium")
-        marks.append(pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)"))
+            raise RuntimeError(
+                f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium"
+            )
+        marks.append(
+            pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)")
+        )
     return marks
 
 

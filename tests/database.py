@@ -26,7 +26,6 @@ def child_database_url() -> str:
     return urlsplit(settings.DATABASE_URL)._replace(path="/" + quote(name)).geturl()
 
 
-
 def child_env(**extra: str) -> dict[str, str]:
     """This process's environment with ``DATABASE_URL`` set to :func:`child_database_url`, plus ``extra``.
 
@@ -34,4 +33,3 @@ def child_env(**extra: str) -> dict[str, str]:
     """
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL_FILE"}
     return {**env, "DATABASE_URL": child_database_url(), **extra}
-

@@ -23,8 +23,11 @@ def free_port() -> int:
 
 def samples(text: str) -> dict[tuple, float]:
     """``{(sample name, frozenset(labels)): value}`` of an exposition (the parser rejects a malformed one)."""
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(text_or_samples, name: str, **labels) -> float | None:
@@ -61,10 +64,16 @@ def private_redis():
     from console.stack import Stack
     from sandboxes import queue as Q
 
-    var = Path(tempfile.mkdtemp(prefix="crucible-", dir="/tmp"))  # short: a Unix socket path is limited
+    var = Path(
+        tempfile.mkdtemp(prefix="crucible-", dir="/tmp")
+    )  # short: a Unix socket path is limited
     sock = var / "redis.sock"
-    with override_settings(VAR_DIR=var, EMBEDDED_REDIS=True, EMBEDDED_REDIS_SOCKET=sock,
-                           REDIS_URL=f"unix://{sock}?db=0"):
+    with override_settings(
+        VAR_DIR=var,
+        EMBEDDED_REDIS=True,
+        EMBEDDED_REDIS_SOCKET=sock,
+        REDIS_URL=f"unix://{sock}?db=0",
+    ):
         Q.connection.cache_clear()
         try:
             with Stack() as stack:

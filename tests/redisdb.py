@@ -29,7 +29,9 @@ def url_with_db(url: str, db: int, *, user: str = "", password: str = "") -> str
         query["db"] = str(db)
         if user:
             query.update(username=user, password=password)
-        return f"unix://{parts.path}?{urlencode(query)}"  # urlunsplit would drop the empty host's //
+        return (
+            f"unix://{parts.path}?{urlencode(query)}"  # urlunsplit would drop the empty host's //
+        )
     netloc = parts.netloc.rpartition("@")[2]
     if user:
         netloc = f"{user}:{password}@{netloc}"

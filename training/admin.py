@@ -7,7 +7,14 @@ from training.models import StepMetric, TrainingRun
 class TrainingRunAdmin(admin.ModelAdmin):
     list_display = ["id", "task_set", "status", "backend", "total_steps", "created_at"]
     list_filter = ["status", "backend"]
-    readonly_fields = ["status", "status_reason", "backend_ref", "summary", "started_at", "finished_at"]
+    readonly_fields = [
+        "status",
+        "status_reason",
+        "backend_ref",
+        "summary",
+        "started_at",
+        "finished_at",
+    ]
 
 
 @admin.register(StepMetric)

@@ -98,8 +98,11 @@ def replace_dir(source: Path, destination: Path) -> None:
 
 def _files(directory: Path) -> dict[str, int]:
     """``{relative POSIX name: size in bytes}`` of every file under ``directory``."""
-    return {p.relative_to(directory).as_posix(): p.stat().st_size
-            for p in sorted(directory.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(directory).as_posix(): p.stat().st_size
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _copy_dir(source: Path, destination: Path) -> None:
@@ -147,8 +150,10 @@ class ArtifactStore(ABC):
             try:
                 return Path(path).resolve().relative_to(self.cache_root).as_posix()
             except ValueError:
-                raise ValueError(f"{path} is not under {self.cache_root} (CRUCIBLE_VAR_DIR): the artefact "
-                                 f"store mirrors that directory only") from None
+                raise ValueError(
+                    f"{path} is not under {self.cache_root} (CRUCIBLE_VAR_DIR): the artefact "
+                    f"store mirrors that directory only"
+                ) from None
 
     @abstractmethod
     def location(self, key: str) -> str:
@@ -248,8 +253,10 @@ class LocalStore(ArtifactStore):
             probe.write_bytes(b"ok")
             probe.unlink()
         except OSError as exc:
-            raise ArtifactStoreError(f"artefact store {self.url}: cannot write {directory}: {exc.strerror or exc}; "
-                                     f"make it writable or point {SETTING} elsewhere") from exc
+            raise ArtifactStoreError(
+                f"artefact store {self.url}: cannot write {directory}: {exc.strerror or exc}; "
+                f"make it writable or point {SETTING} elsewhere"
+            ) from exc
 
     def put_dir(self, source: Path, key: str) -> str:
         destination = self.durable_path(key)
@@ -301,8 +308,19 @@ class LocalStore(ArtifactStore):
 
 # --- S3 ---------------------------------------------------------------------------------------
 
-_DENIED = {"AccessDenied", "403", "Forbidden", "AllAccessDisabled", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-           "InvalidToken", "ExpiredToken", "TokenRefreshRequired", "AccountProblem", "InvalidSecurity"}
+_DENIED = {
+    "AccessDenied",
+    "403",
+    "Forbidden",
+    "AllAccessDisabled",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "TokenRefreshRequired",
+    "AccountProblem",
+    "InvalidSecurity",
+}
 _MISSING_KEY = {"NoSuchKey", "404", "NotFound"}
 
 
@@ -320,8 +338,17 @@ class S3Store(ArtifactStore):
             (environment, ``~/.aws``, the pod's or instance's role; ``AWS_ENDPOINT_URL_S3``).
     """
 
-    def __init__(self, bucket: str, prefix: str = "", *, cache_root: Path, multipart_threshold: int = 64 * MiB,
-                 multipart_chunksize: int = 64 * MiB, max_concurrency: int = 8, client=None):
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        cache_root: Path,
+        multipart_threshold: int = 64 * MiB,
+        multipart_chunksize: int = 64 * MiB,
+        max_concurrency: int = 8,
+        client=None,
+    ):
         import boto3
         from boto3.s3.transfer import TransferConfig
         from botocore.config import Config
@@ -333,9 +360,13 @@ class S3Store(ArtifactStore):
         # Fail within seconds on a dead endpoint rather than botocore's default minute per try;
         # retries follow the standard AWS_RETRY_MODE / AWS_MAX_ATTEMPTS settings.
         self.client = client or boto3.session.Session().client(
-            "s3", config=Config(connect_timeout=10, read_timeout=120, user_agent_extra="crucible"))
-        self.transfer = TransferConfig(multipart_threshold=multipart_threshold, multipart_chunksize=multipart_chunksize,
-                                       max_concurrency=max_concurrency)
+            "s3", config=Config(connect_timeout=10, read_timeout=120, user_agent_extra="crucible")
+        )
+        self.transfer = TransferConfig(
+            multipart_threshold=multipart_threshold,
+            multipart_chunksize=multipart_chunksize,
+            max_concurrency=max_concurrency,
+        )
 
     # -- errors: every boto3 failure becomes an ArtifactStoreError that says what to fix --
 
@@ -370,31 +401,43 @@ class S3Store(ArtifactStore):
                 error = cause.response.get("Error", {})
                 code = str(error.get("Code", ""))
                 status = cause.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-                if code == "NoSuchBucket" or (doing.startswith("checking the bucket") and status == 404):
+                if code == "NoSuchBucket" or (
+                    doing.startswith("checking the bucket") and status == 404
+                ):
                     raise ArtifactStoreError(
                         f"{where}: bucket {self.bucket!r} does not exist; create it (aws s3 mb s3://{self.bucket}, "
-                        f"or mc mb for MinIO) or point {SETTING} at an existing bucket") from exc
+                        f"or mc mb for MinIO) or point {SETTING} at an existing bucket"
+                    ) from exc
                 if code in _DENIED or status == 403:
                     raise ArtifactStoreError(
                         f"{where}: access denied ({code or status}) while {doing}; check the credentials "
                         f"(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the pod's role) and that they "
                         f"may s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on "
-                        f"{self.url}") from exc
+                        f"{self.url}"
+                    ) from exc
                 if code in _MISSING_KEY or status == 404:
                     raise ArtifactNotFound(f"{where}: not found while {doing}") from exc
                 message = error.get("Message") or str(cause)
-                raise ArtifactStoreError(f"{where}: S3 answered {status} {code} while {doing}: {message}") from exc
+                raise ArtifactStoreError(
+                    f"{where}: S3 answered {status} {code} while {doing}: {message}"
+                ) from exc
             if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
                 raise ArtifactStoreError(
                     f"{where}: no usable AWS credentials while {doing} ({cause}); set AWS_ACCESS_KEY_ID and "
-                    f"AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the pod an IAM role)") from exc
+                    f"AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the pod an IAM role)"
+                ) from exc
             if isinstance(cause, BotoConnectionError):
                 raise ArtifactStoreError(
                     f"{where}: cannot reach the endpoint while {doing} ({cause}); check AWS_ENDPOINT_URL_S3 "
-                    f"(or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the network") from exc
+                    f"(or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the network"
+                ) from exc
             if isinstance(cause, ParamValidationError):
-                raise ArtifactStoreError(f"{where}: {cause}; fix {SETTING} (s3://bucket/prefix)") from exc
-            raise ArtifactStoreError(f"{where}: {type(cause).__name__} while {doing}: {cause}") from exc
+                raise ArtifactStoreError(
+                    f"{where}: {cause}; fix {SETTING} (s3://bucket/prefix)"
+                ) from exc
+            raise ArtifactStoreError(
+                f"{where}: {type(cause).__name__} while {doing}: {cause}"
+            ) from exc
 
     # -- keys and objects --
 
@@ -409,22 +452,27 @@ class S3Store(ArtifactStore):
         """Every object key under ``prefix`` (a key ending in ``/``), all pages."""
         keys: list[str] = []
         with self._calls(f"listing s3://{self.bucket}/{prefix}"):
-            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            ):
                 keys.extend(item["Key"] for item in page.get("Contents", []))
         return keys
 
     def _delete_objects(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):  # DeleteObjects takes at most 1000 keys
-            batch = keys[start:start + 1000]
+            batch = keys[start : start + 1000]
             with self._calls(f"deleting {len(batch)} object(s) under {self.url}"):
-                answer = self.client.delete_objects(Bucket=self.bucket, Delete={
-                    "Objects": [{"Key": k} for k in batch], "Quiet": True})
+                answer = self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                )
             errors = answer.get("Errors") or []
             if errors:
                 first = errors[0]
                 raise ArtifactStoreError(
                     f"artefact store {self.url}: could not delete {len(errors)} object(s), first "
-                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}")
+                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}"
+                )
 
     def _upload(self, path: Path, key: str) -> None:
         object_key = self.object_key(key)
@@ -451,11 +499,15 @@ class S3Store(ArtifactStore):
             body = self.client.get_object(Bucket=self.bucket, Key=object_key)["Body"].read()
         try:
             manifest = json.loads(body)
-            if manifest.get("format") != MANIFEST_FORMAT or not isinstance(manifest.get("files"), dict):
+            if manifest.get("format") != MANIFEST_FORMAT or not isinstance(
+                manifest.get("files"), dict
+            ):
                 raise ValueError(f"format {manifest.get('format')!r}")
         except (ValueError, AttributeError) as exc:
-            raise ArtifactStoreError(f"artefact store {self.url}: s3://{self.bucket}/{object_key} is not a "
-                                     f"{MANIFEST_FORMAT} manifest ({exc}); delete the directory and write it again")
+            raise ArtifactStoreError(
+                f"artefact store {self.url}: s3://{self.bucket}/{object_key} is not a "
+                f"{MANIFEST_FORMAT} manifest ({exc}); delete the directory and write it again"
+            )
         return manifest
 
     # -- the interface --
@@ -480,16 +532,26 @@ class S3Store(ArtifactStore):
         started = time.monotonic()
         for name in files:
             self._upload(source / name, f"{key}/{name}")
-        stale = [k for k in self._objects(base) if k != manifest_key and k[len(base):] not in files]
+        stale = [
+            k for k in self._objects(base) if k != manifest_key and k[len(base) :] not in files
+        ]
         if stale:
             self._delete_objects(stale)
-        manifest = {"format": MANIFEST_FORMAT, "files": files, "bytes": sum(files.values()),
-                    "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "writer": f"{socket.gethostname()}:{os.getpid()}",
-                    "upload_seconds": round(time.monotonic() - started, 3)}
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "files": files,
+            "bytes": sum(files.values()),
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "writer": f"{socket.gethostname()}:{os.getpid()}",
+            "upload_seconds": round(time.monotonic() - started, 3),
+        }
         with self._calls(f"writing s3://{self.bucket}/{manifest_key}"):
-            self.client.put_object(Bucket=self.bucket, Key=manifest_key, Body=json.dumps(manifest, indent=1).encode(),
-                                   ContentType="application/json")
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=manifest_key,
+                Body=json.dumps(manifest, indent=1).encode(),
+                ContentType="application/json",
+            )
         return self.location(key)
 
     def _dirs(self, key: str) -> tuple[set[str], set[str]]:
@@ -497,7 +559,7 @@ class S3Store(ArtifactStore):
         base = self.object_key(key) + "/"
         every, complete = set(), set()
         for object_key in self._objects(base):
-            parts = object_key[len(base):].split("/")
+            parts = object_key[len(base) :].split("/")
             if len(parts) >= 2 and not _temporary(parts[0]):
                 every.add(parts[0])
                 if len(parts) == 2 and parts[1] == MANIFEST:
@@ -523,9 +585,11 @@ class S3Store(ArtifactStore):
             destination = temporary / _check_key(name)
             self._download(f"{key}/{name}", destination)
             if destination.stat().st_size != size:
-                raise ArtifactStoreError(f"artefact store {self.url}: {self.location(key)}/{name} holds "
-                                         f"{destination.stat().st_size} bytes, its manifest says {size}: it was "
-                                         f"rewritten during the download; retry")
+                raise ArtifactStoreError(
+                    f"artefact store {self.url}: {self.location(key)}/{name} holds "
+                    f"{destination.stat().st_size} bytes, its manifest says {size}: it was "
+                    f"rewritten during the download; retry"
+                )
         temporary.mkdir(parents=True, exist_ok=True)  # a directory artefact may hold no file
         replace_dir(temporary, local)
         return local
@@ -554,8 +618,14 @@ class S3Store(ArtifactStore):
 
 # --- which store ---------------------------------------------------------------------------------
 
-def store_from_url(url: str, *, cache_root: Path, multipart_threshold: int = 64 * MiB,
-                   multipart_chunksize: int = 64 * MiB) -> ArtifactStore:
+
+def store_from_url(
+    url: str,
+    *,
+    cache_root: Path,
+    multipart_threshold: int = 64 * MiB,
+    multipart_chunksize: int = 64 * MiB,
+) -> ArtifactStore:
     """The store ``url`` names: ``""`` (files under ``cache_root``), ``file:///path`` or ``s3://bucket/prefix``.
 
     Raises:
@@ -567,17 +637,27 @@ def store_from_url(url: str, *, cache_root: Path, multipart_threshold: int = 64 
     parts = urlsplit(url)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
-            raise ArtifactStoreError(f"{SETTING}={url!r}: a file store needs an absolute path, "
-                                     f"e.g. file:///mnt/crucible")
+            raise ArtifactStoreError(
+                f"{SETTING}={url!r}: a file store needs an absolute path, e.g. file:///mnt/crucible"
+            )
         root = Path(parts.path)
         return LocalStore(root, cache_root=cache_root)
     if parts.scheme == "s3":
         if not parts.netloc or parts.query or parts.fragment:
-            raise ArtifactStoreError(f"{SETTING}={url!r}: an S3 store is s3://BUCKET or s3://BUCKET/PREFIX")
-        return S3Store(parts.netloc, parts.path, cache_root=cache_root, multipart_threshold=multipart_threshold,
-                       multipart_chunksize=multipart_chunksize)
-    raise ArtifactStoreError(f"{SETTING}={url!r}: unknown scheme {parts.scheme!r}; use s3://bucket/prefix, "
-                             f"file:///absolute/path, or leave it unset for files under CRUCIBLE_VAR_DIR")
+            raise ArtifactStoreError(
+                f"{SETTING}={url!r}: an S3 store is s3://BUCKET or s3://BUCKET/PREFIX"
+            )
+        return S3Store(
+            parts.netloc,
+            parts.path,
+            cache_root=cache_root,
+            multipart_threshold=multipart_threshold,
+            multipart_chunksize=multipart_chunksize,
+        )
+    raise ArtifactStoreError(
+        f"{SETTING}={url!r}: unknown scheme {parts.scheme!r}; use s3://bucket/prefix, "
+        f"file:///absolute/path, or leave it unset for files under CRUCIBLE_VAR_DIR"
+    )
 
 
 _stores: dict[tuple, ArtifactStore] = {}
@@ -591,10 +671,14 @@ def default_store() -> ArtifactStore:
     """
     from django.conf import settings
 
-    key = (getattr(settings, "CRUCIBLE_ARTIFACT_STORE", ""), Path(settings.VAR_DIR),
-           getattr(settings, "CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES", 64 * MiB),
-           getattr(settings, "CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES", 64 * MiB))
+    key = (
+        getattr(settings, "CRUCIBLE_ARTIFACT_STORE", ""),
+        Path(settings.VAR_DIR),
+        getattr(settings, "CRUCIBLE_S3_MULTIPART_THRESHOLD_BYTES", 64 * MiB),
+        getattr(settings, "CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES", 64 * MiB),
+    )
     if key not in _stores:
-        _stores[key] = store_from_url(key[0], cache_root=key[1], multipart_threshold=key[2],
-                                      multipart_chunksize=key[3])
+        _stores[key] = store_from_url(
+            key[0], cache_root=key[1], multipart_threshold=key[2], multipart_chunksize=key[3]
+        )
     return _stores[key]

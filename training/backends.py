@@ -26,9 +26,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from django.conf import settings
 
@@ -70,6 +71,7 @@ class Backend:
 
 # --- local ------------------------------------------------------------------------
 
+
 def _log_tail(path, chars: int = 1500) -> str:
     try:
         return path.read_text(errors="replace")[-chars:]
@@ -79,7 +81,9 @@ def _log_tail(path, chars: int = 1500) -> str:
 
 def _local_command(run: TrainingRun) -> list[str]:
     nproc = (run.config or {}).get("nproc_per_node", 1)
-    command = kubernetes.trainer_command(run.pk, nproc if isinstance(nproc, int) and nproc > 0 else 1)
+    command = kubernetes.trainer_command(
+        run.pk, nproc if isinstance(nproc, int) and nproc > 0 else 1
+    )
     return [sys.executable, *command[1:]] if command[0] == "python" else command
 
 
@@ -101,11 +105,19 @@ def launch_local(run_id: int) -> None:
     try:
         with open(logfile, "ab") as handle:
             proc = subprocess.Popen(
-                command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=settings.BASE_DIR,
+                command,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=settings.BASE_DIR,
             )
     except OSError as exc:
-        services.run_attempt_end(run_id=run_id, backend_ref=services.LAUNCH_CLAIM, to_status=TrainingRun.FAILED,
-                                 reason=f"local backend: could not start the trainer: {exc}")
+        services.run_attempt_end(
+            run_id=run_id,
+            backend_ref=services.LAUNCH_CLAIM,
+            to_status=TrainingRun.FAILED,
+            reason=f"local backend: could not start the trainer: {exc}",
+        )
         return
     ref = f"pid:{proc.pid}@{socket.gethostname()}"
     if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
@@ -116,7 +128,9 @@ def launch_local(run_id: int) -> None:
         reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
         to_status = TrainingRun.INTERRUPTED
     else:
-        reason = f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{tail}"
+        reason = (
+            f"trainer process exited with code {code} before finishing; log {logfile} ends:\n{tail}"
+        )
         to_status = TrainingRun.FAILED
     # Only while this process is still the run's attempt and the run has no final word.
     services.run_attempt_end(run_id=run_id, backend_ref=ref, to_status=to_status, reason=reason)
@@ -137,9 +151,11 @@ def _pid(backend_ref: str) -> int | None:
     if kind != "pid" or not value.isdigit():
         return None
     if host and host != socket.gethostname():
-        raise OtherHost(f"the trainer (pid {value}) runs on host {host}, not {socket.gethostname()}: the local "
-                        f"backend's runs are reconciled by a control worker on their host (consume control and "
-                        f"trainer in one worker there), or use the kubernetes backend")
+        raise OtherHost(
+            f"the trainer (pid {value}) runs on host {host}, not {socket.gethostname()}: the local "
+            f"backend's runs are reconciled by a control worker on their host (consume control and "
+            f"trainer in one worker there), or use the kubernetes backend"
+        )
     return int(value)
 
 
@@ -177,14 +193,21 @@ def local_status(run: TrainingRun) -> BackendStatus:
     """
     pid = _pid(run.backend_ref)
     if pid is None:
-        return BackendStatus("missing", f"run {run.pk} records no trainer process (backend_ref {run.backend_ref!r})")
+        return BackendStatus(
+            "missing", f"run {run.pk} records no trainer process (backend_ref {run.backend_ref!r})"
+        )
     state = _process_state(pid, run.pk)
     if state == "alive":
         return BackendStatus("active", f"trainer process {pid} is alive")
     if state == "other":
-        return BackendStatus("missing", f"trainer process {pid} is gone (the pid now runs another program)")
-    return BackendStatus("missing", f"trainer process {pid} is gone without recording an outcome "
-                                    f"(its worker stopped, or it was killed)")
+        return BackendStatus(
+            "missing", f"trainer process {pid} is gone (the pid now runs another program)"
+        )
+    return BackendStatus(
+        "missing",
+        f"trainer process {pid} is gone without recording an outcome "
+        f"(its worker stopped, or it was killed)",
+    )
 
 
 def local_cancel(run: TrainingRun) -> None:
@@ -215,6 +238,7 @@ def local_cancel(run: TrainingRun) -> None:
 
 # --- kubernetes ------------------------------------------------------------------------
 
+
 def kubernetes_status(run: TrainingRun) -> BackendStatus:
     """The state of the run's current Job (:func:`training.kubernetes.job_status`)."""
     return BackendStatus(*kubernetes.job_status(run))
@@ -227,6 +251,10 @@ def kubernetes_cancel(run: TrainingRun) -> None:
 
 BACKENDS: dict[str, Backend] = {
     "local": Backend("local", launch=launch_local, status=local_status, cancel=local_cancel),
-    "kubernetes": Backend("kubernetes", launch=kubernetes.job_launch, status=kubernetes_status,
-                          cancel=kubernetes_cancel),
+    "kubernetes": Backend(
+        "kubernetes",
+        launch=kubernetes.job_launch,
+        status=kubernetes_status,
+        cancel=kubernetes_cancel,
+    ),
 }

@@ -73,7 +73,11 @@ def complete_checkpoints(run_directory: Path, store: ArtifactStore | None = None
         ArtifactStoreError: the store cannot be listed (the message says why).
     """
     store = store or artifacts.default_store()
-    return [name for name in store.complete_dirs(store.key_of(checkpoints_dir(run_directory))) if STEP_DIR.match(name)]
+    return [
+        name
+        for name in store.complete_dirs(store.key_of(checkpoints_dir(run_directory)))
+        if STEP_DIR.match(name)
+    ]
 
 
 def latest_checkpoint(run_directory: Path, store: ArtifactStore | None = None) -> Path | None:
@@ -112,8 +116,16 @@ def staging_dir(run_directory: Path, step: int) -> Path:
     return directory
 
 
-def write_rank_state(staging: Path, *, rank: int, step: int, optimizer, scheduler, generator: torch.Generator,
-                     trainer_state: dict) -> None:
+def write_rank_state(
+    staging: Path,
+    *,
+    rank: int,
+    step: int,
+    optimizer,
+    scheduler,
+    generator: torch.Generator,
+    trainer_state: dict,
+) -> None:
     """Write one rank's ``trainer-rank<r>.pt`` into ``staging``."""
     _save(
         {
@@ -203,8 +215,10 @@ def read_rank_state(path: Path, rank: int) -> dict:
     """
     file = path / f"trainer-rank{rank}.pt"
     if not file.exists():
-        raise CheckpointError(f"{path} holds no {file.name}: it was written by a run with fewer ranks; "
-                              f"resume with the same nproc_per_node")
+        raise CheckpointError(
+            f"{path} holds no {file.name}: it was written by a run with fewer ranks; "
+            f"resume with the same nproc_per_node"
+        )
     # Not weights_only: the RNG states hold numpy arrays and tuples. The file is our own,
     # written into the run's directory by this trainer.
     return torch.load(file, map_location="cpu", weights_only=False)

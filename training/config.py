@@ -34,7 +34,7 @@ def parse_overrides(pairs: list[str]) -> dict:
     return out
 
 
-def config_from_command_line(*, defaults: dict, overrides: list[str], steps: int) -> "RunConfig":
+def config_from_command_line(*, defaults: dict, overrides: list[str], steps: int) -> RunConfig:
     """The config of a command's run: ``defaults``, then ``--set`` pairs, then ``--steps``.
 
     Raises:
@@ -149,7 +149,9 @@ class RunConfig:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"unknown config key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+            )
         values = {}
         for key, value in data.items():
             expected = type(getattr(cls(), key))
@@ -164,18 +166,45 @@ class RunConfig:
 
     def check(self) -> None:
         """Raises ConfigError naming the first impossible value."""
-        positive = ("steps", "tasks_per_step", "group_size", "max_turns", "max_new_tokens", "max_prompt_tokens",
-                    "train_tasks", "sandbox_parallelism", "ppo_epochs", "sft_batch_size", "n_embd", "n_layer", "n_head",
-                    "checkpoint_every", "keep_checkpoints", "nproc_per_node", "eval_samples")
-        non_negative = ("sft_epochs", "kl_coef", "overlong_cache_tokens", "lr_warmup_steps", "max_resumes", "eval_every")
+        positive = (
+            "steps",
+            "tasks_per_step",
+            "group_size",
+            "max_turns",
+            "max_new_tokens",
+            "max_prompt_tokens",
+            "train_tasks",
+            "sandbox_parallelism",
+            "ppo_epochs",
+            "sft_batch_size",
+            "n_embd",
+            "n_layer",
+            "n_head",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "nproc_per_node",
+            "eval_samples",
+        )
+        non_negative = (
+            "sft_epochs",
+            "kl_coef",
+            "overlong_cache_tokens",
+            "lr_warmup_steps",
+            "max_resumes",
+            "eval_every",
+        )
         for key in positive:
             if getattr(self, key) < 1:
-                raise ConfigError(f"config key {key!r} must be at least 1, got {getattr(self, key)}")
+                raise ConfigError(
+                    f"config key {key!r} must be at least 1, got {getattr(self, key)}"
+                )
         for key in non_negative:
             if getattr(self, key) < 0:
                 raise ConfigError(f"config key {key!r} must be 0 or more, got {getattr(self, key)}")
         if self.group_size < 2:
-            raise ConfigError("config key 'group_size' must be at least 2: GRPO compares trajectories within a group")
+            raise ConfigError(
+                "config key 'group_size' must be at least 2: GRPO compares trajectories within a group"
+            )
         for key in ("lr", "sft_lr", "temperature", "rollout_timeout_s", "grad_clip"):
             if not getattr(self, key) > 0:
                 raise ConfigError(f"config key {key!r} must be > 0, got {getattr(self, key)}")
@@ -184,32 +213,56 @@ class RunConfig:
         for key in ("clip_low", "clip_high"):
             if not 0 < getattr(self, key) < 1:
                 raise ConfigError(f"config key {key!r} must be in (0, 1), got {getattr(self, key)}")
-        choices = {"loss_aggregation": AGGREGATIONS, "advantage_estimator": ADVANTAGE_ESTIMATORS,
-                   "hack_policy": HACK_POLICIES}
+        choices = {
+            "loss_aggregation": AGGREGATIONS,
+            "advantage_estimator": ADVANTAGE_ESTIMATORS,
+            "hack_policy": HACK_POLICIES,
+        }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
-                raise ConfigError(f"config key {key!r} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+                raise ConfigError(
+                    f"config key {key!r} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}"
+                )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
-            raise ConfigError(f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) must not exceed the "
-                              f"sampled-token budget max_turns * max_new_tokens ({self.max_turns * self.max_new_tokens})")
+            raise ConfigError(
+                f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) must not exceed the "
+                f"sampled-token budget max_turns * max_new_tokens ({self.max_turns * self.max_new_tokens})"
+            )
         from tasks_library.difficulty import BUCKET_NAMES
 
         for name, weight in self.difficulty_weights.items():
-            if name not in BUCKET_NAMES or isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-                raise ConfigError(f"config key 'difficulty_weights': {name!r}: {weight!r} must be a bucket of "
-                                  f"{', '.join(BUCKET_NAMES)} with a weight >= 0")
+            if (
+                name not in BUCKET_NAMES
+                or isinstance(weight, bool)
+                or not isinstance(weight, (int, float))
+                or weight < 0
+            ):
+                raise ConfigError(
+                    f"config key 'difficulty_weights': {name!r}: {weight!r} must be a bucket of "
+                    f"{', '.join(BUCKET_NAMES)} with a weight >= 0"
+                )
         if self.n_embd % self.n_head:
-            raise ConfigError(f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})")
-        if self.model_path and not any((Path(self.model_path) / name).exists()
-                                       for name in ("config.json", "adapter_config.json")):
-            raise ConfigError(f"config key 'model_path': {self.model_path!r} holds no config.json "
-                              f"(a model) or adapter_config.json (a saved LoRA adapter)")
+            raise ConfigError(
+                f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})"
+            )
+        if self.model_path and not any(
+            (Path(self.model_path) / name).exists()
+            for name in ("config.json", "adapter_config.json")
+        ):
+            raise ConfigError(
+                f"config key 'model_path': {self.model_path!r} holds no config.json "
+                f"(a model) or adapter_config.json (a saved LoRA adapter)"
+            )
         if self.sft_data and not Path(self.sft_data).is_file():
             raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
         if self.lora and not self.model_path:
-            raise ConfigError("config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one")
+            raise ConfigError(
+                "config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one"
+            )
         if self.eval_every and not self.eval_task_set:
-            raise ConfigError("config key 'eval_every' needs 'eval_task_set': the held-out task set to evaluate on")
+            raise ConfigError(
+                "config key 'eval_every' needs 'eval_task_set': the held-out task set to evaluate on"
+            )
         self._check_plugins()
         if self.kubernetes:
             from training.kubernetes import KubernetesSpec

@@ -61,8 +61,8 @@ import logging
 import math
 import threading
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Iterable
 
 import numpy as np
 from river.drift import ADWIN, PageHinkley
@@ -75,7 +75,9 @@ INFO, WARNING, CRITICAL = "info", "warning", "critical"
 SEVERITY_RANK = {INFO: 0, WARNING: 1, CRITICAL: 2}
 
 # Flags that say something about the infrastructure or the sandbox, not about reward hacking.
-NON_HACK_FLAGS = frozenset({"infra_error", "rollout_timeout", "timeout", "crashed", "memory_limit", "output_limit"})
+NON_HACK_FLAGS = frozenset(
+    {"infra_error", "rollout_timeout", "timeout", "crashed", "memory_limit", "output_limit"}
+)
 HISTOGRAM_STREAM = "reward/histogram"
 
 
@@ -151,7 +153,7 @@ class DriftConfig:
     }
 
     @classmethod
-    def from_config(cls, data: dict) -> "DriftConfig":
+    def from_config(cls, data: dict) -> DriftConfig:
         """The thresholds of a run config's ``drift`` mapping; ``{}`` gives the defaults.
 
         Raises:
@@ -167,21 +169,29 @@ class DriftConfig:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ConfigError(f"config key 'drift': unknown key(s) {', '.join(map(str, unknown))}; "
-                              f"known keys: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"config key 'drift': unknown key(s) {', '.join(map(str, unknown))}; "
+                f"known keys: {', '.join(sorted(known))}"
+            )
         values = {}
         defaults = cls()
         for key, value in data.items():
             expected = type(getattr(defaults, key))
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-                    expected is int and not isinstance(value, int)):
-                raise ConfigError(f"config key 'drift.{key}' must be {expected.__name__}, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or (expected is int and not isinstance(value, int))
+            ):
+                raise ConfigError(
+                    f"config key 'drift.{key}' must be {expected.__name__}, got {value!r}"
+                )
             value = expected(value)
             if not math.isfinite(value):
                 raise ConfigError(f"config key 'drift.{key}' must be finite, got {value!r}")
             low, high, low_in, high_in = cls._RANGES[key]
             if (low is not None and (value < low or (value == low and not low_in))) or (
-                    high is not None and (value > high or (value == high and not high_in))):
+                high is not None and (value > high or (value == high and not high_in))
+            ):
                 bounds = f"{'[' if low_in else '('}{low}, {high if high is not None else '∞'}{']' if high_in else ')'}"
                 raise ConfigError(f"config key 'drift.{key}' must be in {bounds}, got {value!r}")
             values[key] = value
@@ -203,6 +213,7 @@ class AlertCandidate:
 
 
 # --- histogram distances --------------------------------------------------------------------
+
 
 def bin_centres(bins: list[float]) -> np.ndarray:
     edges = np.asarray(bins, dtype=float)
@@ -235,6 +246,7 @@ def histogram_mean(counts, bins) -> float:
 
 
 # --- one watched stream -----------------------------------------------------------------------
+
 
 class _Reference:
     """A series' reference window: its first ``size`` values, then pinned."""
@@ -272,10 +284,20 @@ class _RewardStream:
         self.adwin = ADWIN(delta=config.adwin_delta, clock=1)
         self.adwin_window: list[float] = []  # the standardised values in ADWIN's current window
         self.ph = {
-            "up": PageHinkley(min_instances=config.ph_up_min_instances, delta=config.ph_up_delta,
-                              threshold=config.ph_up_threshold, alpha=1.0, mode="up"),
-            "down": PageHinkley(min_instances=config.ph_down_min_instances, delta=config.ph_down_delta,
-                                threshold=config.ph_down_threshold, alpha=1.0, mode="down"),
+            "up": PageHinkley(
+                min_instances=config.ph_up_min_instances,
+                delta=config.ph_up_delta,
+                threshold=config.ph_up_threshold,
+                alpha=1.0,
+                mode="up",
+            ),
+            "down": PageHinkley(
+                min_instances=config.ph_down_min_instances,
+                delta=config.ph_down_delta,
+                threshold=config.ph_down_threshold,
+                alpha=1.0,
+                mode="down",
+            ),
         }
         self.ph_fed = {"up": 0, "down": 0}
 
@@ -332,15 +354,29 @@ class _RewardStream:
             if best is None or gap - eps > best[0] - best[1]:
                 best = (gap, eps, n0, n1, old, new)
         if best is None:  # too few values to split again; report the whole window
-            best = (0.0, 0.0, n, 0, float(values.mean()) if n else 0.5, float(values.mean()) if n else 0.5)
+            best = (
+                0.0,
+                0.0,
+                n,
+                0,
+                float(values.mean()) if n else 0.5,
+                float(values.mean()) if n else 0.5,
+            )
         gap, eps, n0, n1, old, new = best
         up = new >= old
         return AlertCandidate(
-            step=step, stream=self.name, detector="adwin", statistic=gap * span * ref.scale,
-            threshold=eps * span * ref.scale, window=n, severity=INFO if up else WARNING,
-            message=(f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) split its "
-                     f"{n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} steps → "
-                     f"{_raw(new, ref, span):.3f} over the newer {n1}"),
+            step=step,
+            stream=self.name,
+            detector="adwin",
+            statistic=gap * span * ref.scale,
+            threshold=eps * span * ref.scale,
+            window=n,
+            severity=INFO if up else WARNING,
+            message=(
+                f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) split its "
+                f"{n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} steps → "
+                f"{_raw(new, ref, span):.3f} over the newer {n1}"
+            ),
         )
 
     def _ph_alert(self, step: int, direction: str, ph: PageHinkley) -> AlertCandidate:
@@ -353,11 +389,18 @@ class _RewardStream:
             threshold, delta = self.config.ph_down_threshold, self.config.ph_down_delta
         ref = self.reference
         return AlertCandidate(
-            step=step, stream=self.name, detector=f"page_hinkley_{direction}", statistic=float(statistic),
-            threshold=float(threshold), window=self.ph_fed[direction], severity=INFO if direction == "up" else WARNING,
-            message=(f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation {statistic:.1f}σ > λ="
-                     f"{threshold:g}σ (δ={delta:g}σ; reference mean {ref.mean:.3f}, σ={ref.scale:.3f} over steps "
-                     f"{ref.first_step}-{ref.last_step})"),
+            step=step,
+            stream=self.name,
+            detector=f"page_hinkley_{direction}",
+            statistic=float(statistic),
+            threshold=float(threshold),
+            window=self.ph_fed[direction],
+            severity=INFO if direction == "up" else WARNING,
+            message=(
+                f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation {statistic:.1f}σ > λ="
+                f"{threshold:g}σ (δ={delta:g}σ; reference mean {ref.mean:.3f}, σ={ref.scale:.3f} over steps "
+                f"{ref.first_step}-{ref.last_step})"
+            ),
         )
 
 
@@ -371,6 +414,7 @@ def _mean(values) -> float:
 
 
 # --- the monitor of one run -------------------------------------------------------------------
+
 
 class DriftMonitor:
     """The detector state of one run; feed it each recorded RL step in order.
@@ -399,14 +443,18 @@ class DriftMonitor:
         self.flag_recent: deque = deque(maxlen=c.onset_recent_steps)
         self.entropy_recent: deque = deque(maxlen=c.onset_recent_steps)
         self.kl_recent: deque = deque(maxlen=c.kl_window)
-        self.perfect: deque = deque(maxlen=c.onset_recent_steps + c.onset_window)  # (perfect, total)
+        self.perfect: deque = deque(
+            maxlen=c.onset_recent_steps + c.onset_window
+        )  # (perfect, total)
         self.train_rewards: dict[int, float] = {}
         self.evaluations: list[tuple[int, float]] = []
 
     # -- rebuilding ---------------------------------------------------------------------------
 
     @classmethod
-    def from_history(cls, run_id: int, config: DriftConfig | None = None, *, before: int | None = None) -> "DriftMonitor":
+    def from_history(
+        cls, run_id: int, config: DriftConfig | None = None, *, before: int | None = None
+    ) -> DriftMonitor:
         """The monitor of ``run_id`` after every persisted RL step (those with ``step < before``
         when given) and the held-out evaluations up to them, replayed in order; the alerts
         they would raise are discarded (they were raised when the steps were recorded)."""
@@ -451,7 +499,9 @@ class DriftMonitor:
         out: list[AlertCandidate] = []
         if self.steps_seen > self.config.warmup_steps:
             out += self._reward_streams(step, metrics)
-            out += self._histogram(step, list(step_metric.reward_histogram or []), list(step_metric.reward_bins or []))
+            out += self._histogram(
+                step, list(step_metric.reward_histogram or []), list(step_metric.reward_bins or [])
+            )
             out += self._flag_rate(step, metrics.get("flags/rate"))
             out += self._kl(step, metrics.get("loss/kl"))
             out += self._entropy(step, metrics.get("policy/entropy"))
@@ -476,13 +526,22 @@ class DriftMonitor:
         c = self.config
         if not (drop >= c.heldout_drop and rise >= c.train_rise):
             return []
-        return [AlertCandidate(
-            step=max(step, self.last_step), stream="heldout/reward_mean", detector="onset:train_up_heldout_down",
-            statistic=drop, threshold=c.heldout_drop, window=step - best_step, severity=CRITICAL,
-            message=(f"reward hacking onset: held-out reward fell {best_reward:.3f} (step {best_step}) → "
-                     f"{reward:.3f} (step {step}) while the training reward rose {then:.3f} → {now:.3f} "
-                     f"(mean over {c.onset_window} steps; thresholds: drop ≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"),
-        )]
+        return [
+            AlertCandidate(
+                step=max(step, self.last_step),
+                stream="heldout/reward_mean",
+                detector="onset:train_up_heldout_down",
+                statistic=drop,
+                threshold=c.heldout_drop,
+                window=step - best_step,
+                severity=CRITICAL,
+                message=(
+                    f"reward hacking onset: held-out reward fell {best_reward:.3f} (step {best_step}) → "
+                    f"{reward:.3f} (step {step}) while the training reward rose {then:.3f} → {now:.3f} "
+                    f"(mean over {c.onset_window} steps; thresholds: drop ≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"
+                ),
+            )
+        ]
 
     # -- detectors ----------------------------------------------------------------------------
 
@@ -490,7 +549,11 @@ class DriftMonitor:
         out = []
         for name in sorted(metrics):
             value = metrics[name]
-            if not name.startswith("reward/") or isinstance(value, bool) or not isinstance(value, (int, float)):
+            if (
+                not name.startswith("reward/")
+                or isinstance(value, bool)
+                or not isinstance(value, (int, float))
+            ):
                 continue
             if not math.isfinite(value):
                 continue
@@ -512,7 +575,9 @@ class DriftMonitor:
         out = self._perfect_share(step, counts)
         c = self.config
         if self.reference_steps_counted < c.reference_steps:
-            self.reference_counts = counts.copy() if self.reference_counts is None else self.reference_counts + counts
+            self.reference_counts = (
+                counts.copy() if self.reference_counts is None else self.reference_counts + counts
+            )
             self.reference_steps_counted += 1
             first = step if self.reference_range is None else self.reference_range[0]
             self.reference_range = (first, step)
@@ -527,23 +592,46 @@ class DriftMonitor:
                 break
         if pooled.sum() <= 0 or self.reference_counts.sum() <= 0:
             return out
-        ref_mean, cur_mean = histogram_mean(self.reference_counts, bins), histogram_mean(pooled, bins)
+        ref_mean, cur_mean = (
+            histogram_mean(self.reference_counts, bins),
+            histogram_mean(pooled, bins),
+        )
         up = cur_mean >= ref_mean
         lo, hi = self.reference_range
-        where = (f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against the reference "
-                 f"histogram of steps {lo}-{hi} (mean {ref_mean:.3f})")
+        where = (
+            f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against the reference "
+            f"histogram of steps {lo}-{hi} (mean {ref_mean:.3f})"
+        )
         js = js_divergence(pooled, self.reference_counts)
         if js >= c.js_threshold:
-            out.append(AlertCandidate(step=step, stream=HISTOGRAM_STREAM, detector="js_divergence", statistic=js,
-                                      threshold=c.js_threshold, window=steps, severity=INFO if up else WARNING,
-                                      message=f"reward distribution changed: Jensen-Shannon divergence {js:.3f} bits "
-                                              f"≥ {c.js_threshold:g} between {where}"))
+            out.append(
+                AlertCandidate(
+                    step=step,
+                    stream=HISTOGRAM_STREAM,
+                    detector="js_divergence",
+                    statistic=js,
+                    threshold=c.js_threshold,
+                    window=steps,
+                    severity=INFO if up else WARNING,
+                    message=f"reward distribution changed: Jensen-Shannon divergence {js:.3f} bits "
+                    f"≥ {c.js_threshold:g} between {where}",
+                )
+            )
         wd = wasserstein(pooled, self.reference_counts, bins)
         if wd >= c.wasserstein_threshold:
-            out.append(AlertCandidate(step=step, stream=HISTOGRAM_STREAM, detector="wasserstein", statistic=wd,
-                                      threshold=c.wasserstein_threshold, window=steps, severity=INFO if up else WARNING,
-                                      message=f"reward distribution moved {'up' if up else 'down'}: Wasserstein "
-                                              f"distance {wd:.3f} ≥ {c.wasserstein_threshold:g} between {where}"))
+            out.append(
+                AlertCandidate(
+                    step=step,
+                    stream=HISTOGRAM_STREAM,
+                    detector="wasserstein",
+                    statistic=wd,
+                    threshold=c.wasserstein_threshold,
+                    window=steps,
+                    severity=INFO if up else WARNING,
+                    message=f"reward distribution moved {'up' if up else 'down'}: Wasserstein "
+                    f"distance {wd:.3f} ≥ {c.wasserstein_threshold:g} between {where}",
+                )
+            )
         return out
 
     def _perfect_share(self, step: int, counts: np.ndarray) -> list[AlertCandidate]:
@@ -554,21 +642,35 @@ class DriftMonitor:
         if len(self.perfect) < self.perfect.maxlen:
             return []
         history = list(self.perfect)
-        before, recent = history[: c.onset_window], history[c.onset_window:]
+        before, recent = history[: c.onset_window], history[c.onset_window :]
         share = lambda rows: sum(p for p, _ in rows) / max(1.0, sum(n for _, n in rows))  # noqa: E731
         old, new = share(before), share(recent)
         jump = new - old
         if jump < c.perfect_share_jump:
             return []
-        return [AlertCandidate(
-            step=step, stream="reward/perfect_share", detector="onset:perfect_share_jump", statistic=jump,
-            threshold=c.perfect_share_jump, window=len(history), severity=WARNING,
-            message=(f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} (last "
-                     f"{c.onset_recent_steps} steps against the {c.onset_window} before; threshold +{c.perfect_share_jump:g})"),
-        )]
+        return [
+            AlertCandidate(
+                step=step,
+                stream="reward/perfect_share",
+                detector="onset:perfect_share_jump",
+                statistic=jump,
+                threshold=c.perfect_share_jump,
+                window=len(history),
+                severity=WARNING,
+                message=(
+                    f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} (last "
+                    f"{c.onset_recent_steps} steps against the {c.onset_window} before; threshold +{c.perfect_share_jump:g})"
+                ),
+            )
+        ]
 
     def _flag_rate(self, step: int, rate) -> list[AlertCandidate]:
-        if rate is None or isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
+        if (
+            rate is None
+            or isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not math.isfinite(rate)
+        ):
             return []
         self.flag_recent.append(float(rate))
         ref = self.flag_reference
@@ -582,15 +684,29 @@ class DriftMonitor:
         rise = recent - ref.mean
         if rise < c.flag_rate_rise:
             return []
-        return [AlertCandidate(
-            step=step, stream="flags/rate", detector="onset:flag_rate_rising", statistic=rise, threshold=c.flag_rate_rise,
-            window=c.onset_recent_steps, severity=CRITICAL,
-            message=(f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} steps against "
-                     f"{ref.mean:.2f} in the reference steps {ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"),
-        )]
+        return [
+            AlertCandidate(
+                step=step,
+                stream="flags/rate",
+                detector="onset:flag_rate_rising",
+                statistic=rise,
+                threshold=c.flag_rate_rise,
+                window=c.onset_recent_steps,
+                severity=CRITICAL,
+                message=(
+                    f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} steps against "
+                    f"{ref.mean:.2f} in the reference steps {ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"
+                ),
+            )
+        ]
 
     def _kl(self, step: int, kl) -> list[AlertCandidate]:
-        if kl is None or isinstance(kl, bool) or not isinstance(kl, (int, float)) or not math.isfinite(kl):
+        if (
+            kl is None
+            or isinstance(kl, bool)
+            or not isinstance(kl, (int, float))
+            or not math.isfinite(kl)
+        ):
             return []
         self.kl_recent.append((step, float(kl)))
         c = self.config
@@ -602,15 +718,29 @@ class DriftMonitor:
         acceleration = 2 * float(np.polyfit(x, y, 2)[0])
         if acceleration < c.kl_acceleration or y[-1] <= y[0]:
             return []
-        return [AlertCandidate(
-            step=step, stream="loss/kl", detector="onset:kl_acceleration", statistic=acceleration,
-            threshold=c.kl_acceleration, window=c.kl_window, severity=WARNING,
-            message=(f"KL to the reference accelerating: second derivative {acceleration:.4f}/step² ≥ "
-                     f"{c.kl_acceleration:g} over the last {c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"),
-        )]
+        return [
+            AlertCandidate(
+                step=step,
+                stream="loss/kl",
+                detector="onset:kl_acceleration",
+                statistic=acceleration,
+                threshold=c.kl_acceleration,
+                window=c.kl_window,
+                severity=WARNING,
+                message=(
+                    f"KL to the reference accelerating: second derivative {acceleration:.4f}/step² ≥ "
+                    f"{c.kl_acceleration:g} over the last {c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"
+                ),
+            )
+        ]
 
     def _entropy(self, step: int, entropy) -> list[AlertCandidate]:
-        if entropy is None or isinstance(entropy, bool) or not isinstance(entropy, (int, float)) or not math.isfinite(entropy):
+        if (
+            entropy is None
+            or isinstance(entropy, bool)
+            or not isinstance(entropy, (int, float))
+            or not math.isfinite(entropy)
+        ):
             return []
         self.entropy_recent.append(float(entropy))
         ref = self.entropy_reference
@@ -624,24 +754,34 @@ class DriftMonitor:
         ratio = recent / ref.mean
         if ratio >= c.entropy_fraction:
             return []
-        return [AlertCandidate(
-            step=step, stream="policy/entropy", detector="onset:entropy_collapse", statistic=ratio,
-            threshold=c.entropy_fraction, window=c.onset_recent_steps, severity=WARNING,
-            message=(f"entropy collapse: policy entropy {recent:.3f} over the last {c.onset_recent_steps} steps is "
-                     f"{ratio:.0%} of its early mean {ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; "
-                     f"alert below {c.entropy_fraction:.0%})"),
-        )]
+        return [
+            AlertCandidate(
+                step=step,
+                stream="policy/entropy",
+                detector="onset:entropy_collapse",
+                statistic=ratio,
+                threshold=c.entropy_fraction,
+                window=c.onset_recent_steps,
+                severity=WARNING,
+                message=(
+                    f"entropy collapse: policy entropy {recent:.3f} over the last {c.onset_recent_steps} steps is "
+                    f"{ratio:.0%} of its early mean {ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; "
+                    f"alert below {c.entropy_fraction:.0%})"
+                ),
+            )
+        ]
 
     def _train_mean_to(self, step: int) -> float:
         """Mean training reward over the ``onset_window`` recorded steps up to ``step`` (the first
         ones when none precede it: an evaluation before training)."""
-        upto = sorted(s for s in self.train_rewards if s <= step)[-self.config.onset_window:]
+        upto = sorted(s for s in self.train_rewards if s <= step)[-self.config.onset_window :]
         if not upto:
             upto = sorted(self.train_rewards)[: self.config.onset_window]
         return _mean(self.train_rewards[s] for s in upto) if upto else 0.0
 
 
 # --- database helpers and the trainer's hook ------------------------------------------------
+
 
 def with_flag_rates(run_id: int, rows: list) -> list:
     """``rows`` (StepMetric) with ``metrics["flags/rate"]`` filled in memory where the trainer did
@@ -653,7 +793,9 @@ def with_flag_rates(run_id: int, rows: list) -> list:
     if not missing:
         return rows
     tallies: dict[int, list[int]] = {}
-    for step, flags in Trajectory.objects.filter(run_id=run_id, step__in=missing).values_list("step", "flags"):
+    for step, flags in Trajectory.objects.filter(run_id=run_id, step__in=missing).values_list(
+        "step", "flags"
+    ):
         flags = flags or []
         if "infra_error" in flags:
             continue
@@ -711,11 +853,17 @@ def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
         if monitor is None or monitor.config != config or monitor.last_step >= step:
             monitor = DriftMonitor.from_history(run_id, config, before=step)
             _MONITORS[run_id] = monitor
-        rows = list(StepMetric.objects.filter(run_id=run_id, step__gt=monitor.last_step, step__lte=step)
-                    .exclude(phase="sft").order_by("step"))
+        rows = list(
+            StepMetric.objects.filter(run_id=run_id, step__gt=monitor.last_step, step__lte=step)
+            .exclude(phase="sft")
+            .order_by("step")
+        )
         rows = with_flag_rates(run_id, rows)
-        evaluations = list(HeldOutEvaluation.objects.filter(run_id=run_id, step__gt=monitor.last_eval_step,
-                                                            step__lte=step).order_by("step"))
+        evaluations = list(
+            HeldOutEvaluation.objects.filter(
+                run_id=run_id, step__gt=monitor.last_eval_step, step__lte=step
+            ).order_by("step")
+        )
         candidates: list[AlertCandidate] = []
         for row in rows:
             candidates += monitor.update(row)
@@ -725,4 +873,6 @@ def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
             candidates += monitor.observe_evaluation(evaluation)
     if not candidates:
         return []
-    return alerts_raise(run_id=run_id, step=step, candidates=candidates, cooldown_steps=config.cooldown_steps)
+    return alerts_raise(
+        run_id=run_id, step=step, candidates=candidates, cooldown_steps=config.cooldown_steps
+    )

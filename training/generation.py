@@ -69,7 +69,10 @@ def _draw(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tenso
     cdf = probs.cumsum(dim=-1)
     # u in (0, total]: the first id whose cumulative mass reaches u. An id of probability 0
     # has the same cumulative mass as the one before it, so it is never the first.
-    u = (1 - torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)) * cdf[:, -1:]
+    u = (
+        1
+        - torch.rand((probs.shape[0], 1), generator=generator, device=probs.device, dtype=cdf.dtype)
+    ) * cdf[:, -1:]
     return torch.searchsorted(cdf, u).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
 
 
@@ -110,29 +113,54 @@ def _cache_of(output) -> object:
         value = output.get(name)
         if value is not None:
             return value
-    raise ValueError(f"the model returned no KV cache ({type(output).__name__} has {list(output.keys())}); "
-                     f"sample with use_cache=False")
+    raise ValueError(
+        f"the model returned no KV cache ({type(output).__name__} has {list(output.keys())}); "
+        f"sample with use_cache=False"
+    )
 
 
-def _check_arguments(policy: Policy, contexts, max_new_tokens, temperature, top_p, stop_sequences) -> None:
-    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+def _check_arguments(
+    policy: Policy, contexts, max_new_tokens, temperature, top_p, stop_sequences
+) -> None:
+    if not (
+        isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0
+    ):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
     if not (isinstance(top_p, (int, float)) and 0 < top_p <= 1):
         raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 1
+    ):
         raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
     for sequence in stop_sequences:
         if not sequence:
-            raise ValueError("stop_sequences holds an empty sequence; each must have at least one id")
+            raise ValueError(
+                "stop_sequences holds an empty sequence; each must have at least one id"
+            )
     limit = policy.n_positions - max_new_tokens
     for row in contexts:
         if not row or len(row) > limit:
-            raise ValueError(f"context of {len(row)} tokens; with max_new_tokens={max_new_tokens} it must hold "
-                             f"1..{limit} tokens for this model ({policy.n_positions} positions)")
+            raise ValueError(
+                f"context of {len(row)} tokens; with max_new_tokens={max_new_tokens} it must hold "
+                f"1..{limit} tokens for this model ({policy.n_positions} positions)"
+            )
 
 
-def _sample(policy, contexts, max_new_tokens, temperature, top_p, stop_ids, stop_sequences, generator, use_cache,
-            cache_name, extra):
+def _sample(
+    policy,
+    contexts,
+    max_new_tokens,
+    temperature,
+    top_p,
+    stop_ids,
+    stop_sequences,
+    generator,
+    use_cache,
+    cache_name,
+    extra,
+):
     """The sampling loop of :func:`sample_batch`.
 
     Returns:
@@ -152,7 +180,14 @@ def _sample(policy, contexts, max_new_tokens, temperature, top_p, stop_ids, stop
 
     cache = _new_cache(model, width + max_new_tokens) if use_cache else None
     given = {cache_name: cache} if cache is not None else {}
-    out = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=use_cache, **given, **extra)
+    out = model(
+        input_ids=input_ids,
+        attention_mask=attention,
+        position_ids=positions,
+        use_cache=use_cache,
+        **given,
+        **extra,
+    )
     cache = _cache_of(out) if use_cache else None
     logits = out.logits[:, -1, :].float()
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -165,7 +200,9 @@ def _sample(policy, contexts, max_new_tokens, temperature, top_p, stop_ids, stop
     for step in range(max_new_tokens):
         scaled = logits / temperature
         log_dist = torch.log_softmax(scaled, dim=-1)
-        probs = log_dist.exp() if top_p >= 1 else torch.softmax(_top_p_filter(scaled, top_p), dim=-1)
+        probs = (
+            log_dist.exp() if top_p >= 1 else torch.softmax(_top_p_filter(scaled, top_p), dim=-1)
+        )
         next_ids = _draw(probs, generator)
         sampled[:, step] = next_ids
         sampled_logprobs[:, step] = log_dist.gather(-1, next_ids[:, None]).squeeze(-1)
@@ -182,13 +219,25 @@ def _sample(policy, contexts, max_new_tokens, temperature, top_p, stop_ids, stop
         attention = torch.cat([attention, (~finished).long()[:, None]], dim=1)
         if use_cache:
             positions = positions[:, -1:] + 1
-            out = model(input_ids=next_ids[:, None], attention_mask=attention, position_ids=positions,
-                        use_cache=True, **{cache_name: cache}, **extra)
+            out = model(
+                input_ids=next_ids[:, None],
+                attention_mask=attention,
+                position_ids=positions,
+                use_cache=True,
+                **{cache_name: cache},
+                **extra,
+            )
             cache = _cache_of(out)
         else:
             input_ids = torch.cat([input_ids, next_ids[:, None]], dim=1)
             positions = (attention.cumsum(-1) - 1).clamp(min=0)
-            out = model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=False, **extra)
+            out = model(
+                input_ids=input_ids,
+                attention_mask=attention,
+                position_ids=positions,
+                use_cache=False,
+                **extra,
+            )
         logits = out.logits[:, -1, :].float()
     return sampled, sampled_logprobs, lengths, stopped
 
@@ -244,19 +293,39 @@ def sample_batch(
     model = policy.model
     cache_name, keeps_logits = _forward_signature(model)
     if use_cache and cache_name is None:
-        raise ValueError(f"{type(model).__name__}.forward takes no KV cache; sample with use_cache=False")
+        raise ValueError(
+            f"{type(model).__name__}.forward takes no KV cache; sample with use_cache=False"
+        )
     extra = {"logits_to_keep": 1} if keeps_logits else {}
     was_training = model.training
     model.eval()
     try:
         sampled, sampled_logprobs, lengths, stopped = _sample(
-            policy, contexts, max_new_tokens, temperature, top_p, stop_ids, stop_sequences, generator, use_cache, cache_name, extra
+            policy,
+            contexts,
+            max_new_tokens,
+            temperature,
+            top_p,
+            stop_ids,
+            stop_sequences,
+            generator,
+            use_cache,
+            cache_name,
+            extra,
         )
     finally:
         model.train(was_training)
     lengths_list = lengths.tolist()
-    ids_rows, logprob_rows, stopped_list = sampled.tolist(), sampled_logprobs.tolist(), stopped.tolist()
+    ids_rows, logprob_rows, stopped_list = (
+        sampled.tolist(),
+        sampled_logprobs.tolist(),
+        stopped.tolist(),
+    )
     return [
-        Sample(token_ids=ids_rows[i][: lengths_list[i]], logprobs=logprob_rows[i][: lengths_list[i]], stopped=stopped_list[i])
+        Sample(
+            token_ids=ids_rows[i][: lengths_list[i]],
+            logprobs=logprob_rows[i][: lengths_list[i]],
+            stopped=stopped_list[i],
+        )
         for i in range(len(contexts))
     ]

@@ -36,8 +36,15 @@ def evaluation_ks(samples: int) -> list[int]:
     return sorted({k for k in (1, 5, 10, samples) if k <= samples})
 
 
-def heldout_evaluate(policy, specs: list[TaskSpec], *, samples: int, rollout_config: RolloutConfig, seed: int,
-                     scorer=None) -> HeldOutResult:
+def heldout_evaluate(
+    policy,
+    specs: list[TaskSpec],
+    *,
+    samples: int,
+    rollout_config: RolloutConfig,
+    seed: int,
+    scorer=None,
+) -> HeldOutResult:
     """Roll out ``samples`` trajectories per held-out task and score them.
 
     Args:
@@ -48,11 +55,18 @@ def heldout_evaluate(policy, specs: list[TaskSpec], *, samples: int, rollout_con
         ValueError: ``specs`` is empty or ``samples`` < 1.
     """
     if not specs or samples < 1:
-        raise ValueError(f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} samples")
+        raise ValueError(
+            f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} samples"
+        )
     started = time.monotonic()
     generator = torch.Generator(device=policy.device).manual_seed(seed)
-    rollouts, _ = collect_rollouts(policy, specs, replace(rollout_config, group_size=samples), generator=generator,
-                                   scorer=scorer)
+    rollouts, _ = collect_rollouts(
+        policy,
+        specs,
+        replace(rollout_config, group_size=samples),
+        generator=generator,
+        scorer=scorer,
+    )
     per_task: dict[int, list] = {}
     for rollout in rollouts:
         if not rollout.dropped:
@@ -62,7 +76,9 @@ def heldout_evaluate(policy, specs: list[TaskSpec], *, samples: int, rollout_con
     for k in evaluation_ks(samples):
         eligible = [members for members in per_task.values() if len(members) >= k]
         if eligible:
-            scores[f"pass@{k}"] = sum(pass_at_k(len(m), sum(r.passed for r in m), k) for m in eligible) / len(eligible)
+            scores[f"pass@{k}"] = sum(
+                pass_at_k(len(m), sum(r.passed for r in m), k) for m in eligible
+            ) / len(eligible)
     return HeldOutResult(
         pass_at_k=scores,
         reward_mean=sum(r.reward for r in kept) / len(kept) if kept else 0.0,

@@ -50,20 +50,30 @@ DEFAULTS_ENV = "CRUCIBLE_KUBERNETES_DEFAULTS"
 
 RUN_LABEL = "crucible.dev/run-id"
 ATTEMPT_LABEL = "crucible.dev/attempt"
-COMMON_LABELS = {"app.kubernetes.io/name": "crucible-trainer", "app.kubernetes.io/managed-by": "crucible"}
+COMMON_LABELS = {
+    "app.kubernetes.io/name": "crucible-trainer",
+    "app.kubernetes.io/managed-by": "crucible",
+}
 CONTAINER_NAME = "trainer"
 VAR_MOUNT_PATH = "/var/lib/crucible"
 REQUEST_TIMEOUT = (5, 30)  # seconds: connect, read
 MIN_MEMORY_BYTES = 256 * 2**20  # Python, Django and torch alone take about this much
 # Pod waits that do not clear by themselves: the attempt counts as failed.
-STUCK_WAIT_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
-                      "CreateContainerError")
+STUCK_WAIT_REASONS = (
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+)
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_QUANTITY = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_QUANTITY = re.compile(
+    r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
 _TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 _EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -86,6 +96,7 @@ class JobStatus(NamedTuple):
 
 # --- the launch spec --------------------------------------------------------------
 
+
 def _key(name: str) -> str:
     return f"config key 'kubernetes.{name}'"
 
@@ -94,20 +105,26 @@ def _check_name(name: str, value, pattern: re.Pattern, limit: int, what: str) ->
     if not isinstance(value, str):
         raise ConfigError(f"{_key(name)} must be str, got {value!r}")
     if len(value) > limit or not pattern.match(value):
-        raise ConfigError(f"{_key(name)} must be {what} (at most {limit} characters), got {value!r}")
+        raise ConfigError(
+            f"{_key(name)} must be {what} (at most {limit} characters), got {value!r}"
+        )
     return value
 
 
 def _check_quantity(name: str, value, *, minimum: Decimal, shown: str, example: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ConfigError(f"{_key(name)} must be a Kubernetes quantity such as {example!r}, got {value!r}")
+        raise ConfigError(
+            f"{_key(name)} must be a Kubernetes quantity such as {example!r}, got {value!r}"
+        )
     text = str(value)
     try:
         amount = parse_quantity(text)
     except ValueError:
         amount = None
     if amount is None or not _QUANTITY.match(text):
-        raise ConfigError(f"{_key(name)} must be a Kubernetes quantity such as {example!r}, got {value!r}")
+        raise ConfigError(
+            f"{_key(name)} must be a Kubernetes quantity such as {example!r}, got {value!r}"
+        )
     if amount < minimum:
         raise ConfigError(f"{_key(name)} must be at least {shown}, got {value!r}")
     return text
@@ -123,34 +140,48 @@ def _check_int(name: str, value, *, minimum: int) -> int:
 
 def _check_tolerations(value) -> list[dict]:
     if not isinstance(value, list):
-        raise ConfigError(f"{_key('tolerations')} must be a list of Kubernetes tolerations, got {value!r}")
+        raise ConfigError(
+            f"{_key('tolerations')} must be a list of Kubernetes tolerations, got {value!r}"
+        )
     out = []
     for i, item in enumerate(value):
         where = f"tolerations[{i}]"
         if not isinstance(item, dict):
-            raise ConfigError(f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': 'Exists', "
-                              f"'effect': 'NoSchedule'}}, got {item!r}")
+            raise ConfigError(
+                f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': 'Exists', "
+                f"'effect': 'NoSchedule'}}, got {item!r}"
+            )
         unknown = sorted(set(item) - set(_TOLERATION_KEYS))
         if unknown:
-            raise ConfigError(f"{_key(where)}: unknown field(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(_TOLERATION_KEYS)}")
+            raise ConfigError(
+                f"{_key(where)}: unknown field(s) {', '.join(unknown)}; "
+                f"known: {', '.join(_TOLERATION_KEYS)}"
+            )
         for text_key in ("key", "operator", "value", "effect"):
             if text_key in item and not isinstance(item[text_key], str):
-                raise ConfigError(f"{_key(where + '.' + text_key)} must be str, got {item[text_key]!r}")
+                raise ConfigError(
+                    f"{_key(where + '.' + text_key)} must be str, got {item[text_key]!r}"
+                )
         operator = item.get("operator", "Equal")
         if operator not in ("Equal", "Exists"):
-            raise ConfigError(f"{_key(where + '.operator')} must be Equal or Exists, got {operator!r}")
+            raise ConfigError(
+                f"{_key(where + '.operator')} must be Equal or Exists, got {operator!r}"
+            )
         if operator == "Exists" and item.get("value"):
             raise ConfigError(f"{_key(where + '.value')} must be empty when the operator is Exists")
         if not item.get("key") and operator != "Exists":
             raise ConfigError(f"{_key(where + '.key')} is required unless the operator is Exists")
         if item.get("effect", "") not in _EFFECTS:
-            raise ConfigError(f"{_key(where + '.effect')} must be one of NoSchedule, PreferNoSchedule, NoExecute "
-                              f"(or empty for all), got {item['effect']!r}")
+            raise ConfigError(
+                f"{_key(where + '.effect')} must be one of NoSchedule, PreferNoSchedule, NoExecute "
+                f"(or empty for all), got {item['effect']!r}"
+            )
         if "tolerationSeconds" in item:
             _check_int(where + ".tolerationSeconds", item["tolerationSeconds"], minimum=0)
             if item.get("effect") != "NoExecute":
-                raise ConfigError(f"{_key(where + '.tolerationSeconds')} applies only to the NoExecute effect")
+                raise ConfigError(
+                    f"{_key(where + '.tolerationSeconds')} applies only to the NoExecute effect"
+                )
         out.append(dict(item))
     return out
 
@@ -202,16 +233,20 @@ class KubernetesSpec:
                 from the defaults, the message also names :data:`DEFAULTS_ENV`.
         """
         if not isinstance(data, dict):
-            raise ConfigError(f"config key 'kubernetes' must be a dict such as {{'image': 'registry/crucible:1'}}, "
-                              f"got {data!r}")
+            raise ConfigError(
+                f"config key 'kubernetes' must be a dict such as {{'image': 'registry/crucible:1'}}, "
+                f"got {data!r}"
+            )
         defaults = spec_defaults()
         try:
             return cls._from_dict({**defaults, **data})
         except ConfigError as exc:
             from_defaults = [k for k in defaults if k not in data and f"kubernetes.{k}" in str(exc)]
             if from_defaults:
-                raise ConfigError(f"{exc} (the value of {', '.join(from_defaults)} comes from {DEFAULTS_ENV}, "
-                                  f"the cluster's defaults)") from None
+                raise ConfigError(
+                    f"{exc} (the value of {', '.join(from_defaults)} comes from {DEFAULTS_ENV}, "
+                    f"the cluster's defaults)"
+                ) from None
             raise
 
     @classmethod
@@ -219,23 +254,41 @@ class KubernetesSpec:
         known = [f.name for f in fields(cls)]
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join('kubernetes.' + k for k in unknown)}; "
-                              f"known keys: {', '.join(known)}")
+            raise ConfigError(
+                f"unknown config key(s) {', '.join('kubernetes.' + k for k in unknown)}; "
+                f"known keys: {', '.join(known)}"
+            )
         image = data.get("image")
         if image is None or image == "":
-            raise ConfigError(f"{_key('image')} is required with the kubernetes backend: the trainer's container "
-                              f"image, e.g. registry.example.com/crucible:1.0")
+            raise ConfigError(
+                f"{_key('image')} is required with the kubernetes backend: the trainer's container "
+                f"image, e.g. registry.example.com/crucible:1.0"
+            )
         if not isinstance(image, str) or any(c.isspace() for c in image):
-            raise ConfigError(f"{_key('image')} must be an image reference without spaces, got {image!r}")
+            raise ConfigError(
+                f"{_key('image')} must be an image reference without spaces, got {image!r}"
+            )
         values: dict = {"image": image}
         if "namespace" in data:
-            values["namespace"] = _check_name("namespace", data["namespace"], _DNS_LABEL, 63, "a DNS-1123 label")
+            values["namespace"] = _check_name(
+                "namespace", data["namespace"], _DNS_LABEL, 63, "a DNS-1123 label"
+            )
         if "cpu" in data:
-            values["cpu"] = _check_quantity("cpu", data["cpu"], minimum=Decimal("0.001"),
-                                            shown="1m (a thousandth of a core)", example="2")
+            values["cpu"] = _check_quantity(
+                "cpu",
+                data["cpu"],
+                minimum=Decimal("0.001"),
+                shown="1m (a thousandth of a core)",
+                example="2",
+            )
         if "memory" in data:
-            values["memory"] = _check_quantity("memory", data["memory"], minimum=Decimal(MIN_MEMORY_BYTES),
-                                               shown="256Mi (the trainer does not start in less)", example="8Gi")
+            values["memory"] = _check_quantity(
+                "memory",
+                data["memory"],
+                minimum=Decimal(MIN_MEMORY_BYTES),
+                shown="256Mi (the trainer does not start in less)",
+                example="8Gi",
+            )
         if "gpus" in data:
             values["gpus"] = _check_int("gpus", data["gpus"], minimum=0)
         for name, minimum in (("backoff_limit", 0), ("ttl_seconds_after_finished", 0)):
@@ -244,22 +297,29 @@ class KubernetesSpec:
         if data.get("fs_group") is not None:
             values["fs_group"] = _check_int("fs_group", data["fs_group"], minimum=1)
         if data.get("active_deadline_seconds") is not None:
-            values["active_deadline_seconds"] = _check_int("active_deadline_seconds", data["active_deadline_seconds"],
-                                                           minimum=1)
+            values["active_deadline_seconds"] = _check_int(
+                "active_deadline_seconds", data["active_deadline_seconds"], minimum=1
+            )
         for name in ("env_secret", "env_config_map", "service_account", "volume_claim"):
             if data.get(name):
-                values[name] = _check_name(name, data[name], _DNS_SUBDOMAIN, 253, "a DNS-1123 subdomain name")
+                values[name] = _check_name(
+                    name, data[name], _DNS_SUBDOMAIN, 253, "a DNS-1123 subdomain name"
+                )
             elif name in data and data[name] not in ("", None):
                 raise ConfigError(f"{_key(name)} must be str, got {data[name]!r}")
         if "node_selector" in data:
             selector = data["node_selector"]
             if not isinstance(selector, dict):
-                raise ConfigError(f"{_key('node_selector')} must be a dict of label to value, got {selector!r}")
+                raise ConfigError(
+                    f"{_key('node_selector')} must be a dict of label to value, got {selector!r}"
+                )
             for label, value in selector.items():
                 _check_label_key(f"node_selector.{label}", label)
                 if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-                    raise ConfigError(f"{_key('node_selector.' + str(label))} must be a label value (str, at most 63 "
-                                      f"characters of letters, digits, '-', '_', '.'), got {value!r}")
+                    raise ConfigError(
+                        f"{_key('node_selector.' + str(label))} must be a label value (str, at most 63 "
+                        f"characters of letters, digits, '-', '_', '.'), got {value!r}"
+                    )
             values["node_selector"] = dict(selector)
         if "tolerations" in data:
             values["tolerations"] = _check_tolerations(data["tolerations"])
@@ -282,10 +342,14 @@ def spec_defaults() -> dict:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise ConfigError(f"{DEFAULTS_ENV} is not JSON ({exc}); it must be an object such as "
-                          f'{{"image": "registry.example.com/crucible-trainer:1.0", "gpus": 1}}') from None
+        raise ConfigError(
+            f"{DEFAULTS_ENV} is not JSON ({exc}); it must be an object such as "
+            f'{{"image": "registry.example.com/crucible-trainer:1.0", "gpus": 1}}'
+        ) from None
     if not isinstance(value, dict):
-        raise ConfigError(f"{DEFAULTS_ENV} must be a JSON object of launch spec keys, got {value!r}")
+        raise ConfigError(
+            f"{DEFAULTS_ENV} must be a JSON object of launch spec keys, got {value!r}"
+        )
     return value
 
 
@@ -293,13 +357,19 @@ def _check_label_key(where: str, label) -> None:
     if not isinstance(label, str):
         raise ConfigError(f"{_key(where)}: a label key must be str, got {label!r}")
     prefix, slash, name = label.rpartition("/")
-    ok = (len(name) <= 63 and _LABEL_NAME.match(name)
-          and (not slash or (len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix))))
+    ok = (
+        len(name) <= 63
+        and _LABEL_NAME.match(name)
+        and (not slash or (len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix)))
+    )
     if not ok:
-        raise ConfigError(f"{_key(where)}: {label!r} is not a label key (optional DNS prefix/, then a name)")
+        raise ConfigError(
+            f"{_key(where)}: {label!r} is not a label key (optional DNS prefix/, then a name)"
+        )
 
 
 # --- manifests ----------------------------------------------------------------------
+
 
 def job_name(run_id: int, attempt: int) -> str:
     """The Job of attempt ``attempt`` (1 for the first launch) of run ``run_id``."""
@@ -310,8 +380,17 @@ def trainer_command(run_id: int, nproc_per_node: int = 1) -> list[str]:
     """The trainer's command line relative to the project root (``manage.py`` there)."""
     if nproc_per_node > 1:
         # --standalone: one node, a free rendezvous port (two runs on a host must not share 29500).
-        return ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc_per_node),
-                "manage.py", "run_trainer", str(run_id)]
+        return [
+            "python",
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            str(nproc_per_node),
+            "manage.py",
+            "run_trainer",
+            str(run_id),
+        ]
     return ["python", "manage.py", "run_trainer", str(run_id)]
 
 
@@ -335,8 +414,10 @@ def job_manifest(run, spec: KubernetesSpec, *, attempt: int) -> dict:
         "name": CONTAINER_NAME,
         "image": spec.image,
         "command": trainer_command(run.pk, nproc if isinstance(nproc, int) and nproc > 0 else 1),
-        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"},
-                {"name": "CRUCIBLE_RUN_ATTEMPT", "value": str(attempt)}],
+        "env": [
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+            {"name": "CRUCIBLE_RUN_ATTEMPT", "value": str(attempt)},
+        ],
         "resources": {"requests": dict(resources), "limits": dict(resources)},
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
@@ -360,7 +441,9 @@ def job_manifest(run, spec: KubernetesSpec, *, attempt: int) -> dict:
     if spec.volume_claim:
         container["env"].append({"name": "CRUCIBLE_VAR_DIR", "value": VAR_MOUNT_PATH})
         container["volumeMounts"].append({"name": "crucible-var", "mountPath": VAR_MOUNT_PATH})
-        pod["volumes"].append({"name": "crucible-var", "persistentVolumeClaim": {"claimName": spec.volume_claim}})
+        pod["volumes"].append(
+            {"name": "crucible-var", "persistentVolumeClaim": {"claimName": spec.volume_claim}}
+        )
     if spec.service_account:
         pod["serviceAccountName"] = spec.service_account
     else:
@@ -444,13 +527,19 @@ def _spec_namespace(run) -> str:
         defaults = spec_defaults()
     except ConfigError:
         defaults = {}
-    namespace = raw.get("namespace") if isinstance(raw, dict) and raw.get("namespace") else defaults.get("namespace")
+    namespace = (
+        raw.get("namespace")
+        if isinstance(raw, dict) and raw.get("namespace")
+        else defaults.get("namespace")
+    )
     return namespace if isinstance(namespace, str) and namespace else KubernetesSpec.namespace
 
 
 def _labelled(items, **labels: str) -> list:
     """``items`` whose labels hold ``labels`` (checked here too: a selector a server ignored selects nothing)."""
-    return [i for i in items if all((i.metadata.labels or {}).get(k) == v for k, v in labels.items())]
+    return [
+        i for i in items if all((i.metadata.labels or {}).get(k) == v for k, v in labels.items())
+    ]
 
 
 def _api_error(exc: ApiException) -> str:
@@ -458,6 +547,7 @@ def _api_error(exc: ApiException) -> str:
 
 
 # --- launch, status, delete -------------------------------------------------------------
+
 
 def job_launch(run_id: int) -> None:
     """Create the Job of the run's next attempt and record it as the run's ``backend_ref``.
@@ -472,14 +562,20 @@ def job_launch(run_id: int) -> None:
     from training import services
     from training.models import TrainingRun
 
-    run = services.run_launch_claim(run_id=run_id, reason="kubernetes backend: creating the trainer Job")
+    run = services.run_launch_claim(
+        run_id=run_id, reason="kubernetes backend: creating the trainer Job"
+    )
     if run is None:
         return
     claim = services.LAUNCH_CLAIM
 
     def end(to_status: str, reason: str) -> None:
-        services.run_attempt_end(run_id=run_id, backend_ref=claim, to_status=to_status,
-                                 reason=f"kubernetes backend: {reason}")
+        services.run_attempt_end(
+            run_id=run_id,
+            backend_ref=claim,
+            to_status=to_status,
+            reason=f"kubernetes backend: {reason}",
+        )
 
     try:
         spec = KubernetesSpec.from_config((run.config or {}).get("kubernetes", {}))
@@ -495,16 +591,25 @@ def job_launch(run_id: int) -> None:
         if exc.status == 409:
             log.info("run %s: Job %s/%s already exists; adopting it", run_id, spec.namespace, name)
         elif exc.status and 400 <= exc.status < 500:
-            end(TrainingRun.FAILED, f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}")
+            end(
+                TrainingRun.FAILED,
+                f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}",
+            )
             return
         else:
-            end(TrainingRun.INTERRUPTED, f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}")
+            end(
+                TrainingRun.INTERRUPTED,
+                f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}",
+            )
             return
     except KubernetesUnavailable as exc:
         end(TrainingRun.FAILED, str(exc))
         return
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        end(TrainingRun.INTERRUPTED, f"could not reach the Kubernetes API to create Job {spec.namespace}/{name}: {exc}")
+        end(
+            TrainingRun.INTERRUPTED,
+            f"could not reach the Kubernetes API to create Job {spec.namespace}/{name}: {exc}",
+        )
         return
     ref = f"job:{spec.namespace}/{name}"
     if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
@@ -525,25 +630,42 @@ def _pod_reasons(pods) -> list[str]:
             parts.append(f"{status.reason}" + (f" ({status.message})" if status.message else ""))
         for cs in status.container_statuses or []:
             state = cs.state
-            terminated = (state.terminated if state else None) or (cs.last_state.terminated if cs.last_state else None)
+            terminated = (state.terminated if state else None) or (
+                cs.last_state.terminated if cs.last_state else None
+            )
             waiting = state.waiting if state else None
-            if terminated is not None and (terminated.exit_code or terminated.reason not in (None, "Completed")):
-                parts.append(f"container {cs.name} terminated: {terminated.reason or 'Error'} "
-                             f"(exit code {terminated.exit_code})"
-                             + (f": {terminated.message.strip()[:300]}" if terminated.message else ""))
+            if terminated is not None and (
+                terminated.exit_code or terminated.reason not in (None, "Completed")
+            ):
+                parts.append(
+                    f"container {cs.name} terminated: {terminated.reason or 'Error'} "
+                    f"(exit code {terminated.exit_code})"
+                    + (f": {terminated.message.strip()[:300]}" if terminated.message else "")
+                )
             elif waiting is not None and waiting.reason in STUCK_WAIT_REASONS:
-                parts.append(f"container {cs.name} cannot start: {waiting.reason}"
-                             + (f": {waiting.message.strip()[:300]}" if waiting.message else ""))
+                parts.append(
+                    f"container {cs.name} cannot start: {waiting.reason}"
+                    + (f": {waiting.message.strip()[:300]}" if waiting.message else "")
+                )
         if parts:
             reasons.append(f"pod {pod.metadata.name}: " + "; ".join(parts))
     return reasons
 
 
 def _attempt_pods(namespace: str, name: str) -> list:
-    pods = _core().list_namespaced_pod(namespace, label_selector=f"job-name={name}",
-                                       _request_timeout=REQUEST_TIMEOUT).items
-    return [p for p in pods if (p.metadata.labels or {}).get("job-name") == name
-            or (p.metadata.labels or {}).get("batch.kubernetes.io/job-name") == name]
+    pods = (
+        _core()
+        .list_namespaced_pod(
+            namespace, label_selector=f"job-name={name}", _request_timeout=REQUEST_TIMEOUT
+        )
+        .items
+    )
+    return [
+        p
+        for p in pods
+        if (p.metadata.labels or {}).get("job-name") == name
+        or (p.metadata.labels or {}).get("batch.kubernetes.io/job-name") == name
+    ]
 
 
 def job_status(run) -> JobStatus:
@@ -563,26 +685,36 @@ def job_status(run) -> JobStatus:
     """
     ref = parse_ref(run.backend_ref)
     if ref is None:
-        return JobStatus("missing", f"run {run.pk} records no Job (backend_ref {run.backend_ref!r})")
+        return JobStatus(
+            "missing", f"run {run.pk} records no Job (backend_ref {run.backend_ref!r})"
+        )
     namespace, name = ref
     try:
         job = _batch().read_namespaced_job(name, namespace, _request_timeout=REQUEST_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
-            return JobStatus("missing", f"Job {namespace}/{name} is gone (deleted, or removed after it finished)")
+            return JobStatus(
+                "missing", f"Job {namespace}/{name} is gone (deleted, or removed after it finished)"
+            )
         raise
     if job.metadata.deletion_timestamp:
         return JobStatus("missing", f"Job {namespace}/{name} is being deleted")
     status = job.status
-    conditions = {c.type: c for c in (status.conditions if status else None) or [] if c.status == "True"}
+    conditions = {
+        c.type: c for c in (status.conditions if status else None) or [] if c.status == "True"
+    }
     for kind in ("Complete", "SuccessCriteriaMet"):
         if kind in conditions:
             return JobStatus("succeeded", f"Job {namespace}/{name} completed")
     failed = next((conditions[k] for k in ("Failed", "FailureTarget") if k in conditions), None)
     backoff = job.spec.backoff_limit if job.spec and job.spec.backoff_limit is not None else 6
     if failed is None and status is not None and (status.failed or 0) > backoff:
-        failed = client.V1JobCondition(type="Failed", status="True", reason="BackoffLimitExceeded",
-                                       message=f"{status.failed} pod(s) failed")
+        failed = client.V1JobCondition(
+            type="Failed",
+            status="True",
+            reason="BackoffLimitExceeded",
+            message=f"{status.failed} pod(s) failed",
+        )
     pods = _attempt_pods(namespace, name)
     details = _pod_reasons(pods)
     if failed is not None:
@@ -592,7 +724,9 @@ def job_status(run) -> JobStatus:
         return JobStatus("failed", "; ".join([words, *details]))
     stuck = [d for d in details if "cannot start" in d]
     if stuck:
-        return JobStatus("failed", f"Job {namespace}/{name} cannot start its pod: " + "; ".join(stuck))
+        return JobStatus(
+            "failed", f"Job {namespace}/{name} cannot start its pod: " + "; ".join(stuck)
+        )
     return JobStatus("active", f"Job {namespace}/{name} is active")
 
 
@@ -615,22 +749,31 @@ def job_delete(run, *, also: list[tuple[str, str]] = ()) -> list[str]:
     selector = f"{RUN_LABEL}={run.pk}"
     batch, core = _batch(), _core()
     for namespace in namespaces:
-        jobs = batch.list_namespaced_job(namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT).items
-        targets |= {(namespace, j.metadata.name) for j in _labelled(jobs, **{RUN_LABEL: str(run.pk)})}
+        jobs = batch.list_namespaced_job(
+            namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT
+        ).items
+        targets |= {
+            (namespace, j.metadata.name) for j in _labelled(jobs, **{RUN_LABEL: str(run.pk)})
+        }
     deleted = []
     for namespace, name in sorted(targets):
         try:
-            batch.delete_namespaced_job(name, namespace, propagation_policy="Background",
-                                        _request_timeout=REQUEST_TIMEOUT)
+            batch.delete_namespaced_job(
+                name, namespace, propagation_policy="Background", _request_timeout=REQUEST_TIMEOUT
+            )
             deleted.append(name)
         except ApiException as exc:
             if exc.status != 404:
                 raise
     for namespace in namespaces:
-        pods = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT).items
+        pods = core.list_namespaced_pod(
+            namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT
+        ).items
         for pod in _labelled(pods, **{RUN_LABEL: str(run.pk)}):
             try:
-                core.delete_namespaced_pod(pod.metadata.name, namespace, _request_timeout=REQUEST_TIMEOUT)
+                core.delete_namespaced_pod(
+                    pod.metadata.name, namespace, _request_timeout=REQUEST_TIMEOUT
+                )
             except ApiException as exc:
                 if exc.status != 404:
                     raise

@@ -16,15 +16,21 @@ class TrainingRun(models.Model):
     FAILED = "failed"
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
-    STATUSES = [(s, s) for s in (PENDING, LAUNCHING, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)]
+    STATUSES = [
+        (s, s) for s in (PENDING, LAUNCHING, RUNNING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED)
+    ]
     TERMINAL = (SUCCEEDED, FAILED, CANCELLED)
 
     task_set = models.ForeignKey(TaskSet, on_delete=models.PROTECT, related_name="runs")
     # The exact task versions the run used, so it can be reproduced after the set changes.
     task_versions = models.ManyToManyField(TaskVersion, related_name="runs")
-    task_set_version = models.ForeignKey(TaskSetVersion, null=True, on_delete=models.PROTECT, related_name="runs")
+    task_set_version = models.ForeignKey(
+        TaskSetVersion, null=True, on_delete=models.PROTECT, related_name="runs"
+    )
     # The held-out set the run evaluates on every ``eval_every`` steps and never trains on.
-    eval_task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    eval_task_set = models.ForeignKey(
+        TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     config = models.JSONField(default=dict)
     backend = models.CharField(max_length=20, default="local")
     backend_ref = models.CharField(max_length=200, blank=True)  # a pid, or a Job name
@@ -141,16 +147,22 @@ class MonitorScore(models.Model):
     Review queues put the highest scores first.
     """
 
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="monitor_scores")
+    trajectory = models.ForeignKey(
+        Trajectory, on_delete=models.CASCADE, related_name="monitor_scores"
+    )
     monitor = models.CharField(max_length=120)
     score = models.FloatField()
     reason = models.TextField(blank=True)
-    details = models.JSONField(default=dict, blank=True)  # e.g. the LLM's raw answer, tokens, latency
+    details = models.JSONField(
+        default=dict, blank=True
+    )  # e.g. the LLM's raw answer, tokens, latency
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-score", "id"]
-        constraints = [models.UniqueConstraint(fields=["trajectory", "monitor"], name="unique_monitor_score")]
+        constraints = [
+            models.UniqueConstraint(fields=["trajectory", "monitor"], name="unique_monitor_score")
+        ]
         indexes = [models.Index(fields=["monitor", "-score"])]
 
 
@@ -174,7 +186,9 @@ class HeldOutEvaluation(models.Model):
 
     class Meta:
         ordering = ["step"]
-        constraints = [models.UniqueConstraint(fields=["run", "step"], name="unique_run_evaluation_step")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step"], name="unique_run_evaluation_step")
+        ]
 
 
 class Alert(models.Model):
@@ -203,8 +217,9 @@ class Alert(models.Model):
     repeats = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
-    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                        related_name="+")
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     acknowledgement_note = models.TextField(blank=True)
 
     class Meta:

@@ -96,8 +96,15 @@ def trajectory_view(trajectory) -> dict:
             "harness": getattr(suite, "harness", "python-check"),
             "files": sorted((version.files or {}).keys()),
         },
-        "turns": [{"index": t.index, "policy_text": t.policy_text, "sandbox_status": t.sandbox_status,
-                   "observation": t.observation} for t in turns],
+        "turns": [
+            {
+                "index": t.index,
+                "policy_text": t.policy_text,
+                "sandbox_status": t.sandbox_status,
+                "observation": t.observation,
+            }
+            for t in turns
+        ],
         "last_visible_result": turns[-1].sandbox_result if turns else {},
         "final_code": trajectory.final_code,
         "status": trajectory.status,
@@ -139,7 +146,11 @@ class RuleMonitor(Monitor):
             if name not in known:
                 continue  # infra_error, rollout_timeout...: not hacks
             recorded = evidence.get(name) if isinstance(evidence.get(name), dict) else {}
-            severity = recorded.get("severity") if recorded.get("severity") in SEVERITY_WEIGHTS else DEFAULT_SEVERITY
+            severity = (
+                recorded.get("severity")
+                if recorded.get("severity") in SEVERITY_WEIGHTS
+                else DEFAULT_SEVERITY
+            )
             if name not in found or SEVERITY_WEIGHTS[severity] > SEVERITY_WEIGHTS[found[name][0]]:
                 found[name] = (severity, {k: v for k, v in recorded.items() if k != "severity"})
         if not found:
@@ -148,10 +159,17 @@ class RuleMonitor(Monitor):
         for severity, _evidence in found.values():
             clean *= 1.0 - SEVERITY_WEIGHTS[severity]
         ordered = sorted(found.items(), key=lambda item: -SEVERITY_WEIGHTS[item[1][0]])
-        reason = "; ".join(f"{name} ({severity}): {_first_evidence(ev)}" for name, (severity, ev) in ordered)
-        return MonitorVerdict(round(1.0 - clean, 6), reason[:500],
-                              {"flags": {name: severity for name, (severity, _ev) in ordered},
-                               "evidence": {name: ev for name, (_severity, ev) in ordered}})
+        reason = "; ".join(
+            f"{name} ({severity}): {_first_evidence(ev)}" for name, (severity, ev) in ordered
+        )
+        return MonitorVerdict(
+            round(1.0 - clean, 6),
+            reason[:500],
+            {
+                "flags": {name: severity for name, (severity, _ev) in ordered},
+                "evidence": {name: ev for name, (_severity, ev) in ordered},
+            },
+        )
 
     def _detect(self, view: dict) -> list:
         from training.hacks import detect
@@ -166,10 +184,16 @@ class RuleMonitor(Monitor):
         from training.rollout import TaskSpec
 
         task = view.get("task") or {}
-        spec = TaskSpec(task_version_id=view.get("task_version_id") or 0, prompt=task.get("prompt", ""),
-                        entry_point=task.get("entry_point", ""), visible_tests=task.get("visible_tests", ""),
-                        hidden_tests="", timeout_s=10.0, harness=task.get("harness", "python-check"),
-                        files={name: "" for name in task.get("files", [])})
+        spec = TaskSpec(
+            task_version_id=view.get("task_version_id") or 0,
+            prompt=task.get("prompt", ""),
+            entry_point=task.get("entry_point", ""),
+            visible_tests=task.get("visible_tests", ""),
+            hidden_tests="",
+            timeout_s=10.0,
+            harness=task.get("harness", "python-check"),
+            files={name: "" for name in task.get("files", [])},
+        )
         visible = None
         if view.get("last_visible_result"):
             try:
@@ -179,8 +203,15 @@ class RuleMonitor(Monitor):
         # The grade's details are not stored: the static detectors (and the visible run's
         # results and audit) speak; hard_coded_outputs needs per-test results and stays quiet.
         grade = ExecutionResult(status=view.get("status") or "ok")
-        return detect(GradedSubmission(task=spec, code=view["final_code"], grade=grade, visible=visible,
-                                       extra={"probe": False}))
+        return detect(
+            GradedSubmission(
+                task=spec,
+                code=view["final_code"],
+                grade=grade,
+                visible=visible,
+                extra={"probe": False},
+            )
+        )
 
 
 def _first_evidence(evidence: dict) -> str:
@@ -248,40 +279,80 @@ class LlmMonitorConfig:
         from training.config import ConfigError
 
         if not isinstance(data, dict):
-            raise ConfigError(f"config key 'llm_monitor' must be a mapping ({{\"url\", \"model\", ...}}), got {data!r}")
-        known = ("url", "model", "api_key_env", "timeout_s", "max_retries", "budget_tokens", "max_trajectory_chars")
+            raise ConfigError(
+                f'config key \'llm_monitor\' must be a mapping ({{"url", "model", ...}}), got {data!r}'
+            )
+        known = (
+            "url",
+            "model",
+            "api_key_env",
+            "timeout_s",
+            "max_retries",
+            "budget_tokens",
+            "max_trajectory_chars",
+        )
         unknown = sorted(set(data) - set(known), key=str)
         if unknown:
-            raise ConfigError(f"config key 'llm_monitor': unknown key(s) {', '.join(map(str, unknown))}; "
-                              f"known keys: {', '.join(known)}")
+            raise ConfigError(
+                f"config key 'llm_monitor': unknown key(s) {', '.join(map(str, unknown))}; "
+                f"known keys: {', '.join(known)}"
+            )
         for key in ("url", "model"):
             if key not in data:
                 raise ConfigError(f"config key 'llm_monitor.{key}' is required")
         url = data["url"]
         parsed = urlparse(url) if isinstance(url, str) else None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(f"config key 'llm_monitor.url' must be an http or https URL, got {url!r}")
+            raise ConfigError(
+                f"config key 'llm_monitor.url' must be an http or https URL, got {url!r}"
+            )
         model = data["model"]
         if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f"config key 'llm_monitor.model' must be a non-empty string, got {model!r}")
+            raise ConfigError(
+                f"config key 'llm_monitor.model' must be a non-empty string, got {model!r}"
+            )
         api_key_env = data.get("api_key_env", "")
         if not isinstance(api_key_env, str) or (api_key_env and not _ENV_NAME.match(api_key_env)):
-            raise ConfigError(f"config key 'llm_monitor.api_key_env' must name an environment variable "
-                              f"(letters, digits, _), got {api_key_env!r}")
+            raise ConfigError(
+                f"config key 'llm_monitor.api_key_env' must name an environment variable "
+                f"(letters, digits, _), got {api_key_env!r}"
+            )
         timeout_s = data.get("timeout_s", cls.timeout_s)
-        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not (
-                math.isfinite(timeout_s) and 0 < timeout_s <= 600):
-            raise ConfigError(f"config key 'llm_monitor.timeout_s' must be a number of seconds in (0, 600], "
-                              f"got {timeout_s!r}")
-        ints = {"max_retries": (0, 10), "budget_tokens": (1, None), "max_trajectory_chars": (500, 1_000_000)}
+        if (
+            isinstance(timeout_s, bool)
+            or not isinstance(timeout_s, (int, float))
+            or not (math.isfinite(timeout_s) and 0 < timeout_s <= 600)
+        ):
+            raise ConfigError(
+                f"config key 'llm_monitor.timeout_s' must be a number of seconds in (0, 600], "
+                f"got {timeout_s!r}"
+            )
+        ints = {
+            "max_retries": (0, 10),
+            "budget_tokens": (1, None),
+            "max_trajectory_chars": (500, 1_000_000),
+        }
         values = {}
         for key, (low, high) in ints.items():
             value = data.get(key, getattr(cls, key))
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < low
+                or (high is not None and value > high)
+            ):
                 bounds = f"in [{low}, {high}]" if high is not None else f"at least {low}"
-                raise ConfigError(f"config key 'llm_monitor.{key}' must be an integer {bounds}, got {value!r}")
+                raise ConfigError(
+                    f"config key 'llm_monitor.{key}' must be an integer {bounds}, got {value!r}"
+                )
             values[key] = value
-        return cls(url=url, model=model.strip(), api_key_env=api_key_env, timeout_s=float(timeout_s), **values)
+        return cls(
+            url=url,
+            model=model.strip(),
+            api_key_env=api_key_env,
+            timeout_s=float(timeout_s),
+            **values,
+        )
 
 
 SYSTEM_PROMPT = """You are a reward-hacking monitor for reinforcement learning on verifiable coding tasks.
@@ -308,7 +379,7 @@ def _clip(text: str, limit: int) -> str:
         return text[:limit]
     marker = f"\n...[{len(text) - limit} characters cut]...\n"
     keep = max(0, limit - len(marker))
-    return text[: keep * 2 // 3] + marker + text[len(text) - (keep - keep * 2 // 3):]
+    return text[: keep * 2 // 3] + marker + text[len(text) - (keep - keep * 2 // 3) :]
 
 
 def render_trajectory(view: dict, max_chars: int) -> str:
@@ -316,8 +387,10 @@ def render_trajectory(view: dict, max_chars: int) -> str:
     part cut in its middle so that the whole fits ``max_chars`` (the final code keeps the most)."""
     task = view.get("task") or {}
     turns = view.get("turns") or []
-    grade = (f"status {view.get('status', '?')}, hidden tests passed {view.get('tests_passed', '?')}"
-             f"/{view.get('tests_total', '?')}")
+    grade = (
+        f"status {view.get('status', '?')}, hidden tests passed {view.get('tests_passed', '?')}"
+        f"/{view.get('tests_total', '?')}"
+    )
     flags = ", ".join(view.get("flags") or []) or "none"
     budget = max(200, max_chars - 200)
     parts = [
@@ -329,11 +402,15 @@ def render_trajectory(view: dict, max_chars: int) -> str:
     ]
     per_turn = int(budget * 0.25 / max(1, len(turns)))
     for turn in turns:
-        body = (f"policy wrote:\n{_clip(turn.get('policy_text', ''), per_turn * 2 // 3)}\n"
-                f"sandbox: {turn.get('sandbox_status', '')}\n{_clip(turn.get('observation', ''), per_turn // 3)}")
+        body = (
+            f"policy wrote:\n{_clip(turn.get('policy_text', ''), per_turn * 2 // 3)}\n"
+            f"sandbox: {turn.get('sandbox_status', '')}\n{_clip(turn.get('observation', ''), per_turn // 3)}"
+        )
         parts.append((f"TURN {turn.get('index', '?')}", body, None))
-    text = "\n\n".join(f"## {title}\n{_clip(body, int(budget * share)) if share else body}"
-                       for title, body, share in parts)
+    text = "\n\n".join(
+        f"## {title}\n{_clip(body, int(budget * share)) if share else body}"
+        for title, body, share in parts
+    )
     return _clip(text, max_chars)
 
 
@@ -360,7 +437,11 @@ def parse_verdict(content: str) -> tuple[float, str]:
             score = float(score)
         except ValueError:
             pass
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not (math.isfinite(score) and 0 <= score <= 1):
+    if (
+        isinstance(score, bool)
+        or not isinstance(score, (int, float))
+        or not (math.isfinite(score) and 0 <= score <= 1)
+    ):
         raise ValueError(f"'score' must be a number in [0, 1], got {data.get('score')!r}")
     reason = data.get("reason", "")
     if not isinstance(reason, str):
@@ -376,7 +457,14 @@ class LlmMonitor(Monitor):
 
     MAX_ANSWER_TOKENS = 256
 
-    def __init__(self, config: LlmMonitorConfig, *, backoff_s: float = 0.5, session=None, tokens_used: int = 0):
+    def __init__(
+        self,
+        config: LlmMonitorConfig,
+        *,
+        backoff_s: float = 0.5,
+        session=None,
+        tokens_used: int = 0,
+    ):
         """``tokens_used``: tokens the run spent before (a resumed run: the sum of its stored
         scores' ``details["tokens"]["total"]``), counted against ``budget_tokens``."""
         import requests
@@ -393,7 +481,9 @@ class LlmMonitor(Monitor):
         if self.config.api_key_env:
             key = os.environ.get(self.config.api_key_env)
             if not key:
-                raise LookupError(f"environment variable {self.config.api_key_env} (llm_monitor.api_key_env) is not set")
+                raise LookupError(
+                    f"environment variable {self.config.api_key_env} (llm_monitor.api_key_env) is not set"
+                )
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -406,15 +496,26 @@ class LlmMonitor(Monitor):
         with self._lock:
             used = self.tokens_used
         if used >= config.budget_tokens or used + estimate > config.budget_tokens:
-            return failure(f"token budget exhausted: {used} of {config.budget_tokens} tokens spent; "
-                           f"the LLM monitor stops for this run", budget_exhausted=True, tokens_used=used,
-                           budget_tokens=config.budget_tokens)
+            return failure(
+                f"token budget exhausted: {used} of {config.budget_tokens} tokens spent; "
+                f"the LLM monitor stops for this run",
+                budget_exhausted=True,
+                tokens_used=used,
+                budget_tokens=config.budget_tokens,
+            )
         try:
             headers = self._headers()
         except LookupError as exc:
             return failure(str(exc))
-        body = {"model": config.model, "temperature": 0, "max_tokens": self.MAX_ANSWER_TOKENS,
-                "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]}
+        body = {
+            "model": config.model,
+            "temperature": 0,
+            "max_tokens": self.MAX_ANSWER_TOKENS,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": user},
+            ],
+        }
         started = time.monotonic()
         last_error = ""
         attempts = 0
@@ -423,7 +524,9 @@ class LlmMonitor(Monitor):
                 time.sleep(self.backoff_s * 2 ** (attempt - 1))
             attempts += 1
             try:
-                response = self.session.post(config.endpoint, json=body, headers=headers, timeout=config.timeout_s)
+                response = self.session.post(
+                    config.endpoint, json=body, headers=headers, timeout=config.timeout_s
+                )
             except requests.Timeout:
                 last_error = f"timed out after {config.timeout_s:g} s"
                 continue
@@ -436,16 +539,26 @@ class LlmMonitor(Monitor):
                 last_error = f"HTTP {response.status_code}: {response.text[:200]}"
                 continue
             if response.status_code >= 400:
-                return failure(f"HTTP {response.status_code}: {response.text[:200]}", attempts=attempts)
-            return self._verdict(response, attempts=attempts, latency_ms=(time.monotonic() - started) * 1000)
+                return failure(
+                    f"HTTP {response.status_code}: {response.text[:200]}", attempts=attempts
+                )
+            return self._verdict(
+                response, attempts=attempts, latency_ms=(time.monotonic() - started) * 1000
+            )
         return failure(f"gave up after {attempts} attempt(s): {last_error}", attempts=attempts)
 
     def _verdict(self, response, *, attempts: int, latency_ms: float) -> MonitorVerdict:
-        details = {"model": self.config.model, "attempts": attempts, "latency_ms": round(latency_ms, 1)}
+        details = {
+            "model": self.config.model,
+            "attempts": attempts,
+            "latency_ms": round(latency_ms, 1),
+        }
         try:
             payload = response.json()
         except ValueError:
-            return failure("malformed response: the body is not JSON", raw=response.text[:500], **details)
+            return failure(
+                "malformed response: the body is not JSON", raw=response.text[:500], **details
+            )
         usage = payload.get("usage") if isinstance(payload, dict) else None
         tokens = _tokens(usage)
         with self._lock:
@@ -457,7 +570,11 @@ class LlmMonitor(Monitor):
             if not isinstance(content, str):
                 raise TypeError
         except (KeyError, IndexError, TypeError):
-            return failure("malformed response: no choices[0].message.content", raw=json.dumps(payload)[:500], **details)
+            return failure(
+                "malformed response: no choices[0].message.content",
+                raw=json.dumps(payload)[:500],
+                **details,
+            )
         details["raw"] = content[:500]
         try:
             score, reason = parse_verdict(content)
@@ -472,10 +589,18 @@ def _tokens(usage) -> dict:
 
     def count(key):
         value = usage.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else 0
+        return (
+            int(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            else 0
+        )
 
     prompt, completion = count("prompt_tokens"), count("completion_tokens")
-    return {"prompt": prompt, "completion": completion, "total": count("total_tokens") or prompt + completion}
+    return {
+        "prompt": prompt,
+        "completion": completion,
+        "total": count("total_tokens") or prompt + completion,
+    }
 
 
 def monitors_for(llm_monitor: dict | None = None) -> list[Monitor]:

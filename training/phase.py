@@ -52,7 +52,9 @@ def publisher_name(run_id: int, rank: int) -> str:
     return f"run-{run_id}-rank-{rank}"
 
 
-def downsample(t: list[float], series: dict[str, list], limit: int) -> tuple[list[float], dict[str, list]]:
+def downsample(
+    t: list[float], series: dict[str, list], limit: int
+) -> tuple[list[float], dict[str, list]]:
     """At most ``limit`` samples: consecutive samples are grouped in equal buckets, each kept as
     its last time and the peak of every series (a pool's peak is what a chart must not lose)."""
     if len(t) <= limit:
@@ -63,7 +65,7 @@ def downsample(t: list[float], series: dict[str, list], limit: int) -> tuple[lis
     for name, values in series.items():
         out[name] = []
         for i in range(0, len(values), size):
-            chunk = [v for v in values[i:i + size] if v is not None]
+            chunk = [v for v in values[i : i + size] if v is not None]
             out[name].append(max(chunk) if chunk else None)
     return out_t, out
 
@@ -76,8 +78,16 @@ class PhaseTracker:
     demand). Thread-safe; times are unix seconds.
     """
 
-    def __init__(self, *, run_id: int, rank: int = 0, sample: bool = True, sample_every_s: float = SAMPLE_EVERY_S,
-                 ttl_s: int = D.PUBLISH_TTL_S, max_samples: int = MAX_SAMPLES_PER_STEP) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: int,
+        rank: int = 0,
+        sample: bool = True,
+        sample_every_s: float = SAMPLE_EVERY_S,
+        ttl_s: int = D.PUBLISH_TTL_S,
+        max_samples: int = MAX_SAMPLES_PER_STEP,
+    ) -> None:
         self.publisher = publisher_name(run_id, rank)
         self.sample_enabled = sample
         self.sample_every_s = sample_every_s
@@ -105,7 +115,9 @@ class PhaseTracker:
         self._publish()
         if self.sample_enabled:
             self.sample()
-        self.thread = threading.Thread(target=self._loop, name=f"phase-{self.publisher}", daemon=True)
+        self.thread = threading.Thread(
+            target=self._loop, name=f"phase-{self.publisher}", daemon=True
+        )
         self.thread.start()
         return self
 
@@ -158,7 +170,11 @@ class PhaseTracker:
         """End the current phase's segment at ``now`` (lock held)."""
         if now > self.since:
             self.seconds[self.phase] = self.seconds.get(self.phase, 0.0) + (now - self.since)
-            if self.segments and self.segments[-1][2] == self.phase and abs(self.segments[-1][1] - self.since) < 1e-6:
+            if (
+                self.segments
+                and self.segments[-1][2] == self.phase
+                and abs(self.segments[-1][1] - self.since) < 1e-6
+            ):
                 self.segments[-1][1] = now
             else:
                 self.segments.append([self.since, now, self.phase])
@@ -193,11 +209,18 @@ class PhaseTracker:
         except (redis.RedisError, OSError) as exc:
             self._warn(f"could not sample the sandbox pool: {exc}")
             return
-        targets = [r.autoscaler.get("target", 0) * r.autoscaler.get("slots_per_worker", 0)
-                   for r in readings if r.autoscaler]
-        values = {"slots": sum(r.slots for r in readings), "depth": sum(r.depth for r in readings),
-                  "in_flight": sum(r.in_flight for r in readings), "demand": sum(r.demand for r in readings),
-                  "target": sum(targets) if targets else None}
+        targets = [
+            r.autoscaler.get("target", 0) * r.autoscaler.get("slots_per_worker", 0)
+            for r in readings
+            if r.autoscaler
+        ]
+        values = {
+            "slots": sum(r.slots for r in readings),
+            "depth": sum(r.depth for r in readings),
+            "in_flight": sum(r.in_flight for r in readings),
+            "demand": sum(r.demand for r in readings),
+            "target": sum(targets) if targets else None,
+        }
         with self.lock:
             at = bisect.bisect_right(self.t, stamp)  # two readings may overlap: keep time order
             self.t.insert(at, stamp)
@@ -221,10 +244,17 @@ class PhaseTracker:
             start = self.window_start
             self.segments, self.seconds, self.window_start = [], {}, now
             self.t, self.series = [], {name: [] for name in SERIES}
-        metrics = {f"timing/phase_{name}_s": round(value, 3) for name, value in sorted(seconds.items())}
+        metrics = {
+            f"timing/phase_{name}_s": round(value, 3) for name, value in sorted(seconds.items())
+        }
         t, series = downsample(t, series, self.max_samples)
         # Times to the millisecond: a phase shorter than that (announced and left at once) keeps
         # its place with a start equal to its end.
-        timeline = {"start": round(start, 3), "end": round(now, 3),
-                    "phases": [[round(a, 3), round(b, 3), phase] for a, b, phase in segments], "t": t, **series}
+        timeline = {
+            "start": round(start, 3),
+            "end": round(now, 3),
+            "phases": [[round(a, 3), round(b, 3), phase] for a, b, phase in segments],
+            "t": t,
+            **series,
+        }
         return metrics, timeline

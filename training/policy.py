@@ -130,8 +130,10 @@ def context_length(config) -> int:
         value = getattr(config, name, None)
         if isinstance(value, int) and value > 0:
             return value
-    raise ValueError(f"{type(config).__name__} has neither n_positions nor max_position_embeddings: "
-                     f"Crucible needs the model's context length")
+    raise ValueError(
+        f"{type(config).__name__} has neither n_positions nor max_position_embeddings: "
+        f"Crucible needs the model's context length"
+    )
 
 
 def pick_device() -> torch.device:
@@ -146,7 +148,9 @@ def pick_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
-def train_tokenizer(corpus: list[str], *, vocab_size: int = 2048, special_tokens: list[str] | None = None) -> Tokenizer:
+def train_tokenizer(
+    corpus: list[str], *, vocab_size: int = 2048, special_tokens: list[str] | None = None
+) -> Tokenizer:
     """A byte-level BPE tokenizer trained on ``corpus`` (every byte is representable).
 
     Args:
@@ -212,20 +216,35 @@ def _lora_settings(lora: dict) -> dict:
         raise ValueError(f"lora must be a dict like {LORA_DEFAULTS}, got {lora!r}")
     unknown = sorted(set(lora) - set(LORA_DEFAULTS))
     if unknown:
-        raise ValueError(f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(LORA_DEFAULTS)}")
+        raise ValueError(
+            f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(LORA_DEFAULTS)}"
+        )
     settings = {**LORA_DEFAULTS, **lora}
-    r, alpha, dropout, targets = settings["r"], settings["alpha"], settings["dropout"], settings["target_modules"]
+    r, alpha, dropout, targets = (
+        settings["r"],
+        settings["alpha"],
+        settings["dropout"],
+        settings["target_modules"],
+    )
     if isinstance(r, bool) or not isinstance(r, int) or r < 1:
         raise ValueError(f"LoRA key 'r' must be an int >= 1, got {r!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
         raise ValueError(f"LoRA key 'alpha' must be a number > 0, got {alpha!r}")
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise ValueError(f"LoRA key 'dropout' must be in [0, 1), got {dropout!r}")
-    if targets is not None and targets != "all-linear" and (
-        not isinstance(targets, (list, tuple)) or not targets or not all(isinstance(t, str) and t for t in targets)
+    if (
+        targets is not None
+        and targets != "all-linear"
+        and (
+            not isinstance(targets, (list, tuple))
+            or not targets
+            or not all(isinstance(t, str) and t for t in targets)
+        )
     ):
-        raise ValueError(f"LoRA key 'target_modules' must be a non-empty list of module names or 'all-linear', "
-                         f"got {targets!r}")
+        raise ValueError(
+            f"LoRA key 'target_modules' must be a non-empty list of module names or 'all-linear', "
+            f"got {targets!r}"
+        )
     if isinstance(targets, tuple):
         settings["target_modules"] = list(targets)
     return settings
@@ -233,12 +252,21 @@ def _lora_settings(lora: dict) -> dict:
 
 def _same_lora(settings: dict, saved: dict) -> bool:
     """Whether checked ``lora`` settings describe the adapter of ``adapter_config.json`` ``saved``."""
+
     def modules(value):
         return sorted(value) if isinstance(value, (list, tuple, set)) else value
 
-    targets = settings["target_modules"] if settings["target_modules"] is not None else saved.get("target_modules")
-    return (settings["r"] == saved.get("r") and settings["alpha"] == saved.get("lora_alpha")
-            and float(settings["dropout"]) == saved.get("lora_dropout") and modules(targets) == modules(saved.get("target_modules")))
+    targets = (
+        settings["target_modules"]
+        if settings["target_modules"] is not None
+        else saved.get("target_modules")
+    )
+    return (
+        settings["r"] == saved.get("r")
+        and settings["alpha"] == saved.get("lora_alpha")
+        and float(settings["dropout"]) == saved.get("lora_dropout")
+        and modules(targets) == modules(saved.get("target_modules"))
+    )
 
 
 def _disable_dropout(model: torch.nn.Module) -> None:
@@ -274,7 +302,9 @@ def _add_special_tokens(model: PreTrainedModel, tokenizer: Tokenizer) -> list[in
     if new_rows:
         layers = [model.get_input_embeddings(), model.get_output_embeddings()]
         with torch.no_grad():
-            for weight in {id(layer.weight): layer.weight for layer in layers if layer is not None}.values():
+            for weight in {
+                id(layer.weight): layer.weight for layer in layers if layer is not None
+            }.values():
                 others = torch.ones(weight.shape[0], dtype=torch.bool, device=weight.device)
                 others[new_rows] = False
                 weight[new_rows] = weight[others].float().mean(dim=0).to(weight.dtype)
@@ -285,10 +315,14 @@ def _module_name(model: torch.nn.Module, target: torch.nn.Module) -> str:
     return next(name for name, module in model.named_modules() if module is target)
 
 
-def _load_base(directory: Path, tokenizer: Tokenizer, dtype: torch.dtype) -> tuple[PreTrainedModel, list[int]]:
+def _load_base(
+    directory: Path, tokenizer: Tokenizer, dtype: torch.dtype
+) -> tuple[PreTrainedModel, list[int]]:
     """The causal LM of ``directory`` in ``dtype``, dropout off, grown to ``tokenizer``'s special tokens."""
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(directory.resolve()), local_files_only=True, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            str(directory.resolve()), local_files_only=True, dtype=dtype
+        )
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(f"{directory}: cannot load a causal LM from it: {exc}") from exc
     context_length(model.config)
@@ -299,7 +333,9 @@ def _load_base(directory: Path, tokenizer: Tokenizer, dtype: torch.dtype) -> tup
 def _require(directory: Path, name: str) -> Path:
     path = directory / name
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found; point model_path at a saved policy or Hugging Face model directory")
+        raise FileNotFoundError(
+            f"{path} not found; point model_path at a saved policy or Hugging Face model directory"
+        )
     return path
 
 
@@ -367,10 +403,12 @@ def load_policy(
 
         saved = json.loads((directory / ADAPTER_CONFIG).read_text())
         if settings is not None and not _same_lora(settings, saved):
-            raise ValueError(f"{directory} holds a LoRA adapter saved with r={saved.get('r')}, "
-                             f"alpha={saved.get('lora_alpha')}, dropout={saved.get('lora_dropout')}, "
-                             f"target_modules={saved.get('target_modules')}; lora={lora} differs "
-                             f"(pass lora=None to load it as saved)")
+            raise ValueError(
+                f"{directory} holds a LoRA adapter saved with r={saved.get('r')}, "
+                f"alpha={saved.get('lora_alpha')}, dropout={saved.get('lora_dropout')}, "
+                f"target_modules={saved.get('target_modules')}; lora={lora} differs "
+                f"(pass lora=None to load it as saved)"
+            )
         base = Path(saved.get("base_model_name_or_path") or "")
         _require(base, "config.json")
         model, _added = _load_base(base, tokenizer, dtype)
@@ -382,7 +420,9 @@ def load_policy(
 
             trainable_tokens = None
             if added:
-                trainable_tokens = {_module_name(model, model.get_input_embeddings()).rsplit(".", 1)[-1]: added}
+                trainable_tokens = {
+                    _module_name(model, model.get_input_embeddings()).rsplit(".", 1)[-1]: added
+                }
                 output = model.get_output_embeddings()
                 if output is not None and output.weight is not model.get_input_embeddings().weight:
                     trainable_tokens[_module_name(model, output).rsplit(".", 1)[-1]] = added

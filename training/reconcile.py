@@ -55,7 +55,11 @@ def runs_reconcile() -> dict[int, str]:
     """
     open_statuses = [TrainingRun.LAUNCHING, TrainingRun.RUNNING, TrainingRun.INTERRUPTED]
     done: dict[int, str] = {}
-    for run_id in TrainingRun.objects.filter(status__in=open_statuses).order_by("pk").values_list("pk", flat=True):
+    for run_id in (
+        TrainingRun.objects.filter(status__in=open_statuses)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    ):
         try:
             done[run_id] = run_reconcile(run_id)
         except Exception:
@@ -74,15 +78,23 @@ def run_reconcile(run_id: int) -> str:
     backend = BACKENDS.get(run.backend)
     if run.status in (TrainingRun.LAUNCHING, TrainingRun.RUNNING):
         if backend is None:
-            ended = services.run_attempt_end(run_id=run_id, backend_ref=run.backend_ref, to_status=TrainingRun.FAILED,
-                                             reason=f"unknown backend {run.backend!r}; known: {', '.join(BACKENDS)}")
+            ended = services.run_attempt_end(
+                run_id=run_id,
+                backend_ref=run.backend_ref,
+                to_status=TrainingRun.FAILED,
+                reason=f"unknown backend {run.backend!r}; known: {', '.join(BACKENDS)}",
+            )
             return "failed" if ended else "skipped"
         if run.backend_ref in ("", services.LAUNCH_CLAIM):
             if _since_last_transition(run) < timedelta(seconds=LAUNCH_GRACE_S):
                 return "waiting"
             reason = f"no trainer was started within {LAUNCH_GRACE_S} s of launching (the launch was lost)"
-            if not services.run_attempt_end(run_id=run_id, backend_ref=run.backend_ref,
-                                            to_status=TrainingRun.INTERRUPTED, reason=reason):
+            if not services.run_attempt_end(
+                run_id=run_id,
+                backend_ref=run.backend_ref,
+                to_status=TrainingRun.INTERRUPTED,
+                reason=reason,
+            ):
                 return "skipped"
         else:
             status = backend.status(run)
@@ -90,11 +102,18 @@ def run_reconcile(run_id: int) -> str:
                 return "active"
             if status.state == "succeeded":
                 ended = services.run_attempt_end(
-                    run_id=run_id, backend_ref=run.backend_ref, to_status=TrainingRun.FAILED,
-                    reason=f"the trainer exited without recording success ({status.reason})")
+                    run_id=run_id,
+                    backend_ref=run.backend_ref,
+                    to_status=TrainingRun.FAILED,
+                    reason=f"the trainer exited without recording success ({status.reason})",
+                )
                 return "failed" if ended else "skipped"
-            if not services.run_attempt_end(run_id=run_id, backend_ref=run.backend_ref,
-                                            to_status=TrainingRun.INTERRUPTED, reason=status.reason):
+            if not services.run_attempt_end(
+                run_id=run_id,
+                backend_ref=run.backend_ref,
+                to_status=TrainingRun.INTERRUPTED,
+                reason=status.reason,
+            ):
                 return "skipped"
         run.refresh_from_db()
         if run.status != TrainingRun.INTERRUPTED:
@@ -106,7 +125,12 @@ def run_reconcile(run_id: int) -> str:
 
 
 def _since_last_transition(run: TrainingRun) -> timedelta:
-    last = RunTransition.objects.filter(run=run).order_by("-at", "-id").values_list("at", flat=True).first()
+    last = (
+        RunTransition.objects.filter(run=run)
+        .order_by("-at", "-id")
+        .values_list("at", flat=True)
+        .first()
+    )
     return timezone.now() - (last or run.created_at)
 
 
@@ -124,16 +148,24 @@ def _resume_or_fail(run: TrainingRun, backend) -> str:
     if resume is not True:
         return _fail(run, backend, f"not resumed: resume_on_interrupt is off; interrupted: {why}")
     if resumes >= max_resumes:
-        return _fail(run, backend, f"resumes exhausted ({resumes} of max_resumes={max_resumes} used); "
-                                   f"last interruption: {why}")
+        return _fail(
+            run,
+            backend,
+            f"resumes exhausted ({resumes} of max_resumes={max_resumes} used); "
+            f"last interruption: {why}",
+        )
     try:
-        attempt = services.run_resume(run_id=run.pk, reason=f"resume {resumes + 1} of {max_resumes} after: {why}")
+        attempt = services.run_resume(
+            run_id=run.pk, reason=f"resume {resumes + 1} of {max_resumes} after: {why}"
+        )
     except services.InvalidTransition:
         return "skipped"  # another pass resumed it, or it was cancelled
     try:
         backend.cancel(run)  # what is left of the old attempt: a stuck pod, a Job, a process
     except Exception:
-        log.exception("run %s: could not clean up the attempt before %s; launching anyway", run.pk, attempt)
+        log.exception(
+            "run %s: could not clean up the attempt before %s; launching anyway", run.pk, attempt
+        )
     from training.tasks import run_launch
 
     run_launch.delay(run.pk)

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import torch
 
 from sandboxes import result as R
+from sandboxes.process import Limits
 from sandboxes.queue import run_many, submit
 from sandboxes.suites import harness
-from sandboxes.process import Limits
 from training.generation import sample_batch
 from training.policy import Policy
 from training.scoring import Scorer
@@ -47,7 +47,9 @@ class TaskSpec:
     harness: str = "python-check"  # the test suite's harness: which runtime runs the code
     files: dict = field(default_factory=dict)  # workspace files beside the program
     test_timeout_s: float | None = None  # per-test limit of the suite, if any
-    reference_solution: str = ""  # the task version's reference (baselines for rewards and detectors)
+    reference_solution: str = (
+        ""  # the task version's reference (baselines for rewards and detectors)
+    )
 
 
 @dataclass
@@ -146,16 +148,30 @@ class RolloutTimes:
 
 
 def _limits(task: TaskSpec) -> Limits:
-    return Limits(wall_timeout_s=task.timeout_s, cpu_s=int(task.timeout_s) + 1, test_timeout_s=task.test_timeout_s)
+    return Limits(
+        wall_timeout_s=task.timeout_s,
+        cpu_s=int(task.timeout_s) + 1,
+        test_timeout_s=task.test_timeout_s,
+    )
 
 
 def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
-    return [harness(task.harness).request(code, tests, task.entry_point, prompt=task.prompt, limits=_limits(task),
-                                          files=task.files)
-            for code, tests, task in items]
+    return [
+        harness(task.harness).request(
+            code,
+            tests,
+            task.entry_point,
+            prompt=task.prompt,
+            limits=_limits(task),
+            files=task.files,
+        )
+        for code, tests, task in items
+    ]
 
 
-def _retry_infra_errors(items: list[tuple[str, str, TaskSpec]], results: list[R.ExecutionResult]) -> list[R.ExecutionResult]:
+def _retry_infra_errors(
+    items: list[tuple[str, str, TaskSpec]], results: list[R.ExecutionResult]
+) -> list[R.ExecutionResult]:
     """Run the items whose result is ``infra_error`` once more; what fails again stays ``infra_error``.
 
     (The queue already retries a request whose worker died on another worker; this
@@ -178,12 +194,17 @@ def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
 
 def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
     """Executions about to be queued for ``tasks`` (``each`` per task), per sandbox runtime."""
-    return {runtime: count * each for runtime, count in Counter(harness(t.harness).runtime for t in tasks).items()}
+    return {
+        runtime: count * each
+        for runtime, count in Counter(harness(t.harness).runtime for t in tasks).items()
+    }
 
 
 def observation_text(result: R.ExecutionResult) -> str:
     """What the policy is shown after running its code on the visible tests."""
-    lines = [f"\n# sandbox: {result.status}, visible tests passed {result.tests_passed}/{result.tests_total}"]
+    lines = [
+        f"\n# sandbox: {result.status}, visible tests passed {result.tests_passed}/{result.tests_total}"
+    ]
     for test in result.tests:
         if not test.passed:
             lines.append(f"# {test.id} failed: {test.error[:120]}")
@@ -203,7 +224,9 @@ def _chunks(rollouts: list[Rollout], count: int) -> list[list[Rollout]]:
     return chunks
 
 
-def _generate(policy: Policy, active: list[Rollout], config: RolloutConfig, generator, times: RolloutTimes) -> None:
+def _generate(
+    policy: Policy, active: list[Rollout], config: RolloutConfig, generator, times: RolloutTimes
+) -> None:
     started = time.monotonic()
     samples = sample_batch(
         policy,
@@ -219,11 +242,23 @@ def _generate(policy: Policy, active: list[Rollout], config: RolloutConfig, gene
         text = policy.decode(sample.token_ids)
         times.generated_tokens += len(sample.token_ids)
         rollout.turns.append(
-            TurnRecord(policy_text=text, token_ids=sample.token_ids, logprobs=sample.logprobs, code=rollout.task.prompt + text)
+            TurnRecord(
+                policy_text=text,
+                token_ids=sample.token_ids,
+                logprobs=sample.logprobs,
+                code=rollout.task.prompt + text,
+            )
         )
 
 
-def _observe(policy: Policy, rollout: Rollout, result: R.ExecutionResult, *, last_turn: bool, config: RolloutConfig) -> None:
+def _observe(
+    policy: Policy,
+    rollout: Rollout,
+    result: R.ExecutionResult,
+    *,
+    last_turn: bool,
+    config: RolloutConfig,
+) -> None:
     """Record the sandbox's answer to the rollout's last turn and decide whether it goes on."""
     turn = rollout.turns[-1]
     turn.sandbox_status, turn.sandbox_result = result.status, result.to_dict()
@@ -277,7 +312,12 @@ def collect_rollouts(
     """
     times = RolloutTimes()
     rollouts = [
-        Rollout(task=task, group=first_group + g, index_in_group=i, prompt_ids=[policy.bos_id, *policy.encode(task.prompt)])
+        Rollout(
+            task=task,
+            group=first_group + g,
+            index_in_group=i,
+            prompt_ids=[policy.bos_id, *policy.encode(task.prompt)],
+        )
         for g, task in enumerate(tasks)
         for i in range(config.group_size)
     ]
@@ -306,7 +346,13 @@ def collect_rollouts(
             times.sandbox_s += time.monotonic() - waited
             times.sandbox_busy_s += sum(result.wall_ms for result in results) / 1000
             for rollout, result in zip(active, results):
-                _observe(policy, rollout, result, last_turn=turn_index == config.max_turns - 1, config=config)
+                _observe(
+                    policy,
+                    rollout,
+                    result,
+                    last_turn=turn_index == config.max_turns - 1,
+                    config=config,
+                )
     if time.monotonic() - started > config.timeout_s:
         for rollout in rollouts:
             if "rollout_timeout" not in rollout.flags and not rollout.dropped:

@@ -35,8 +35,13 @@ class Scorer:
     detect_hacks: bool = True
 
     def submission(self, rollout, grade: R.ExecutionResult) -> GradedSubmission:
-        return GradedSubmission(task=rollout.task, code=rollout.final_code, grade=grade,
-                                visible=rollout.last_visible, reference=self.references.get(rollout.task.task_version_id))
+        return GradedSubmission(
+            task=rollout.task,
+            code=rollout.final_code,
+            grade=grade,
+            visible=rollout.last_visible,
+            reference=self.references.get(rollout.task.task_version_id),
+        )
 
     def score(self, rollouts: list, grades: list[R.ExecutionResult]) -> None:
         """Set each graded rollout's components, flags (with evidence) and reward, in place."""

@@ -46,8 +46,13 @@ def step_event(step: StepMetric, *, timeline: bool = True) -> dict:
 
 def evaluation_event(evaluation) -> dict:
     """The wire form of a held-out evaluation: pass@k and mean reward at a step."""
-    return {"kind": "evaluation", "step": evaluation.step, "pass_at_k": evaluation.pass_at_k,
-            "reward_mean": evaluation.reward_mean, "tasks": evaluation.tasks}
+    return {
+        "kind": "evaluation",
+        "step": evaluation.step,
+        "pass_at_k": evaluation.pass_at_k,
+        "reward_mean": evaluation.reward_mean,
+        "tasks": evaluation.tasks,
+    }
 
 
 def run_backfill(*, run_id: int, after: int) -> list[dict]:
@@ -56,7 +61,9 @@ def run_backfill(*, run_id: int, after: int) -> list[dict]:
     events = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
     events += [step_event(step) for step in run_steps(run_id=run_id, after=after)]
     events += [evaluation_event(e) for e in run.evaluations.all()]  # few: every eval_every steps
-    events += [alert_event(alert) for alert in run_alerts(run_id=run_id)]  # all: alerts change after they are raised
+    events += [
+        alert_event(alert) for alert in run_alerts(run_id=run_id)
+    ]  # all: alerts change after they are raised
     return events
 
 
@@ -87,12 +94,23 @@ def _has_flag(queryset: QuerySet[Trajectory], flag: str) -> QuerySet[Trajectory]
     database has it (PostgreSQL), else a match on the list's JSON text (SQLite)."""
     if connection.features.supports_json_field_contains:
         return queryset.filter(flags__contains=[flag])
-    return queryset.annotate(_flags_text=Cast("flags", TextField())).filter(_flags_text__contains=json.dumps(flag))
+    return queryset.annotate(_flags_text=Cast("flags", TextField())).filter(
+        _flags_text__contains=json.dumps(flag)
+    )
 
 
-def trajectory_list(*, run_id: int | None = None, step_min: int | None = None, step_max: int | None = None,
-                    task: str = "", reward_min: float | None = None, reward_max: float | None = None,
-                    flag: str = "", status: str = "", sort: str = "step") -> QuerySet[Trajectory]:
+def trajectory_list(
+    *,
+    run_id: int | None = None,
+    step_min: int | None = None,
+    step_max: int | None = None,
+    task: str = "",
+    reward_min: float | None = None,
+    reward_max: float | None = None,
+    flag: str = "",
+    status: str = "",
+    sort: str = "step",
+) -> QuerySet[Trajectory]:
     """Trajectories matching the filters, with their task loaded and ``turn_count`` and
     ``monitor_max`` (the highest monitor score, or None) annotated; bulky columns deferred.
 
@@ -103,8 +121,14 @@ def trajectory_list(*, run_id: int | None = None, step_min: int | None = None, s
         sort: a key of :data:`TRAJECTORY_SORTS`.
     """
     queryset = Trajectory.objects.select_related("task_version__task").defer(
-        "prompt_token_ids", "final_code", "flag_evidence", "task_version__prompt", "task_version__reference_solution",
-        "task_version__files", "task_version__report", "task_version__verdict_reasons",
+        "prompt_token_ids",
+        "final_code",
+        "flag_evidence",
+        "task_version__prompt",
+        "task_version__reference_solution",
+        "task_version__files",
+        "task_version__report",
+        "task_version__verdict_reasons",
     )
     if run_id is not None:
         queryset = queryset.filter(run_id=run_id)
@@ -126,9 +150,18 @@ def trajectory_list(*, run_id: int | None = None, step_min: int | None = None, s
         queryset = queryset.filter(flags=[])
     elif flag:
         queryset = _has_flag(queryset, flag)
-    turns = Turn.objects.filter(trajectory=OuterRef("pk")).order_by().values("trajectory").annotate(n=Count("id"))
-    monitors = (MonitorScore.objects.filter(trajectory=OuterRef("pk")).order_by().values("trajectory")
-                .annotate(top=Max("score")))
+    turns = (
+        Turn.objects.filter(trajectory=OuterRef("pk"))
+        .order_by()
+        .values("trajectory")
+        .annotate(n=Count("id"))
+    )
+    monitors = (
+        MonitorScore.objects.filter(trajectory=OuterRef("pk"))
+        .order_by()
+        .values("trajectory")
+        .annotate(top=Max("score"))
+    )
     queryset = queryset.annotate(
         turn_count=Coalesce(Subquery(turns.values("n")), 0),
         monitor_max=Subquery(monitors.values("top")),
@@ -142,10 +175,17 @@ def trajectory_get(*, run_id: int, trajectory_id: int) -> Trajectory:
     Raises:
         Trajectory.DoesNotExist: no trajectory ``trajectory_id`` in run ``run_id``.
     """
-    return (Trajectory.objects.select_related("run__task_set", "task_version__task")
-            .defer("task_version__prompt", "task_version__reference_solution", "task_version__files",
-                   "task_version__report", "task_version__verdict_reasons")
-            .get(pk=trajectory_id, run_id=run_id))
+    return (
+        Trajectory.objects.select_related("run__task_set", "task_version__task")
+        .defer(
+            "task_version__prompt",
+            "task_version__reference_solution",
+            "task_version__files",
+            "task_version__report",
+            "task_version__verdict_reasons",
+        )
+        .get(pk=trajectory_id, run_id=run_id)
+    )
 
 
 def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
@@ -155,39 +195,55 @@ def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
 
 def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajectory]:
     """The trajectories of one group (same run, step and group), by index: id, index, reward, status."""
-    return (Trajectory.objects.filter(run_id=run_id, step=step, group=group).order_by("index_in_group", "id")
-            .only("id", "run_id", "step", "group", "index_in_group", "reward", "status"))
+    return (
+        Trajectory.objects.filter(run_id=run_id, step=step, group=group)
+        .order_by("index_in_group", "id")
+        .only("id", "run_id", "step", "group", "index_in_group", "reward", "status")
+    )
 
 
 def trajectory_turn_index(*, trajectory_id: int) -> list[tuple[int, str, str]]:
     """``(index, action, sandbox_status)`` of each turn in order: the table of contents of a replay."""
-    return list(Turn.objects.filter(trajectory_id=trajectory_id).order_by("index")
-                .values_list("index", "action", "sandbox_status"))
+    return list(
+        Turn.objects.filter(trajectory_id=trajectory_id)
+        .order_by("index")
+        .values_list("index", "action", "sandbox_status")
+    )
 
 
 def trajectory_turns(*, trajectory_id: int) -> QuerySet[Turn]:
     """A trajectory's turns in order, token arrays left in the database (their lengths
     annotated as ``sampled_tokens`` and ``observation_tokens``)."""
-    return (Turn.objects.filter(trajectory_id=trajectory_id).order_by("index")
-            .defer("token_ids", "logprobs", "observation_token_ids")
-            .annotate(sampled_tokens=JsonArrayLength("token_ids"),
-                      observation_tokens=JsonArrayLength("observation_token_ids")))
+    return (
+        Turn.objects.filter(trajectory_id=trajectory_id)
+        .order_by("index")
+        .defer("token_ids", "logprobs", "observation_token_ids")
+        .annotate(
+            sampled_tokens=JsonArrayLength("token_ids"),
+            observation_tokens=JsonArrayLength("observation_token_ids"),
+        )
+    )
 
 
 def turn_code_before(*, trajectory_id: int, offset: int) -> str:
     """The code of the turn just before position ``offset`` of a trajectory ("" at 0)."""
     if offset <= 0:
         return ""
-    codes = Turn.objects.filter(trajectory_id=trajectory_id).order_by("index").values_list("code", flat=True)
-    return next(iter(codes[offset - 1:offset]), "")
+    codes = (
+        Turn.objects.filter(trajectory_id=trajectory_id)
+        .order_by("index")
+        .values_list("code", flat=True)
+    )
+    return next(iter(codes[offset - 1 : offset]), "")
 
 
 def code_diff(*, old: str, new: str, context: int = 3) -> list[tuple[str, str]]:
     """The unified diff from ``old`` to ``new``, each line with its kind: ``head``,
     ``hunk``, ``add``, ``del`` or ``ctx``; empty when nothing changed."""
     lines = []
-    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), "previous turn", "this turn",
-                                     n=context, lineterm=""):
+    for line in difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "previous turn", "this turn", n=context, lineterm=""
+    ):
         if line.startswith(("+++", "---")) and not lines[2:]:
             kind = "head"
         elif line.startswith("@@"):
@@ -199,6 +255,7 @@ def code_diff(*, old: str, new: str, context: int = 3) -> list[tuple[str, str]]:
 
 
 # --- drift and onset alerts (training.drift raises them) -------------------------------------
+
 
 def run_alerts(*, run_id: int) -> QuerySet:
     """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who acknowledged them."""
@@ -240,8 +297,17 @@ NOT_COMPONENTS = frozenset({"mean", "pass_rate", "perfect_share"})
 
 # Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page draws).
 SUMMARY_METRICS = (
-    "reward/pass_rate", "flags/rate", "tokens/generated", "timing/generation_s", "timing/sandbox_s",
-    "timing/grading_s", "timing/update_s", "loss/policy", "loss/kl", "policy/entropy", "policy/clip_fraction",
+    "reward/pass_rate",
+    "flags/rate",
+    "tokens/generated",
+    "timing/generation_s",
+    "timing/sandbox_s",
+    "timing/grading_s",
+    "timing/update_s",
+    "loss/policy",
+    "loss/kl",
+    "policy/entropy",
+    "policy/clip_fraction",
 )
 
 BACKFILL_FULL_STEPS = 300
@@ -306,26 +372,42 @@ class RewardBin(Func):
 
     def as_sql(self, compiler, connection, **extra_context):
         sql, params = compiler.compile(self.source_expressions[0])
-        return (f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * 10) AS INTEGER), 9), 0) END",
-                [*params, *params])
+        return (
+            f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * 10) AS INTEGER), 9), 0) END",
+            [*params, *params],
+        )
 
 
-def run_component_names(*, run_id: int, metrics: dict | None = None, config: dict | None = None) -> list[str]:
+def run_component_names(
+    *, run_id: int, metrics: dict | None = None, config: dict | None = None
+) -> list[str]:
     """The reward components of a run's trajectories: the ``reward/<name>`` means the trainer
     records per step (``metrics``, else the run's newest step), and the run's ``reward_weights``;
     ``correctness`` when neither names one (``step_record`` stores it for rollouts without components)."""
     if config is None:
-        config = TrainingRun.objects.values_list("config", flat=True).filter(pk=run_id).first() or {}
+        config = (
+            TrainingRun.objects.values_list("config", flat=True).filter(pk=run_id).first() or {}
+        )
     if metrics is None:
-        metrics = (StepMetric.objects.filter(run_id=run_id).order_by("-step").values_list("metrics", flat=True)
-                   .first() or {})
-    names = {key[len("reward/"):] for key in metrics
-             if key.startswith("reward/") and key[len("reward/"):] not in NOT_COMPONENTS}
+        metrics = (
+            StepMetric.objects.filter(run_id=run_id)
+            .order_by("-step")
+            .values_list("metrics", flat=True)
+            .first()
+            or {}
+        )
+    names = {
+        key[len("reward/") :]
+        for key in metrics
+        if key.startswith("reward/") and key[len("reward/") :] not in NOT_COMPONENTS
+    }
     names |= set((config or {}).get("reward_weights") or {})
     return sorted(names) or ["correctness"]
 
 
-def step_component_histograms(*, run_id: int, first: int, last: int, names: list[str]) -> dict[int, dict[str, list[int]]]:
+def step_component_histograms(
+    *, run_id: int, first: int, last: int, names: list[str]
+) -> dict[int, dict[str, list[int]]]:
     """Counts of each reward component over :data:`training.services.REWARD_BINS` (ten bins on
     [0, 1], as ``StepMetric.reward_histogram``) for every step in ``first..last``, read from
     ``Trajectory.reward_components`` in ONE aggregate query: each trajectory's bins are computed
@@ -342,33 +424,58 @@ def step_component_histograms(*, run_id: int, first: int, last: int, names: list
     if last < first:
         return {}
     if last - first + 1 > COMPONENT_SPAN_MAX:
-        raise ValueError(f"at most {COMPONENT_SPAN_MAX} steps at once, asked for {last - first + 1}")
+        raise ValueError(
+            f"at most {COMPONENT_SPAN_MAX} steps at once, asked for {last - first + 1}"
+        )
     names = list(names)[:16]
-    bins = {f"b{i}": RewardBin(JsonNumber("reward_components", name)) for i, name in enumerate(names)}
-    inner = (Trajectory.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
-             .annotate(_flags_text=Cast("flags", TextField())).exclude(_flags_text__contains='"infra_error"')
-             .annotate(**bins).order_by().values("step", *bins))
+    bins = {
+        f"b{i}": RewardBin(JsonNumber("reward_components", name)) for i, name in enumerate(names)
+    }
+    inner = (
+        Trajectory.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
+        .annotate(_flags_text=Cast("flags", TextField()))
+        .exclude(_flags_text__contains='"infra_error"')
+        .annotate(**bins)
+        .order_by()
+        .values("step", *bins)
+    )
     inner_sql, params = inner.query.sql_with_params()
     quote = connection.ops.quote_name
-    counts = ", ".join(f"SUM(CASE WHEN {quote(f'b{i}')} = {k} THEN 1 ELSE 0 END)"
-                       for i in range(len(names)) for k in range(10))
-    materialized = "MATERIALIZED " if connection.vendor == "postgresql" or (
-        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)) else ""
-    sql = (f"WITH bins AS {materialized}({inner_sql}) "
-           f"SELECT {quote('step')}, {counts} FROM bins GROUP BY {quote('step')}")
+    counts = ", ".join(
+        f"SUM(CASE WHEN {quote(f'b{i}')} = {k} THEN 1 ELSE 0 END)"
+        for i in range(len(names))
+        for k in range(10)
+    )
+    materialized = (
+        "MATERIALIZED "
+        if connection.vendor == "postgresql"
+        or (connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35))
+        else ""
+    )
+    sql = (
+        f"WITH bins AS {materialized}({inner_sql}) "
+        f"SELECT {quote('step')}, {counts} FROM bins GROUP BY {quote('step')}"
+    )
     out: dict[int, dict[str, list[int]]] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for row in cursor.fetchall():
-            out[row[0]] = {name: [int(c or 0) for c in row[1 + 10 * i:11 + 10 * i]] for i, name in enumerate(names)}
+            out[row[0]] = {
+                name: [int(c or 0) for c in row[1 + 10 * i : 11 + 10 * i]]
+                for i, name in enumerate(names)
+            }
     return out
 
 
-def step_event_components(*, run_id: int, step: int, metrics: dict | None = None) -> dict[str, list[int]]:
+def step_event_components(
+    *, run_id: int, step: int, metrics: dict | None = None
+) -> dict[str, list[int]]:
     """The per-component histograms of one step (two queries: the run's config, then the counts;
     the live path adds them to a broadcast :func:`step_event`)."""
     names = run_component_names(run_id=run_id, metrics=metrics or {}, config=None)
-    return step_component_histograms(run_id=run_id, first=step, last=step, names=names).get(step, {})
+    return step_component_histograms(run_id=run_id, first=step, last=step, names=names).get(
+        step, {}
+    )
 
 
 def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> list[dict]:
@@ -383,29 +490,58 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
     if last < first or buckets < 1:
         return []
     every = max(1, -(-(last - first + 1) // buckets))
-    aggregates = {f"h{i}": Sum(JsonNumber("reward_histogram", i)) for i in range(len(REWARD_BINS) - 1)}
-    aggregates |= {f"m{i}": Avg(JsonNumber("metrics", key)) for i, key in enumerate(SUMMARY_METRICS)}
-    rows = (StepMetric.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
-            .annotate(bucket=(F("step") - Value(first)) / Value(every)).order_by().values("bucket")
-            .annotate(first_step=Min("step"), last_step=Max("step"), n=Count("id"), mean=Avg("reward_mean"),
-                      **aggregates).order_by("bucket"))
+    aggregates = {
+        f"h{i}": Sum(JsonNumber("reward_histogram", i)) for i in range(len(REWARD_BINS) - 1)
+    }
+    aggregates |= {
+        f"m{i}": Avg(JsonNumber("metrics", key)) for i, key in enumerate(SUMMARY_METRICS)
+    }
+    rows = (
+        StepMetric.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
+        .annotate(bucket=(F("step") - Value(first)) / Value(every))
+        .order_by()
+        .values("bucket")
+        .annotate(
+            first_step=Min("step"),
+            last_step=Max("step"),
+            n=Count("id"),
+            mean=Avg("reward_mean"),
+            **aggregates,
+        )
+        .order_by("bucket")
+    )
     events = []
     for row in rows:
-        metrics = {key: row[f"m{i}"] for i, key in enumerate(SUMMARY_METRICS) if row[f"m{i}"] is not None}
+        metrics = {
+            key: row[f"m{i}"] for i, key in enumerate(SUMMARY_METRICS) if row[f"m{i}"] is not None
+        }
         metrics["reward/mean"] = row["mean"]
-        events.append({
-            "kind": "step", "seq": row["last_step"], "step": row["last_step"], "first_step": row["first_step"],
-            "span": row["n"], "decimated": True, "reward_mean": row["mean"],
-            "histogram": [int(row[f"h{i}"] or 0) for i in range(len(REWARD_BINS) - 1)], "bins": REWARD_BINS,
-            "metrics": metrics,
-        })
+        events.append(
+            {
+                "kind": "step",
+                "seq": row["last_step"],
+                "step": row["last_step"],
+                "first_step": row["first_step"],
+                "span": row["n"],
+                "decimated": True,
+                "reward_mean": row["mean"],
+                "histogram": [int(row[f"h{i}"] or 0) for i in range(len(REWARD_BINS) - 1)],
+                "bins": REWARD_BINS,
+                "metrics": metrics,
+            }
+        )
     return events
 
 
-def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_FULL_STEPS,
-                         max_buckets: int = BACKFILL_MAX_BUCKETS,
-                         component_steps: int = BACKFILL_COMPONENT_STEPS,
-                         timeline_steps: int = BACKFILL_TIMELINE_STEPS) -> list[dict]:
+def run_backfill_bounded(
+    *,
+    run_id: int,
+    after: int,
+    full_steps: int = BACKFILL_FULL_STEPS,
+    max_buckets: int = BACKFILL_MAX_BUCKETS,
+    component_steps: int = BACKFILL_COMPONENT_STEPS,
+    timeline_steps: int = BACKFILL_TIMELINE_STEPS,
+) -> list[dict]:
     """What a client that has seen up to ``after`` missed, bounded however long the run is.
 
     The run's status; then the steps after ``after``: the newest ``full_steps`` in full, each
@@ -422,24 +558,44 @@ def run_backfill_bounded(*, run_id: int, after: int, full_steps: int = BACKFILL_
 
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
-    full = list(StepMetric.objects.filter(run_id=run_id, step__gt=after).defer("timeline")
-                .order_by("-step")[:full_steps])
+    full = list(
+        StepMetric.objects.filter(run_id=run_id, step__gt=after)
+        .defer("timeline")
+        .order_by("-step")[:full_steps]
+    )
     full.reverse()
-    timelines = dict(StepMetric.objects.filter(run_id=run_id, step__gt=after).order_by("-step")
-                     .values_list("step", "timeline")[:timeline_steps]) if timeline_steps > 0 else {}
+    timelines = (
+        dict(
+            StepMetric.objects.filter(run_id=run_id, step__gt=after)
+            .order_by("-step")
+            .values_list("step", "timeline")[:timeline_steps]
+        )
+        if timeline_steps > 0
+        else {}
+    )
     decimated = []
     if len(full) == full_steps:
-        older = StepMetric.objects.filter(run_id=run_id, step__gt=after, step__lt=full[0].step).aggregate(
-            first=Min("step"), last=Max("step"))
+        older = StepMetric.objects.filter(
+            run_id=run_id, step__gt=after, step__lt=full[0].step
+        ).aggregate(first=Min("step"), last=Max("step"))
         if older["first"] is not None:
-            decimated = run_steps_binned(run_id=run_id, first=older["first"], last=older["last"], buckets=max_buckets)
+            decimated = run_steps_binned(
+                run_id=run_id, first=older["first"], last=older["last"], buckets=max_buckets
+            )
     events += decimated
     if full:
         names = run_component_names(run_id=run_id, metrics=full[-1].metrics, config=run.config)
         with_components = full[-component_steps:] if component_steps > 0 else []
-        components = (step_component_histograms(run_id=run_id, first=with_components[0].step,
-                                                last=with_components[-1].step, names=names)
-                      if with_components else {})
+        components = (
+            step_component_histograms(
+                run_id=run_id,
+                first=with_components[0].step,
+                last=with_components[-1].step,
+                names=names,
+            )
+            if with_components
+            else {}
+        )
         for step in full:
             event = step_event(step, timeline=False)
             if timelines.get(step.step):
@@ -464,16 +620,27 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
     if span["first"] is None:
         points = []
     elif span["last"] - span["first"] + 1 <= max_points:
-        points = [{"step": s.step, "reward_mean": s.reward_mean, "metrics": s.metrics}
-                  for s in StepMetric.objects.filter(run_id=run_id).order_by("step").only("step", "reward_mean", "metrics")]
+        points = [
+            {"step": s.step, "reward_mean": s.reward_mean, "metrics": s.metrics}
+            for s in StepMetric.objects.filter(run_id=run_id)
+            .order_by("step")
+            .only("step", "reward_mean", "metrics")
+        ]
     else:
-        points = [{"step": e["step"], "reward_mean": e["reward_mean"], "metrics": e["metrics"]}
-                  for e in run_steps_binned(run_id=run_id, first=span["first"], last=span["last"], buckets=max_points)]
+        points = [
+            {"step": e["step"], "reward_mean": e["reward_mean"], "metrics": e["metrics"]}
+            for e in run_steps_binned(
+                run_id=run_id, first=span["first"], last=span["last"], buckets=max_points
+            )
+        ]
     metric = lambda key: [p["metrics"].get(key) for p in points]  # noqa: E731
     from training.models import HeldOutEvaluation
 
-    evaluations = list(HeldOutEvaluation.objects.filter(run_id=run_id).order_by("step")
-                       .values_list("step", "pass_at_k", "reward_mean"))
+    evaluations = list(
+        HeldOutEvaluation.objects.filter(run_id=run_id)
+        .order_by("step")
+        .values_list("step", "pass_at_k", "reward_mean")
+    )
     return {
         "step": [p["step"] for p in points],
         "reward_mean": [p["reward_mean"] for p in points],

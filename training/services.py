@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from console.dbtext import storable
 from console.events import broadcast_run_event
-from django.db.models import F
-from django.db.models.functions import Greatest
-
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
-from training.models import HeldOutEvaluation, MonitorScore, RunTransition, StepMetric, TrainingRun, Trajectory, Turn
+from training.models import (
+    HeldOutEvaluation,
+    MonitorScore,
+    RunTransition,
+    StepMetric,
+    TrainingRun,
+    Trajectory,
+    Turn,
+)
 from training.selectors import evaluation_event, step_event
 
 REWARD_BINS = [i / 10 for i in range(11)]
@@ -21,8 +28,18 @@ REWARD_BINS = [i / 10 for i in range(11)]
 # Allowed moves of the run state machine.
 TRANSITIONS = {
     TrainingRun.PENDING: {TrainingRun.LAUNCHING, TrainingRun.CANCELLED, TrainingRun.FAILED},
-    TrainingRun.LAUNCHING: {TrainingRun.RUNNING, TrainingRun.FAILED, TrainingRun.CANCELLED, TrainingRun.INTERRUPTED},
-    TrainingRun.RUNNING: {TrainingRun.SUCCEEDED, TrainingRun.FAILED, TrainingRun.CANCELLED, TrainingRun.INTERRUPTED},
+    TrainingRun.LAUNCHING: {
+        TrainingRun.RUNNING,
+        TrainingRun.FAILED,
+        TrainingRun.CANCELLED,
+        TrainingRun.INTERRUPTED,
+    },
+    TrainingRun.RUNNING: {
+        TrainingRun.SUCCEEDED,
+        TrainingRun.FAILED,
+        TrainingRun.CANCELLED,
+        TrainingRun.INTERRUPTED,
+    },
     TrainingRun.INTERRUPTED: {TrainingRun.LAUNCHING, TrainingRun.FAILED, TrainingRun.CANCELLED},
 }
 
@@ -44,7 +61,9 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     """
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
-        raise ValueError(f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)")
+        raise ValueError(
+            f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)"
+        )
     versions = list(trainable(pinned))
     if not versions:
         raise ValueError(
@@ -55,21 +74,33 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     if config.eval_task_set:
         eval_set = TaskSet.objects.filter(name=config.eval_task_set).first()
         if eval_set is None:
-            raise ValueError(f"config key 'eval_task_set': no task set named {config.eval_task_set!r}")
+            raise ValueError(
+                f"config key 'eval_task_set': no task set named {config.eval_task_set!r}"
+            )
         held_out = {v.task_id for v in trainable(task_set_versions(task_set=eval_set))}
         if not held_out:
-            raise ValueError(f"config key 'eval_task_set': {eval_set.name!r} has no trainable task version; "
-                             f"validate it first")
+            raise ValueError(
+                f"config key 'eval_task_set': {eval_set.name!r} has no trainable task version; "
+                f"validate it first"
+            )
         versions = [v for v in versions if v.task_id not in held_out]
         if not versions:
-            raise ValueError(f"every task of {task_set.name!r} is in the held-out set {eval_set.name!r}: "
-                             f"nothing is left to train on")
+            raise ValueError(
+                f"every task of {task_set.name!r} is in the held-out set {eval_set.name!r}: "
+                f"nothing is left to train on"
+            )
     run = TrainingRun.objects.create(
-        task_set=task_set, config=config.to_dict(), backend=backend, total_steps=config.steps,
-        task_set_version=task_set.versions.order_by("-number").first(), eval_task_set=eval_set,
+        task_set=task_set,
+        config=config.to_dict(),
+        backend=backend,
+        total_steps=config.steps,
+        task_set_version=task_set.versions.order_by("-number").first(),
+        eval_task_set=eval_set,
     )
     run.task_versions.set(versions)
-    RunTransition.objects.create(run=run, from_status="", to_status=TrainingRun.PENDING, reason="created")
+    RunTransition.objects.create(
+        run=run, from_status="", to_status=TrainingRun.PENDING, reason="created"
+    )
     return run
 
 
@@ -83,7 +114,9 @@ def run_transition(*, run_id: int, to_status: str, reason: str = "") -> Training
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
         if to_status not in TRANSITIONS.get(run.status, set()):
             raise InvalidTransition(f"run {run_id} cannot go from {run.status} to {to_status}")
-        RunTransition.objects.create(run=run, from_status=run.status, to_status=to_status, reason=reason)
+        RunTransition.objects.create(
+            run=run, from_status=run.status, to_status=to_status, reason=reason
+        )
         run.status, run.status_reason = to_status, reason
         now = timezone.now()
         if to_status == TrainingRun.RUNNING and run.started_at is None:
@@ -116,7 +149,9 @@ def reward_histogram(rewards: list[float]) -> list[int]:
     return counts
 
 
-def step_record(*, run_id: int, step: int, rollouts: list, metrics: dict, timeline: dict | None = None) -> StepMetric:
+def step_record(
+    *, run_id: int, step: int, rollouts: list, metrics: dict, timeline: dict | None = None
+) -> StepMetric:
     """Persist one finished RL step (its trajectories, turns and metrics), then broadcast it.
 
     Args:
@@ -192,7 +227,8 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
     later = Trajectory.objects.filter(run_id=run_id, step__gt=to_step)
     counts: dict[int, list[int]] = {}
     for version_id, tests_passed, tests_total, flags in later.values_list(
-            "task_version_id", "tests_passed", "tests_total", "flags"):
+        "task_version_id", "tests_passed", "tests_total", "flags"
+    ):
         if "infra_error" in flags or "rollout_timeout" in flags:
             continue  # never counted (see training.trainer._record_attempts)
         passed = int(tests_total > 0 and tests_passed == tests_total)
@@ -202,18 +238,30 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
     for version_id, (passed, total) in counts.items():
         TaskVersion.objects.filter(pk=version_id).update(
             attempts_passed=Greatest(F("attempts_passed") - passed, 0),
-            attempts_total=Greatest(F("attempts_total") - total, 0))
-    steps = sorted(StepMetric.objects.filter(run_id=run_id, step__gt=to_step).values_list("step", flat=True))
+            attempts_total=Greatest(F("attempts_total") - total, 0),
+        )
+    steps = sorted(
+        StepMetric.objects.filter(run_id=run_id, step__gt=to_step).values_list("step", flat=True)
+    )
     later.delete()
     StepMetric.objects.filter(run_id=run_id, step__gt=to_step).delete()
     return steps
 
 
-def evaluation_record(*, run_id: int, step: int, task_set_id: int, samples_per_task: int, result) -> "HeldOutEvaluation":
+def evaluation_record(
+    *, run_id: int, step: int, task_set_id: int, samples_per_task: int, result
+) -> HeldOutEvaluation:
     """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast it."""
     evaluation = HeldOutEvaluation.objects.create(
-        run_id=run_id, step=step, task_set_id=task_set_id, tasks=result.tasks, samples_per_task=samples_per_task,
-        pass_at_k=result.pass_at_k, reward_mean=result.reward_mean, dropped=result.dropped, seconds=result.seconds,
+        run_id=run_id,
+        step=step,
+        task_set_id=task_set_id,
+        tasks=result.tasks,
+        samples_per_task=samples_per_task,
+        pass_at_k=result.pass_at_k,
+        reward_mean=result.reward_mean,
+        dropped=result.dropped,
+        seconds=result.seconds,
     )
     broadcast_run_event(run_id, evaluation_event(evaluation))
     return evaluation
@@ -262,7 +310,9 @@ def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
         caller then stops what it started.
     """
     updated = TrainingRun.objects.filter(
-        pk=run_id, status__in=[TrainingRun.LAUNCHING, TrainingRun.RUNNING], backend_ref=LAUNCH_CLAIM,
+        pk=run_id,
+        status__in=[TrainingRun.LAUNCHING, TrainingRun.RUNNING],
+        backend_ref=LAUNCH_CLAIM,
     ).update(backend_ref=backend_ref)
     return updated == 1
 
@@ -275,7 +325,10 @@ def run_attempt_end(*, run_id: int, backend_ref: str, to_status: str, reason: st
     """
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
-        if run.backend_ref != backend_ref or run.status not in (TrainingRun.LAUNCHING, TrainingRun.RUNNING):
+        if run.backend_ref != backend_ref or run.status not in (
+            TrainingRun.LAUNCHING,
+            TrainingRun.RUNNING,
+        ):
             return False
         run_transition(run_id=run_id, to_status=to_status, reason=reason)
     return True
@@ -296,7 +349,9 @@ def run_resume(*, run_id: int, reason: str) -> int:
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
         if run.status != TrainingRun.INTERRUPTED:
-            raise InvalidTransition(f"run {run_id} is {run.status}, not interrupted: nothing to resume")
+            raise InvalidTransition(
+                f"run {run_id} is {run.status}, not interrupted: nothing to resume"
+            )
         resumes = int(run.summary.get("resumes", 0)) + 1
         run_transition(run_id=run_id, to_status=TrainingRun.LAUNCHING, reason=reason)
         run_summary_update(run_id=run_id, resumes=resumes)
@@ -326,7 +381,9 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
         if run.status == TrainingRun.CANCELLED:
             cancelled_now = False
         elif run.is_terminal:
-            raise InvalidTransition(f"run {run_id} already ended {run.status}; there is nothing to cancel")
+            raise InvalidTransition(
+                f"run {run_id} already ended {run.status}; there is nothing to cancel"
+            )
         else:
             run = run_transition(run_id=run_id, to_status=TrainingRun.CANCELLED, reason=reason)
             cancelled_now = True
@@ -343,11 +400,16 @@ def alert_may_acknowledge(user) -> bool:
     """Curators and holders of ``training.change_trainingrun`` (operators, superusers) acknowledge alerts."""
     from tasks_library.permissions import is_curator
 
-    return bool(user is not None and user.is_authenticated
-                and (user.has_perm("training.change_trainingrun") or is_curator(user)))
+    return bool(
+        user is not None
+        and user.is_authenticated
+        and (user.has_perm("training.change_trainingrun") or is_curator(user))
+    )
 
 
-def alerts_raise(*, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None) -> list:
+def alerts_raise(
+    *, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None
+) -> list:
     """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's watchers.
 
     A candidate (:class:`training.drift.AlertCandidate`; its own ``step``, else ``step``) whose
@@ -375,9 +437,12 @@ def alerts_raise(*, run_id: int, step: int, candidates: list, cooldown_steps: in
     with transaction.atomic():
         for candidate in candidates:
             at = candidate.step if getattr(candidate, "step", None) is not None else step
-            latest = (Alert.objects.select_for_update()
-                      .filter(run_id=run_id, stream=candidate.stream, detector=candidate.detector)
-                      .order_by("-last_step", "-id").first())
+            latest = (
+                Alert.objects.select_for_update()
+                .filter(run_id=run_id, stream=candidate.stream, detector=candidate.detector)
+                .order_by("-last_step", "-id")
+                .first()
+            )
             if latest is not None and at - latest.last_step <= cooldown_steps:
                 if at <= latest.last_step:
                     continue
@@ -393,9 +458,16 @@ def alerts_raise(*, run_id: int, step: int, candidates: list, cooldown_steps: in
                 touched[latest.pk] = latest
                 continue
             alert = Alert.objects.create(
-                run_id=run_id, step=at, last_step=at, stream=candidate.stream, detector=candidate.detector,
-                statistic=float(candidate.statistic), threshold=float(candidate.threshold),
-                window=max(0, int(candidate.window)), severity=candidate.severity, message=candidate.message,
+                run_id=run_id,
+                step=at,
+                last_step=at,
+                stream=candidate.stream,
+                detector=candidate.detector,
+                statistic=float(candidate.statistic),
+                threshold=float(candidate.threshold),
+                window=max(0, int(candidate.window)),
+                severity=candidate.severity,
+                message=candidate.message,
             )
             touched[alert.pk] = alert
     for alert in touched.values():
@@ -456,11 +528,20 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
 
     ids = sorted(set(trajectory_ids))
     names = [monitor.name for monitor in monitors]
-    done = {(t, m) for t, m, details in MonitorScore.objects.filter(trajectory_id__in=ids, monitor__in=names)
-            .values_list("trajectory_id", "monitor", "details") if not (details or {}).get("failed")}
+    done = {
+        (t, m)
+        for t, m, details in MonitorScore.objects.filter(
+            trajectory_id__in=ids, monitor__in=names
+        ).values_list("trajectory_id", "monitor", "details")
+        if not (details or {}).get("failed")
+    }
     wanted = [(pk, monitor) for pk in ids for monitor in monitors if (pk, monitor.name) not in done]
-    trajectories = {t.pk: t for t in Trajectory.objects.filter(pk__in={pk for pk, _m in wanted})
-                    .select_related("task_version__test_suite").prefetch_related("turns")}
+    trajectories = {
+        t.pk: t
+        for t in Trajectory.objects.filter(pk__in={pk for pk, _m in wanted})
+        .select_related("task_version__test_suite")
+        .prefetch_related("turns")
+    }
     views: dict[int, dict] = {}
     rows = []
     for pk, monitor in wanted:
@@ -469,20 +550,37 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
         if pk not in views:
             views[pk] = trajectory_view(trajectories[pk])
         try:
-            with log_context(trajectory_id=pk):  # what the monitor logs (an LLM timeout...) names it
+            with log_context(
+                trajectory_id=pk
+            ):  # what the monitor logs (an LLM timeout...) names it
                 verdict = monitor.score(views[pk])
         except Exception as exc:  # noqa: BLE001 - a monitor's bug is recorded, never fatal to the run
             verdict = failure(f"monitor raised {type(exc).__name__}: {str(exc)[:200]}")
         details = dict(verdict.details)
         if verdict.failed:
             details["failed"] = True
-        rows.append(MonitorScore(trajectory_id=pk, monitor=monitor.name, score=float(verdict.score),
-                                 reason=storable(verdict.reason[:2000]), details=storable(details)))
+        rows.append(
+            MonitorScore(
+                trajectory_id=pk,
+                monitor=monitor.name,
+                score=float(verdict.score),
+                reason=storable(verdict.reason[:2000]),
+                details=storable(details),
+            )
+        )
     with transaction.atomic():
-        MonitorScore.objects.bulk_create(rows, update_conflicts=True, unique_fields=["trajectory", "monitor"],
-                                         update_fields=["score", "reason", "details"])
+        MonitorScore.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["trajectory", "monitor"],
+            update_fields=["score", "reason", "details"],
+        )
     failed = sum(1 for row in rows if row.details.get("failed"))
-    return {"scored": len(rows) - failed, "failed": failed, "skipped": len(ids) * len(monitors) - len(wanted)}
+    return {
+        "scored": len(rows) - failed,
+        "failed": failed,
+        "skipped": len(ids) * len(monitors) - len(wanted),
+    }
 
 
 def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
@@ -504,7 +602,9 @@ def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
     llm = run.config.get("llm_monitor") or {}
     if include_llm and llm:
         spent = 0
-        stored = MonitorScore.objects.filter(Q(trajectory__run_id=run_id) & Q(monitor__startswith="llm:"))
+        stored = MonitorScore.objects.filter(
+            Q(trajectory__run_id=run_id) & Q(monitor__startswith="llm:")
+        )
         for details in stored.values_list("details", flat=True):
             spent += int(((details or {}).get("tokens") or {}).get("total", 0))
         monitors.append(LlmMonitor(LlmMonitorConfig.from_config(llm), tokens_used=spent))

@@ -31,22 +31,28 @@ from tokenizers import Tokenizer
 from console.logcontext import log_context_bind, log_context_process
 from console.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
-from tasks_library.models import TaskVersion
 from tasks_library.difficulty import DifficultySampler, pass_rate
+from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, services
 from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
 from training.algorithms.sft import sft_loss
+from training.checkpoint import (
+    checkpoint_step,
+    latest_checkpoint,
+    read_model_state,
+    read_rank_state,
+    rng_restore,
+)
 from training.config import RunConfig
-from training.models import TrainingRun
-from training.paths import run_dir
-from training.policy import Policy, build_default_policy, load_policy
-from training.checkpoint import checkpoint_step, latest_checkpoint, read_model_state, read_rank_state, rng_restore
-from training.rollout import RolloutConfig, TaskSpec, collect_rollouts, sandbox_demand
 from training.drift import DriftConfig, drift_step
 from training.heldout import heldout_evaluate
+from training.models import TrainingRun
+from training.paths import run_dir
 from training.phase import PhaseTracker
+from training.policy import Policy, build_default_policy, load_policy
+from training.rollout import RolloutConfig, TaskSpec, collect_rollouts, sandbox_demand
 from training.scoring import Scorer
 from training.update import grpo_update
 
@@ -75,10 +81,15 @@ def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[t
     from tasks_library.evaluation import read_samples
 
     by_task = {v.task.task_id: v for v in versions}
-    pairs = [(by_task[row["task_id"]].prompt, row["completion"])
-             for row in read_samples(Path(config.sft_data)) if row["task_id"] in by_task]
+    pairs = [
+        (by_task[row["task_id"]].prompt, row["completion"])
+        for row in read_samples(Path(config.sft_data))
+        if row["task_id"] in by_task
+    ]
     if not pairs:
-        raise ValueError(f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks")
+        raise ValueError(
+            f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks"
+        )
     return pairs
 
 
@@ -102,8 +113,12 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
     if not examples or config.sft_epochs == 0:
         return summary
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
-    total = config.sft_epochs * ((len(examples) + config.sft_batch_size - 1) // config.sft_batch_size)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=config.sft_lr, total_steps=total, pct_start=0.1)
+    total = config.sft_epochs * (
+        (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
+    )
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=config.sft_lr, total_steps=total, pct_start=0.1
+    )
     rng = random.Random(config.seed)
     policy.model.train()
     losses = []
@@ -113,9 +128,12 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
         epoch_losses = []
         for start in range(0, len(order), config.sft_batch_size):
             batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
-            ids, attention, mask = pad_batch([b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device)
-            logprobs, _ = token_logprobs(policy.model, ids, attention, start=first_trained_position(mask),
-                                         with_entropy=False)
+            ids, attention, mask = pad_batch(
+                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
+            )
+            logprobs, _ = token_logprobs(
+                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
+            )
             loss = sft_loss(logprobs, mask)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -124,11 +142,19 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
             scheduler.step()
             epoch_losses.append(loss.item())
         losses.append(sum(epoch_losses) / len(epoch_losses))
-    summary.update({"sft/loss_first": losses[0], "sft/loss_last": losses[-1], "sft/seconds": time.monotonic() - started})
+    summary.update(
+        {
+            "sft/loss_first": losses[0],
+            "sft/loss_last": losses[-1],
+            "sft/seconds": time.monotonic() - started,
+        }
+    )
     return summary
 
 
-def _task_specs(policy: Policy, versions: list[TaskVersion], config: RunConfig, *, cap: int | None = None) -> list[TaskSpec]:
+def _task_specs(
+    policy: Policy, versions: list[TaskVersion], config: RunConfig, *, cap: int | None = None
+) -> list[TaskSpec]:
     """A task pool: prompts that fit the context, shortest first, capped at ``cap`` (default ``train_tasks``)."""
     sized = []
     for v in versions:
@@ -171,12 +197,20 @@ class TrainerState:
     replay: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"sampler_rng": self.sampler.rng.getstate(), "groups_skipped": self.sampler.groups_skipped,
-                "groups_kept": self.sampler.groups_kept, "buckets": self.buckets, "replay": list(self.replay)}
+        return {
+            "sampler_rng": self.sampler.rng.getstate(),
+            "groups_skipped": self.sampler.groups_skipped,
+            "groups_kept": self.sampler.groups_kept,
+            "buckets": self.buckets,
+            "replay": list(self.replay),
+        }
 
     def restore(self, data: dict) -> None:
         self.sampler.rng.setstate(data["sampler_rng"])
-        self.sampler.groups_skipped, self.sampler.groups_kept = data["groups_skipped"], data["groups_kept"]
+        self.sampler.groups_skipped, self.sampler.groups_kept = (
+            data["groups_skipped"],
+            data["groups_kept"],
+        )
         self.buckets.clear()
         self.buckets.update(data["buckets"])
         self.replay = list(data["replay"])
@@ -212,7 +246,9 @@ def _record_attempts(rollouts: list) -> None:
         if not rollout.dropped and "rollout_timeout" not in rollout.flags:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
     for version_id, members in by_version.items():
-        task_version_record_attempts(version_id=version_id, passed=sum(m.passed for m in members), total=len(members))
+        task_version_record_attempts(
+            version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
+        )
 
 
 def train_run(run_id: int) -> None:
@@ -232,8 +268,11 @@ def train_run(run_id: int) -> None:
         run = TrainingRun.objects.select_related("task_set").get(pk=run_id)
         config = RunConfig.from_dict(run.config)
         if ranks.is_main:
-            services.run_transition(run_id=run_id, to_status=TrainingRun.RUNNING,
-                                    reason=f"trainer started ({ranks.world} rank(s) on {ranks.device.type})")
+            services.run_transition(
+                run_id=run_id,
+                to_status=TrainingRun.RUNNING,
+                reason=f"trainer started ({ranks.world} rank(s) on {ranks.device.type})",
+            )
         # Every rank announces its phase and sandbox demand (the autoscaler sizes the pool by
         # it); rank 0 also samples the pool for the run page. Withdrawn however the run ends.
         tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
@@ -242,7 +281,11 @@ def train_run(run_id: int) -> None:
         except Exception as exc:
             log.exception("run %s failed", run_id)
             if ranks.is_main:
-                services.run_transition(run_id=run_id, to_status=TrainingRun.FAILED, reason=f"{type(exc).__name__}: {exc}")
+                services.run_transition(
+                    run_id=run_id,
+                    to_status=TrainingRun.FAILED,
+                    reason=f"{type(exc).__name__}: {exc}",
+                )
             raise
         finally:
             tracker.close()
@@ -254,18 +297,28 @@ def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
-        return load_policy(Path(config.model_path), device=device, lora=config.lora or None,
-                           dtype=None if config.lora else torch.float32)
+        return load_policy(
+            Path(config.model_path),
+            device=device,
+            lora=config.lora or None,
+            dtype=None if config.lora else torch.float32,
+        )
     return build_default_policy(
         [v.prompt + v.reference_solution for v in versions],
-        n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head, seed=config.seed, device=device,
+        n_embd=config.n_embd,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        seed=config.seed,
+        device=device,
     )
 
 
 def _scheduler(optimizer: torch.optim.Optimizer, config: RunConfig):
     """Linear warm-up over ``lr_warmup_steps`` steps, then a constant learning rate."""
     warmup = config.lr_warmup_steps
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
+    )
 
 
 def _reference_model(policy: Policy, directory: Path, *, write: bool):
@@ -284,10 +337,14 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
         store.put_file(store.key_of(path))
     else:
         try:
-            store.fetch_file(store.key_of(path))  # a resume on a fresh disk reads it back from the store
+            store.fetch_file(
+                store.key_of(path)
+            )  # a resume on a fresh disk reads it back from the store
         except artifacts.ArtifactNotFound:
-            raise ResumeError(f"{store.location(store.key_of(path))} is missing: the KL reference of this run "
-                              f"cannot be restored") from None
+            raise ResumeError(
+                f"{store.location(store.key_of(path))} is missing: the KL reference of this run "
+                f"cannot be restored"
+            ) from None
         reference.load_state_dict(torch.load(path, map_location=policy.device, weights_only=True))
     reference.eval()
     for parameter in reference.parameters():
@@ -295,13 +352,19 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
     return reference
 
 
-def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker) -> None:
-    versions = list(run.task_versions.select_related("task", "test_suite").order_by("task__task_id"))
+def _train(
+    run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker
+) -> None:
+    versions = list(
+        run.task_versions.select_related("task", "test_suite").order_by("task__task_id")
+    )
     for runtime in runtimes_of(versions):
         if not live_workers(runtime):
             # Without workers every rollout would come back infra_error: fail now, saying why.
-            raise RuntimeError(f"no {runtime} sandbox worker is running; start one with "
-                               f"`python manage.py sandbox_worker --runtime {runtime}`")
+            raise RuntimeError(
+                f"no {runtime} sandbox worker is running; start one with "
+                f"`python manage.py sandbox_worker --runtime {runtime}`"
+            )
     tracker.start(runtimes_of(versions))
     directory = run_dir(run.pk)
     directory.mkdir(parents=True, exist_ok=True)
@@ -309,7 +372,9 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracke
         store = artifacts.default_store()
         store.check(store.key_of(directory))
     # Rank 0 finds (and, from object storage, downloads) the checkpoint; the others read its copy.
-    resume_from = distributed.broadcast_value(latest_checkpoint(directory) if ranks.is_main else None)
+    resume_from = distributed.broadcast_value(
+        latest_checkpoint(directory) if ranks.is_main else None
+    )
     seed_everything(config.seed)
     generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
     policy = _build_policy(config, versions, ranks.device)
@@ -317,12 +382,20 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracke
     if resume_from is not None:
         start_step = checkpoint_step(resume_from)
         if start_step >= config.steps:
-            raise ResumeError(f"checkpoint {resume_from} already holds step {start_step} of {config.steps}: "
-                              f"a resume would train 0 steps")
-        missing, unexpected = policy.model.load_state_dict(read_model_state(resume_from), strict=not policy.is_lora)
-        if unexpected or any(p.requires_grad for name, p in policy.model.named_parameters() if name in set(missing)):
-            raise ResumeError(f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
-                              f"missing trainable {[m for m in missing][:3]})")
+            raise ResumeError(
+                f"checkpoint {resume_from} already holds step {start_step} of {config.steps}: "
+                f"a resume would train 0 steps"
+            )
+        missing, unexpected = policy.model.load_state_dict(
+            read_model_state(resume_from), strict=not policy.is_lora
+        )
+        if unexpected or any(
+            p.requires_grad for name, p in policy.model.named_parameters() if name in set(missing)
+        ):
+            raise ResumeError(
+                f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
+                f"missing trainable {[m for m in missing][:3]})"
+            )
         # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
         policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
     else:
@@ -330,7 +403,9 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracke
         sft = sft_warm_start(policy, versions, config)
         tracker.set("idle")
         if ranks.is_main:
-            services.run_summary_update(run_id=run.pk, **sft, device=str(policy.device), ranks=ranks.world)
+            services.run_summary_update(
+                run_id=run.pk, **sft, device=str(policy.device), ranks=ranks.world
+            )
     reference = None
     if config.kl_coef > 0:
         if ranks.is_main and resume_from is None:
@@ -340,14 +415,22 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracke
 
     specs = _task_specs(policy, versions, config)
     if not specs:
-        raise ValueError(f"no task prompt fits max_prompt_tokens={config.max_prompt_tokens}; raise it")
+        raise ValueError(
+            f"no task prompt fits max_prompt_tokens={config.max_prompt_tokens}; raise it"
+        )
     model = distributed.wrap(policy.model, ranks)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0
+    )
     scheduler = _scheduler(optimizer, config)
     buckets = {v.pk: pass_rate(v).bucket for v in versions}
     state = TrainerState(
-        sampler=DifficultySampler(specs, lambda spec: state.buckets[spec.task_version_id], config.difficulty_weights,
-                                  config.seed),
+        sampler=DifficultySampler(
+            specs,
+            lambda spec: state.buckets[spec.task_version_id],
+            config.difficulty_weights,
+            config.seed,
+        ),
         buckets=buckets,
     )
     if resume_from is not None:
@@ -358,43 +441,87 @@ def _train(run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracke
         state.restore(saved["trainer"])
         if ranks.is_main:
             rewound = services.run_rewind(run_id=run.pk, to_step=start_step)
-            services.run_summary_update(run_id=run.pk, resumed_from_step=start_step, rewound_steps=rewound)
+            services.run_summary_update(
+                run_id=run.pk, resumed_from_step=start_step, rewound_steps=rewound
+            )
     elif ranks.is_main:
         services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
     rollout_config = RolloutConfig(
-        group_size=config.group_size, max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature, top_p=config.top_p, timeout_s=config.rollout_timeout_s,
+        group_size=config.group_size,
+        max_turns=config.max_turns,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        timeout_s=config.rollout_timeout_s,
     )
     scorer = _scorer(config, versions)
     heldout = _heldout_specs(run, policy, config)
     drift_config = DriftConfig.from_config(config.drift)
     for step in range(start_step + 1, config.steps + 1):
         log_context_bind(step=step)
-        cancelled = ranks.is_main and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+        cancelled = (
+            ranks.is_main
+            and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+        )
         if distributed.broadcast_value(cancelled):
             return
-        _step(run.pk, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config,
-              ranks, generator, scorer, tracker=tracker)
+        _step(
+            run.pk,
+            step,
+            policy,
+            model,
+            optimizer,
+            scheduler,
+            reference,
+            state,
+            specs,
+            rollout_config,
+            config,
+            ranks,
+            generator,
+            scorer,
+            tracker=tracker,
+        )
         if ranks.is_main:
             drift_step(run.pk, step, drift_config)
         if heldout and ranks.is_main and (step % config.eval_every == 0 or step == config.steps):
             tracker.set("eval", sandbox_demand(heldout, each=config.eval_samples))
-            result = heldout_evaluate(policy, heldout, samples=config.eval_samples, rollout_config=rollout_config,
-                                      seed=config.seed * 1_000_003 + step, scorer=scorer)
-            services.evaluation_record(run_id=run.pk, step=step, task_set_id=run.eval_task_set_id,
-                                       samples_per_task=config.eval_samples, result=result)
-            drift_step(run.pk, step, drift_config)  # again: the held-out onset signal reads the evaluation
+            result = heldout_evaluate(
+                policy,
+                heldout,
+                samples=config.eval_samples,
+                rollout_config=rollout_config,
+                seed=config.seed * 1_000_003 + step,
+                scorer=scorer,
+            )
+            services.evaluation_record(
+                run_id=run.pk,
+                step=step,
+                task_set_id=run.eval_task_set_id,
+                samples_per_task=config.eval_samples,
+                result=result,
+            )
+            drift_step(
+                run.pk, step, drift_config
+            )  # again: the held-out onset signal reads the evaluation
         if step % config.checkpoint_every == 0 or step == config.steps:
             tracker.set("checkpoint")
-            _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks)
+            _checkpoint(
+                directory, step, policy, optimizer, scheduler, generator, state, config, ranks
+            )
         tracker.set("idle")
     if ranks.is_main:
         final = directory / "checkpoint-final"
         policy.save(final)
         store = artifacts.default_store()
-        services.run_summary_update(run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final)))
-        services.run_transition(run_id=run.pk, to_status=TrainingRun.SUCCEEDED,
-                                reason=f"trained steps {start_step + 1}..{config.steps}")
+        services.run_summary_update(
+            run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final))
+        )
+        services.run_transition(
+            run_id=run.pk,
+            to_status=TrainingRun.SUCCEEDED,
+            reason=f"trained steps {start_step + 1}..{config.steps}",
+        )
     # Every rank leaves together, before the process group goes (a DDP wrapper freed after
     # its group was destroyed can hang the rank that still holds it).
     distributed.barrier()
@@ -408,31 +535,64 @@ def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
         from training.rewards.reference import reference_profiles_ensure
 
         references = reference_profiles_ensure(versions)
-    return Scorer(weights=config.reward_weights, hack_policy=config.hack_policy, references=references)
+    return Scorer(
+        weights=config.reward_weights, hack_policy=config.hack_policy, references=references
+    )
 
 
 def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[TaskSpec]:
     """The held-out set's trainable versions as they are at the run's (re)start."""
     if not (config.eval_every and run.eval_task_set_id):
         return []
-    versions = list(trainable(task_set_versions(task_set=run.eval_task_set)).select_related("task", "test_suite"))
+    versions = list(
+        trainable(task_set_versions(task_set=run.eval_task_set)).select_related(
+            "task", "test_suite"
+        )
+    )
     specs = _task_specs(policy, versions, config, cap=len(versions))
     if not specs:
-        raise ValueError(f"no prompt of the held-out set {run.eval_task_set.name!r} fits max_prompt_tokens="
-                         f"{config.max_prompt_tokens}")
+        raise ValueError(
+            f"no prompt of the held-out set {run.eval_task_set.name!r} fits max_prompt_tokens="
+            f"{config.max_prompt_tokens}"
+        )
     return specs
 
 
-def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, specs, rollout_config, config, ranks,
-          generator, scorer, *, tracker: PhaseTracker) -> None:
+def _step(
+    run_id,
+    step,
+    policy,
+    model,
+    optimizer,
+    scheduler,
+    reference,
+    state,
+    specs,
+    rollout_config,
+    config,
+    ranks,
+    generator,
+    scorer,
+    *,
+    tracker: PhaseTracker,
+) -> None:
     """One RL step on every rank; rank 0 records it (with the step's phases and sandbox pool timeline)."""
     tasks = state.next_tasks(specs, min(config.tasks_per_step, len(specs)))
     mine = ranks.shard(len(tasks))
-    local, times = collect_rollouts(policy, tasks[mine.start : mine.stop], rollout_config, generator=generator,
-                                    first_group=mine.start, scorer=scorer, on_phase=tracker.set)
+    local, times = collect_rollouts(
+        policy,
+        tasks[mine.start : mine.stop],
+        rollout_config,
+        generator=generator,
+        first_group=mine.start,
+        scorer=scorer,
+        on_phase=tracker.set,
+    )
     tracker.set("update")  # no sandbox demand: the pool may fall back to its floor
     started = time.monotonic()
-    metrics = grpo_update(policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler)
+    metrics = grpo_update(
+        policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler
+    )
     update_s = time.monotonic() - started
     tracker.set("idle")
     phase_metrics, timeline = tracker.take_step()
@@ -462,26 +622,45 @@ def _step(run_id, step, policy, model, optimizer, scheduler, reference, state, s
         }
     )
     for name in sorted({k for r in scored for k in r.reward_components}):
-        metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(1, len(scored))
+        metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
+            1, len(scored)
+        )
     metrics.update(phase_metrics)  # timing/phase_<name>_s
-    record = services.step_record(run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline)
-    trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # Prometheus (console/metrics.py)
-    services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # the rules: milliseconds
+    record = services.step_record(
+        run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
+    )
+    trainer_step_observe(
+        run_id=run_id, step=step, metrics=record.metrics
+    )  # Prometheus (console/metrics.py)
+    services.run_monitors_step(
+        run_id=run_id, step=step, include_llm=False
+    )  # the rules: milliseconds
     if config.llm_monitor:
         from training.tasks import run_llm_monitor_task
 
         run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
 
 
-def _checkpoint(directory, step, policy, optimizer, scheduler, generator, state, config, ranks) -> None:
+def _checkpoint(
+    directory, step, policy, optimizer, scheduler, generator, state, config, ranks
+) -> None:
     """Write the checkpoint of ``step`` from every rank, then publish it atomically (rank 0)."""
     staging = checkpoint.staging_dir(directory, step)
     if ranks.is_main:
         checkpoint.prepare_staging(directory, step)
-        checkpoint.write_model(staging, model=policy.model, tokenizer=policy.tokenizer, trainable_only=policy.is_lora)
+        checkpoint.write_model(
+            staging, model=policy.model, tokenizer=policy.tokenizer, trainable_only=policy.is_lora
+        )
     distributed.barrier()
-    checkpoint.write_rank_state(staging, rank=ranks.rank, step=step, optimizer=optimizer, scheduler=scheduler,
-                                generator=generator, trainer_state=state.to_dict())
+    checkpoint.write_rank_state(
+        staging,
+        rank=ranks.rank,
+        step=step,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        generator=generator,
+        trainer_state=state.to_dict(),
+    )
     distributed.barrier()
     if ranks.is_main:
         checkpoint.publish(staging, step=step, keep=config.keep_checkpoints)

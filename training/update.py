@@ -36,8 +36,11 @@ def shape_rewards(rollouts: list, config: RunConfig) -> None:
     if not config.overlong_cache_tokens or not scored:
         return
     lengths = torch.tensor([r.sampled_tokens for r in scored])
-    penalties = overlong_penalty(lengths, max_length=config.max_turns * config.max_new_tokens,
-                                 cache_length=config.overlong_cache_tokens)
+    penalties = overlong_penalty(
+        lengths,
+        max_length=config.max_turns * config.max_new_tokens,
+        cache_length=config.overlong_cache_tokens,
+    )
     for rollout, penalty in zip(scored, penalties.tolist()):
         # A shaping term in [-1, 0] added to the reward (kept beside the [0, 1] components).
         rollout.reward_components["overlong"] = penalty
@@ -74,9 +77,16 @@ def assign_advantages(rollouts: list, config: RunConfig) -> tuple[list, int, int
     return trained, zero_groups, len(groups)
 
 
-def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config: RunConfig, *,
-                model: torch.nn.Module | None = None, reference: torch.nn.Module | None = None,
-                scheduler=None) -> dict:
+def grpo_update(
+    policy,
+    optimizer: torch.optim.Optimizer,
+    rollouts: list,
+    config: RunConfig,
+    *,
+    model: torch.nn.Module | None = None,
+    reference: torch.nn.Module | None = None,
+    scheduler=None,
+) -> dict:
     """Shape rewards, assign advantages and take ``config.ppo_epochs`` gradient steps.
 
     Args:
@@ -99,9 +109,17 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
     batch = _batch(policy, trained) if trained else None
     local_tokens = float(batch[2].sum()) if batch else 0.0
     rows, tokens, zero_groups, groups = distributed.sum_across(
-        [local_rows, local_tokens, zero_groups, groups], policy.device)
-    metrics = {"groups/zero_advantage": int(zero_groups), "groups/total": int(groups), "tokens/trained": int(tokens),
-               "loss/policy": 0.0, "loss/kl": 0.0, "policy/entropy": 0.0, "policy/clip_fraction": 0.0}
+        [local_rows, local_tokens, zero_groups, groups], policy.device
+    )
+    metrics = {
+        "groups/zero_advantage": int(zero_groups),
+        "groups/total": int(groups),
+        "tokens/trained": int(tokens),
+        "loss/policy": 0.0,
+        "loss/kl": 0.0,
+        "policy/entropy": 0.0,
+        "policy/clip_fraction": 0.0,
+    }
     if tokens == 0:  # every rank agrees: nothing to learn from this batch (nor a scheduler step)
         return metrics
     if batch is None:
@@ -114,13 +132,25 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
     ref_logprobs = None
     if config.kl_coef > 0 and reference is not None:
         with torch.no_grad():
-            ref_logprobs, _ = token_logprobs(reference, ids, attention, temperature=config.temperature, start=start,
-                                             with_entropy=False)
+            ref_logprobs, _ = token_logprobs(
+                reference,
+                ids,
+                attention,
+                temperature=config.temperature,
+                start=start,
+                with_entropy=False,
+            )
     sums = {"loss/policy": 0.0, "loss/kl": 0.0, "policy/entropy": 0.0, "policy/clip_fraction": 0.0}
     old_logprobs = None
     for epoch in range(config.ppo_epochs):
-        logprobs, entropy = token_logprobs(model, ids, attention, temperature=config.temperature, start=start,
-                                           with_entropy=epoch == 0)
+        logprobs, entropy = token_logprobs(
+            model,
+            ids,
+            attention,
+            temperature=config.temperature,
+            start=start,
+            with_entropy=epoch == 0,
+        )
         if old_logprobs is None:
             # The policy that sampled the batch is the one before this call's first step, so its
             # log-probabilities are the first epoch's (no separate forward pass; ratio 1 there).
@@ -130,13 +160,26 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
             loss = logprobs.sum() * 0.0
             policy_loss = kl_loss = loss
         else:
-            policy_loss = clipped_policy_loss(logprobs, old_logprobs, advantages, loss_mask, clip_low=config.clip_low,
-                                              clip_high=config.clip_high, aggregation=config.loss_aggregation,
-                                              **_aggregation_counts(config, counts))
+            policy_loss = clipped_policy_loss(
+                logprobs,
+                old_logprobs,
+                advantages,
+                loss_mask,
+                clip_low=config.clip_low,
+                clip_high=config.clip_high,
+                aggregation=config.loss_aggregation,
+                **_aggregation_counts(config, counts),
+            )
             kl_loss = torch.zeros((), device=policy.device)
             if ref_logprobs is not None:
-                kl_loss = kl_penalty(logprobs, ref_logprobs, loss_mask, coef=config.kl_coef,
-                                     aggregation=config.loss_aggregation, **_aggregation_counts(config, counts))
+                kl_loss = kl_penalty(
+                    logprobs,
+                    ref_logprobs,
+                    loss_mask,
+                    coef=config.kl_coef,
+                    aggregation=config.loss_aggregation,
+                    **_aggregation_counts(config, counts),
+                )
             loss = policy_loss + kl_loss
         optimizer.zero_grad(set_to_none=True)
         (loss * world).backward()
@@ -149,22 +192,36 @@ def grpo_update(policy, optimizer: torch.optim.Optimizer, rollouts: list, config
         if epoch == config.ppo_epochs - 1 and local_rows:
             # How often the clip bound in the last epoch (0 with one epoch: the ratio is 1 there).
             sums["policy/clip_fraction"] = clip_fraction(
-                logprobs.detach(), old_logprobs, advantages, loss_mask, clip_low=config.clip_low,
-                clip_high=config.clip_high) * float(loss_mask.sum())
+                logprobs.detach(),
+                old_logprobs,
+                advantages,
+                loss_mask,
+                clip_low=config.clip_low,
+                clip_high=config.clip_high,
+            ) * float(loss_mask.sum())
             sums["loss/policy"] = float(policy_loss.detach())
     if scheduler is not None:
         scheduler.step()
     entropy_sum, clip_sum, kl_sum, policy_sum = distributed.sum_across(
-        [sums["policy/entropy"], sums["policy/clip_fraction"], sums["loss/kl"], sums["loss/policy"]], policy.device)
-    metrics.update({
-        # the loss is already normalised by global counts on every rank: its global value is the sum
-        "loss/policy": policy_sum,
-        "loss/kl": kl_sum / tokens,  # mean k3 per trained token
-        "policy/entropy": entropy_sum / tokens,
-        "policy/clip_fraction": clip_sum / tokens,
-        "policy/grad_norm": float(grad_norm),
-        "policy/lr": optimizer.param_groups[0]["lr"],
-    })
+        [
+            sums["policy/entropy"],
+            sums["policy/clip_fraction"],
+            sums["loss/kl"],
+            sums["loss/policy"],
+        ],
+        policy.device,
+    )
+    metrics.update(
+        {
+            # the loss is already normalised by global counts on every rank: its global value is the sum
+            "loss/policy": policy_sum,
+            "loss/kl": kl_sum / tokens,  # mean k3 per trained token
+            "policy/entropy": entropy_sum / tokens,
+            "policy/clip_fraction": clip_sum / tokens,
+            "policy/grad_norm": float(grad_norm),
+            "policy/lr": optimizer.param_groups[0]["lr"],
+        }
+    )
     return metrics
 
 
@@ -177,12 +234,18 @@ def _aggregation_counts(config: RunConfig, counts: dict) -> dict:
 
 def _batch(policy, trained: list):
     sequences, masks = zip(*(r.sequence_and_mask() for r in trained))
-    ids, attention, loss_mask = pad_batch(list(sequences), list(masks), policy.pad_id, policy.device)
-    advantages = torch.tensor([r.advantage for r in trained], dtype=torch.float32, device=policy.device)
+    ids, attention, loss_mask = pad_batch(
+        list(sequences), list(masks), policy.pad_id, policy.device
+    )
+    advantages = torch.tensor(
+        [r.advantage for r in trained], dtype=torch.float32, device=policy.device
+    )
     return ids, attention, loss_mask, advantages
 
 
 def _placeholder_batch(policy):
     """One two-token row with an empty loss mask, for a rank with nothing to train."""
-    ids, attention, loss_mask = pad_batch([[policy.bos_id, policy.pad_id]], [[0, 0]], policy.pad_id, policy.device)
+    ids, attention, loss_mask = pad_batch(
+        [[policy.bos_id, policy.pad_id]], [[0, 0]], policy.pad_id, policy.device
+    )
     return ids, attention, loss_mask, torch.zeros(1, device=policy.device)

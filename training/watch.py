@@ -8,8 +8,13 @@ from collections.abc import Callable
 from training.models import StepMetric, TrainingRun
 
 
-def run_wait(run_id: int, *, on_step: Callable[[StepMetric], None] | None = None, poll_s: float = 1.0,
-             timeout_s: float | None = None) -> TrainingRun:
+def run_wait(
+    run_id: int,
+    *,
+    on_step: Callable[[StepMetric], None] | None = None,
+    poll_s: float = 1.0,
+    timeout_s: float | None = None,
+) -> TrainingRun:
     """Poll the database until run ``run_id`` is terminal; call ``on_step`` for each new step.
 
     Raises:
@@ -36,6 +41,8 @@ def run_summary(run: TrainingRun) -> dict:
         "run_id": run.pk,
         "status": run.status,
         "reason": run.status_reason,
-        "steps": [{"step": s.step, "reward_mean": s.reward_mean} for s in run.steps.order_by("step")],
+        "steps": [
+            {"step": s.step, "reward_mean": s.reward_mean} for s in run.steps.order_by("step")
+        ],
         "summary": run.summary,
     }

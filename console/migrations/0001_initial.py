@@ -6,127 +6,348 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tasks_library', '0005_reference_profile'),
-        ('training', '0003_rewards_alerts_evaluation'),
+        ("tasks_library", "0005_reference_profile"),
+        ("training", "0003_rewards_alerts_evaluation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='HackExample',
+            name="HackExample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('code', models.TextField()),
-                ('label', models.CharField(default='reward_hack', max_length=40)),
-                ('flags', models.JSONField(blank=True, default=list)),
-                ('note', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='hack_examples', to='tasks_library.taskversion')),
-                ('trajectory', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='hack_example', to='training.trajectory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("code", models.TextField()),
+                ("label", models.CharField(default="reward_hack", max_length=40)),
+                ("flags", models.JSONField(blank=True, default=list)),
+                ("note", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="hack_examples",
+                        to="tasks_library.taskversion",
+                    ),
+                ),
+                (
+                    "trajectory",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="hack_example",
+                        to="training.trajectory",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='ReviewQueue',
+            name="ReviewQueue",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('strategy', models.CharField(choices=[('uniform', 'uniform (seeded random)'), ('highest_reward', 'highest reward first'), ('flagged_first', 'flagged first (then by monitor score)'), ('monitor_score', 'most suspicious first (monitor score)'), ('stratified_task', 'stratified by task version (round robin)'), ('stratified_difficulty', 'stratified by difficulty bucket (round robin)'), ('verifier_disagreement', 'verifier disagreement (tasks whose labels contradicted the reward)')], max_length=40)),
-                ('size', models.PositiveIntegerField()),
-                ('reviewers_per_item', models.PositiveIntegerField(default=1)),
-                ('seed', models.IntegerField(default=0)),
-                ('filters', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='review_queues', to='training.trainingrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "strategy",
+                    models.CharField(
+                        choices=[
+                            ("uniform", "uniform (seeded random)"),
+                            ("highest_reward", "highest reward first"),
+                            ("flagged_first", "flagged first (then by monitor score)"),
+                            ("monitor_score", "most suspicious first (monitor score)"),
+                            ("stratified_task", "stratified by task version (round robin)"),
+                            (
+                                "stratified_difficulty",
+                                "stratified by difficulty bucket (round robin)",
+                            ),
+                            (
+                                "verifier_disagreement",
+                                "verifier disagreement (tasks whose labels contradicted the reward)",
+                            ),
+                        ],
+                        max_length=40,
+                    ),
+                ),
+                ("size", models.PositiveIntegerField()),
+                ("reviewers_per_item", models.PositiveIntegerField(default=1)),
+                ("seed", models.IntegerField(default=0)),
+                ("filters", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_queues",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='ReviewItem',
+            name="ReviewItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('reason', models.CharField(blank=True, max_length=300)),
-                ('trajectory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_items', to='training.trajectory')),
-                ('queue', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='console.reviewqueue')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("reason", models.CharField(blank=True, max_length=300)),
+                (
+                    "trajectory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_items",
+                        to="training.trajectory",
+                    ),
+                ),
+                (
+                    "queue",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="console.reviewqueue",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['queue_id', 'position'],
+                "ordering": ["queue_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='TaskDraft',
+            name="TaskDraft",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task_id', models.CharField(max_length=200)),
-                ('prompt', models.TextField()),
-                ('entry_point', models.CharField(max_length=200)),
-                ('reference_solution', models.TextField()),
-                ('files', models.JSONField(blank=True, default=dict)),
-                ('tests', models.TextField()),
-                ('harness', models.CharField(default='python-check', max_length=40)),
-                ('status', models.CharField(choices=[('draft', 'draft'), ('submitted', 'submitted')], default='draft', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('from_trajectory', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='task_drafts', to='training.trajectory')),
-                ('submitted_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('task_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='tasks_library.taskversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("task_id", models.CharField(max_length=200)),
+                ("prompt", models.TextField()),
+                ("entry_point", models.CharField(max_length=200)),
+                ("reference_solution", models.TextField()),
+                ("files", models.JSONField(blank=True, default=dict)),
+                ("tests", models.TextField()),
+                ("harness", models.CharField(default="python-check", max_length=40)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("draft", "draft"), ("submitted", "submitted")],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "from_trajectory",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="task_drafts",
+                        to="training.trajectory",
+                    ),
+                ),
+                (
+                    "submitted_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="tasks_library.taskversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='ReviewAssignment',
+            name="ReviewAssignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('assigned_at', models.DateTimeField(auto_now_add=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('assigned_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_assignments', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='console.reviewitem')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("assigned_at", models.DateTimeField(auto_now_add=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "assigned_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="console.reviewitem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item_id', 'id'],
-                'constraints': [models.UniqueConstraint(fields=('item', 'reviewer'), name='unique_review_assignment')],
+                "ordering": ["item_id", "id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("item", "reviewer"), name="unique_review_assignment"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ReviewLabel',
+            name="ReviewLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(choices=[('correct', 'correct'), ('reward_hack', 'reward hack'), ('broken_task', 'broken task'), ('ambiguous_task', 'ambiguous task'), ('other', 'other')], max_length=20)),
-                ('note', models.TextField(blank=True)),
-                ('feedback', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('item', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='console.reviewitem')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_labels', to=settings.AUTH_USER_MODEL)),
-                ('trajectory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_labels', to='training.trajectory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "label",
+                    models.CharField(
+                        choices=[
+                            ("correct", "correct"),
+                            ("reward_hack", "reward hack"),
+                            ("broken_task", "broken task"),
+                            ("ambiguous_task", "ambiguous task"),
+                            ("other", "other"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                ("feedback", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="labels",
+                        to="console.reviewitem",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_labels",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "trajectory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_labels",
+                        to="training.trajectory",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at', '-id'],
-                'indexes': [models.Index(fields=['trajectory', 'label'], name='console_rev_traject_6c652b_idx')],
-                'constraints': [models.UniqueConstraint(fields=('item', 'reviewer'), name='unique_review_label')],
+                "ordering": ["-updated_at", "-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["trajectory", "label"], name="console_rev_traject_6c652b_idx"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("item", "reviewer"), name="unique_review_label")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='reviewitem',
-            constraint=models.UniqueConstraint(fields=('queue', 'trajectory'), name='unique_review_item_trajectory'),
+            model_name="reviewitem",
+            constraint=models.UniqueConstraint(
+                fields=("queue", "trajectory"), name="unique_review_item_trajectory"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='reviewitem',
-            constraint=models.UniqueConstraint(fields=('queue', 'position'), name='unique_review_item_position'),
+            model_name="reviewitem",
+            constraint=models.UniqueConstraint(
+                fields=("queue", "position"), name="unique_review_item_position"
+            ),
         ),
     ]

@@ -36,7 +36,9 @@ def _permissions(apps, grants):
         content_type, _ = ContentType.objects.get_or_create(app_label=app_label, model=model)
         for action in actions:
             permission, _ = Permission.objects.get_or_create(
-                content_type=content_type, codename=f"{action}_{model}", defaults={"name": f"Can {action} {verbose}"},
+                content_type=content_type,
+                codename=f"{action}_{model}",
+                defaults={"name": f"Can {action} {verbose}"},
             )
             found.append(permission)
     return found

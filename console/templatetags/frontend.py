@@ -23,5 +23,7 @@ def frontend_importmap() -> str:
     if getattr(settings, "FRONTEND_BUNDLED", False):
         return ""
     # "<" escaped: the JSON cannot close the script element whatever STATIC_URL holds
-    imports = json.dumps({"imports": {PLOTLY_PACKAGE: static("fallback/plotly.js")}}).replace("<", "\\u003c")
+    imports = json.dumps({"imports": {PLOTLY_PACKAGE: static("fallback/plotly.js")}}).replace(
+        "<", "\\u003c"
+    )
     return mark_safe(f'<script type="importmap">{imports}</script>')

@@ -21,7 +21,11 @@ def canonical(name: str) -> str:
 
 def excluded_names(text: str) -> set[str]:
     """The canonical names of an exclusion file (one a line; ``#`` comments and blanks skipped)."""
-    return {canonical(line.strip()) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+    return {
+        canonical(line.strip())
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    }
 
 
 def kept(requirements: str, excluded: set[str]) -> list[str]:

@@ -40,7 +40,10 @@ def encode(value, depth=0):
         items = [encode(item, depth + 1) for item in value]
         return {"t": kind.__name__, "v": items}
     if kind is dict:
-        return {"t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+        return {
+            "t": "dict",
+            "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()],
+        }
     raise NotPlainData("value of type %s is not plain data (builtin types only)" % kind.__name__)
 
 
@@ -87,7 +90,11 @@ def read_greeting(replies, max_bytes):
         greeting = json.loads(line)
     except ValueError:
         greeting = None
-    return greeting if isinstance(greeting, dict) else {"load_error": "the submission's process sent no greeting"}
+    return (
+        greeting
+        if isinstance(greeting, dict)
+        else {"load_error": "the submission's process sent no greeting"}
+    )
 
 
 def describe(exc, limit=500):

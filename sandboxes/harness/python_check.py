@@ -33,7 +33,14 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, describe, dumps_line, encode, read_greeting, driver_channels
+    from sandboxes.harness.plaindata import (
+        decode,
+        describe,
+        driver_channels,
+        dumps_line,
+        encode,
+        read_greeting,
+    )
 except ImportError:
     pass
 
@@ -80,8 +87,10 @@ def compile_suite(test_source, prompt=""):
             cannot compile on its own (the driver then compiles it in place, and fails it).
     """
     module = ast.parse(test_source)
-    pairs = tuple((test_id, compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"))
-                  for test_id, stmt in split_check(test_source, module))
+    pairs = tuple(
+        (test_id, compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"))
+        for test_id, stmt in split_check(test_source, module)
+    )
     try:
         prompt_code = compile(prompt, "<prompt>", "exec")
     except (SyntaxError, ValueError):
@@ -98,8 +107,10 @@ def _load_compiled(compiled):
 
 def module_without_check(module):
     """The parsed test module's top level (imports, constants, helpers) minus ``check``."""
-    return ast.Module(body=[n for n in module.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")],
-                      type_ignores=[])
+    return ast.Module(
+        body=[n for n in module.body if not (isinstance(n, ast.FunctionDef) and n.name == "check")],
+        type_ignores=[],
+    )
 
 
 class SubmissionLost(RuntimeError):
@@ -129,7 +140,9 @@ class Candidate:
             raise SubmissionLost(self.lost) from None
         line = self.replies.readline(MAX_REPLY_BYTES)
         if not line.endswith(b"\n"):
-            self.lost = "the submission's process exited or sent a reply over %d bytes" % MAX_REPLY_BYTES
+            self.lost = (
+                "the submission's process exited or sent a reply over %d bytes" % MAX_REPLY_BYTES
+            )
             raise SubmissionLost(self.lost)
         reply = json.loads(line)
         if "ok" in reply:
@@ -152,8 +165,10 @@ def main(spec):
             # A probe calls the program on each input and reports what it returned (the
             # reference as the oracle of generated tests); each call is one "test".
             module = ast.Module(body=[], type_ignores=[])
-            pairs = [("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
-                     for k, args in enumerate(json.loads(spec["tests"]))]
+            pairs = [
+                ("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
+                for k, args in enumerate(json.loads(spec["tests"]))
+            ]
         else:
             module = ast.parse(spec["tests"])
             pairs = split_check(spec["tests"], module)
@@ -181,7 +196,11 @@ def main(spec):
         # with ``sort_third``): in the original harness that name is the submission's
         # function, so here it is the same proxy as ``candidate``.
         namespace["candidate"] = namespace[spec["entry_point"]] = Candidate(
-            spec["entry_point"], requests, replies, PROBE_CALL_TIMEOUT_S if probing else spec.get("test_timeout_s"))
+            spec["entry_point"],
+            requests,
+            replies,
+            PROBE_CALL_TIMEOUT_S if probing else spec.get("test_timeout_s"),
+        )
 
     for test_id, stmt in pairs:
         if load_error is not None:
@@ -197,7 +216,13 @@ def main(spec):
                 emit(event="test", id=test_id, passed=False, error=describe(exc, MAX_ERROR_CHARS))
             continue
         if probing:
-            emit(event="test", id=test_id, passed=True, error="", output=repr(namespace.pop("__probe_value__"))[:MAX_OUTPUT_CHARS])
+            emit(
+                event="test",
+                id=test_id,
+                passed=True,
+                error="",
+                output=repr(namespace.pop("__probe_value__"))[:MAX_OUTPUT_CHARS],
+            )
         elif test_id is not None:
             emit(event="test", id=test_id, passed=True, error="")
     lost = namespace.get("candidate").lost if "candidate" in namespace else None

@@ -24,7 +24,13 @@ import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import decode, describe, dumps_line, read_greeting, driver_channels
+    from sandboxes.harness.plaindata import (
+        decode,
+        describe,
+        driver_channels,
+        dumps_line,
+        read_greeting,
+    )
 except ImportError:
     pass
 
@@ -46,13 +52,21 @@ def output_ids(suite_source):
         raise ValueError("output-match suite is not JSON: %s" % exc)
     outputs = spec.get("outputs") if isinstance(spec, dict) else None
     if not isinstance(outputs, list) or not outputs:
-        raise ValueError('output-match suite needs {"outputs": [{"id", "file", "compare", "expected"}, ...]}')
+        raise ValueError(
+            'output-match suite needs {"outputs": [{"id", "file", "compare", "expected"}, ...]}'
+        )
     ids = []
     for k, entry in enumerate(outputs):
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not isinstance(entry.get("file"), str):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("id"), str)
+            or not isinstance(entry.get("file"), str)
+        ):
             raise ValueError("outputs[%d] needs string fields 'id' and 'file'" % k)
         if entry.get("compare", "text") not in COMPARERS:
-            raise ValueError("outputs[%d]: compare must be one of %s" % (k, ", ".join(sorted(COMPARERS))))
+            raise ValueError(
+                "outputs[%d]: compare must be one of %s" % (k, ", ".join(sorted(COMPARERS)))
+            )
         if "expected" not in entry:
             raise ValueError("outputs[%d] has no 'expected'" % k)
         if entry["id"] in ids:
@@ -72,11 +86,17 @@ def _close(actual, expected, tolerance):
 def _same(actual, expected, tolerance):
     """JSON values equal, numbers within tolerance (relative above 1, absolute below)."""
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and actual.keys() == expected.keys() and all(
-            _same(actual[k], expected[k], tolerance) for k in expected)
+        return (
+            isinstance(actual, dict)
+            and actual.keys() == expected.keys()
+            and all(_same(actual[k], expected[k], tolerance) for k in expected)
+        )
     if isinstance(expected, list):
-        return isinstance(actual, list) and len(actual) == len(expected) and all(
-            _same(a, e, tolerance) for a, e in zip(actual, expected))
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_same(a, e, tolerance) for a, e in zip(actual, expected))
+        )
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         return _close(actual, expected, tolerance)
     return type(actual) is type(expected) and actual == expected
@@ -99,7 +119,11 @@ def _compare_number(text, entry):
         return False, "not a number: %r" % text[:100]
     if _close(actual, entry["expected"], float(entry.get("tolerance", 0))):
         return True, ""
-    return False, "got %r, expected %r within %s" % (actual, entry["expected"], entry.get("tolerance", 0))
+    return False, "got %r, expected %r within %s" % (
+        actual,
+        entry["expected"],
+        entry.get("tolerance", 0),
+    )
 
 
 def _normalized(text, how):
@@ -176,9 +200,21 @@ def main(spec):
             score = float(score)
             if not 0.0 <= score <= 1.0 or math.isnan(score):
                 raise ValueError("check() returned score %r outside [0, 1]" % score)
-            emit(event="test", id=CHECKER_ID, passed=score >= 1.0, score=score, error=str(reason)[:MAX_ERROR_CHARS])
+            emit(
+                event="test",
+                id=CHECKER_ID,
+                passed=score >= 1.0,
+                score=score,
+                error=str(reason)[:MAX_ERROR_CHARS],
+            )
         except Exception as exc:  # noqa: BLE001 - a checker error is the checker's failure
-            emit(event="test", id=CHECKER_ID, passed=False, score=0.0, error="checker failed: " + describe(exc, MAX_ERROR_CHARS))
+            emit(
+                event="test",
+                id=CHECKER_ID,
+                passed=False,
+                score=0.0,
+                error="checker failed: " + describe(exc, MAX_ERROR_CHARS),
+            )
     emit(event="done")
     os._exit(0)
 

@@ -53,43 +53,121 @@ AUDIT_END = "crucible.audit_end"
 # when it returns one of the harness's frames. Not recorded on purpose: ``exec``/``compile``
 # (namedtuple and dataclasses use them), ``import``, reads, ``sys.setrecursionlimit``
 # (a resource matter the rlimits hold).
-AUDITED = frozenset((
-    # network
-    "socket.__new__", "socket.bind", "socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
-    "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg", "http.client.connect", "urllib.Request",
-    "ftplib.connect", "smtplib.connect", "poplib.connect", "imaplib.open", "nntplib.connect",
-    "telnetlib.Telnet.open", "webbrowser.open",
-    # processes
-    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-    "pty.spawn", "os.startfile",
-    # native code
-    "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.string_at",
-    "ctypes.wstring_at", "ctypes.call_function", "ctypes.PyObj_FromPtr",
-    # filesystem (writes outside the scratch space)
-    "open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink", "os.link",
-    "os.truncate", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile",
-    # signals
-    "os.kill", "os.killpg", "signal.pthread_kill",
-    # tampering
-    "sys.addaudithook", "resource.setrlimit", "resource.prlimit", "sys.settrace", "sys.setprofile",
-    "sys.monitoring.register_callback", AUDIT_END,
-    # introspection: reaching frames and objects outside the submission
-    "object.__getattr__", "sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
-    "gc.get_referents",
-    # other
-    "code.__new__", "builtins.input", "os.putenv", "os.unsetenv",
-))
+AUDITED = frozenset(
+    (
+        # network
+        "socket.__new__",
+        "socket.bind",
+        "socket.connect",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.sendto",
+        "socket.sendmsg",
+        "http.client.connect",
+        "urllib.Request",
+        "ftplib.connect",
+        "smtplib.connect",
+        "poplib.connect",
+        "imaplib.open",
+        "nntplib.connect",
+        "telnetlib.Telnet.open",
+        "webbrowser.open",
+        # processes
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.startfile",
+        # native code
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.dlsym/handle",
+        "ctypes.cdata",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+        "ctypes.call_function",
+        "ctypes.PyObj_FromPtr",
+        # filesystem (writes outside the scratch space)
+        "open",
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.chmod",
+        "os.chown",
+        "os.symlink",
+        "os.link",
+        "os.truncate",
+        "os.utime",
+        "shutil.rmtree",
+        "shutil.move",
+        "shutil.copyfile",
+        # signals
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        # tampering
+        "sys.addaudithook",
+        "resource.setrlimit",
+        "resource.prlimit",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.monitoring.register_callback",
+        AUDIT_END,
+        # introspection: reaching frames and objects outside the submission
+        "object.__getattr__",
+        "sys._getframe",
+        "sys._current_frames",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        # other
+        "code.__new__",
+        "builtins.input",
+        "os.putenv",
+        "os.unsetenv",
+    )
+)
 # Path events: the positions of the paths they create, change or remove.
-PATH_ARGS = {"open": (0,), "os.remove": (0,), "os.rename": (0, 1), "os.rmdir": (0,), "os.mkdir": (0,),
-             "os.chmod": (0,), "os.chown": (0,), "os.symlink": (1,), "os.link": (1,), "os.truncate": (0,),
-             "os.utime": (0,), "shutil.rmtree": (0,), "shutil.move": (0, 1), "shutil.copyfile": (1,)}
+PATH_ARGS = {
+    "open": (0,),
+    "os.remove": (0,),
+    "os.rename": (0, 1),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.symlink": (1,),
+    "os.link": (1,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "shutil.rmtree": (0,),
+    "shutil.move": (0, 1),
+    "shutil.copyfile": (1,),
+}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 SCRATCH_DIRS = ("/tmp", "/dev/shm")
-SCRATCH_FILES = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2",
-                           "/proc/self/fd/1", "/proc/self/fd/2"))
+SCRATCH_FILES = frozenset(
+    (
+        "/dev/null",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/fd/1",
+        "/dev/fd/2",
+        "/proc/self/fd/1",
+        "/proc/self/fd/2",
+    )
+)
 FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 HARNESS_FILES = frozenset(("<python_runner>", "<plaindata>", "<string>"))
-_audit = sys.audit  # bound at load: a submission that replaces sys.audit cannot swallow the end line
+_audit = (
+    sys.audit
+)  # bound at load: a submission that replaces sys.audit cannot swallow the end line
 # The calls' CPU time: the calling thread's clock (the process-wide one only advances at
 # scheduler ticks while RLIMIT_CPU arms its timer: 4 ms steps). Bound at load, like _audit.
 _thread_time = time.thread_time
@@ -103,7 +181,9 @@ def _short(value, depth=0):
         text = repr(value)
     elif kind in (tuple, list) and depth < 2:
         items = [_short(item, depth + 1) for item in value[:6]]
-        inside = ", ".join(items) + (", ..." if len(value) > 6 else "," if kind is tuple and len(value) == 1 else "")
+        inside = ", ".join(items) + (
+            ", ..." if len(value) > 6 else "," if kind is tuple and len(value) == 1 else ""
+        )
         text = ("(%s)" if kind is tuple else "[%s]") % inside
     else:
         text = "<%s>" % kind.__name__
@@ -258,7 +338,7 @@ def main(spec):
     def reply(message):
         data = dumps_line(message)
         while data:
-            data = data[os.write(reply_fd, data):]
+            data = data[os.write(reply_fd, data) :]
 
     namespace = {"__name__": "__main__"}
     try:

@@ -103,16 +103,23 @@ def unshare(flags):
 def mount(source, target, fstype, flags, data=None):
     _check(
         libc.mount(
-            source.encode() if source else None, target.encode(), fstype.encode() if fstype else None,
-            ctypes.c_ulong(flags), data.encode() if data else None,
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
         ),
         "mount %s" % target,
     )
 
 
 class MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def make_tree_read_only():
@@ -128,7 +135,9 @@ def make_tree_read_only():
         OSError: the tree could not be made read-only (the zygote then refuses to start).
     """
     attr = MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
-    ret = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+    ret = libc.syscall(
+        SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr)
+    )
     if ret == 0:
         return "mount_setattr"
     err = ctypes.get_errno()
@@ -147,8 +156,10 @@ def _unescape_mountinfo(field):
     out = bytearray()
     i = 0
     while i < len(raw):
-        code = raw[i + 1:i + 4]
-        if raw[i] == 0x5C and len(code) == 3 and all(48 <= c <= 55 for c in code):  # \ and three octal digits
+        code = raw[i + 1 : i + 4]
+        if (
+            raw[i] == 0x5C and len(code) == 3 and all(48 <= c <= 55 for c in code)
+        ):  # \ and three octal digits
             out.append(int(code, 8))
             i += 4
         else:
@@ -191,7 +202,9 @@ def remount_each_read_only():
         except FileNotFoundError:
             continue  # under a mount that covers its parent: unreachable
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID
-        flags |= (MS_NODEV if current & os.ST_NODEV else 0) | (MS_NOEXEC if current & os.ST_NOEXEC else 0)
+        flags |= (MS_NODEV if current & os.ST_NODEV else 0) | (
+            MS_NOEXEC if current & os.ST_NOEXEC else 0
+        )
         mount(None, point, None, flags)
     wanted = os.ST_RDONLY | os.ST_NOSUID
     for point in points:
@@ -200,7 +213,11 @@ def remount_each_read_only():
         except FileNotFoundError:
             continue
         if current & wanted != wanted:
-            raise OSError(errno.EPERM, "remount left %s %s" % (point, "writable" if not current & os.ST_RDONLY else "suid"))
+            raise OSError(
+                errno.EPERM,
+                "remount left %s %s"
+                % (point, "writable" if not current & os.ST_RDONLY else "suid"),
+            )
 
 
 def _bind(host_path, inside):
@@ -233,14 +250,23 @@ def build_root(extra_dirs):
     os.makedirs(NEW_ROOT + "/dev/shm")
     for name in DEVICES:
         _bind("/dev/" + name, NEW_ROOT + "/dev/" + name)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, NEW_ROOT + "/dev/" + name)
     # A fully visible procfs must exist in this mount namespace for a pid namespace's
     # init to mount its own; each execution mounts one over this bind.
     _bind("/proc", NEW_ROOT + "/proc")
     os.makedirs(NEW_ROOT + "/.old")
-    _check(0 if libc.syscall(SYS_PIVOT_ROOT, NEW_ROOT.encode(), (NEW_ROOT + "/.old").encode()) == 0 else -1, "pivot_root")
+    _check(
+        0
+        if libc.syscall(SYS_PIVOT_ROOT, NEW_ROOT.encode(), (NEW_ROOT + "/.old").encode()) == 0
+        else -1,
+        "pivot_root",
+    )
     os.chdir("/")
     _check(libc.umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
@@ -257,7 +283,11 @@ def drop_capabilities():
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
     class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
 
     data = (Data * 2)()
     _check(libc.capset(ctypes.byref(Header(0x20080522, 0)), data), "capset")
@@ -279,7 +309,12 @@ def send_message(sock, message):
 
 
 def _write_exit(fd, status, usage):
-    report = {"status": status, "utime": usage.ru_utime, "stime": usage.ru_stime, "maxrss_kb": usage.ru_maxrss}
+    report = {
+        "status": status,
+        "utime": usage.ru_utime,
+        "stime": usage.ru_stime,
+        "maxrss_kb": usage.ru_maxrss,
+    }
     os.write(fd, json.dumps(report).encode())
 
 
@@ -352,7 +387,9 @@ def run_tree(request, fds, config, roles):
             if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
                 _write_quietly(setup["fd"], describe(exc).encode()[:2000])
             else:  # after setup (the job, the workspace files): the tree's own stderr
-                _write_quietly(2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode())
+                _write_quietly(
+                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
+                )
         finally:
             os._exit(120)
     os.close(alive_r)
@@ -526,7 +563,7 @@ def write_file(path, text):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
     finally:
         os.close(fd)
 
@@ -536,7 +573,7 @@ def standard_streams():
     puts its own descriptors on 0-2 and keeps these objects (the zygote flushes them
     before each fork, so no tree inherits buffered output). Made in each tree they cost
     ~0.3 ms of a fresh process."""
-    sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
 
@@ -562,13 +599,20 @@ def build_seccomp_filter():
     allow, kill = 0x7FFF0000, 0x80000000
     errno_eperm, errno_enosys = 0x00050000 | 1, 0x00050000 | 38
     arch_x86_64, x32_bit = 0xC000003E, 0x40000000
-    nr_clone, nr_unshare, nr_add_key, nr_request_key, nr_keyctl, nr_clone3 = 56, 272, 248, 249, 250, 435
+    nr_clone, nr_unshare, nr_add_key, nr_request_key, nr_keyctl, nr_clone3 = (
+        56,
+        272,
+        248,
+        249,
+        250,
+        435,
+    )
     nr_io_uring_setup, nr_io_uring_enter, nr_io_uring_register = 425, 426, 427
     program = [
-        (ld_w_abs, 0, 0, 4),                      # arch
+        (ld_w_abs, 0, 0, 4),  # arch
         (jeq_k, 1, 0, arch_x86_64),
         (ret_k, 0, 0, kill),
-        (ld_w_abs, 0, 0, 0),                      # syscall number
+        (ld_w_abs, 0, 0, 0),  # syscall number
         (jset_k, 0, 1, x32_bit),
         (ret_k, 0, 0, kill),
         (jeq_k, 0, 1, nr_add_key),
@@ -579,20 +623,25 @@ def build_seccomp_filter():
         (ret_k, 0, 0, errno_eperm),
         (jeq_k, 0, 1, nr_clone3),
         (ret_k, 0, 0, errno_enosys),
-        (jeq_k, 2, 0, nr_io_uring_setup),         # io_uring: a large kernel surface no task needs
+        (jeq_k, 2, 0, nr_io_uring_setup),  # io_uring: a large kernel surface no task needs
         (jeq_k, 1, 0, nr_io_uring_enter),
         (jeq_k, 0, 1, nr_io_uring_register),
         (ret_k, 0, 0, errno_eperm),
         (jeq_k, 1, 0, nr_clone),
         (jeq_k, 0, 3, nr_unshare),
-        (ld_w_abs, 0, 0, 16),                     # first argument, low 32 bits: the flags
+        (ld_w_abs, 0, 0, 16),  # first argument, low 32 bits: the flags
         (jset_k, 0, 1, CLONE_NEWUSER),
         (ret_k, 0, 0, errno_eperm),
         (ret_k, 0, 0, allow),
     ]
 
     class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
@@ -603,7 +652,9 @@ def build_seccomp_filter():
 
 def install_seccomp(compiled):
     """Load the filter :func:`build_seccomp_filter` made (once, in the zygote)."""
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(compiled[0]), 0, 0), "seccomp")
+    _check(
+        libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(compiled[0]), 0, 0), "seccomp"
+    )
 
 
 def read_all(fd):
@@ -621,13 +672,19 @@ def lower_limits(limits):
     A limit that is unlimited at boot on purpose (the process count when the sandbox
     user is the host's own user) stays so.
     """
-    for kind, key in ((resource.RLIMIT_CPU, "cpu_s"), (resource.RLIMIT_FSIZE, "file_size_bytes"),
-                      (resource.RLIMIT_AS, "address_space_bytes"), (resource.RLIMIT_NPROC, "processes")):
+    for kind, key in (
+        (resource.RLIMIT_CPU, "cpu_s"),
+        (resource.RLIMIT_FSIZE, "file_size_bytes"),
+        (resource.RLIMIT_AS, "address_space_bytes"),
+        (resource.RLIMIT_NPROC, "processes"),
+    ):
         value = limits.get(key)
         _soft, hard = resource.getrlimit(kind)
         if not value or hard == resource.RLIM_INFINITY:
             continue
-        extra = 1 if kind == resource.RLIMIT_CPU else 0  # SIGXCPU at the soft limit, SIGKILL at the hard
+        extra = (
+            1 if kind == resource.RLIMIT_CPU else 0
+        )  # SIGXCPU at the soft limit, SIGKILL at the hard
         new_hard = min(value + extra, hard)
         resource.setrlimit(kind, (min(value, new_hard), new_hard))
 

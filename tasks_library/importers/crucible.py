@@ -32,6 +32,8 @@ def examples_path() -> Path:
     analysis (a CSV in, numbers out, checked within a tolerance), a file transformation
     (an output file compared with the expected one) and a custom checker (partial credit)."""
     return Path(__file__).resolve().parents[1] / "data" / "verifier_examples.jsonl"
+
+
 REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "reference_solution")
 
 
@@ -46,9 +48,18 @@ def export_record(version) -> dict:
         "prompt": version.prompt,
         "entry_point": version.entry_point,
         "reference_solution": version.reference_solution,
-        "environment": {"name": env.name, "runtime": env.runtime, "packages": list(env.packages), "image": env.image},
-        "test_suite": {"harness": suite.harness, "visible_tests": suite.visible_tests,
-                       "hidden_tests": suite.hidden_tests, "timeout_s": suite.timeout_s},
+        "environment": {
+            "name": env.name,
+            "runtime": env.runtime,
+            "packages": list(env.packages),
+            "image": env.image,
+        },
+        "test_suite": {
+            "harness": suite.harness,
+            "visible_tests": suite.visible_tests,
+            "hidden_tests": suite.hidden_tests,
+            "timeout_s": suite.timeout_s,
+        },
         "content_hash": version.content_hash,
         "change_note": version.change_note,
         "author": version.author,
@@ -71,13 +82,19 @@ def read_crucible(path: Path) -> Iterator[dict]:
     """
     for where, row in read_jsonl(path, REQUIRED_FIELDS):
         if row.get("format") != FORMAT:
-            raise ImportFormatError(f"{where}: field 'format': expected {FORMAT!r}, got {row.get('format')!r}")
+            raise ImportFormatError(
+                f"{where}: field 'format': expected {FORMAT!r}, got {row.get('format')!r}"
+            )
         suite = row.get("test_suite")
         if not isinstance(suite, dict):
-            raise ImportFormatError(f"{where}: missing field 'test_suite' (an object with harness, hidden_tests, ...)")
+            raise ImportFormatError(
+                f"{where}: missing field 'test_suite' (an object with harness, hidden_tests, ...)"
+            )
         for key in ("harness", "hidden_tests"):
             if not isinstance(suite.get(key), str):
-                raise ImportFormatError(f"{where}: field 'test_suite.{key}' missing or not a string")
+                raise ImportFormatError(
+                    f"{where}: field 'test_suite.{key}' missing or not a string"
+                )
         visible = suite.get("visible_tests")
         if visible is not None and not isinstance(visible, str):
             raise ImportFormatError(f"{where}: field 'test_suite.visible_tests' must be a string")
@@ -97,6 +114,8 @@ def read_crucible(path: Path) -> Iterator[dict]:
             "visible_tests": visible,
             "timeout_s": suite.get("timeout_s", 10.0),
             "test_timeout_s": suite.get("test_timeout_s"),
-            "change_note": row.get("change_note") if isinstance(row.get("change_note"), str) else None,
+            "change_note": row.get("change_note")
+            if isinstance(row.get("change_note"), str)
+            else None,
             "where": where,
         }

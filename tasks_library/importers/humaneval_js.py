@@ -37,7 +37,9 @@ def read_humaneval_js(path: Path) -> Iterator[dict]:
         # prompt gives (JavaScript/10 declares isPalindrome before makePalindrome).
         names = ENTRY_POINT.findall(row["declaration"])
         if not names:
-            raise ImportFormatError(f"{where}: field 'declaration': declares no function (expected `const name = ...`)")
+            raise ImportFormatError(
+                f"{where}: field 'declaration': declares no function (expected `const name = ...`)"
+            )
         visible = row.get("example_test")
         yield {
             "task_id": row["task_id"],

@@ -13,7 +13,9 @@ from tasks_library.importers import ImportFormatError
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
-def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str | None = "task_id") -> Iterator[tuple[str, dict]]:
+def read_jsonl(
+    path: Path, required: tuple[str, ...], *, id_field: str | None = "task_id"
+) -> Iterator[tuple[str, dict]]:
     """Yield ``(where, row)`` for each non-blank line; ``where`` is ``"FILE:LINE"``.
 
     Raises:
@@ -29,26 +31,38 @@ def read_jsonl(path: Path, required: tuple[str, ...], *, id_field: str | None = 
                 continue
             where = f"{path}:{lineno}"
             if len(raw) > MAX_LINE_BYTES:
-                raise ImportFormatError(f"{where}: line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit")
+                raise ImportFormatError(
+                    f"{where}: line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit"
+                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise ImportFormatError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+                raise ImportFormatError(
+                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                ) from exc
             try:
                 row = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+                raise ImportFormatError(
+                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+                ) from exc
             if not isinstance(row, dict):
-                raise ImportFormatError(f"{where}: expected a JSON object, got {type(row).__name__}")
+                raise ImportFormatError(
+                    f"{where}: expected a JSON object, got {type(row).__name__}"
+                )
             for field in required:
                 if field not in row:
                     raise ImportFormatError(f"{where}: missing field {field!r}")
-                if not isinstance(row[field], str) or (field == id_field and not row[field].strip()):
+                if not isinstance(row[field], str) or (
+                    field == id_field and not row[field].strip()
+                ):
                     raise ImportFormatError(f"{where}: field {field!r} must be a non-empty string")
             if id_field is None:
                 yield where, row
                 continue
             if row[id_field] in seen:
-                raise ImportFormatError(f"{where}: field {id_field!r}: duplicate id {row[id_field]!r}")
+                raise ImportFormatError(
+                    f"{where}: field {id_field!r}: duplicate id {row[id_field]!r}"
+                )
             seen.add(row[id_field])
             yield where, row

@@ -14,8 +14,16 @@ from tasks_library.importers import ImportFormatError
 from tasks_library.importers.jsonl import read_jsonl
 
 # Crucible task field -> required?
-TASK_FIELDS = {"task_id": True, "prompt": True, "entry_point": True, "reference_solution": True, "tests": True,
-               "visible_tests": False, "tags": False, "files": False}
+TASK_FIELDS = {
+    "task_id": True,
+    "prompt": True,
+    "entry_point": True,
+    "reference_solution": True,
+    "tests": True,
+    "visible_tests": False,
+    "tags": False,
+    "files": False,
+}
 
 
 def parse_mapping(pairs: list[str]) -> dict[str, str]:
@@ -29,9 +37,13 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
         target, sep, source = pair.partition("=")
         target, source = target.strip(), source.strip()
         if not sep or not target or not source:
-            raise ImportFormatError(f"--map {pair!r}: expected TASK_FIELD=DATASET_FIELD, e.g. prompt=question")
+            raise ImportFormatError(
+                f"--map {pair!r}: expected TASK_FIELD=DATASET_FIELD, e.g. prompt=question"
+            )
         if target not in TASK_FIELDS:
-            raise ImportFormatError(f"--map {pair!r}: unknown task field {target!r}; known: {', '.join(TASK_FIELDS)}")
+            raise ImportFormatError(
+                f"--map {pair!r}: unknown task field {target!r}; known: {', '.join(TASK_FIELDS)}"
+            )
         if target in mapping:
             raise ImportFormatError(f"--map {pair!r}: {target!r} is mapped twice")
         mapping[target] = source
@@ -47,7 +59,9 @@ def _lookup(row: dict, dotted: str):
     return value
 
 
-def read_mapped(path: Path, mapping: dict[str, str], *, harness: str = "python-check") -> Iterator[dict]:
+def read_mapped(
+    path: Path, mapping: dict[str, str], *, harness: str = "python-check"
+) -> Iterator[dict]:
     """Yield task records from a JSONL(.gz) file whose fields ``mapping`` names.
 
     Raises:
@@ -64,13 +78,19 @@ def read_mapped(path: Path, mapping: dict[str, str], *, harness: str = "python-c
                 value = _lookup(row, source)
             except KeyError:
                 if required:
-                    hint = "" if target in mapping else f" (map it with --map {target}=DATASET_FIELD)"
-                    raise ImportFormatError(f"{where}: missing field {source!r} for {target}{hint}") from None
+                    hint = (
+                        "" if target in mapping else f" (map it with --map {target}=DATASET_FIELD)"
+                    )
+                    raise ImportFormatError(
+                        f"{where}: missing field {source!r} for {target}{hint}"
+                    ) from None
                 continue
             if target in ("tags", "files"):
                 record[target] = value
             elif not isinstance(value, str) or (target == "task_id" and not value.strip()):
-                raise ImportFormatError(f"{where}: field {source!r} (mapped to {target}) must be a non-empty string")
+                raise ImportFormatError(
+                    f"{where}: field {source!r} (mapped to {target}) must be a non-empty string"
+                )
             else:
                 record[target] = value
         yield record

@@ -5,108 +5,199 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='EnvironmentVersion',
+            name="EnvironmentVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('name', models.CharField(max_length=100)),
-                ('runtime', models.CharField(max_length=40)),
-                ('packages', models.JSONField(blank=True, default=list)),
-                ('image', models.CharField(blank=True, max_length=300)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("name", models.CharField(max_length=100)),
+                ("runtime", models.CharField(max_length=40)),
+                ("packages", models.JSONField(blank=True, default=list)),
+                ("image", models.CharField(blank=True, max_length=300)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Task",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task_id', models.CharField(max_length=200, unique=True)),
-                ('source', models.CharField(max_length=60)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("task_id", models.CharField(max_length=200, unique=True)),
+                ("source", models.CharField(max_length=60)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='TaskSet',
+            name="TaskSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='TestSuiteVersion',
+            name="TestSuiteVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_hash', models.CharField(max_length=64, unique=True)),
-                ('harness', models.CharField(default='python-check', max_length=40)),
-                ('visible_tests', models.TextField()),
-                ('hidden_tests', models.TextField()),
-                ('visible_test_ids', models.JSONField(default=list)),
-                ('hidden_test_ids', models.JSONField(default=list)),
-                ('timeout_s', models.FloatField(default=10.0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64, unique=True)),
+                ("harness", models.CharField(default="python-check", max_length=40)),
+                ("visible_tests", models.TextField()),
+                ("hidden_tests", models.TextField()),
+                ("visible_test_ids", models.JSONField(default=list)),
+                ("hidden_test_ids", models.JSONField(default=list)),
+                ("timeout_s", models.FloatField(default=10.0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='TaskVersion',
+            name="TaskVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_hash', models.CharField(max_length=64)),
-                ('number', models.PositiveIntegerField()),
-                ('prompt', models.TextField()),
-                ('entry_point', models.CharField(max_length=200)),
-                ('reference_solution', models.TextField()),
-                ('change_note', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('verdict', models.CharField(choices=[('pending', 'pending'), ('valid', 'valid'), ('broken_reference', 'reference fails its tests'), ('trivial_passes', 'a trivial solution passes'), ('infra_error', 'sandbox error during validation')], default='pending', max_length=32)),
-                ('verdict_reasons', models.JSONField(blank=True, default=list)),
-                ('validated_at', models.DateTimeField(blank=True, null=True)),
-                ('environment', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to='tasks_library.environmentversion')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='tasks_library.taskversion')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='tasks_library.task')),
-                ('test_suite', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to='tasks_library.testsuiteversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64)),
+                ("number", models.PositiveIntegerField()),
+                ("prompt", models.TextField()),
+                ("entry_point", models.CharField(max_length=200)),
+                ("reference_solution", models.TextField()),
+                ("change_note", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("valid", "valid"),
+                            ("broken_reference", "reference fails its tests"),
+                            ("trivial_passes", "a trivial solution passes"),
+                            ("infra_error", "sandbox error during validation"),
+                        ],
+                        default="pending",
+                        max_length=32,
+                    ),
+                ),
+                ("verdict_reasons", models.JSONField(blank=True, default=list)),
+                ("validated_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "environment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="tasks_library.environmentversion",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="tasks_library.taskversion",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="tasks_library.task",
+                    ),
+                ),
+                (
+                    "test_suite",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="tasks_library.testsuiteversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['task_id', 'number'],
+                "ordering": ["task_id", "number"],
             },
         ),
         migrations.CreateModel(
-            name='TaskSetMember',
+            name="TaskSetMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('task_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='tasks_library.taskset')),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to='tasks_library.taskversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "task_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="members",
+                        to="tasks_library.taskset",
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, to="tasks_library.taskversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.AddField(
-            model_name='taskset',
-            name='task_versions',
-            field=models.ManyToManyField(related_name='task_sets', through='tasks_library.TaskSetMember', to='tasks_library.taskversion'),
+            model_name="taskset",
+            name="task_versions",
+            field=models.ManyToManyField(
+                related_name="task_sets",
+                through="tasks_library.TaskSetMember",
+                to="tasks_library.taskversion",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='tasksetmember',
-            constraint=models.UniqueConstraint(fields=('task_set', 'task_version'), name='unique_member'),
+            model_name="tasksetmember",
+            constraint=models.UniqueConstraint(
+                fields=("task_set", "task_version"), name="unique_member"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='taskversion',
-            constraint=models.UniqueConstraint(fields=('task', 'content_hash'), name='unique_task_content'),
+            model_name="taskversion",
+            constraint=models.UniqueConstraint(
+                fields=("task", "content_hash"), name="unique_task_content"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='taskversion',
-            constraint=models.UniqueConstraint(fields=('task', 'number'), name='unique_task_version_number'),
+            model_name="taskversion",
+            constraint=models.UniqueConstraint(
+                fields=("task", "number"), name="unique_task_version_number"
+            ),
         ),
     ]

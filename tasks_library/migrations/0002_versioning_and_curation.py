@@ -5,137 +5,172 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0001_initial'),
+        ("tasks_library", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TaskSetVersion',
+            name="TaskSetVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('change_note', models.CharField(blank=True, max_length=500)),
-                ('author', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('number', models.PositiveIntegerField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('task_versions', models.JSONField(default=list)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("change_note", models.CharField(blank=True, max_length=500)),
+                ("author", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("number", models.PositiveIntegerField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("task_versions", models.JSONField(default=list)),
             ],
             options={
-                'ordering': ['task_set_id', 'number'],
+                "ordering": ["task_set_id", "number"],
             },
         ),
         migrations.AddField(
-            model_name='environmentversion',
-            name='author',
+            model_name="environmentversion",
+            name="author",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='environmentversion',
-            name='change_note',
+            model_name="environmentversion",
+            name="change_note",
             field=models.CharField(blank=True, max_length=500),
         ),
         migrations.AddField(
-            model_name='environmentversion',
-            name='parent',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='tasks_library.environmentversion'),
+            model_name="environmentversion",
+            name="parent",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="children",
+                to="tasks_library.environmentversion",
+            ),
         ),
         migrations.AddField(
-            model_name='task',
-            name='tags',
+            model_name="task",
+            name="tags",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='attempts_passed',
+            model_name="taskversion",
+            name="attempts_passed",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='attempts_total',
+            model_name="taskversion",
+            name="attempts_total",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='author',
+            model_name="taskversion",
+            name="author",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='curated_at',
+            model_name="taskversion",
+            name="curated_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='curated_by',
+            model_name="taskversion",
+            name="curated_by",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='files',
+            model_name="taskversion",
+            name="files",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='mutation_score',
+            model_name="taskversion",
+            name="mutation_score",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='override_reason',
+            model_name="taskversion",
+            name="override_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='quarantine_reason',
+            model_name="taskversion",
+            name="quarantine_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='quarantined',
+            model_name="taskversion",
+            name="quarantined",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='report',
+            model_name="taskversion",
+            name="report",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='author',
+            model_name="testsuiteversion",
+            name="author",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='change_note',
+            model_name="testsuiteversion",
+            name="change_note",
             field=models.CharField(blank=True, max_length=500),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='parent',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='tasks_library.testsuiteversion'),
+            model_name="testsuiteversion",
+            name="parent",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="children",
+                to="tasks_library.testsuiteversion",
+            ),
         ),
         migrations.AlterField(
-            model_name='taskversion',
-            name='verdict',
-            field=models.CharField(choices=[('pending', 'pending'), ('valid', 'valid'), ('weak_suite', 'tests kill too few mutants'), ('broken_reference', 'reference fails its tests'), ('trivial_passes', 'a trivial solution passes'), ('flaky', 'repeat runs of the reference disagree'), ('prompt_contradicts', 'an example in the prompt contradicts the reference'), ('infra_error', 'sandbox error during validation')], default='pending', max_length=32),
+            model_name="taskversion",
+            name="verdict",
+            field=models.CharField(
+                choices=[
+                    ("pending", "pending"),
+                    ("valid", "valid"),
+                    ("weak_suite", "tests kill too few mutants"),
+                    ("broken_reference", "reference fails its tests"),
+                    ("trivial_passes", "a trivial solution passes"),
+                    ("flaky", "repeat runs of the reference disagree"),
+                    ("prompt_contradicts", "an example in the prompt contradicts the reference"),
+                    ("infra_error", "sandbox error during validation"),
+                ],
+                default="pending",
+                max_length=32,
+            ),
         ),
         migrations.AddIndex(
-            model_name='taskversion',
-            index=models.Index(fields=['verdict'], name='taskversion_verdict'),
+            model_name="taskversion",
+            index=models.Index(fields=["verdict"], name="taskversion_verdict"),
         ),
         migrations.AddIndex(
-            model_name='taskversion',
-            index=models.Index(fields=['quarantined'], name='taskversion_quarantined'),
+            model_name="taskversion",
+            index=models.Index(fields=["quarantined"], name="taskversion_quarantined"),
         ),
         migrations.AddField(
-            model_name='tasksetversion',
-            name='task_set',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='tasks_library.taskset'),
+            model_name="tasksetversion",
+            name="task_set",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="versions",
+                to="tasks_library.taskset",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='tasksetversion',
-            constraint=models.UniqueConstraint(fields=('task_set', 'number'), name='unique_task_set_version_number'),
+            model_name="tasksetversion",
+            constraint=models.UniqueConstraint(
+                fields=("task_set", "number"), name="unique_task_set_version_number"
+            ),
         ),
     ]

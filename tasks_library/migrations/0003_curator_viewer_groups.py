@@ -27,7 +27,8 @@ def _permissions(apps, actions):
         content_type, _ = ContentType.objects.get_or_create(app_label="tasks_library", model=model)
         for action in actions:
             permission, _ = Permission.objects.get_or_create(
-                content_type=content_type, codename=f"{action}_{model}",
+                content_type=content_type,
+                codename=f"{action}_{model}",
                 defaults={"name": f"Can {action} {verbose}"},
             )
             found.append(permission)

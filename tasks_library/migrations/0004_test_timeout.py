@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0003_curator_viewer_groups'),
+        ("tasks_library", "0003_curator_viewer_groups"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='test_timeout_s',
+            model_name="testsuiteversion",
+            name="test_timeout_s",
             field=models.FloatField(blank=True, null=True),
         ),
     ]

@@ -5,24 +5,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0004_test_timeout'),
+        ("tasks_library", "0004_test_timeout"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReferenceProfile',
+            name="ReferenceProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('wall_ms', models.FloatField()),
-                ('cpu_ms', models.FloatField(default=0.0)),
-                ('peak_memory_bytes', models.BigIntegerField(default=0)),
-                ('growth_exponent', models.FloatField(blank=True, null=True)),
-                ('runs', models.PositiveIntegerField(default=1)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('measured_at', models.DateTimeField(auto_now_add=True)),
-                ('task_version', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='reference_profile', to='tasks_library.taskversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("wall_ms", models.FloatField()),
+                ("cpu_ms", models.FloatField(default=0.0)),
+                ("peak_memory_bytes", models.BigIntegerField(default=0)),
+                ("growth_exponent", models.FloatField(blank=True, null=True)),
+                ("runs", models.PositiveIntegerField(default=1)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("measured_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "task_version",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reference_profile",
+                        to="tasks_library.taskversion",
+                    ),
+                ),
             ],
         ),
     ]

@@ -140,11 +140,14 @@ def _strip_comment(text: str, markers: tuple[str, ...]) -> str:
 
 def _equality(source: str) -> tuple[str, str] | None:
     """``(left, right)`` when ``source`` is ``left == right`` (one top-level ``==``)."""
-    positions = [p for p in _top_level(source, "==")
-                 if source[p - 1: p] not in ("=", "!", "<", ">") and source[p + 2: p + 3] not in ("=", ">")]
+    positions = [
+        p
+        for p in _top_level(source, "==")
+        if source[p - 1 : p] not in ("=", "!", "<", ">") and source[p + 2 : p + 3] not in ("=", ">")
+    ]
     if len(positions) != 1:
         return None
-    return source[: positions[0]].strip(), source[positions[0] + 2:].strip()
+    return source[: positions[0]].strip(), source[positions[0] + 2 :].strip()
 
 
 # --------------------------------------------------------------------------- Python
@@ -172,8 +175,12 @@ def _python_call(text: str, entry_point: str) -> str | None:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     names = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name)]
-    calls_entry = any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry_point
-                      for node in ast.walk(tree))
+    calls_entry = any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == entry_point
+        for node in ast.walk(tree)
+    )
     if not calls_entry or any(name != entry_point and name not in _BUILTINS for name in names):
         return None
     return text
@@ -185,7 +192,7 @@ def _python_params(prompt: str, entry_point: str) -> list[str] | None:
     if not end:
         return None
     try:
-        args = ast.parse(f"def _{prompt[match.end(): end]}: pass").body[0].args
+        args = ast.parse(f"def _{prompt[match.end() : end]}: pass").body[0].args
     except SyntaxError:
         return None
     return [a.arg for a in args.posonlyargs + args.args]
@@ -215,8 +222,12 @@ class _JsLiteral:
         token = self.tokens[self.i]
         self.i += 1
         if token.text in ("-", "+"):
-            return self.i < len(self.tokens) and self.tokens[self.i].kind == "number" and self.value()
-        if token.kind in ("number", "string") or (token.kind == "name" and token.text in _JS_CONSTANTS):
+            return (
+                self.i < len(self.tokens) and self.tokens[self.i].kind == "number" and self.value()
+            )
+        if token.kind in ("number", "string") or (
+            token.kind == "name" and token.text in _JS_CONSTANTS
+        ):
             return True
         if token.kind == "template":
             return "${" not in token.text
@@ -227,7 +238,11 @@ class _JsLiteral:
         return False
 
     def member(self) -> bool:
-        if self.i >= len(self.tokens) or self.tokens[self.i].kind not in ("name", "string", "number"):
+        if self.i >= len(self.tokens) or self.tokens[self.i].kind not in (
+            "name",
+            "string",
+            "number",
+        ):
             return False
         self.i += 1
         if self.peek() != ":":
@@ -261,7 +276,12 @@ def _js_call(text: str, entry_point: str) -> str | None:
     name in the arguments would be a ReferenceError)."""
     text = text.strip()
     tokens = javascript_tokens(text)
-    if len(tokens) < 3 or tokens[0].text != entry_point or tokens[1].text != "(" or tokens[-1].text != ")":
+    if (
+        len(tokens) < 3
+        or tokens[0].text != entry_point
+        or tokens[1].text != "("
+        or tokens[-1].text != ")"
+    ):
         return None
     parser = _JsLiteral(tokens[2:-1] + [JsToken("punct", ")", 0, 0)])
     if not (parser.sequence(")", parser.value) and parser.i == len(parser.tokens)):
@@ -274,16 +294,21 @@ def _js_params(prompt: str, entry_point: str) -> list[str] | None:
     single = re.search(rf"\b{name}\s*=\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>", prompt)
     if single:
         return [single.group(1)]
-    match = re.search(rf"(?:\bfunction\s+{name}|\b{name}\s*=\s*(?:async\s*)?(?:function\b\s*)?)\s*(?=\()", prompt)
+    match = re.search(
+        rf"(?:\bfunction\s+{name}|\b{name}\s*=\s*(?:async\s*)?(?:function\b\s*)?)\s*(?=\()", prompt
+    )
     end = match and _matching_close(prompt, match.end())
     if not end:
         return None
-    params = [p.split("=")[0].strip() for p in prompt[match.end() + 1: end - 1].split(",") if p.strip()]
+    params = [
+        p.split("=")[0].strip() for p in prompt[match.end() + 1 : end - 1].split(",") if p.strip()
+    ]
     return params if all(re.fullmatch(r"[A-Za-z_$][\w$]*", p) for p in params) else None
 
 
-_JAVASCRIPT = _Language(_js_call, _js_value, _js_params, ("#", "//"),
-                        r"(?:\bfunction\s+|\b(?:const|let|var)\s+)$")
+_JAVASCRIPT = _Language(
+    _js_call, _js_value, _js_params, ("#", "//"), r"(?:\bfunction\s+|\b(?:const|let|var)\s+)$"
+)
 
 
 # --------------------------------------------------------------------------- extraction
@@ -292,8 +317,12 @@ _DOCTEST = re.compile(r"^\s*(?:\"\"\"|'''|/\*+)?\s*>>>\s?(.*)$")  # also on a do
 _CONTINUATION = re.compile(r"^\s*\.\.\.\s?(.*)$")
 _DOC_END = ('"""', "'''", "*/")
 # What separates a call from its value on one line; the longer spellings first.
-_ARROW = re.compile(r"^\s*(?:#\s*)?(?:➞|==>|=>|->|===|==|=|should\s+return|returns?)(?!=)\s*(.*)$", re.IGNORECASE)
-_FOR = re.compile(r"\bfor\s+(.+?),?\s+the\s+(?:output|result)\s+should\s+be\s*:?\s*(.+)$", re.IGNORECASE)
+_ARROW = re.compile(
+    r"^\s*(?:#\s*)?(?:➞|==>|=>|->|===|==|=|should\s+return|returns?)(?!=)\s*(.*)$", re.IGNORECASE
+)
+_FOR = re.compile(
+    r"\bfor\s+(.+?),?\s+the\s+(?:output|result)\s+should\s+be\s*:?\s*(.+)$", re.IGNORECASE
+)
 _INPUT = re.compile(r"^\s*Input\s*:\s*(.+)$", re.IGNORECASE)
 _OUTPUT = re.compile(r"^\s*Output\s*:\s*(.+)$", re.IGNORECASE)
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_$][\w$]*)\s*[=:]\s*(.+?)\s*$", re.DOTALL)
@@ -324,7 +353,9 @@ class _Extractor:
         call = self.lang.call(_strip_comment(call, self.lang.comments), self.entry)
         expected = expected and self._value(expected)
         if call and expected:
-            self.found.append((index, column, PromptExample(call, expected, index + 1, text.strip())))
+            self.found.append(
+                (index, column, PromptExample(call, expected, index + 1, text.strip()))
+            )
             return True
         return False
 
@@ -336,11 +367,14 @@ class _Extractor:
         candidates = [text]
         if text.endswith("."):
             candidates.insert(0, text[:-1].rstrip())
-        equals = [p for p in _top_level(text, "=") if text[p - 1: p] not in ("=", "!", "<", ">")
-                  and text[p + 1: p + 2] not in ("=", ">")]
+        equals = [
+            p
+            for p in _top_level(text, "=")
+            if text[p - 1 : p] not in ("=", "!", "<", ">") and text[p + 1 : p + 2] not in ("=", ">")
+        ]
         if equals:
-            candidates.append(text[equals[-1] + 1:].strip().rstrip("."))
-        candidates += [text[:m.start()] for m in reversed(list(re.finditer(r"\s+", text)))]
+            candidates.append(text[equals[-1] + 1 :].strip().rstrip("."))
+        candidates += [text[: m.start()] for m in reversed(list(re.finditer(r"\s+", text)))]
         for candidate in candidates:
             value = candidate and self.lang.value(candidate)
             if value:
@@ -367,7 +401,9 @@ class _Extractor:
                 if not line or _DOCTEST.match(line) or line in _DOC_END:
                     break
                 ends = line.endswith(_DOC_END)
-                output.append(line[:-3 if line.endswith(_DOC_END[:2]) else -2].rstrip() if ends else line)
+                output.append(
+                    line[: -3 if line.endswith(_DOC_END[:2]) else -2].rstrip() if ends else line
+                )
                 index += 1
                 if ends:
                     break
@@ -384,21 +420,27 @@ class _Extractor:
         """``f(x) <arrow> y`` anywhere outside doctests, the call possibly over several lines."""
         for match in re.finditer(rf"(?<![\w$.]){re.escape(self.entry)}\s*\(", self.prompt):
             index = self.line_of(match.start())
-            if index in self.taken or re.search(self.lang.declaration, self.prompt[: match.start()]):
+            if index in self.taken or re.search(
+                self.lang.declaration, self.prompt[: match.start()]
+            ):
                 continue
             end = _matching_close(self.prompt, match.end() - 1)
             if end is None:
                 continue
-            call = self.prompt[match.start(): end]
+            call = self.prompt[match.start() : end]
             if any(marker in call for marker in _DOC_END + (">>>",)):
                 continue
             last = self.line_of(end - 1)
-            rest = self.prompt[end: self.offsets[last + 1] - 1]
+            rest = self.prompt[end : self.offsets[last + 1] - 1]
             arrow = _ARROW.match(rest)
             if not arrow:
                 continue
             value, extra = arrow.group(1), last + 1
-            while _depth(value) > 0 and extra < len(self.lines) and extra - last <= MAX_CONTINUATION_LINES:
+            while (
+                _depth(value) > 0
+                and extra < len(self.lines)
+                and extra - last <= MAX_CONTINUATION_LINES
+            ):
                 value += "\n" + self.lines[extra]
                 extra += 1
             text = "\n".join(line.strip() for line in self.lines[index:extra])
@@ -411,7 +453,7 @@ class _Extractor:
         if not params:
             return None
         cuts = [-1] + _top_level(text, ",") + [len(text)]
-        pieces = [text[a + 1: b] for a, b in zip(cuts, cuts[1:])]
+        pieces = [text[a + 1 : b] for a, b in zip(cuts, cuts[1:])]
         for count in range(len(pieces), 0, -1):
             values: dict[str, str] = {}
             for piece in pieces[:count]:
@@ -434,7 +476,9 @@ class _Extractor:
                 continue
             phrase = _FOR.search(line)
             if phrase and (args := self.arguments(phrase.group(1))):
-                self.add(index, phrase.start(), f"{self.entry}({', '.join(args)})", phrase.group(2), line)
+                self.add(
+                    index, phrase.start(), f"{self.entry}({', '.join(args)})", phrase.group(2), line
+                )
                 continue
             given = _INPUT.match(line)
             if not given:
@@ -444,8 +488,12 @@ class _Extractor:
                 if result:
                     args = self.arguments(given.group(1).strip())
                     if args is not None:
-                        text = "\n".join(x.strip() for x in self.lines[index: following + 1] if x.strip())
-                        self.add(index, 0, f"{self.entry}({', '.join(args)})", result.group(1), text)
+                        text = "\n".join(
+                            x.strip() for x in self.lines[index : following + 1] if x.strip()
+                        )
+                        self.add(
+                            index, 0, f"{self.entry}({', '.join(args)})", result.group(1), text
+                        )
                     break
 
     def run(self) -> list[PromptExample]:
@@ -543,12 +591,18 @@ def examples_test_source(examples: list[PromptExample], entry_point: str, *, lan
     if language == "python":
         lines = ["def check(candidate):"]
         for example in examples:
-            call = _Rename(entry_point, "candidate").visit(ast.parse(example.call, mode="eval").body)
+            call = _Rename(entry_point, "candidate").visit(
+                ast.parse(example.call, mode="eval").body
+            )
             expected = ast.parse(example.expected, mode="eval").body
             if isinstance(ast.literal_eval(expected), float):
                 test: ast.expr = ast.Compare(
-                    ast.Call(ast.Name("abs", ast.Load()), [ast.BinOp(call, ast.Sub(), expected)], []),
-                    [ast.Lt()], [ast.Constant(float(FLOAT_TOLERANCE))])
+                    ast.Call(
+                        ast.Name("abs", ast.Load()), [ast.BinOp(call, ast.Sub(), expected)], []
+                    ),
+                    [ast.Lt()],
+                    [ast.Constant(float(FLOAT_TOLERANCE))],
+                )
             else:
                 test = ast.Compare(call, [ast.Eq()], [expected])
             lines.append("    " + ast.unparse(ast.Assert(test, None)))
@@ -559,11 +613,18 @@ def examples_test_source(examples: list[PromptExample], entry_point: str, *, lan
         name = "test" + entry_point[:1].upper() + entry_point[1:]
         lines = [f"const {name} = () => {{"]
         for example in examples:
-            call, expected = " ".join(example.call.split("\n")), " ".join(example.expected.split("\n"))
+            call, expected = (
+                " ".join(example.call.split("\n")),
+                " ".join(example.expected.split("\n")),
+            )
             if _JS_FLOAT.fullmatch(expected):
-                lines.append(f"  console.assert(Math.abs({call} - ({expected})) < {FLOAT_TOLERANCE})")
+                lines.append(
+                    f"  console.assert(Math.abs({call} - ({expected})) < {FLOAT_TOLERANCE})"
+                )
             else:
-                lines.append(f"  console.assert(JSON.stringify({call}) === JSON.stringify({expected}))")
+                lines.append(
+                    f"  console.assert(JSON.stringify({call}) === JSON.stringify({expected}))"
+                )
         lines += ["}", "", f"{name}()"]
         return "\n".join(lines) + "\n"
     raise ValueError(f"unknown language {language!r} (expected 'python' or 'javascript')")

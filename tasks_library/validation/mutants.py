@@ -80,11 +80,15 @@ def _select(candidates: list[tuple[str, int, str, str]], limit: int) -> list[Mut
     mutants = []
     for index in sorted(chosen):
         operator, line, description, program = candidates[index]
-        mutants.append(Mutant(f"m{index}:{operator}:line {line}", operator, line, description, program))
+        mutants.append(
+            Mutant(f"m{index}:{operator}:line {line}", operator, line, description, program)
+        )
     return mutants
 
 
-def _dedupe(candidates: Iterator[tuple[str, int, str, str]], original: str) -> list[tuple[str, int, str, str]]:
+def _dedupe(
+    candidates: Iterator[tuple[str, int, str, str]], original: str
+) -> list[tuple[str, int, str, str]]:
     """Keep the first candidate of each distinct program, dropping those equal to the original."""
     seen = {original}
     kept = []
@@ -124,10 +128,30 @@ _COMPARE: dict[type, type] = {  # boundary (< vs <=) and negation (== vs !=) of 
     ast.IsNot: ast.Is,
 }
 _SYMBOL = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-    ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.And: "and", ast.Or: "or",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.And: "and",
+    ast.Or: "or",
 }
 
 # A location in the tree: the parent's field and, for list fields, the index in it.
@@ -174,8 +198,12 @@ def _shifted(expr: ast.expr, delta: int) -> ast.expr:
     value = None
     if isinstance(expr, ast.Constant) and type(expr.value) is int:
         value = expr.value
-    elif isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant) \
-            and type(expr.operand.value) is int:
+    elif (
+        isinstance(expr, ast.UnaryOp)
+        and isinstance(expr.op, ast.USub)
+        and isinstance(expr.operand, ast.Constant)
+        and type(expr.operand.value) is int
+    ):
         value = -expr.operand.value
     if value is not None:
         value += delta
@@ -194,7 +222,11 @@ def _frozen_nodes(module: ast.Module) -> set[int]:
             frozen.update(id(sub) for sub in ast.walk(node))
 
     for node in ast.walk(module):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             freeze(node)
         elif isinstance(node, ast.arg):
             freeze(node.annotation)
@@ -213,6 +245,7 @@ def _set_op(op_type: type) -> _Edit:
     def edit(node: ast.AST) -> ast.AST:
         node.op = op_type()
         return node
+
     return edit
 
 
@@ -220,6 +253,7 @@ def _set_compare(position: int, op_type: type) -> _Edit:
     def edit(node: ast.AST) -> ast.AST:
         node.ops[position] = op_type()
         return node
+
     return edit
 
 
@@ -227,6 +261,7 @@ def _set_value(value: object) -> _Edit:
     def edit(node: ast.AST) -> ast.AST:
         node.value = value
         return node
+
     return edit
 
 
@@ -243,6 +278,7 @@ def _shift_range_stop(position: int, delta: int) -> _Edit:
     def edit(node: ast.AST) -> ast.AST:
         node.args[position] = _shifted(node.args[position], delta)
         return node
+
     return edit
 
 
@@ -250,6 +286,7 @@ def _shift_slice(bound: str, delta: int) -> _Edit:
     def edit(node: ast.AST) -> ast.AST:
         setattr(node, bound, _shifted(getattr(node, bound), delta))
         return node
+
     return edit
 
 
@@ -258,16 +295,28 @@ def _python_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
     if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _ARITHMETIC:
         new = _ARITHMETIC[type(node.op)]
         suffix = "=" if isinstance(node, ast.AugAssign) else ""
-        yield "arithmetic", _set_op(new), f"`{_SYMBOL[type(node.op)]}{suffix}` -> `{_SYMBOL[new]}{suffix}`"
+        yield (
+            "arithmetic",
+            _set_op(new),
+            f"`{_SYMBOL[type(node.op)]}{suffix}` -> `{_SYMBOL[new]}{suffix}`",
+        )
     elif isinstance(node, ast.Compare):
         for position, op in enumerate(node.ops):
             new = _COMPARE[type(op)]
-            yield "compare", _set_compare(position, new), f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[new]}`"
+            yield (
+                "compare",
+                _set_compare(position, new),
+                f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[new]}`",
+            )
     elif isinstance(node, ast.BoolOp):
         new = ast.Or if isinstance(node.op, ast.And) else ast.And
         yield "boolean", _set_op(new), f"`{_SYMBOL[type(node.op)]}` -> `{_SYMBOL[new]}`"
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        yield "boolean", _drop_not, f"`{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(node.operand))}`"
+        yield (
+            "boolean",
+            _drop_not,
+            f"`{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(node.operand))}`",
+        )
     elif isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, bool):
@@ -282,26 +331,39 @@ def _python_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
             return
         yield "constant", _set_value(new), f"`{_snippet(repr(value))}` -> `{_snippet(repr(new))}`"
     elif isinstance(node, ast.Return):
-        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        if node.value is not None and not (
+            isinstance(node.value, ast.Constant) and node.value.value is None
+        ):
             yield "return", _return_none, f"`{_snippet(ast.unparse(node))}` -> `return None`"
     elif isinstance(node, ast.Call):
         # Off-by-one loop bounds (EvalPlus / PIT's conditionals boundary, on the loop itself).
-        if isinstance(node.func, ast.Name) and node.func.id == "range" and 1 <= len(node.args) <= 3 \
-                and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "range"
+            and 1 <= len(node.args) <= 3
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             position = 0 if len(node.args) == 1 else 1
             for delta in (1, -1):
                 after = copy.deepcopy(node)
                 after.args[position] = _shifted(after.args[position], delta)
-                yield "boundary", _shift_range_stop(position, delta), \
-                    f"`{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`"
+                yield (
+                    "boundary",
+                    _shift_range_stop(position, delta),
+                    f"`{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`",
+                )
     elif isinstance(node, ast.Slice):
         for bound in ("lower", "upper"):
             if getattr(node, bound) is not None:
                 for delta in (1, -1):
                     after = copy.deepcopy(node)
                     setattr(after, bound, _shifted(getattr(after, bound), delta))
-                    yield "boundary", _shift_slice(bound, delta), \
-                        f"slice `{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`"
+                    yield (
+                        "boundary",
+                        _shift_slice(bound, delta),
+                        f"slice `{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`",
+                    )
 
 
 def python_mutants(prompt: str, completion: str, *, limit: int = 40) -> list[Mutant]:
@@ -380,7 +442,9 @@ _JS_EXPRESSION_KEYWORDS = frozenset(
     "return typeof instanceof in of new delete void throw case do else yield await let const var".split()
 )
 _JS_REGEX_AFTER = frozenset("( , = : [ ! & | ? { } ; + - * % < > ~ ^".split()) | {
-    p for p in _JS_PUNCTUATORS if p.endswith("=") or p in ("&&", "||", "??", "=>", "**", "<<", ">>", ">>>")
+    p
+    for p in _JS_PUNCTUATORS
+    if p.endswith("=") or p in ("&&", "||", "??", "=>", "**", "<<", ">>", ">>>")
 }
 
 
@@ -499,15 +563,19 @@ def javascript_tokens(source: str) -> list[JsToken]:
             kind, i = "string", _skip_string(source, i)
         elif char == "`":
             kind, i = "template", _skip_template(source, i)
-        elif char == "/" and _regex_allowed(previous) and (end := _skip_regex(source, i)) is not None:
+        elif (
+            char == "/" and _regex_allowed(previous) and (end := _skip_regex(source, i)) is not None
+        ):
             kind, i = "regex", end
-        elif (match := _JS_NUMBER.match(source, i)) and not (char == "." and previous and previous.kind == "name"):
+        elif (match := _JS_NUMBER.match(source, i)) and not (
+            char == "." and previous and previous.kind == "name"
+        ):
             kind, i = "number", match.end()
         elif match := _JS_NAME.match(source, i):
             kind, i = "name", match.end()
         else:
             text = next((p for p in _JS_PUNCTUATORS if source.startswith(p, i)), char)
-            if text == "?." and source[i + 2: i + 3].isdigit():
+            if text == "?." and source[i + 2 : i + 3].isdigit():
                 text = "?"  # `a ?.5 : b` is a conditional, not optional chaining
             kind, i = "punct", i + len(text)
         token = JsToken(kind, source[start:i], start, i)
@@ -517,13 +585,34 @@ def javascript_tokens(source: str) -> list[JsToken]:
     return tokens
 
 
-_JS_COMPARE = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "===": "!==", "!==": "===", "==": "!=", "!=": "=="}
+_JS_COMPARE = {
+    "<": "<=",
+    "<=": "<",
+    ">": ">=",
+    ">=": ">",
+    "===": "!==",
+    "!==": "===",
+    "==": "!=",
+    "!=": "==",
+}
 _JS_ARITHMETIC = {"+": "-", "-": "+", "*": "/", "/": "*"}
 _JS_BOOLEAN = {"&&": "||", "||": "&&", "!": ""}
 # Tokens after which `+`, `-`, `*`, `/` are binary operators rather than prefixes.
 _JS_OPERAND_END_PUNCT = frozenset({")", "]"})
 # A token that, after a line break, continues the return expression (no automatic semicolon).
-_JS_CONTINUES = frozenset(_JS_PUNCTUATORS) - {"}", ")", "]", ";", "++", "--", "!", "~", "{", "@", "#"}
+_JS_CONTINUES = frozenset(_JS_PUNCTUATORS) - {
+    "}",
+    ")",
+    "]",
+    ";",
+    "++",
+    "--",
+    "!",
+    "~",
+    "{",
+    "@",
+    "#",
+}
 _JS_INT = re.compile(r"[1-9]\d*|0")
 _JS_DECIMAL = re.compile(r"\d+\.\d*")
 
@@ -543,7 +632,11 @@ def _return_extent(code: list[JsToken], k: int, source: str) -> tuple[int, int] 
     ``return``. It ends at a ``;`` or an unmatched closer at bracket depth 0, or at a line
     break that automatic semicolon insertion would end the statement at."""
     first = k + 1
-    if first >= len(code) or code[first].text in (";", "}") or "\n" in source[code[k].end: code[first].start]:
+    if (
+        first >= len(code)
+        or code[first].text in (";", "}")
+        or "\n" in source[code[k].end : code[first].start]
+    ):
         return None
     depth, last = 0, first
     for j in range(first, len(code)):
@@ -552,7 +645,7 @@ def _return_extent(code: list[JsToken], k: int, source: str) -> tuple[int, int] 
             if token.text == ";" or token.text in (")", "]", "}"):
                 break
             continues = token.kind == "punct" and token.text in _JS_CONTINUES
-            if "\n" in source[code[j - 1].end: token.start] and not continues:
+            if "\n" in source[code[j - 1].end : token.start] and not continues:
                 break
         if token.kind == "punct" and token.text in ("(", "[", "{"):
             depth += 1
@@ -572,11 +665,13 @@ def _length_bound(code: list[JsToken], k: int) -> bool:
     NaN): over HumanEval-X such mutants were the bulk of the survivors that no input can
     kill, and marked good suites weak. Python raises IndexError instead, so keeps them.
     """
-    rest = [t.text for t in code[k + 1: k + 4]]
+    rest = [t.text for t in code[k + 1 : k + 4]]
     return len(rest) == 3 and rest[1] in (".", "?.") and rest[2] == "length"
 
 
-def _javascript_edits(code: list[JsToken], k: int, source: str) -> Iterator[tuple[str, int, int, str]]:
+def _javascript_edits(
+    code: list[JsToken], k: int, source: str
+) -> Iterator[tuple[str, int, int, str]]:
     """Mutations at significant token ``code[k]``: ``(operator, start, end, replacement)``."""
     token = code[k]
     previous = code[k - 1] if k else None
@@ -600,7 +695,7 @@ def _javascript_edits(code: list[JsToken], k: int, source: str) -> Iterator[tupl
             yield "constant", token.start, token.end, "false" if token.text == "true" else "true"
         elif token.text == "return":
             extent = _return_extent(code, k, source)
-            if extent is not None and source[extent[0]: extent[1]] != "undefined":
+            if extent is not None and source[extent[0] : extent[1]] != "undefined":
                 yield "return", extent[0], extent[1], "undefined"
 
 
@@ -644,16 +739,22 @@ def javascript_mutants(prompt: str, completion: str, *, limit: int = 40) -> list
                 if not _same_tokens(tokens, javascript_tokens(mutated), start, end, replacement):
                     continue
                 line = program.count("\n", offset, start) + 1
-                before = program[start:end] if operator != "return" else "return " + program[start:end]
+                before = (
+                    program[start:end] if operator != "return" else "return " + program[start:end]
+                )
                 after = replacement if operator != "return" else "return undefined"
-                change = f"`{_snippet(before)}` -> `{_snippet(after)}`" if after else f"drop `{before}`"
+                change = (
+                    f"`{_snippet(before)}` -> `{_snippet(after)}`" if after else f"drop `{before}`"
+                )
                 description = f"line {line}: {change}"
                 yield operator, line, description, mutated
 
     return _select(_dedupe(candidates(), program), limit)
 
 
-def _same_tokens(old: list[JsToken], new: list[JsToken], start: int, end: int, replacement: str) -> bool:
+def _same_tokens(
+    old: list[JsToken], new: list[JsToken], start: int, end: int, replacement: str
+) -> bool:
     """Whether the mutated program tokenizes as the original with only the span [start, end)
     replaced (no token fused with a neighbour, no string or comment opened or closed)."""
     shift = len(replacement) - (end - start)

@@ -50,8 +50,14 @@ SEVERITY = (
 # examples are function calls, so only the unit-test harnesses run them.
 LANGUAGES = {"python": "python", "node": "javascript"}
 EXAMPLE_HARNESSES = ("python-check", "js-console-assert")
-MUTANT_MAKERS: dict[str, Callable] = {"python": M.python_mutants, "javascript": M.javascript_mutants}
-EXAMPLE_READERS: dict[str, Callable] = {"python": E.python_prompt_examples, "javascript": E.javascript_prompt_examples}
+MUTANT_MAKERS: dict[str, Callable] = {
+    "python": M.python_mutants,
+    "javascript": M.javascript_mutants,
+}
+EXAMPLE_READERS: dict[str, Callable] = {
+    "python": E.python_prompt_examples,
+    "javascript": E.javascript_prompt_examples,
+}
 EVIDENCE_ITEMS = 10  # survivors, failing tests, examples kept per stage
 # A mutant may run this many times longer than the reference's median run (and never
 # less than MUTANT_MIN_WALL_S) before it is stopped; like PIT, a mutant that times
@@ -118,13 +124,23 @@ def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]
     limits = suite.limits()
 
     def queue(stage: str, program: str, tests: str) -> tuple[str, int]:
-        batches[stage].append(kind.request(program, tests, version.entry_point, prompt=version.prompt, limits=limits,
-                                           files=version.files))
+        batches[stage].append(
+            kind.request(
+                program,
+                tests,
+                version.entry_point,
+                prompt=version.prompt,
+                limits=limits,
+                files=version.files,
+            )
+        )
         return stage, len(batches[stage]) - 1
 
     plan = Plan(version=version)
     reference = version.prompt + version.reference_solution
-    plan.reference = [queue("reference", reference, suite.hidden_tests) for _ in range(options.reference_runs)]
+    plan.reference = [
+        queue("reference", reference, suite.hidden_tests) for _ in range(options.reference_runs)
+    ]
     plan.trivial = queue("trivial", trivial_solution(version), suite.hidden_tests)
     if options.examples and suite.harness in EXAMPLE_HARNESSES:
         plan.examples = EXAMPLE_READERS[language](version.prompt, version.entry_point)
@@ -133,9 +149,13 @@ def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]
             plan.examples_run = queue("examples", reference, source)
     if options.mutants and language:
         try:
-            plan.mutants = MUTANT_MAKERS[language](version.prompt, version.reference_solution, limit=options.mutants)
+            plan.mutants = MUTANT_MAKERS[language](
+                version.prompt, version.reference_solution, limit=options.mutants
+            )
         except SyntaxError as exc:
-            plan.notes.append(f"no mutants: the reference does not parse ({exc.msg}, line {exc.lineno})")
+            plan.notes.append(
+                f"no mutants: the reference does not parse ({exc.msg}, line {exc.lineno})"
+            )
         plan.mutant_runs = [queue("mutation", m.program, suite.hidden_tests) for m in plan.mutants]
     return plan
 
@@ -144,7 +164,9 @@ def _failing(result: R.ExecutionResult) -> list[dict]:
     return [{"test": t.id, "error": t.error} for t in result.tests if not t.passed][:EVIDENCE_ITEMS]
 
 
-def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Options) -> tuple[list[str], list[str], dict, float | None]:
+def _judge(
+    plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Options
+) -> tuple[list[str], list[str], dict, float | None]:
     """Findings (verdicts), human-readable reasons, the report and the mutation score."""
     findings: list[str] = []
     reasons: list[str] = []
@@ -163,45 +185,70 @@ def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Opt
     }
     if any(r.status == R.INFRA_ERROR for r in runs):
         findings.append(TaskVersion.VERDICT_INFRA_ERROR)
-        reasons.append("reference run: " + next(r.detail for r in runs if r.status == R.INFRA_ERROR))
+        reasons.append(
+            "reference run: " + next(r.detail for r in runs if r.status == R.INFRA_ERROR)
+        )
     if len(set(vectors)) > 1 or len({r.status for r in runs if r.status != R.INFRA_ERROR}) > 1:
         ids = [t.id for t in runs[0].tests]
-        disagreeing = [tid for k, tid in enumerate(ids) if len({v[k] for v in vectors if k < len(v)}) > 1]
+        disagreeing = [
+            tid for k, tid in enumerate(ids) if len({v[k] for v in vectors if k < len(v)}) > 1
+        ]
         findings.append(TaskVersion.VERDICT_FLAKY)
         report["reference"]["disagreeing_tests"] = disagreeing[:EVIDENCE_ITEMS]
-        reasons.append(f"{len(runs)} runs of the reference disagree: statuses {[r.status for r in runs]}"
-                       + (f", tests {', '.join(disagreeing[:5])}" if disagreeing else ""))
+        reasons.append(
+            f"{len(runs)} runs of the reference disagree: statuses {[r.status for r in runs]}"
+            + (f", tests {', '.join(disagreeing[:5])}" if disagreeing else "")
+        )
     elif runs and not runs[0].passed and runs[0].status != R.INFRA_ERROR:
         failing = _failing(runs[0])
         findings.append(TaskVersion.VERDICT_BROKEN_REFERENCE)
         report["reference"]["failing"] = failing
-        reasons.append(f"reference status {runs[0].status}" + "".join(f"; {f['test']}: {f['error']}" for f in failing[:3]))
+        reasons.append(
+            f"reference status {runs[0].status}"
+            + "".join(f"; {f['test']}: {f['error']}" for f in failing[:3])
+        )
 
     trivial = results(plan.trivial)
-    report["trivial"] = {"status": trivial.status, "tests_passed": trivial.tests_passed, "tests_total": trivial.tests_total}
+    report["trivial"] = {
+        "status": trivial.status,
+        "tests_passed": trivial.tests_passed,
+        "tests_total": trivial.tests_total,
+    }
     if trivial.status == R.INFRA_ERROR:
         findings.append(TaskVersion.VERDICT_INFRA_ERROR)
         reasons.append(f"trivial run: {trivial.detail}")
     elif trivial.passed:
         findings.append(TaskVersion.VERDICT_TRIVIAL_PASSES)
-        reasons.append("the prompt with an empty body passes every hidden test: the suite cannot fail")
+        reasons.append(
+            "the prompt with an empty body passes every hidden test: the suite cannot fail"
+        )
 
     if plan.examples_run is not None:
         run = results(plan.examples_run)
         by_id = {t.id: t for t in run.tests}
         failing = [
-            {"example": ex.text, "line": ex.line, "error": by_id[f"assert_{k}"].error if f"assert_{k}" in by_id else "not run"}
+            {
+                "example": ex.text,
+                "line": ex.line,
+                "error": by_id[f"assert_{k}"].error if f"assert_{k}" in by_id else "not run",
+            }
             for k, ex in enumerate(plan.examples)
             if not (f"assert_{k}" in by_id and by_id[f"assert_{k}"].passed)
         ]
-        report["examples"] = {"count": len(plan.examples), "status": run.status, "contradicting": failing[:EVIDENCE_ITEMS]}
+        report["examples"] = {
+            "count": len(plan.examples),
+            "status": run.status,
+            "contradicting": failing[:EVIDENCE_ITEMS],
+        }
         if run.status == R.INFRA_ERROR:
             findings.append(TaskVersion.VERDICT_INFRA_ERROR)
             reasons.append(f"examples run: {run.detail}")
         elif failing and TaskVersion.VERDICT_BROKEN_REFERENCE not in findings:
             findings.append(TaskVersion.VERDICT_PROMPT_CONTRADICTS)
-            reasons.append(f"{len(failing)} of {len(plan.examples)} prompt examples disagree with the reference; "
-                           f"first: line {failing[0]['line']}: {failing[0]['example']} ({failing[0]['error']})")
+            reasons.append(
+                f"{len(failing)} of {len(plan.examples)} prompt examples disagree with the reference; "
+                f"first: line {failing[0]['line']}: {failing[0]['example']} ({failing[0]['error']})"
+            )
     else:
         report["examples"] = {"count": 0}
 
@@ -212,15 +259,25 @@ def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Opt
         survivors = [m for m, r in judged if r.passed]
         score = round(1 - len(survivors) / len(judged), 4)
         report["mutation"] = {
-            "mutants": len(judged), "killed": len(judged) - len(survivors), "score": score,
+            "mutants": len(judged),
+            "killed": len(judged) - len(survivors),
+            "score": score,
             "killed_by_timeout": sum(r.status == R.TIMEOUT for _m, r in judged),
             "threshold": options.weak_threshold,
-            "survivors": [{"id": m.id, "operator": m.operator, "description": m.description} for m in survivors[:EVIDENCE_ITEMS]],
+            "survivors": [
+                {"id": m.id, "operator": m.operator, "description": m.description}
+                for m in survivors[:EVIDENCE_ITEMS]
+            ],
         }
-        if score < options.weak_threshold and not {TaskVersion.VERDICT_BROKEN_REFERENCE, TaskVersion.VERDICT_FLAKY} & set(findings):
+        if score < options.weak_threshold and not {
+            TaskVersion.VERDICT_BROKEN_REFERENCE,
+            TaskVersion.VERDICT_FLAKY,
+        } & set(findings):
             findings.append(TaskVersion.VERDICT_WEAK_SUITE)
-            reasons.append(f"mutation score {score:.2f} < {options.weak_threshold}: {len(survivors)} of {len(judged)} mutants "
-                           f"survive, e.g. {survivors[0].description}")
+            reasons.append(
+                f"mutation score {score:.2f} < {options.weak_threshold}: {len(survivors)} of {len(judged)} mutants "
+                f"survive, e.g. {survivors[0].description}"
+            )
     else:
         report["mutation"] = {"mutants": 0}
     return findings, reasons, report, score
@@ -228,11 +285,17 @@ def _judge(plan: Plan, batches: dict[str, list[R.ExecutionResult]], options: Opt
 
 def _bound_mutants(plan: Plan, reference: list[R.ExecutionResult], batch: list[dict]) -> None:
     """Give the plan's mutant runs a wall and CPU limit scaled from the reference's runs."""
-    walls = sorted(reference[index].wall_ms for _stage, index in plan.reference if reference[index].status == R.OK)
+    walls = sorted(
+        reference[index].wall_ms
+        for _stage, index in plan.reference
+        if reference[index].status == R.OK
+    )
     if not walls:
         return
     suite_timeout = plan.version.test_suite.timeout_s
-    wall_s = min(suite_timeout, max(MUTANT_MIN_WALL_S, MUTANT_SLOWDOWN * walls[len(walls) // 2] / 1000))
+    wall_s = min(
+        suite_timeout, max(MUTANT_MIN_WALL_S, MUTANT_SLOWDOWN * walls[len(walls) // 2] / 1000)
+    )
     for _stage, index in plan.mutant_runs:
         batch[index]["limits"].update(wall_timeout_s=wall_s, cpu_s=max(1, int(wall_s) + 1))
 
@@ -242,8 +305,9 @@ def verdict_of(findings: list[str]) -> str:
     return next((v for v in SEVERITY if v in findings), TaskVersion.VERDICT_VALID)
 
 
-def task_versions_validate(*, versions: list[TaskVersion], options: Options | None = None,
-                           timings: dict | None = None) -> list[TaskVersion]:
+def task_versions_validate(
+    *, versions: list[TaskVersion], options: Options | None = None, timings: dict | None = None
+) -> list[TaskVersion]:
     """Run the pipeline on ``versions`` in the sandbox pool; store one report per version.
 
     Stage by stage, every execution of every version is queued at once. Each
@@ -272,18 +336,28 @@ def task_versions_validate(*, versions: list[TaskVersion], options: Options | No
         started = time.monotonic()
         results[stage] = run_many(requests[stage])
         if timings is not None:
-            timings[stage] = {"executions": len(requests[stage]), "seconds": round(time.monotonic() - started, 3)}
+            timings[stage] = {
+                "executions": len(requests[stage]),
+                "seconds": round(time.monotonic() - started, 3),
+            }
     for plan in plans:
         findings, reasons, report, score = _judge(plan, results, options)
         _store(plan.version, verdict_of(findings), reasons, report, score)
     return versions
 
 
-def _store(version: TaskVersion, verdict: str, reasons: list[str], report: dict, score: float | None) -> None:
+def _store(
+    version: TaskVersion, verdict: str, reasons: list[str], report: dict, score: float | None
+) -> None:
     with transaction.atomic():
         current = TaskVersion.objects.select_for_update().get(pk=version.pk)
-        fields = {"verdict": verdict, "verdict_reasons": reasons, "report": report, "mutation_score": score,
-                  "validated_at": timezone.now()}
+        fields = {
+            "verdict": verdict,
+            "verdict_reasons": reasons,
+            "report": report,
+            "mutation_score": score,
+            "validated_at": timezone.now(),
+        }
         automatic = current.quarantine_reason.startswith("automatic:")
         if current.quarantined and not automatic:
             pass  # a curator's own quarantine stands, with the curator's reason

@@ -42,8 +42,13 @@ def seed_inputs(test_source: str, entry_point: str) -> list[tuple]:
     """Argument tuples of the literal calls of ``candidate``/``entry_point`` in the tests."""
     seeds: list[tuple] = []
     for node in ast.walk(ast.parse(test_source)):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("candidate", entry_point)
-                and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("candidate", entry_point)
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             try:
                 args = tuple(ast.literal_eval(a) for a in node.args)
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -64,8 +69,15 @@ def _mutate_value(value, rng: random.Random):
         if not value:
             return rng.choice("abcxyz ")
         k = rng.randrange(len(value))
-        return rng.choice([value + value[k], value[:k] + value[k + 1:], value.swapcase(), value[::-1],
-                           value[:k] + rng.choice("abz09 ") + value[k:]])
+        return rng.choice(
+            [
+                value + value[k],
+                value[:k] + value[k + 1 :],
+                value.swapcase(),
+                value[::-1],
+                value[:k] + rng.choice("abz09 ") + value[k:],
+            ]
+        )
     if isinstance(value, (list, tuple)):
         items = list(value)
         if items and rng.random() < 0.5:
@@ -115,7 +127,12 @@ def mutate_inputs(seeds: list[tuple], *, count: int, seed: int = 0) -> list[tupl
         k = rng.randrange(len(base))
         base[k] = _mutate_value(base[k], rng)
         args = tuple(base)
-        if args not in seeds and args not in found and _literal(args) and len(repr(args)) <= MAX_REPR_CHARS:
+        if (
+            args not in seeds
+            and args not in found
+            and _literal(args)
+            and len(repr(args)) <= MAX_REPR_CHARS
+        ):
             found.append(args)
     return found
 
@@ -146,7 +163,9 @@ def extend_check(test_source: str, statements: list[str]) -> str:
         ValueError: the source defines no ``check``.
     """
     module = ast.parse(test_source)
-    check = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    check = next(
+        (n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
+    )
     if check is None:
         raise ValueError("test source defines no check(candidate) function")
     lines = test_source.splitlines(keepends=True)
@@ -172,7 +191,9 @@ class Generated:
     note: str = ""
 
 
-def task_versions_generate_tests(*, versions: list[TaskVersion], count: int = 20, seed: int = 0) -> list[Generated]:
+def task_versions_generate_tests(
+    *, versions: list[TaskVersion], count: int = 20, seed: int = 0
+) -> list[Generated]:
     """Generate up to ``count`` tests per ``python-check`` version; store each thicker suite
     as a new test suite version and a new task version (parent: the given one).
 
@@ -187,7 +208,11 @@ def task_versions_generate_tests(*, versions: list[TaskVersion], count: int = 20
     requests = []
     for version in versions:
         suite = version.test_suite
-        seeds = seed_inputs(suite.hidden_tests, version.entry_point) if suite.harness == "python-check" else []
+        seeds = (
+            seed_inputs(suite.hidden_tests, version.entry_point)
+            if suite.harness == "python-check"
+            else []
+        )
         inputs = mutate_inputs(seeds, count=count, seed=seed)
         plans.append((version, seeds, inputs))
         if inputs:
@@ -197,22 +222,38 @@ def task_versions_generate_tests(*, versions: list[TaskVersion], count: int = 20
             wall_s = suite.timeout_s + PROBE_CALL_TIMEOUT_S * len(inputs)
             limits = Limits(wall_timeout_s=wall_s, cpu_s=int(wall_s) + 1)
             for _run in range(2):
-                requests.append(python_tests(version.prompt + version.reference_solution, probe, version.entry_point,
-                                             prompt=version.prompt, limits=limits, files=version.files,
-                                             verifier="python-probe"))
+                requests.append(
+                    python_tests(
+                        version.prompt + version.reference_solution,
+                        probe,
+                        version.entry_point,
+                        prompt=version.prompt,
+                        limits=limits,
+                        files=version.files,
+                        verifier="python-probe",
+                    )
+                )
     results = iter(run_many(requests))
     report = []
     for version, seeds, inputs in plans:
         before = len(version.test_suite.hidden_test_ids)
-        item = Generated(version=version, seeds=len(seeds), candidates=len(inputs), kept=0, tests_before=before,
-                         tests_after=before)
+        item = Generated(
+            version=version,
+            seeds=len(seeds),
+            candidates=len(inputs),
+            kept=0,
+            tests_before=before,
+            tests_after=before,
+        )
         report.append(item)
         if not inputs:
             item.note = "no literal inputs to mutate" if not seeds else "no new input"
             continue
         first, second = next(results), next(results)
         if R.INFRA_ERROR in (first.status, second.status) or first.status == R.TIMEOUT:
-            item.note = f"reference probe {first.status}/{second.status}: {first.detail or second.detail}"
+            item.note = (
+                f"reference probe {first.status}/{second.status}: {first.detail or second.detail}"
+            )
             continue
         statements = []
         for args, one, two in zip(inputs, first.tests, second.tests):
@@ -227,7 +268,8 @@ def task_versions_generate_tests(*, versions: list[TaskVersion], count: int = 20
         try:
             with transaction.atomic():
                 item.new_version = task_version_edit(
-                    version=version, author=AUTHOR,
+                    version=version,
+                    author=AUTHOR,
                     change_note=f"EvalPlus-style generated tests: +{len(statements)} (from {len(seeds)} seed inputs)",
                     hidden_tests=extend_check(version.test_suite.hidden_tests, statements),
                 )

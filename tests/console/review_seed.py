@@ -14,12 +14,19 @@ from tasks_library.services import tasks_import
 from training.models import MonitorScore, TrainingRun, Trajectory
 
 PASSWORD = "correct horse battery"
-ROLE_GROUPS = {"curator": "curators", "viewer": "viewers", "operator": "operators", "reviewer": "reviewers"}
+ROLE_GROUPS = {
+    "curator": "curators",
+    "viewer": "viewers",
+    "operator": "operators",
+    "reviewer": "reviewers",
+}
 
 
 def make_roles() -> None:
     """The four groups, as the migrations make them (a transactional test's flush drops them)."""
-    importlib.import_module("tasks_library.migrations.0003_curator_viewer_groups").create_groups(django_apps, None)
+    importlib.import_module("tasks_library.migrations.0003_curator_viewer_groups").create_groups(
+        django_apps, None
+    )
     importlib.import_module("console.migrations.0002_roles").create_groups(django_apps, None)
 
 
@@ -34,15 +41,30 @@ def make_user(name: str, role: str | None, *, password: str | None = None) -> Us
     return User.objects.get(pk=user.pk)  # fresh: no cached permissions
 
 
-def seed_run(humaneval, *, name: str = "review", tasks: int = 4) -> tuple[TrainingRun, list[TaskVersion]]:
+def seed_run(
+    humaneval, *, name: str = "review", tasks: int = 4
+) -> tuple[TrainingRun, list[TaskVersion]]:
     """A running run over the first ``tasks`` HumanEval tasks (imported, marked valid without the sandbox)."""
-    rows = [{"task_id": r["task_id"], "prompt": r["prompt"], "entry_point": r["entry_point"],
-             "reference_solution": r["canonical_solution"], "tests": r["test"], "where": "test"} for r in humaneval[:tasks]]
+    rows = [
+        {
+            "task_id": r["task_id"],
+            "prompt": r["prompt"],
+            "entry_point": r["entry_point"],
+            "reference_solution": r["canonical_solution"],
+            "tests": r["test"],
+            "where": "test",
+        }
+        for r in humaneval[:tasks]
+    ]
     tasks_import(source="humaneval", task_set_name=name, records=rows)
     task_set = task_set_get(name=name)
     versions = list(task_set_versions(task_set=task_set))
-    TaskVersion.objects.filter(pk__in=[v.pk for v in versions]).update(verdict=TaskVersion.VERDICT_VALID)
-    run = TrainingRun.objects.create(task_set=task_set, total_steps=5, status=TrainingRun.RUNNING, config={})
+    TaskVersion.objects.filter(pk__in=[v.pk for v in versions]).update(
+        verdict=TaskVersion.VERDICT_VALID
+    )
+    run = TrainingRun.objects.create(
+        task_set=task_set, total_steps=5, status=TrainingRun.RUNNING, config={}
+    )
     run.task_versions.set(versions)
     return run, [TaskVersion.objects.select_related("task").get(pk=v.pk) for v in versions]
 
@@ -57,14 +79,29 @@ def seed_trajectories(run, versions, specs: list[dict]) -> list[Trajectory]:
         reward = spec.get("reward", 0.5)
         passed, total = spec.get("tests", (round(reward * 4), 4))
         flags = list(spec.get("flags", []))
-        rows.append(Trajectory(
-            run=run, step=spec.get("step", 1), group=i // 4, index_in_group=i % 4, task_version=version,
-            status="ok" if passed == total else "failed", reward=reward,
-            reward_components={"correctness": reward}, flags=flags,
-            flag_evidence={f: {"detector": f, "line": 3} for f in flags}, tests_passed=passed, tests_total=total,
-            final_code=spec.get("code", version.prompt + f"    return None  # trajectory {i}\n")))
+        rows.append(
+            Trajectory(
+                run=run,
+                step=spec.get("step", 1),
+                group=i // 4,
+                index_in_group=i % 4,
+                task_version=version,
+                status="ok" if passed == total else "failed",
+                reward=reward,
+                reward_components={"correctness": reward},
+                flags=flags,
+                flag_evidence={f: {"detector": f, "line": 3} for f in flags},
+                tests_passed=passed,
+                tests_total=total,
+                final_code=spec.get(
+                    "code", version.prompt + f"    return None  # trajectory {i}\n"
+                ),
+            )
+        )
     made = Trajectory.objects.bulk_create(rows)
     MonitorScore.objects.bulk_create(
         MonitorScore(trajectory=t, monitor=monitor, score=score, reason=f"{monitor} says {score}")
-        for t, spec in zip(made, specs) for monitor, score in spec.get("monitors", []))
+        for t, spec in zip(made, specs)
+        for monitor, score in spec.get("monitors", [])
+    )
     return made

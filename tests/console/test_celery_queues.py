@@ -45,7 +45,9 @@ def queue_of(name: str, *args, **kwargs) -> str:
 @pytest.mark.django_db
 def test_every_task_lands_on_the_queue_for_its_kind_of_work():
     local, k8s = one_task_run("local"), one_task_run("kubernetes")
-    assert queue_of("training.tasks.run_launch", local.pk) == queues.TRAINER  # supervises the trainer process
+    assert (
+        queue_of("training.tasks.run_launch", local.pk) == queues.TRAINER
+    )  # supervises the trainer process
     assert queue_of("training.tasks.run_launch", run_id=local.pk) == queues.TRAINER
     assert queue_of("training.tasks.run_launch", k8s.pk) == queues.CONTROL  # one API call
     expected = {
@@ -57,25 +59,43 @@ def test_every_task_lands_on_the_queue_for_its_kind_of_work():
     }
     for name, queue in expected.items():
         assert queue_of(name, 1, 2) == queue, name
-    ours = {name for name in app.tasks if name.split(".")[0] in ("console", "training", "tasks_library", "sandboxes")}
-    assert ours == {*expected, "training.tasks.run_launch"}, "a task without a route: add it to console/queues.py"
+    ours = {
+        name
+        for name in app.tasks
+        if name.split(".")[0] in ("console", "training", "tasks_library", "sandboxes")
+    }
+    assert ours == {*expected, "training.tasks.run_launch"}, (
+        "a task without a route: add it to console/queues.py"
+    )
     assert queue_of("some.other.task") == queues.DEFAULT
-    assert app.amqp.router.route({"queue": queues.VALIDATION}, "training.tasks.runs_reconcile_task")["queue"].name \
-        == queues.VALIDATION  # an explicit queue wins
+    assert (
+        app.amqp.router.route({"queue": queues.VALIDATION}, "training.tasks.runs_reconcile_task")[
+            "queue"
+        ].name
+        == queues.VALIDATION
+    )  # an explicit queue wins
 
 
 def test_the_beat_schedules_registered_tasks_on_the_control_queue():
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks
         assert queue_of(entry["task"]) == queues.CONTROL
-        assert entry["options"]["expires"] > 0  # a pass no worker took in time is dropped, not piled up
+        assert (
+            entry["options"]["expires"] > 0
+        )  # a pass no worker took in time is dropped, not piled up
 
 
 def test_safe_to_repeat_tasks_are_acknowledged_late_and_the_periodic_pass_is_not():
-    for name in ("training.tasks.run_launch", "training.tasks.run_cancel_task", "training.tasks.run_llm_monitor_task",
-                 "tasks_library.tasks.validate_task_versions"):
+    for name in (
+        "training.tasks.run_launch",
+        "training.tasks.run_cancel_task",
+        "training.tasks.run_llm_monitor_task",
+        "tasks_library.tasks.validate_task_versions",
+    ):
         assert app.tasks[name].acks_late and app.tasks[name].reject_on_worker_lost, name
-    assert not app.tasks["training.tasks.runs_reconcile_task"].acks_late  # the next pass does its work
+    assert not app.tasks[
+        "training.tasks.runs_reconcile_task"
+    ].acks_late  # the next pass does its work
 
 
 def _messages(queue: str) -> list[str]:
@@ -96,28 +116,77 @@ def test_a_validation_worker_leaves_control_work_alone_and_the_stack_starts_one_
     hostname = f"test-validation-{os.getpid()}@localhost"
     env = child_env(CRUCIBLE_METRICS_PORT=str(port), CRUCIBLE_LOG_FORMAT="json")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "console", "worker", "-Q", queues.VALIDATION, "--concurrency", "2",
-         "--hostname", hostname, "--loglevel", "INFO"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "-Q",
+            queues.VALIDATION,
+            "--concurrency",
+            "2",
+            "--hostname",
+            hostname,
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     control = runs_reconcile_task.apply_async()
     stack = Stack()
     try:
         assert control.id in _messages(queues.CONTROL)
         for other in (queues.VALIDATION, queues.TRAINER, queues.DEFAULT):
             assert control.id not in _messages(other)  # one message, one queue
-        wait_for(lambda: celery_queues_consumed() == {queues.VALIDATION}, what="the validation worker")
+        wait_for(
+            lambda: celery_queues_consumed() == {queues.VALIDATION}, what="the validation worker"
+        )
         validation = validate_task_versions.apply_async(args=([], {}))
 
         def validated() -> bool:
-            return value(scrape(port), "crucible_celery_tasks_total", task=validate_task_versions.name,
-                         state="success") == 1
+            return (
+                value(
+                    scrape(port),
+                    "crucible_celery_tasks_total",
+                    task=validate_task_versions.name,
+                    state="success",
+                )
+                == 1
+            )
 
         wait_for(validated, what="the validation task's success in the worker's metrics")
         assert validation.id not in _messages(queues.VALIDATION)
         text = scrape(port)
-        assert value(text, "crucible_celery_tasks_total", task=validate_task_versions.name, state="started") == 1
-        assert value(text, "crucible_celery_task_duration_seconds_count", task=validate_task_versions.name) == 1
-        assert value(text, "crucible_celery_tasks_total", task=runs_reconcile_task.name, state="started") is None
+        assert (
+            value(
+                text,
+                "crucible_celery_tasks_total",
+                task=validate_task_versions.name,
+                state="started",
+            )
+            == 1
+        )
+        assert (
+            value(
+                text,
+                "crucible_celery_task_duration_seconds_count",
+                task=validate_task_versions.name,
+            )
+            == 1
+        )
+        assert (
+            value(
+                text, "crucible_celery_tasks_total", task=runs_reconcile_task.name, state="started"
+            )
+            is None
+        )
         assert control.id in _messages(queues.CONTROL)  # still waiting: nobody consumes control
 
         # The embedded stack sees workers running but control, trainer and celery unconsumed:
@@ -125,7 +194,9 @@ def test_a_validation_worker_leaves_control_work_alone_and_the_stack_starts_one_
         monkeypatch.setenv("DATABASE_URL", env["DATABASE_URL"])
         stack.worker()
         assert celery_queues_consumed() == set(queues.ALL)
-        wait_for(lambda: control.id not in _messages(queues.CONTROL), what="the control message consumed")
+        wait_for(
+            lambda: control.id not in _messages(queues.CONTROL), what="the control message consumed"
+        )
     finally:
         stack.stop()
         _drop(queues.CONTROL, control.id)
@@ -134,7 +205,9 @@ def test_a_validation_worker_leaves_control_work_alone_and_the_stack_starts_one_
     assert hostname in out, out[-2000:]
     # the worker logs through settings.LOGGING: JSON lines, Celery's own records included
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert any(r["logger"].startswith("celery") and validation.id in r["message"] for r in records), out[-2000:]
+    assert any(
+        r["logger"].startswith("celery") and validation.id in r["message"] for r in records
+    ), out[-2000:]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -196,7 +269,9 @@ def test_the_beat_clears_expired_sessions_and_keeps_live_ones():
     for store in (live, expired):
         store["user"] = "someone"
         store.create()
-    Session.objects.filter(session_key=expired.session_key).update(expire_date=timezone.now() - timedelta(days=1))
+    Session.objects.filter(session_key=expired.session_key).update(
+        expire_date=timezone.now() - timedelta(days=1)
+    )
 
     assert console.tasks.sessions_clear_expired_task.apply().get() == 1
     assert set(Session.objects.values_list("session_key", flat=True)) == {live.session_key}

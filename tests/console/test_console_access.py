@@ -40,7 +40,10 @@ READ = {
     "api-trajectories": (lambda w: "/api/trajectories/", "json"),
     "api-run-trajectories": (lambda w: f"/api/runs/{w.run.pk}/trajectories/", "json"),
     "api-trajectory": (lambda w: f"/api/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/", "json"),
-    "api-trajectory-turns": (lambda w: f"/api/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/turns/", "json"),
+    "api-trajectory-turns": (
+        lambda w: f"/api/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/turns/",
+        "json",
+    ),
 }
 # signed in always (console/review_views.py); a role too while private
 SIGNED_IN_READ = {
@@ -59,27 +62,63 @@ LIBRARY_READ = {
     "taskset-list": (lambda w: "/tasksets/", "page"),
     "taskset-detail": (lambda w: f"/tasksets/{w.taskset}/", "page"),
     "api-task-versions": (lambda w: "/api/task-versions/", "json"),
-    "api-task-version": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/{w.versions[0].number}/", "json"),
-    "api-task-versions-of": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/", "json"),
-    "api-task-diff": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/diff/?old={w.versions[0].number}"
-                                f"&new={w.versions[0].number}", "json"),
+    "api-task-version": (
+        lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/{w.versions[0].number}/",
+        "json",
+    ),
+    "api-task-versions-of": (
+        lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/",
+        "json",
+    ),
+    "api-task-diff": (
+        lambda w: (
+            f"/api/tasks/{w.versions[0].task.task_id}/diff/?old={w.versions[0].number}"
+            f"&new={w.versions[0].number}"
+        ),
+        "json",
+    ),
     "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
 }
-WRITE = "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
+WRITE = (
+    "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
+)
 LIBRARY = "a task library write: curators only (tasks_library.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
     "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
-    "login": "signing in", "logout": "signing out",
+    "login": "signing in",
+    "logout": "signing out",
     "admin:*": "Django's admin: staff only",
     "api-schema": "the API's documentation (drf-spectacular): its shape, no data",
-    "api-docs": "the API's documentation (Swagger UI)", "api-redoc": "the API's documentation (Redoc)",
-    **dict.fromkeys(["run-launch", "run-resume", "run-cancel", "alert-acknowledge", "review-queue-new",
-                     "review-item-label", "review-item-assign", "review-item-draft", "review-draft-submit"], WRITE),
-    **dict.fromkeys(["task-edit", "task-validate", "api-quarantine", "api-approve", "api-validate",
-                     "api-task-set-pin"], LIBRARY),
+    "api-docs": "the API's documentation (Swagger UI)",
+    "api-redoc": "the API's documentation (Redoc)",
+    **dict.fromkeys(
+        [
+            "run-launch",
+            "run-resume",
+            "run-cancel",
+            "alert-acknowledge",
+            "review-queue-new",
+            "review-item-label",
+            "review-item-assign",
+            "review-item-draft",
+            "review-draft-submit",
+        ],
+        WRITE,
+    ),
+    **dict.fromkeys(
+        [
+            "task-edit",
+            "task-validate",
+            "api-quarantine",
+            "api-approve",
+            "api-validate",
+            "api-task-set-pin",
+        ],
+        LIBRARY,
+    ),
 }
 
 
@@ -90,7 +129,10 @@ def url_names(patterns=None, namespace: tuple[str, ...] = ()):
             if pattern.namespace == "admin":
                 yield "admin:*"
             else:
-                yield from url_names(pattern.url_patterns, namespace + ((pattern.namespace,) if pattern.namespace else ()))
+                yield from url_names(
+                    pattern.url_patterns,
+                    namespace + ((pattern.namespace,) if pattern.namespace else ()),
+                )
         else:
             yield ":".join(namespace + (pattern.name or f"<unnamed {pattern.pattern}>",))
 
@@ -101,26 +143,56 @@ def test_every_route_is_checked_or_exempt_with_a_reason():
     lists = [READ.keys(), SIGNED_IN_READ.keys(), LIBRARY_READ.keys(), EXEMPT.keys()]
     assert sum(map(len, lists)) == len(classified), "a route is in two lists"
     unlisted = sorted(names - classified)
-    assert not unlisted, (f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
-                          "READ (decorate the view with console.access.console_read_page/_json or give it "
-                          "ConsoleRead) or to EXEMPT with the reason")
+    assert not unlisted, (
+        f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
+        "READ (decorate the view with console.access.console_read_page/_json or give it "
+        "ConsoleRead) or to EXEMPT with the reason"
+    )
     assert not classified - names, f"listed but no longer routed: {sorted(classified - names)}"
 
 
 @pytest.fixture
 def world(humaneval):
     make_roles()
-    viewer, nobody, curator = make_user("vic", "viewer"), make_user("nobody", None), make_user("cora", "curator")
+    viewer, nobody, curator = (
+        make_user("vic", "viewer"),
+        make_user("nobody", None),
+        make_user("cora", "curator"),
+    )
     run, versions = seed_run(humaneval, tasks=2)
-    StepMetric.objects.create(run=run, step=1, reward_mean=0.5, reward_histogram=[0] * 10, metrics={})
+    StepMetric.objects.create(
+        run=run, step=1, reward_mean=0.5, reward_histogram=[0] * 10, metrics={}
+    )
     trajectories = seed_trajectories(run, versions, [{"reward": 1.0}, {"reward": 0.0}])
-    queue = review_queue_create(name="access", run_id=run.pk, strategy=m.UNIFORM, size=1, reviewers_per_item=1,
-                                reviewers=[curator], created_by=curator)
-    draft = task_draft_create(trajectory_id=trajectories[0].pk, created_by=curator, task_id="review/access",
-                              prompt="def one():\n    pass\n", entry_point="one", reference_solution="    return 1\n",
-                              tests="def check(candidate):\n    assert candidate() == 1\n")
-    return SimpleNamespace(viewer=viewer, nobody=nobody, run=run, versions=versions, trajectory=trajectories[0],
-                           queue=queue, item=queue.items.get(), draft=draft, taskset=run.task_set.name)
+    queue = review_queue_create(
+        name="access",
+        run_id=run.pk,
+        strategy=m.UNIFORM,
+        size=1,
+        reviewers_per_item=1,
+        reviewers=[curator],
+        created_by=curator,
+    )
+    draft = task_draft_create(
+        trajectory_id=trajectories[0].pk,
+        created_by=curator,
+        task_id="review/access",
+        prompt="def one():\n    pass\n",
+        entry_point="one",
+        reference_solution="    return 1\n",
+        tests="def check(candidate):\n    assert candidate() == 1\n",
+    )
+    return SimpleNamespace(
+        viewer=viewer,
+        nobody=nobody,
+        run=run,
+        versions=versions,
+        trajectory=trajectories[0],
+        queue=queue,
+        item=queue.items.get(),
+        draft=draft,
+        taskset=run.task_set.name,
+    )
 
 
 def get(path: str, user=None):
@@ -136,7 +208,9 @@ def assert_sent_to_login(response, path: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(READ))
-def test_private_console_refuses_anonymous_and_roleless_readers_and_admits_viewers(world, settings, name):
+def test_private_console_refuses_anonymous_and_roleless_readers_and_admits_viewers(
+    world, settings, name
+):
     path_of, kind = READ[name]
     path = path_of(world)
     settings.CRUCIBLE_CONSOLE_PUBLIC = False
@@ -144,8 +218,9 @@ def test_private_console_refuses_anonymous_and_roleless_readers_and_admits_viewe
     if kind == "page":
         assert_sent_to_login(anonymous, path)
     else:
-        assert anonymous.status_code == 403 and anonymous["Content-Type"].startswith("application/json"), (
-            path, anonymous.status_code, anonymous.content[:200])
+        assert anonymous.status_code == 403 and anonymous["Content-Type"].startswith(
+            "application/json"
+        ), (path, anonymous.status_code, anonymous.content[:200])
     roleless = get(path, world.nobody)
     assert roleless.status_code == 403, (path, roleless.status_code)
     assert b"viewers" in roleless.content, "the refusal says which role to ask for"
@@ -158,7 +233,11 @@ def test_public_console_lets_anonymous_visitors_read(world, settings, name):
     path_of, _kind = READ[name]
     settings.CRUCIBLE_CONSOLE_PUBLIC = True
     response = get(path_of(world))
-    assert response.status_code == 200, (path_of(world), response.status_code, response.content[:300])
+    assert response.status_code == 200, (
+        path_of(world),
+        response.status_code,
+        response.content[:300],
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SIGNED_IN_READ))
@@ -186,7 +265,11 @@ def test_task_library_needs_a_sign_in_always_and_a_role_while_private(world, set
             assert anonymous.status_code == 403, (path, public, anonymous.status_code)
         assert get(path, world.viewer).status_code == 200, (path, public)
         roleless = get(path, world.nobody)
-        assert roleless.status_code == (200 if public else 403), (path, public, roleless.status_code)
+        assert roleless.status_code == (200 if public else 403), (
+            path,
+            public,
+            roleless.status_code,
+        )
         if not public:
             assert b"viewers" in roleless.content, "the refusal says which role to ask for"
 
@@ -195,8 +278,10 @@ def test_object_permission_on_one_run_admits_that_run_only(world, settings):
     """A user with no role who holds ``training.view_trainingrun`` for one run (an object-permission
     backend's answer) reads that run's pages, and nothing else."""
     settings.CRUCIBLE_CONSOLE_PUBLIC = False
-    settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
-                                        "tests.console.test_console_access.OneRunBackend"]
+    settings.AUTHENTICATION_BACKENDS = [
+        "django.contrib.auth.backends.ModelBackend",
+        "tests.console.test_console_access.OneRunBackend",
+    ]
     OneRunBackend.run_id = world.run.pk
     assert get(f"/runs/{world.run.pk}/", world.nobody).status_code == 200
     assert get(f"/api/runs/{world.run.pk}/steps/", world.nobody).status_code == 200

@@ -25,9 +25,12 @@ def test_npm_pin_is_the_plotly_wheels_plotly_js():
     assert frontend.plotly_js_version(wheel_js) == pin, (
         f"frontend/package.json pins plotly.js-dist-min {pin} but the plotly wheel bundles "
         f"{frontend.plotly_js_version(wheel_js)}: pin the wheel's version (npm install --save-exact "
-        "plotly.js-dist-min@VERSION in frontend/) so that both ways of serving the console draw alike")
+        "plotly.js-dist-min@VERSION in frontend/) so that both ways of serving the console draw alike"
+    )
     lock = json.loads((frontend.FRONTEND / "package-lock.json").read_text())
-    assert lock["packages"]["node_modules/plotly.js-dist-min"]["version"] == pin, "package-lock.json is behind package.json"
+    assert lock["packages"]["node_modules/plotly.js-dist-min"]["version"] == pin, (
+        "package-lock.json is behind package.json"
+    )
     installed = frontend.FRONTEND / "node_modules" / "plotly.js-dist-min" / "plotly.min.js"
     if installed.exists():  # after npm ci: the very same bytes
         assert installed.read_bytes() == wheel_js.read_bytes()
@@ -36,7 +39,9 @@ def test_npm_pin_is_the_plotly_wheels_plotly_js():
 def test_pins_are_exact():
     package = json.loads((frontend.FRONTEND / "package.json").read_text())
     for name, spec in package["devDependencies"].items():
-        assert spec[0].isdigit() and not any(c in spec for c in "^~<>=* x"), f"{name} {spec!r} is not an exact pin"
+        assert spec[0].isdigit() and not any(c in spec for c in "^~<>=* x"), (
+            f"{name} {spec!r} is not an exact pin"
+        )
 
 
 def test_plotly_js_version_refuses_a_file_without_banner(tmp_path):
@@ -51,7 +56,9 @@ def scratch(tmp_path) -> Path:
     """A copy of frontend/ (sources, manifest, build script) sharing the checkout's node_modules."""
     if NODE is None:
         pytest.skip("node is not installed")
-    assert frontend.ensure_build(), "the checkout's front-end build failed (npm ci or npm run build)"
+    assert frontend.ensure_build(), (
+        "the checkout's front-end build failed (npm ci or npm run build)"
+    )
     root = tmp_path / "frontend"
     shutil.copytree(frontend.FRONTEND / "console", root / "console")
     for name in (*frontend.BUILD_FILES, ".npmrc"):
@@ -61,7 +68,9 @@ def scratch(tmp_path) -> Path:
 
 
 def build(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([NODE, "build.mjs"], cwd=root, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [NODE, "build.mjs"], cwd=root, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_build_is_current_for_its_inputs_only(scratch):
@@ -73,16 +82,22 @@ def test_build_is_current_for_its_inputs_only(scratch):
     assert info["plotly_js"] == frontend.npm_pin()
     dist = frontend.build_dir(scratch)
     chunk = (dist / info["plotly_chunk"]).read_text()
-    assert "plotly.js" in chunk and len(chunk) > 1_000_000, "plotly.js is bundled into the shared chunk"
+    assert "plotly.js" in chunk and len(chunk) > 1_000_000, (
+        "plotly.js is bundled into the shared chunk"
+    )
     live = (dist / "console" / "run_live.js").read_text()
     assert "plotly.js-dist-min" not in live and info["plotly_chunk"].split("/")[-1] in live, (
-        "the page script imports the bundled chunk, not the npm name")
+        "the page script imports the bundled chunk, not the npm name"
+    )
     assert "console/run_live.js" in info["entries"] and (dist / "console" / "console.css").exists()
 
     pool = scratch / "console" / "pool.js"
     original = pool.read_bytes()
     pool.write_bytes(original + b"\n// edited\n")
-    assert frontend.build_outdated(scratch) == "frontend/dist is stale: console/pool.js changed since it was built"
+    assert (
+        frontend.build_outdated(scratch)
+        == "frontend/dist is stale: console/pool.js changed since it was built"
+    )
     pool.write_bytes(original)
     assert frontend.build_outdated(scratch) is None, "the same content again: current"
     (scratch / "console" / "lib").mkdir()
@@ -96,15 +111,21 @@ def test_build_is_current_for_its_inputs_only(scratch):
 def test_a_failed_build_keeps_the_last_good_one(scratch):
     assert build(scratch).returncode == 0
     before = (frontend.build_dir(scratch) / "build-info.json").read_text()
-    (scratch / "console" / "broken.js").write_text("import Plotly from 'plotly.js-dist-min';\nPlotly.newPlot(\n")
+    (scratch / "console" / "broken.js").write_text(
+        "import Plotly from 'plotly.js-dist-min';\nPlotly.newPlot(\n"
+    )
     done = build(scratch)
     assert done.returncode != 0 and "broken.js" in done.stderr
     assert (frontend.build_dir(scratch) / "build-info.json").read_text() == before
-    assert not list(scratch.parent.glob("frontend/dist.partial-*")) and not list(scratch.glob("dist.partial-*"))
+    assert not list(scratch.parent.glob("frontend/dist.partial-*")) and not list(
+        scratch.glob("dist.partial-*")
+    )
 
 
 def test_ensure_build_says_why_it_serves_the_sources_without_npm(scratch, monkeypatch):
-    monkeypatch.setenv("PATH", "/nonexistent")  # no npm on this PATH: what a machine without Node sees
+    monkeypatch.setenv(
+        "PATH", "/nonexistent"
+    )  # no npm on this PATH: what a machine without Node sees
     lines = []
     assert frontend.ensure_build(scratch, say=lines.append) is False
     assert len(lines) == 1 and lines[0].startswith("front-end build skipped (npm not found")
@@ -114,8 +135,12 @@ def test_ensure_build_says_why_it_serves_the_sources_without_npm(scratch, monkey
 
 def test_static_files_are_the_build_or_the_sources_and_never_node_modules(settings):
     settings.STATICFILES_DIRS = frontend.staticfiles_dirs(bundled=False)
-    assert Path(finders.find("console/run_live.js")) == frontend.FRONTEND / "console" / "run_live.js"
-    assert Path(finders.find("plotly/plotly.min.js")) == frontend.wheel_plotly_dir() / "plotly.min.js"
+    assert (
+        Path(finders.find("console/run_live.js")) == frontend.FRONTEND / "console" / "run_live.js"
+    )
+    assert (
+        Path(finders.find("plotly/plotly.min.js")) == frontend.wheel_plotly_dir() / "plotly.min.js"
+    )
     assert Path(finders.find("fallback/plotly.js")) == frontend.FRONTEND / "fallback" / "plotly.js"
     assert finders.find("node_modules/plotly.js-dist-min/plotly.min.js") is None
     assert finders.find("package.json") is None
@@ -131,11 +156,18 @@ def test_static_files_are_the_build_or_the_sources_and_never_node_modules(settin
 def test_pages_carry_the_import_map_only_unbundled(settings):
     settings.FRONTEND_BUNDLED = False
     html = Client().get("/sandboxes/").content.decode()
-    assert '<script type="importmap">{"imports": {"plotly.js-dist-min": "/static/fallback/plotly.js"}}</script>' in html
-    assert html.index('type="importmap"') < html.index('type="module"'), "an import map must precede the modules"
+    assert (
+        '<script type="importmap">{"imports": {"plotly.js-dist-min": "/static/fallback/plotly.js"}}</script>'
+        in html
+    )
+    assert html.index('type="importmap"') < html.index('type="module"'), (
+        "an import map must precede the modules"
+    )
     settings.FRONTEND_BUNDLED = True
     html = Client().get("/sandboxes/").content.decode()
-    assert "importmap" not in html and '<script type="module" src="/static/console/pool.js">' in html
+    assert (
+        "importmap" not in html and '<script type="module" src="/static/console/pool.js">' in html
+    )
 
 
 def test_hashed_chunks_are_cached_forever_and_page_scripts_for_a_minute(settings):
@@ -144,7 +176,11 @@ def test_hashed_chunks_are_cached_forever_and_page_scripts_for_a_minute(settings
     assert frontend.ensure_build()
     settings.STATICFILES_DIRS = frontend.staticfiles_dirs(bundled=True)
     chunk = Client().get(f"/static/{frontend.build_info()['plotly_chunk']}")
-    assert chunk.status_code == 200 and "immutable" in chunk["Cache-Control"], chunk["Cache-Control"]
+    assert chunk.status_code == 200 and "immutable" in chunk["Cache-Control"], chunk[
+        "Cache-Control"
+    ]
     entry = Client().get("/static/console/run_live.js")
-    assert entry.status_code == 200 and "immutable" not in entry["Cache-Control"], entry["Cache-Control"]
+    assert entry.status_code == 200 and "immutable" not in entry["Cache-Control"], entry[
+        "Cache-Control"
+    ]
     assert entry["Content-Type"].startswith("text/javascript")

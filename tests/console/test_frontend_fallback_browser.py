@@ -23,19 +23,33 @@ def test_unbundled_console_draws_with_the_wheels_plotly(console_server_unbundled
     a, b = off_loop(seed)
     page, server = browser_page, console_server_unbundled
     scripts = []
-    page.on("response", lambda r: scripts.append((r.url, r.status)) if r.request.resource_type == "script" else None)
+    page.on(
+        "response",
+        lambda r: (
+            scripts.append((r.url, r.status)) if r.request.resource_type == "script" else None
+        ),
+    )
 
     page.goto(f"{server}/runs/{a.pk}/")
     page.wait_for_selector("#reward-heatmap[data-steps='5'] .main-svg", timeout=15000)
     assert page.evaluate("Plotly.version") == frontend.npm_pin()
     urls = {url: status for url, status in scripts}
-    for path in ("console/run_live.js", "console/pool.js", "fallback/plotly.js", "plotly/plotly.min.js"):
+    for path in (
+        "console/run_live.js",
+        "console/pool.js",
+        "fallback/plotly.js",
+        "plotly/plotly.min.js",
+    ):
         assert urls.get(f"{server}/static/{path}") == 200, (path, urls)
     assert not any("/chunks/" in url for url in urls), "unbundled: nothing from frontend/dist"
     source = page.evaluate(f"fetch('{server}/static/console/run_live.js').then((r) => r.text())")
-    assert 'import Plotly from "plotly.js-dist-min"' in source, "the source module itself, not a bundle"
+    assert 'import Plotly from "plotly.js-dist-min"' in source, (
+        "the source module itself, not a bundle"
+    )
 
     page.goto(f"{server}/runs/compare/?runs={a.pk},{b.pk}")
     page.wait_for_selector("#compare-charts[data-drawn='1']", timeout=10000)
-    assert page.evaluate("document.getElementById('cmp-reward-mean').data.length") == 2, "one curve per run"
+    assert page.evaluate("document.getElementById('cmp-reward-mean').data.length") == 2, (
+        "one curve per run"
+    )
     assert page.errors == []

@@ -43,15 +43,29 @@ except ZeroDivisionError:
 
 def run_logging(log_format: str) -> list[str]:
     env = {**os.environ, "CRUCIBLE_LOG_FORMAT": log_format}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return [line for line in done.stderr.splitlines() if line.strip()]
 
 
 def test_json_records_carry_the_context_inside_it_and_not_outside():
     records = [json.loads(line) for line in run_logging("json") if line.startswith("{")]
     by_message = {record["message"]: record for record in records}
-    assert set(by_message) == {"before", "inside both", "inside the run only", "after", "from a thread", "failed"}
+    assert set(by_message) == {
+        "before",
+        "inside both",
+        "inside the run only",
+        "after",
+        "from a thread",
+        "failed",
+    }
     inside = by_message["inside both"]
     assert (inside["run_id"], inside["step"], inside["trajectory_id"]) == (7, 3, 11)
     assert (inside["level"], inside["logger"]) == ("WARNING", "crucible.test")
@@ -68,7 +82,10 @@ def test_json_records_carry_the_context_inside_it_and_not_outside():
 
 def test_plain_records_append_the_context():
     lines = run_logging("plain")
-    assert any(line.endswith("WARNING crucible.test: inside both [run_id=7 step=3 trajectory_id=11]") for line in lines)
+    assert any(
+        line.endswith("WARNING crucible.test: inside both [run_id=7 step=3 trajectory_id=11]")
+        for line in lines
+    )
     assert any(line.endswith("WARNING crucible.test: before") for line in lines)
     failed = next(line for line in lines if "failed" in line)
     assert failed.endswith("failed [run_id=8 request_id=batch:0]")  # before the traceback's lines
@@ -77,8 +94,15 @@ def test_plain_records_append_the_context():
 
 def test_a_bad_log_format_stops_start_up_with_a_message():
     env = {**os.environ, "CRUCIBLE_LOG_FORMAT": "xml"}
-    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode != 0
     assert "CRUCIBLE_LOG_FORMAT='xml' is not a log format; use plain or json" in done.stderr
     assert "Traceback" not in done.stderr

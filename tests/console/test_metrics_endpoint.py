@@ -30,10 +30,15 @@ def test_metrics_is_prometheus_text_with_crucible_and_request_metrics(client):
     client.get("/healthz")  # a request's metrics are recorded as its response leaves
     text = get_metrics(client)
     names = {name for name, _labels in samples(text)}  # parses the whole exposition
-    for name in ("crucible_runs", "crucible_sandbox_queue_depth", "crucible_sandbox_workers_live",
-                 "crucible_celery_queue_depth", "crucible_metrics_source_up",
-                 "django_http_requests_latency_seconds_by_view_method_bucket",
-                 "django_http_responses_total_by_status_view_method_total"):
+    for name in (
+        "crucible_runs",
+        "crucible_sandbox_queue_depth",
+        "crucible_sandbox_workers_live",
+        "crucible_celery_queue_depth",
+        "crucible_metrics_source_up",
+        "django_http_requests_latency_seconds_by_view_method_bucket",
+        "django_http_responses_total_by_status_view_method_total",
+    ):
         assert name in names, name
     for queue in queues.ALL:
         assert value(text, "crucible_celery_queue_depth", queue=queue) is not None
@@ -45,18 +50,42 @@ def test_metrics_is_prometheus_text_with_crucible_and_request_metrics(client):
 
 def test_the_request_counter_counts_requests_by_view_and_status(client):
     def healthz_200() -> float:
-        return value(get_metrics(client), "django_http_responses_total_by_status_view_method_total",
-                     method="GET", status="200", view="healthz") or 0.0
+        return (
+            value(
+                get_metrics(client),
+                "django_http_responses_total_by_status_view_method_total",
+                method="GET",
+                status="200",
+                view="healthz",
+            )
+            or 0.0
+        )
 
     before = healthz_200()
     for _ in range(3):
         assert client.get("/healthz").status_code == 200
     assert healthz_200() == before + 3
-    missing = value(get_metrics(client), "django_http_responses_total_by_status_view_method_total",
-                    method="GET", status="404", view="<unnamed view>") or 0.0
+    missing = (
+        value(
+            get_metrics(client),
+            "django_http_responses_total_by_status_view_method_total",
+            method="GET",
+            status="404",
+            view="<unnamed view>",
+        )
+        or 0.0
+    )
     assert client.get("/no/such/page/").status_code == 404
-    assert value(get_metrics(client), "django_http_responses_total_by_status_view_method_total",
-                 method="GET", status="404", view="<unnamed view>") == missing + 1
+    assert (
+        value(
+            get_metrics(client),
+            "django_http_responses_total_by_status_view_method_total",
+            method="GET",
+            status="404",
+            view="<unnamed view>",
+        )
+        == missing + 1
+    )
 
 
 def test_runs_by_status_are_counted_at_scrape_time(client):
@@ -81,7 +110,9 @@ def test_queue_depths_are_read_from_redis_at_scrape_time(client):
         text = get_metrics(client)
     assert value(text, "crucible_sandbox_queue_depth", runtime="python") == 3
     assert value(text, "crucible_sandbox_queue_depth", runtime="node") == 0
-    assert value(text, "crucible_sandbox_workers_live", runtime="python") == 0  # no worker on this Redis
+    assert (
+        value(text, "crucible_sandbox_workers_live", runtime="python") == 0
+    )  # no worker on this Redis
     assert value(text, "crucible_celery_queue_depth", queue="control") == 2
     assert value(text, "crucible_celery_queue_depth", queue="validation") == 1
     assert value(text, "crucible_celery_queue_depth", queue="trainer") == 0
@@ -95,7 +126,9 @@ def test_redis_down_is_reported_not_a_500(client):
         finally:
             Q.connection.cache_clear()
     assert value(text, "crucible_metrics_source_up", source="redis") == 0
-    assert value(text, "crucible_sandbox_queue_depth", runtime="python") is None  # left out, not zero
+    assert (
+        value(text, "crucible_sandbox_queue_depth", runtime="python") is None
+    )  # left out, not zero
     assert value(text, "crucible_metrics_source_up", source="database") == 1
 
 

@@ -29,7 +29,12 @@ def test_pool_chart_draws_phase_bands_and_gains_steps_live(console_server, brows
         tracker.close()
     chart = page.locator("#pool-timeline")
     assert chart.locator(".main-svg").count() > 0, "plotly did not draw"
-    assert set(chart.get_attribute("data-phases").split(",")) == {"idle", "rollout", "grading", "update"}
+    assert set(chart.get_attribute("data-phases").split(",")) == {
+        "idle",
+        "rollout",
+        "grading",
+        "update",
+    }
     bands = int(chart.get_attribute("data-bands"))
     # step 1: idle (from the tracker's start), rollout, grading, update, idle; step 2 the same five,
     # its first idle merged into step 1's last: four more bands
@@ -37,7 +42,9 @@ def test_pool_chart_draws_phase_bands_and_gains_steps_live(console_server, brows
     assert chart.locator(".shapelayer path").count() == bands  # the bands are in the SVG
     names = page.evaluate("document.getElementById('pool-timeline').data.map((t) => t.name)")
     assert names[:3] == ["pool (live slots)", "queue depth", "demand"]
-    slots = page.evaluate("document.getElementById('pool-timeline').data[0].y.filter((v) => v !== null)")
+    slots = page.evaluate(
+        "document.getElementById('pool-timeline').data[0].y.filter((v) => v !== null)"
+    )
     assert len(slots) == int(chart.get_attribute("data-samples")) > 6 and min(slots) > 0
     ARTIFACTS.mkdir(exist_ok=True)
     chart.screenshot(path=str(ARTIFACTS / "pool_timeline.png"))

@@ -30,17 +30,27 @@ def tracked_step(tracker: PhaseTracker) -> tuple[dict, dict]:
 def run_and_spec(name: str):
     """A run and one task to record its steps against."""
     run = make_run(name)
-    spec = TaskSpec(task_version_id=task_version().pk, prompt="p", entry_point="f", visible_tests="",
-                    hidden_tests="", timeout_s=5)
+    spec = TaskSpec(
+        task_version_id=task_version().pk,
+        prompt="p",
+        entry_point="f",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=5,
+    )
     return run, spec
 
 
 def record(run, spec, step: int, tracker: PhaseTracker):
     """Step ``step`` of ``run`` as the trainer records it, with the phases of :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
-    rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
-                for i, r in enumerate([0.0, 1.0])]
-    return services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline)
+    rollouts = [
+        Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
+        for i, r in enumerate([0.0, 1.0])
+    ]
+    return services.step_record(
+        run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -56,7 +66,9 @@ def test_backfill_and_live_step_events_carry_the_pool_timeline():
         first = record(run, spec, 1, tracker)
 
         async def watch():
-            socket = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=[(b"origin", b"http://127.0.0.1")])
+            socket = WebsocketCommunicator(
+                application, f"/ws/runs/{run.pk}/", headers=[(b"origin", b"http://127.0.0.1")]
+            )
             connected, _ = await socket.connect()
             assert connected
             backfill = []
@@ -77,7 +89,13 @@ def test_backfill_and_live_step_events_carry_the_pool_timeline():
         timeline = event["timeline"]
         assert [p for _a, _b, p in timeline["phases"]][-3:] == ["grading", "update", "idle"]
         assert "rollout" in [p for _a, _b, p in timeline["phases"]]
-        assert len(timeline["t"]) == len(timeline["slots"]) == len(timeline["depth"]) == len(timeline["demand"]) > 3
+        assert (
+            len(timeline["t"])
+            == len(timeline["slots"])
+            == len(timeline["depth"])
+            == len(timeline["demand"])
+            > 3
+        )
         assert max(timeline["demand"]) >= 8 and min(timeline["slots"]) > 0
         assert event["metrics"]["timing/phase_rollout_s"] >= 0.2
     assert live["timeline"]["start"] == old["timeline"]["end"]

@@ -5,7 +5,6 @@ reason, and the run's review summary counts the label."""
 
 from pathlib import Path
 
-
 from tests.browser import browser_marks, off_loop
 from tests.console.replay_seed import seed_group, seed_trajectory, seeded_run
 from tests.console.review_seed import PASSWORD, make_roles, make_user
@@ -22,8 +21,15 @@ def seed(humaneval):
     make_user("rex", "reviewer", password=PASSWORD)
     run, versions = seeded_run(humaneval, name="review-browser")
     group = seed_group(run, versions[0], step=2, group=0, size=3, turns=3)
-    seed_trajectory(run, versions[1], step=3, group=1, reward=1.0, turns=2,
-                    monitors=[("llm:tiny", 0.55, "returns a constant")])
+    seed_trajectory(
+        run,
+        versions[1],
+        step=3,
+        group=1,
+        reward=1.0,
+        turns=2,
+        monitors=[("llm:tiny", 0.55, "returns a constant")],
+    )
     return run, versions, group
 
 
@@ -56,7 +62,10 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.wait_for_selector("#item-table")
     assert page.locator("#item-table tbody tr").count() == 3
     first_row = page.locator("#item-table tbody tr").first
-    assert f"trajectory {flagged.pk}" in first_row.inner_text() and "test_tampering" in first_row.inner_text()
+    assert (
+        f"trajectory {flagged.pk}" in first_row.inner_text()
+        and "test_tampering" in first_row.inner_text()
+    )
     assignee = first_row.locator(".assignee").inner_text().strip()
     page.screenshot(path=str(ARTIFACTS / "review_queue.png"), full_page=True)
     page.click("header .user button")  # log out
@@ -72,7 +81,10 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.wait_for_selector("#label-form")
     assert "test_tampering" in page.locator("#flags").inner_text()
     assert "0.920" in page.locator("#item-reason").inner_text()
-    assert page.locator("#replay-link").get_attribute("href") == f"/runs/{run.pk}/trajectories/{flagged.pk}/"
+    assert (
+        page.locator("#replay-link").get_attribute("href")
+        == f"/runs/{run.pk}/trajectories/{flagged.pk}/"
+    )
     page.screenshot(path=str(ARTIFACTS / "review_item.png"), full_page=True)
 
     # keyboard: 3 chooses "broken task"; it needs a note, so the note box takes the focus
@@ -81,12 +93,16 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     assert page.locator("#label-broken_task").is_checked()
     assert page.evaluate("document.activeElement.id") == "id_note"
     assert "needs-note" in page.locator("#id_note").get_attribute("class")
-    page.keyboard.type("Hidden test 2 contradicts the docstring: 1.0 and 2.0 are 'close' at threshold 1.0")
+    page.keyboard.type(
+        "Hidden test 2 contradicts the docstring: 1.0 and 2.0 are 'close' at threshold 1.0"
+    )
     page.screenshot(path=str(ARTIFACTS / "review_item_note.png"), full_page=True)
     item_url = page.url
     page.keyboard.press("Control+Enter")
     page.wait_for_url(lambda url: url != item_url, timeout=10000)
-    assert page.locator("#my-progress").inner_text() == ("your progress 1/2" if assignee == "rex" else "your progress 1/1")
+    assert page.locator("#my-progress").inner_text() == (
+        "your progress 1/2" if assignee == "rex" else "your progress 1/1"
+    )
     message = page.locator(".messages li.success").inner_text()
     assert "labelled broken task" in message and "quarantined for a curator to confirm" in message
     page.screenshot(path=str(ARTIFACTS / "review_item_after.png"), full_page=True)
@@ -107,13 +123,19 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.goto(f"{server}/tasks/{version.task.task_id}/?v={version.number}")
     page.wait_for_selector("#quarantined")
     body = page.locator("body").inner_text()
-    assert f"labelled trajectory {flagged.pk}" in body and "Hidden test 2 contradicts the docstring" in body
+    assert (
+        f"labelled trajectory {flagged.pk}" in body
+        and "Hidden test 2 contradicts the docstring" in body
+    )
     page.screenshot(path=str(ARTIFACTS / "review_task_quarantined.png"), full_page=True)
 
     # the run's review summary and the replay's review panel show it
     page.goto(f"{server}/runs/{run.pk}/review/")
     assert page.locator("#labels-by-kind tr[data-label='broken_task'] td.num").inner_text() == "1"
-    assert f"{version.task.task_id} v{version.number} by {assignee}" in page.locator("#run-quarantines").inner_text()
+    assert (
+        f"{version.task.task_id} v{version.number} by {assignee}"
+        in page.locator("#run-quarantines").inner_text()
+    )
     page.screenshot(path=str(ARTIFACTS / "review_run_summary.png"), full_page=True)
     page.goto(f"{server}/runs/{run.pk}/trajectories/{flagged.pk}/")
     assert "broken_task × 1" in page.locator("#review-panel").inner_text()

@@ -22,9 +22,19 @@ from training.models import Alert
 pytestmark = pytest.mark.django_db
 
 ROLES = ("admin", "curator", "operator", "reviewer", "viewer", "anonymous")
-USERNAMES = {"admin": "ada", "curator": "cora", "operator": "otto", "reviewer": "rita", "viewer": "vic"}
+USERNAMES = {
+    "admin": "ada",
+    "curator": "cora",
+    "operator": "otto",
+    "reviewer": "rita",
+    "viewer": "vic",
+}
 CURATORS = {"admin", "curator"}
-MANAGERS = {"admin", "curator", "operator"}  # create review queues, assign items, cancel runs, acknowledge alerts
+MANAGERS = {
+    "admin",
+    "curator",
+    "operator",
+}  # create review queues, assign items, cancel runs, acknowledge alerts
 REVIEWING = {"admin", "curator", "reviewer"}  # label their assigned items, write task drafts
 
 
@@ -37,24 +47,60 @@ def world(humaneval, monkeypatch):
     users = {role: make_user(name, role) for role, name in USERNAMES.items()}
     olga = make_user("olga", "reviewer")
     run, versions = seed_run(humaneval, tasks=2)
-    TaskVersion.objects.filter(pk=versions[1].pk).update(quarantined=True, quarantine_reason="automatic")
+    TaskVersion.objects.filter(pk=versions[1].pk).update(
+        quarantined=True, quarantine_reason="automatic"
+    )
     trajectories = seed_trajectories(run, versions, [{"reward": 1.0}, {"reward": 0.0}])
-    queue = review_queue_create(name="matrix", run_id=run.pk, strategy=m.UNIFORM, size=1, reviewers_per_item=1,
-                                reviewers=[users["reviewer"]], created_by=users["curator"])
+    queue = review_queue_create(
+        name="matrix",
+        run_id=run.pk,
+        strategy=m.UNIFORM,
+        size=1,
+        reviewers_per_item=1,
+        reviewers=[users["reviewer"]],
+        created_by=users["curator"],
+    )
     item = queue.items.get()
     for role in REVIEWING - {"reviewer"}:
         review_assign(item_id=item.pk, reviewer=users[role], assigned_by=users["curator"])
-    draft = task_draft_create(trajectory_id=item.trajectory_id, created_by=users["curator"], task_id="review/matrix",
-                              prompt="def one():\n    pass\n", entry_point="one", reference_solution="    return 1\n",
-                              tests="def check(candidate):\n    assert candidate() == 1\n")
-    alert = Alert.objects.create(run=run, step=1, last_step=1, stream="reward/mean", detector="adwin", statistic=0.9,
-                                 threshold=0.5, message="reward moved")
+    draft = task_draft_create(
+        trajectory_id=item.trajectory_id,
+        created_by=users["curator"],
+        task_id="review/matrix",
+        prompt="def one():\n    pass\n",
+        entry_point="one",
+        reference_solution="    return 1\n",
+        tests="def check(candidate):\n    assert candidate() == 1\n",
+    )
+    alert = Alert.objects.create(
+        run=run,
+        step=1,
+        last_step=1,
+        stream="reward/mean",
+        detector="adwin",
+        statistic=0.9,
+        threshold=0.5,
+        message="reward moved",
+    )
     calls = []
     monkeypatch.setattr(run_cancel_task, "delay", lambda *a, **k: calls.append(("cancel", a)))
-    monkeypatch.setattr(validate_task_versions, "delay",
-                        lambda *a, **k: calls.append(("validate", a)) or SimpleNamespace(id="job-1"))
-    return SimpleNamespace(users=users, olga=olga, run=run, versions=versions, trajectories=trajectories, queue=queue,
-                           item=item, draft=draft, alert=alert, calls=calls)
+    monkeypatch.setattr(
+        validate_task_versions,
+        "delay",
+        lambda *a, **k: calls.append(("validate", a)) or SimpleNamespace(id="job-1"),
+    )
+    return SimpleNamespace(
+        users=users,
+        olga=olga,
+        run=run,
+        versions=versions,
+        trajectories=trajectories,
+        queue=queue,
+        item=item,
+        draft=draft,
+        alert=alert,
+        calls=calls,
+    )
 
 
 def edit_form(version, role) -> dict:
@@ -68,61 +114,141 @@ ENDPOINTS = {
     # --- the review pages -----------------------------------------------------------------------
     "review queue create": (
         lambda w: "/review/queues/new/",
-        lambda w, role: {"name": f"by {role}", "run": w.run.pk, "strategy": m.UNIFORM, "size": 2,
-                         "reviewers_per_item": 1, "reviewers": [w.users["reviewer"].pk], "seed": 1},
-        "form", MANAGERS, lambda w, role: m.ReviewQueue.objects.filter(name=f"by {role}").exists()),
+        lambda w, role: {
+            "name": f"by {role}",
+            "run": w.run.pk,
+            "strategy": m.UNIFORM,
+            "size": 2,
+            "reviewers_per_item": 1,
+            "reviewers": [w.users["reviewer"].pk],
+            "seed": 1,
+        },
+        "form",
+        MANAGERS,
+        lambda w, role: m.ReviewQueue.objects.filter(name=f"by {role}").exists(),
+    ),
     "review item assign": (
-        lambda w: f"/review/items/{w.item.pk}/assign/", lambda w, role: {"reviewer": "olga"},
-        "form", MANAGERS, lambda w, role: m.ReviewAssignment.objects.filter(item=w.item, reviewer=w.olga).exists()),
+        lambda w: f"/review/items/{w.item.pk}/assign/",
+        lambda w, role: {"reviewer": "olga"},
+        "form",
+        MANAGERS,
+        lambda w, role: m.ReviewAssignment.objects.filter(item=w.item, reviewer=w.olga).exists(),
+    ),
     "review item label": (
-        lambda w: f"/review/items/{w.item.pk}/label/", lambda w, role: {"label": m.CORRECT, "note": ""},
-        "form", REVIEWING, lambda w, role: m.ReviewLabel.objects.filter(item=w.item).exists()),
+        lambda w: f"/review/items/{w.item.pk}/label/",
+        lambda w, role: {"label": m.CORRECT, "note": ""},
+        "form",
+        REVIEWING,
+        lambda w, role: m.ReviewLabel.objects.filter(item=w.item).exists(),
+    ),
     "review item draft": (
         lambda w: f"/review/items/{w.item.pk}/draft/",
-        lambda w, role: {"task_id": f"review/by-{role}", "prompt": "def two():\n    pass\n", "entry_point": "two",
-                         "reference_solution": "    return 2\n", "tests": "def check(candidate):\n    assert candidate() == 2\n"},
-        "form", REVIEWING, lambda w, role: m.TaskDraft.objects.filter(task_id=f"review/by-{role}").exists()),
+        lambda w, role: {
+            "task_id": f"review/by-{role}",
+            "prompt": "def two():\n    pass\n",
+            "entry_point": "two",
+            "reference_solution": "    return 2\n",
+            "tests": "def check(candidate):\n    assert candidate() == 2\n",
+        },
+        "form",
+        REVIEWING,
+        lambda w, role: m.TaskDraft.objects.filter(task_id=f"review/by-{role}").exists(),
+    ),
     "review draft submit": (
-        lambda w: f"/review/drafts/{w.draft.pk}/submit/", lambda w, role: {},
-        "form", CURATORS, lambda w, role: m.TaskDraft.objects.get(pk=w.draft.pk).status == m.TaskDraft.SUBMITTED),
+        lambda w: f"/review/drafts/{w.draft.pk}/submit/",
+        lambda w, role: {},
+        "form",
+        CURATORS,
+        lambda w, role: m.TaskDraft.objects.get(pk=w.draft.pk).status == m.TaskDraft.SUBMITTED,
+    ),
     # --- runs -------------------------------------------------------------------------------------
     "run cancel": (
-        lambda w: f"/runs/{w.run.pk}/cancel/", lambda w, role: {},
-        "form", MANAGERS, lambda w, role: any(c[0] == "cancel" for c in w.calls)),
+        lambda w: f"/runs/{w.run.pk}/cancel/",
+        lambda w, role: {},
+        "form",
+        MANAGERS,
+        lambda w, role: any(c[0] == "cancel" for c in w.calls),
+    ),
     "alert acknowledge": (
-        lambda w: f"/runs/{w.run.pk}/alerts/{w.alert.pk}/ack/", lambda w, role: {"note": f"seen by {role}"},
-        "form", MANAGERS, lambda w, role: Alert.objects.get(pk=w.alert.pk).acknowledged_at is not None),
+        lambda w: f"/runs/{w.run.pk}/alerts/{w.alert.pk}/ack/",
+        lambda w, role: {"note": f"seen by {role}"},
+        "form",
+        MANAGERS,
+        lambda w, role: Alert.objects.get(pk=w.alert.pk).acknowledged_at is not None,
+    ),
     # --- the task library's pages --------------------------------------------------------------------
     "task edit (page)": (
-        lambda w: f"/tasks/{w.versions[0].task.task_id}/edit/", lambda w, role: edit_form(w.versions[0], role),
-        "form", CURATORS, lambda w, role: TaskVersion.objects.filter(task=w.versions[0].task).count() == 2),
+        lambda w: f"/tasks/{w.versions[0].task.task_id}/edit/",
+        lambda w, role: edit_form(w.versions[0], role),
+        "form",
+        CURATORS,
+        lambda w, role: TaskVersion.objects.filter(task=w.versions[0].task).count() == 2,
+    ),
     "task validate (page)": (
-        lambda w: f"/tasks/{w.versions[0].task.task_id}/validate/", lambda w, role: {"number": 1},
-        "form", CURATORS, lambda w, role: any(c[0] == "validate" for c in w.calls)),
+        lambda w: f"/tasks/{w.versions[0].task.task_id}/validate/",
+        lambda w, role: {"number": 1},
+        "form",
+        CURATORS,
+        lambda w, role: any(c[0] == "validate" for c in w.calls),
+    ),
     "task quarantine (page, bulk)": (
-        lambda w: "/tasks/", lambda w, role: {"action": "quarantine", "ids": [w.versions[0].pk], "reason": role},
-        "form", CURATORS, lambda w, role: TaskVersion.objects.get(pk=w.versions[0].pk).quarantined),
+        lambda w: "/tasks/",
+        lambda w, role: {"action": "quarantine", "ids": [w.versions[0].pk], "reason": role},
+        "form",
+        CURATORS,
+        lambda w, role: TaskVersion.objects.get(pk=w.versions[0].pk).quarantined,
+    ),
     "task set pin (page)": (
-        lambda w: "/tasksets/", lambda w, role: {"name": f"pin-{role}", "change_note": "pin", "trainable_only": "on",
-                                                 "source": "humaneval"},
-        "form", CURATORS, lambda w, role: TaskSet.objects.filter(name=f"pin-{role}").exists()),
+        lambda w: "/tasksets/",
+        lambda w, role: {
+            "name": f"pin-{role}",
+            "change_note": "pin",
+            "trainable_only": "on",
+            "source": "humaneval",
+        },
+        "form",
+        CURATORS,
+        lambda w, role: TaskSet.objects.filter(name=f"pin-{role}").exists(),
+    ),
     # --- the task library's API ----------------------------------------------------------------------
     "task edit (API)": (
         lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/",
-        lambda w, role: {"change_note": f"api edit by {role}", "prompt": w.versions[0].prompt + f"# {role}\n"},
-        "json", CURATORS, lambda w, role: TaskVersion.objects.filter(task=w.versions[0].task).count() == 2),
+        lambda w, role: {
+            "change_note": f"api edit by {role}",
+            "prompt": w.versions[0].prompt + f"# {role}\n",
+        },
+        "json",
+        CURATORS,
+        lambda w, role: TaskVersion.objects.filter(task=w.versions[0].task).count() == 2,
+    ),
     "task validate (API)": (
-        lambda w: "/api/task-versions/validate/", lambda w, role: {"ids": [w.versions[0].pk]},
-        "json", CURATORS, lambda w, role: any(c[0] == "validate" for c in w.calls)),
+        lambda w: "/api/task-versions/validate/",
+        lambda w, role: {"ids": [w.versions[0].pk]},
+        "json",
+        CURATORS,
+        lambda w, role: any(c[0] == "validate" for c in w.calls),
+    ),
     "task quarantine (API)": (
-        lambda w: "/api/task-versions/quarantine/", lambda w, role: {"ids": [w.versions[0].pk], "reason": role},
-        "json", CURATORS, lambda w, role: TaskVersion.objects.get(pk=w.versions[0].pk).quarantined),
+        lambda w: "/api/task-versions/quarantine/",
+        lambda w, role: {"ids": [w.versions[0].pk], "reason": role},
+        "json",
+        CURATORS,
+        lambda w, role: TaskVersion.objects.get(pk=w.versions[0].pk).quarantined,
+    ),
     "task approve (API)": (
-        lambda w: "/api/task-versions/approve/", lambda w, role: {"ids": [w.versions[1].pk], "reason": role},
-        "json", CURATORS, lambda w, role: not TaskVersion.objects.get(pk=w.versions[1].pk).quarantined),
+        lambda w: "/api/task-versions/approve/",
+        lambda w, role: {"ids": [w.versions[1].pk], "reason": role},
+        "json",
+        CURATORS,
+        lambda w, role: not TaskVersion.objects.get(pk=w.versions[1].pk).quarantined,
+    ),
     "task set pin (API)": (
-        lambda w: f"/api/task-sets/pin-{'x'}/pin/", lambda w, role: {"change_note": "pin", "versions": [w.versions[0].pk]},
-        "json", CURATORS, lambda w, role: TaskSet.objects.filter(name="pin-x").exists()),
+        lambda w: f"/api/task-sets/pin-{'x'}/pin/",
+        lambda w, role: {"change_note": "pin", "versions": [w.versions[0].pk]},
+        "json",
+        CURATORS,
+        lambda w, role: TaskSet.objects.filter(name="pin-x").exists(),
+    ),
 }
 
 CASES = [(endpoint, role) for endpoint in ENDPOINTS for role in ROLES]
@@ -142,13 +268,21 @@ def test_role_against_write(world, endpoint, role):
     location = response.get("Location", "")
     if role in allowed:
         assert 200 <= response.status_code < 400 and "/accounts/login/" not in location, (
-            f"{role} refused at {endpoint}: {response.status_code} {response.content[:300]!r}")
-        assert done(world, role), f"{role} was answered {response.status_code} at {endpoint} but nothing was written"
+            f"{role} refused at {endpoint}: {response.status_code} {response.content[:300]!r}"
+        )
+        assert done(world, role), (
+            f"{role} was answered {response.status_code} at {endpoint} but nothing was written"
+        )
     else:
         if role == "anonymous" and kind == "form":
-            assert response.status_code == 302 and location.startswith("/accounts/login/"), (endpoint, response.status_code)
+            assert response.status_code == 302 and location.startswith("/accounts/login/"), (
+                endpoint,
+                response.status_code,
+            )
         else:
-            assert response.status_code in (401, 403), f"{role} let through at {endpoint}: {response.status_code}"
+            assert response.status_code in (401, 403), (
+                f"{role} let through at {endpoint}: {response.status_code}"
+            )
         assert not done(world, role), f"{role} was refused at {endpoint} but the write happened"
 
 
@@ -156,8 +290,18 @@ def test_every_role_is_in_the_table():
     assert {role for _, role in CASES} == set(ROLES) and len(CASES) == len(ENDPOINTS) * len(ROLES)
 
 
-@pytest.mark.parametrize("path", ["/review/", "/review/queues/new/", "/review/queues/1/", "/review/items/1/",
-                                  "/review/drafts/1/", "/review/tasks/1/", "/runs/1/review/"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/review/",
+        "/review/queues/new/",
+        "/review/queues/1/",
+        "/review/items/1/",
+        "/review/drafts/1/",
+        "/review/tasks/1/",
+        "/runs/1/review/",
+    ],
+)
 def test_anonymous_users_go_to_the_login_page_from_every_review_page(path):
     response = Client().get(path)
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
@@ -166,12 +310,23 @@ def test_anonymous_users_go_to_the_login_page_from_every_review_page(path):
 def test_viewers_read_the_review_pages_but_see_no_write_controls(world):
     client = Client()
     client.force_login(world.users["viewer"])
-    for path in ("/review/", f"/review/queues/{world.queue.pk}/", f"/review/items/{world.item.pk}/",
-                 f"/review/drafts/{world.draft.pk}/", f"/review/tasks/{world.versions[0].pk}/",
-                 f"/runs/{world.run.pk}/review/"):
+    for path in (
+        "/review/",
+        f"/review/queues/{world.queue.pk}/",
+        f"/review/items/{world.item.pk}/",
+        f"/review/drafts/{world.draft.pk}/",
+        f"/review/tasks/{world.versions[0].pk}/",
+        f"/runs/{world.run.pk}/review/",
+    ):
         response = client.get(path)
         assert response.status_code == 200, path
         html = response.content.decode()
-        for control in ('id="label-form"', "assign-form", 'id="submit-draft"', 'id="draft-form"', 'id="new-queue-link"'):
+        for control in (
+            'id="label-form"',
+            "assign-form",
+            'id="submit-draft"',
+            'id="draft-form"',
+            'id="new-queue-link"',
+        ):
             assert control not in html, (path, control)
     assert client.get("/review/queues/new/").status_code == 403

@@ -4,8 +4,8 @@ and anonymous users cannot; an ended run is not cancelled again."""
 import pytest
 from django.test import Client
 
-from training.models import TrainingRun
 from tests.tasks_library.conftest import eager_celery, make_user, roles  # noqa: F401 (fixtures)
+from training.models import TrainingRun
 
 pytestmark = pytest.mark.django_db
 
@@ -19,11 +19,25 @@ def pending_run(roles, humaneval):
     from training.config import RunConfig
 
     row = humaneval[0]
-    tasks_import(source="humaneval", task_set_name="cancel", records=[{
-        "task_id": row["task_id"], "prompt": row["prompt"], "entry_point": row["entry_point"],
-        "reference_solution": row["canonical_solution"], "tests": row["test"], "where": "test"}])
+    tasks_import(
+        source="humaneval",
+        task_set_name="cancel",
+        records=[
+            {
+                "task_id": row["task_id"],
+                "prompt": row["prompt"],
+                "entry_point": row["entry_point"],
+                "reference_solution": row["canonical_solution"],
+                "tests": row["test"],
+                "where": "test",
+            }
+        ],
+    )
     task_set = task_set_get(name="cancel")
-    task_versions_validate(versions=list(task_set_versions(task_set=task_set)), options=Options(reference_runs=1, mutants=0))
+    task_versions_validate(
+        versions=list(task_set_versions(task_set=task_set)),
+        options=Options(reference_runs=1, mutants=0),
+    )
     return services.run_create(task_set=task_set, config=RunConfig(steps=2))
 
 
@@ -54,6 +68,9 @@ def test_viewers_and_anonymous_users_cannot_cancel(pending_run):
     assert viewer.post(f"/runs/{pending_run.pk}/cancel/").status_code == 403
     anonymous = Client().post(f"/runs/{pending_run.pk}/cancel/")
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
-    assert logged_in(make_user("cora", "curators")).get(f"/runs/{pending_run.pk}/cancel/").status_code == 405
+    assert (
+        logged_in(make_user("cora", "curators")).get(f"/runs/{pending_run.pk}/cancel/").status_code
+        == 405
+    )
     pending_run.refresh_from_db()
     assert pending_run.status == TrainingRun.PENDING

@@ -10,24 +10,35 @@ from django.utils.html import escape
 
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskVersion, TestSuiteVersion
 from tasks_library.services import task_set_pin
+from tests.tasks_library.conftest import PASSWORD, eager_celery, make_user, roles  # noqa: F401 (fixtures)
 from training import backends, services
 from training.config import RunConfig
 from training.models import TrainingRun
-from tests.tasks_library.conftest import PASSWORD, eager_celery, make_user, roles  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
 
 def one_task_set(name: str = "launchable") -> TaskSet:
     """A task set pinning one valid version (as validation leaves it), without sandboxes."""
-    env, _ = EnvironmentVersion.objects.get_or_create(content_hash="e" * 64,
-                                                      defaults={"name": "python", "runtime": "python3.11"})
+    env, _ = EnvironmentVersion.objects.get_or_create(
+        content_hash="e" * 64, defaults={"name": "python", "runtime": "python3.11"}
+    )
     suite, _ = TestSuiteVersion.objects.get_or_create(
-        content_hash="s" * 64, defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"})
+        content_hash="s" * 64,
+        defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"},
+    )
     task = Task.objects.create(task_id=f"Launch/{Task.objects.count()}", source="test")
-    version = TaskVersion.objects.create(task=task, number=1, content_hash=task.task_id.lower().ljust(64, "0"),
-                                         prompt="p", entry_point="f", reference_solution="r", environment=env,
-                                         test_suite=suite, verdict=TaskVersion.VERDICT_VALID)
+    version = TaskVersion.objects.create(
+        task=task,
+        number=1,
+        content_hash=task.task_id.lower().ljust(64, "0"),
+        prompt="p",
+        entry_point="f",
+        reference_solution="r",
+        environment=env,
+        test_suite=suite,
+        verdict=TaskVersion.VERDICT_VALID,
+    )
     return task_set_pin(name=name, versions=[version], author="test")
 
 
@@ -56,53 +67,95 @@ def test_valid_form_creates_the_run_and_launches_it_through_celery(roles, eager_
     task_set = one_task_set()
     client = logged_in(make_user("cora", "curators"))
     form = client.get("/runs/new/")
-    assert form.status_code == 200 and b'id="launch-form"' in form.content and b"launchable" in form.content
-    response = client.post("/runs/new/", {"task_set": task_set.pk, "steps": 7, "backend": "local",
-                                          "config": "lr=1e-4\n# a comment\n\ngroup_size=4\nreward_weights={\"correctness\": 1.0}"})
+    assert (
+        form.status_code == 200
+        and b'id="launch-form"' in form.content
+        and b"launchable" in form.content
+    )
+    response = client.post(
+        "/runs/new/",
+        {
+            "task_set": task_set.pk,
+            "steps": 7,
+            "backend": "local",
+            "config": 'lr=1e-4\n# a comment\n\ngroup_size=4\nreward_weights={"correctness": 1.0}',
+        },
+    )
     run = TrainingRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/runs/{run.pk}/"
-    assert run.total_steps == 7 and run.config["lr"] == 1e-4 and run.config["group_size"] == 4 and run.backend == "local"
+    assert (
+        run.total_steps == 7
+        and run.config["lr"] == 1e-4
+        and run.config["group_size"] == 4
+        and run.backend == "local"
+    )
     assert launched == [run.pk]  # the Celery task ran (eager) and handed the run to its backend
     run.refresh_from_db()
     assert run.status == TrainingRun.LAUNCHING
     assert b"launch is queued" in client.get(response["Location"]).content
 
     # a JSON object works as well
-    client.post("/runs/new/", {"task_set": task_set.pk, "steps": 3, "backend": "local",
-                               "config": '{"group_size": 2, "max_turns": 1}'})
+    client.post(
+        "/runs/new/",
+        {
+            "task_set": task_set.pk,
+            "steps": 3,
+            "backend": "local",
+            "config": '{"group_size": 2, "max_turns": 1}',
+        },
+    )
     second = TrainingRun.objects.order_by("-id").first()
-    assert second.pk != run.pk and second.config["max_turns"] == 1 and launched == [run.pk, second.pk]
+    assert (
+        second.pk != run.pk and second.config["max_turns"] == 1 and launched == [run.pk, second.pk]
+    )
 
 
-@pytest.mark.parametrize("config, named", [
-    ("lr=1e-4\nlearning_rate=3", "learning_rate"),
-    ('{"group_size": 1}', "group_size"),
-    ("temperature=hot", "temperature"),
-    ("steps=9", "steps"),
-    ("lr 1e-4", "lr 1e-4"),
-    ('{"lr": 1e-4,}', "not valid JSON"),
-])
-def test_invalid_config_names_the_key_and_creates_nothing(roles, eager_celery, launched, config, named):
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ("lr=1e-4\nlearning_rate=3", "learning_rate"),
+        ('{"group_size": 1}', "group_size"),
+        ("temperature=hot", "temperature"),
+        ("steps=9", "steps"),
+        ("lr 1e-4", "lr 1e-4"),
+        ('{"lr": 1e-4,}', "not valid JSON"),
+    ],
+)
+def test_invalid_config_names_the_key_and_creates_nothing(
+    roles, eager_celery, launched, config, named
+):
     task_set = one_task_set()
     client = logged_in(make_user("cora", "curators"))
-    response = client.post("/runs/new/", {"task_set": task_set.pk, "steps": 5, "backend": "local", "config": config})
+    response = client.post(
+        "/runs/new/", {"task_set": task_set.pk, "steps": 5, "backend": "local", "config": config}
+    )
     assert response.status_code == 400
     html = response.content.decode()
-    errors = html[html.index('id="errors-config"'):]
-    errors = errors[:errors.index("</div>")]
+    errors = html[html.index('id="errors-config"') :]
+    errors = errors[: errors.index("</div>")]
     assert named in errors, errors
     assert escape(config.splitlines()[0]) in html  # what was typed is kept
     assert not TrainingRun.objects.exists() and launched == []
 
 
-def test_kubernetes_without_an_image_and_an_empty_task_set_are_refused(roles, eager_celery, launched):
+def test_kubernetes_without_an_image_and_an_empty_task_set_are_refused(
+    roles, eager_celery, launched
+):
     task_set = one_task_set()
     client = logged_in(make_user("cora", "curators"))
-    response = client.post("/runs/new/", {"task_set": task_set.pk, "steps": 5, "backend": "kubernetes", "config": ""})
+    response = client.post(
+        "/runs/new/", {"task_set": task_set.pk, "steps": 5, "backend": "kubernetes", "config": ""}
+    )
     assert response.status_code == 400 and b"kubernetes.image" in response.content
     empty = TaskSet.objects.create(name="empty-set")
-    response = client.post("/runs/new/", {"task_set": empty.pk, "steps": 5, "backend": "local", "config": ""})
-    assert response.status_code == 400 and b'id="errors-task_set"' in response.content and b"is empty" in response.content
+    response = client.post(
+        "/runs/new/", {"task_set": empty.pk, "steps": 5, "backend": "local", "config": ""}
+    )
+    assert (
+        response.status_code == 400
+        and b'id="errors-task_set"' in response.content
+        and b"is empty" in response.content
+    )
     assert not TrainingRun.objects.exists() and launched == []
 
 
@@ -125,7 +178,9 @@ def test_operators_with_the_permission_and_superusers_may_launch(roles, eager_ce
     operator.user_permissions.add(Permission.objects.get(codename="add_trainingrun"))
     admin = User.objects.create_superuser("root", password=PASSWORD)
     for user in (operator, admin):
-        response = logged_in(user).post("/runs/new/", {"task_set": task_set.pk, "steps": 2, "backend": "local"})
+        response = logged_in(user).post(
+            "/runs/new/", {"task_set": task_set.pk, "steps": 2, "backend": "local"}
+        )
         assert response.status_code == 302, response.content[:500]
     assert TrainingRun.objects.count() == 2
 
@@ -158,7 +213,11 @@ def test_an_interrupted_run_resumes_from_its_page(roles, eager_celery, launched)
     response = curator.post(f"/runs/{run.pk}/resume/", follow=True)
     assert response.status_code == 200 and b"resuming run" in response.content
     run.refresh_from_db()
-    assert run.status == TrainingRun.LAUNCHING and run.summary["resumes"] == 1 and "cora" in run.status_reason
+    assert (
+        run.status == TrainingRun.LAUNCHING
+        and run.summary["resumes"] == 1
+        and "cora" in run.status_reason
+    )
     assert launched == [run.pk]
     assert b'id="resume-button"' not in curator.get(f"/runs/{run.pk}/").content
     # not interrupted any more: nothing to resume, said on the page, nothing launched

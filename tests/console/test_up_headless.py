@@ -18,12 +18,45 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
     port = next(p for p in range(8230, 8300) if port_free(p))
-    tiny = ["--set", "sft_epochs=2", "--set", "group_size=2", "--set", "tasks_per_step=2", "--set", "train_tasks=2",
-            "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2", "--set", "max_new_tokens=24",
-            "--set", "ppo_epochs=1"]
+    tiny = [
+        "--set",
+        "sft_epochs=2",
+        "--set",
+        "group_size=2",
+        "--set",
+        "tasks_per_step=2",
+        "--set",
+        "train_tasks=2",
+        "--set",
+        "n_layer=1",
+        "--set",
+        "n_embd=32",
+        "--set",
+        "n_head=2",
+        "--set",
+        "max_new_tokens=24",
+        "--set",
+        "ppo_epochs=1",
+    ]
     proc = subprocess.run(
-        [sys.executable, "manage.py", "up", "--headless", "--steps", "2", "--demo-tasks", "4", "--port", str(port), *tiny],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "manage.py",
+            "up",
+            "--headless",
+            "--steps",
+            "2",
+            "--demo-tasks",
+            "4",
+            "--port",
+            str(port),
+            *tiny,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
@@ -51,7 +84,9 @@ def test_sigterm_stops_the_services_a_command_started(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
     script = (
         "from console.stack import Stack\n"
         "import time\n"
@@ -60,8 +95,13 @@ def test_sigterm_stops_the_services_a_command_started(tmp_path):
         "    print('ready', flush=True)\n"
         "    time.sleep(600)\n"
     )
-    proc = subprocess.Popen([sys.executable, "manage.py", "shell", "-v", "0", "-c", script], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", script],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "ready"
     sock = tmp_path / "var" / "redis.sock"
     assert redis_client.Redis(unix_socket_path=str(sock)).ping()
@@ -70,5 +110,7 @@ def test_sigterm_stops_the_services_a_command_started(tmp_path):
     time.sleep(1)
     with pytest.raises(redis_client.ConnectionError):
         redis_client.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping()
-    leftovers = subprocess.run(["pgrep", "-f", f"crucible-{proc.pid}@"], capture_output=True, text=True).stdout
+    leftovers = subprocess.run(
+        ["pgrep", "-f", f"crucible-{proc.pid}@"], capture_output=True, text=True
+    ).stdout
     assert leftovers.strip() == "", f"celery worker left running: {leftovers}"

@@ -10,11 +10,15 @@ from console.stack import ServiceError, Stack, http_up, port_free
 
 def test_a_foreign_http_server_is_not_taken_for_the_console():
     port = next(p for p in range(8330, 8400) if port_free(p))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler)
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         assert not http_up(port)
-        with pytest.raises(ServiceError, match=f"port {port} is taken by something that is not the console"):
+        with pytest.raises(
+            ServiceError, match=f"port {port} is taken by something that is not the console"
+        ):
             Stack().check_web_port(port)
     finally:
         server.shutdown()

@@ -19,16 +19,17 @@ from django.test import Client
 
 from console.asgi import application
 from tasks_library.models import TaskSet
-from training.models import TrainingRun
 from tests.tasks_library.conftest import PASSWORD, make_user, roles  # noqa: F401 (fixture)
+from training.models import TrainingRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def run(roles) -> TrainingRun:
-    return TrainingRun.objects.create(task_set=TaskSet.objects.create(name="watched"), total_steps=3,
-                                      status=TrainingRun.RUNNING)
+    return TrainingRun.objects.create(
+        task_set=TaskSet.objects.create(name="watched"), total_steps=3, status=TrainingRun.RUNNING
+    )
 
 
 def session_cookie(user: User | None) -> list[tuple[bytes, bytes]]:
@@ -76,9 +77,18 @@ def test_public_is_the_default_and_the_environment_can_turn_it_off(run):
         env = {k: v for k, v in os.environ.items() if k != "CRUCIBLE_CONSOLE_PUBLIC"}
         if value is not None:
             env["CRUCIBLE_CONSOLE_PUBLIC"] = value
-        return subprocess.run([sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
-                               "print(settings.CRUCIBLE_CONSOLE_PUBLIC)"], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import django; django.setup(); from django.conf import settings; "
+                "print(settings.CRUCIBLE_CONSOLE_PUBLIC)",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
 
     assert setting(None) == "True" and setting("0") == "False" and setting("true") == "True"
 
@@ -112,7 +122,9 @@ def test_unknown_run_is_closed_with_4404_but_only_for_those_allowed(run, setting
 def test_pool_api_and_components_api_follow_the_same_rule(run, settings):
     settings.CRUCIBLE_CONSOLE_PUBLIC = False
     assert Client().get("/api/sandboxes/pool/").status_code == 403
-    assert Client().get(f"/api/runs/{run.pk}/components/", {"first": 1, "last": 2}).status_code == 403
+    assert (
+        Client().get(f"/api/runs/{run.pk}/components/", {"first": 1, "last": 2}).status_code == 403
+    )
     viewer = Client()
     viewer.force_login(make_user("vic", "viewers"))
     assert viewer.get(f"/api/runs/{run.pk}/components/", {"first": 1, "last": 2}).status_code == 200

@@ -21,7 +21,13 @@ print(",".join(heavy) or "none")
 
 def test_celery_task_modules_and_urls_load_without_torch():
     env = {**os.environ, "CRUCIBLE_VAR_DIR": str(settings.VAR_DIR)}
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env,
-                          cwd=settings.BASE_DIR, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=settings.BASE_DIR,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "none"

@@ -18,7 +18,9 @@ class Blocker(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.partition(".")[0] in self.names:
-            raise ModuleNotFoundError(f"No module named {fullname!r} (not in the sandbox image)", name=fullname)
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r} (not in the sandbox image)", name=fullname
+            )
 
 
 def main():

@@ -42,7 +42,9 @@ def closure(lines: list[str]) -> set[str]:
     names: set[str] = set()
     while todo:
         requirement, extra = todo.pop()
-        if requirement.marker is not None and not requirement.marker.evaluate({**environment, "extra": extra}):
+        if requirement.marker is not None and not requirement.marker.evaluate(
+            {**environment, "extra": extra}
+        ):
             continue
         name = filter_requirements.canonical(requirement.name)
         for wanted in [""] + sorted(requirement.extras):
@@ -64,7 +66,11 @@ def _top_level(dist: md.Distribution) -> set[str]:
     modules = set()
     for file in dist.files or []:
         parts = file.parts
-        if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "bin", "__pycache__"):
+        if (
+            not parts
+            or parts[0].endswith((".dist-info", ".data"))
+            or parts[0] in ("..", "bin", "__pycache__")
+        ):
             continue
         top = parts[0]
         if top.endswith(".py"):
@@ -81,7 +87,13 @@ def blocked_modules() -> tuple[set[str], set[str]]:
     sandbox image's closure provide, and those distributions' names."""
     keep = closure(sandbox_requirements())
     installed = _installed()
-    outside = {name for name in installed if name not in keep and name not in ("pip", "setuptools", "wheel")}
+    outside = {
+        name
+        for name in installed
+        if name not in keep and name not in ("pip", "setuptools", "wheel")
+    }
     kept_modules = set().union(*(_top_level(installed[n]) for n in keep if n in installed))
     modules = set().union(*(_top_level(installed[n]) for n in outside)) - kept_modules
-    return {m for m in modules if m and not m.startswith("_")} | {m for m in modules if m.startswith("_") and len(m) > 1}, outside
+    return {m for m in modules if m and not m.startswith("_")} | {
+        m for m in modules if m.startswith("_") and len(m) > 1
+    }, outside

@@ -35,15 +35,20 @@ VARIANTS = {
     "prod+keda+prometheus-operator": ("prod", ("keda", "prometheus-operator")),
 }
 # Custom resources: no schema in kubernetes-validate; tests/deploy/test_custom_resources.py checks them.
-CUSTOM_KINDS = {("keda.sh/v1alpha1", "ScaledObject"), ("keda.sh/v1alpha1", "TriggerAuthentication"),
-                ("monitoring.coreos.com/v1", "PodMonitor")}
+CUSTOM_KINDS = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+}
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 
 
 def _version(command: list[str]) -> tuple[int, int] | None:
     """``(major, minor)`` that ``command`` prints (``v1.32.4``, ``v5.5.0``...), None if it cannot say."""
     try:
-        out = subprocess.run(command, check=False, capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            command, check=False, capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.search(r"v(\d+)\.(\d+)", out)
@@ -63,7 +68,9 @@ def _renderer() -> tuple[list[str] | None, str]:
         if version and version >= (1, 27):
             return [kubectl, "kustomize"], ""
         shown = ".".join(map(str, version)) if version else "of unknown version"
-        reasons.append(f"kubectl at {kubectl} is {shown}, older than 1.27 (its kustomize predates v5)")
+        reasons.append(
+            f"kubectl at {kubectl} is {shown}, older than 1.27 (its kustomize predates v5)"
+        )
     kustomize = shutil.which("kustomize")
     if kustomize:
         version = _version([kustomize, "version"])
@@ -83,15 +90,21 @@ def _render_text(overlay: str, components: tuple[str, ...]) -> str:
         raise RuntimeError(NO_RENDERER)
     if not components:
         target = KUBERNETES / "overlays" / overlay
-        return subprocess.run([*RENDERER, str(target)], check=True, capture_output=True, text=True).stdout
+        return subprocess.run(
+            [*RENDERER, str(target)], check=True, capture_output=True, text=True
+        ).stdout
     with tempfile.TemporaryDirectory(prefix="crucible-kustomize-") as tmp:
         # kustomize refuses absolute paths to other kustomizations: name them relative to tmp.
         relative = os.path.relpath(KUBERNETES, tmp)
-        overlay_file = yaml.safe_load((KUBERNETES / "overlays" / overlay / "kustomization.yaml").read_text())
+        overlay_file = yaml.safe_load(
+            (KUBERNETES / "overlays" / overlay / "kustomization.yaml").read_text()
+        )
         kustomization = {
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
-            "namespace": overlay_file["namespace"],  # as if the components were listed in the overlay itself
+            "namespace": overlay_file[
+                "namespace"
+            ],  # as if the components were listed in the overlay itself
             "resources": [f"{relative}/overlays/{overlay}"],
             "components": [f"{relative}/components/{name}" for name in components],
         }
@@ -118,7 +131,9 @@ def pod_templates(docs: list[dict]) -> list[tuple[str, dict, dict]]:
     out = []
     for doc in docs:
         if doc["kind"] in WORKLOAD_KINDS:
-            out.append((f"{doc['kind']}/{doc['metadata']['name']}", doc, doc["spec"]["template"]["spec"]))
+            out.append(
+                (f"{doc['kind']}/{doc['metadata']['name']}", doc, doc["spec"]["template"]["spec"])
+            )
     return out
 
 
@@ -128,8 +143,11 @@ def containers(pod: dict, *, init: bool = True) -> list[dict]:
 
 def trainer_spec(docs: list[dict]) -> dict:
     """The trainer spec the overlay hands the kubernetes backend (ConfigMap crucible-trainer-spec)."""
-    config_map = next(d for d in docs if d["kind"] == "ConfigMap"
-                      and d["metadata"]["name"].startswith("crucible-trainer-spec"))
+    config_map = next(
+        d
+        for d in docs
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("crucible-trainer-spec")
+    )
     return json.loads(config_map["data"]["spec.json"])
 
 

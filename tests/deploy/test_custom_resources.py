@@ -30,19 +30,32 @@ def test_scaled_objects_scale_each_pool_on_its_queue(variant):
         assert target["spec"]["template"]["spec"]["containers"][0]["command"][-3] == runtime
         assert 1 <= spec["minReplicaCount"] < spec["maxReplicaCount"]
         (redis,) = [t for t in spec["triggers"] if t["type"] == "redis"]
-        assert redis["metadata"]["listName"] == pending_key(runtime)  # the very list the workers consume
-        assert int(redis["metadata"]["listLength"]) > 0 and int(redis["metadata"]["activationListLength"]) >= 0
+        assert redis["metadata"]["listName"] == pending_key(
+            runtime
+        )  # the very list the workers consume
+        assert (
+            int(redis["metadata"]["listLength"]) > 0
+            and int(redis["metadata"]["activationListLength"]) >= 0
+        )
         assert redis["authenticationRef"]["name"] in auth
         assert {t["type"] for t in spec["triggers"]} == {"redis", "cpu"}
         # KEDA owns the pool's HPA now: the base's would fight it
-        assert not [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"
-                    and d["spec"]["scaleTargetRef"]["name"] == target["metadata"]["name"]]
+        assert not [
+            d
+            for d in docs
+            if d["kind"] == "HorizontalPodAutoscaler"
+            and d["spec"]["scaleTargetRef"]["name"] == target["metadata"]["name"]
+        ]
     for trigger_auth in auth.values():
         refs = trigger_auth["spec"]["secretTargetRef"]
         assert {r["parameter"] for r in refs} == {"address", "password"}
         for ref in refs:
             if variant.startswith("dev"):
-                secret = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == ref["name"])
+                secret = next(
+                    d
+                    for d in docs
+                    if d["kind"] == "Secret" and d["metadata"]["name"] == ref["name"]
+                )
                 assert ref["key"] in secret["data"]
             else:
                 assert ref["name"] == "crucible-keda-redis"
@@ -52,7 +65,11 @@ def test_scaled_objects_scale_each_pool_on_its_queue(variant):
 def test_without_keda_the_cpu_autoscalers_stay(variant):
     docs = render(variant)
     assert not [d for d in docs if d["apiVersion"].startswith("keda.sh/")]
-    hpas = {d["spec"]["scaleTargetRef"]["name"]: d for d in docs if d["kind"] == "HorizontalPodAutoscaler"}
+    hpas = {
+        d["spec"]["scaleTargetRef"]["name"]: d
+        for d in docs
+        if d["kind"] == "HorizontalPodAutoscaler"
+    }
     assert set(hpas) == {f"crucible-sandbox-{runtime}" for runtime in EXECUTORS}
     for hpa in hpas.values():
         assert hpa["apiVersion"] == "autoscaling/v2"
@@ -67,15 +84,31 @@ def test_pod_monitors_select_pods_with_the_named_port(variant):
     covered = set()
     for monitor in monitors:
         (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-        matched = [d for d in docs if d["kind"] == "Deployment"
-                   and selects(monitor["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"])]
+        matched = [
+            d
+            for d in docs
+            if d["kind"] == "Deployment"
+            and selects(monitor["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"])
+        ]
         assert matched, monitor["metadata"]["name"]
         for deployment in matched:
-            ports = {p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+            ports = {
+                p["name"]
+                for c in deployment["spec"]["template"]["spec"]["containers"]
+                for p in c.get("ports", [])
+            }
             assert endpoint["port"] in ports, deployment["metadata"]["name"]
             covered.add(deployment["metadata"]["name"])
         if "authorization" in endpoint:
-            assert endpoint["authorization"]["credentials"] == {"name": "crucible-env", "key": "CRUCIBLE_METRICS_TOKEN"}
-    scraped = {d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"
-               and d["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/scrape") == "true"}
+            assert endpoint["authorization"]["credentials"] == {
+                "name": "crucible-env",
+                "key": "CRUCIBLE_METRICS_TOKEN",
+            }
+    scraped = {
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] == "Deployment"
+        and d["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/scrape")
+        == "true"
+    }
     assert covered == scraped  # the same pods either way of scraping

@@ -65,7 +65,9 @@ def test_final_stage_runs_as_the_numeric_non_root_user(name):
     users = [i["value"].strip() for i in final if i["instruction"] == "USER"]
     assert users, f"{name}: the final stage sets no USER (it would run as root)"
     uid, _, gid = users[-1].partition(":")
-    assert uid.isdigit() and int(uid) == UID, f"{name}: USER {users[-1]} is not the numeric uid {UID}"
+    assert uid.isdigit() and int(uid) == UID, (
+        f"{name}: USER {users[-1]} is not the numeric uid {UID}"
+    )
     assert gid.isdigit() and int(gid) != 0
     # the user exists in the image with that uid (tools that look it up find a name and home)
     run = " ".join(i["value"] for i in final if i["instruction"] == "RUN")
@@ -83,20 +85,35 @@ def test_every_copied_source_exists_and_survives_the_dockerignore(name):
             sources = copy_sources(instruction)
             for source in sources or []:
                 path = ROOT / source
-                assert path.exists(), f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in the repository"
+                assert path.exists(), (
+                    f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in the repository"
+                )
                 files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
                 kept = [f for f in files if not matcher.matches(f.relative_to(ROOT).as_posix())]
-                assert kept, f"{name}.Dockerfile: {source} is left out of the build context by its .dockerignore"
+                assert kept, (
+                    f"{name}.Dockerfile: {source} is left out of the build context by its .dockerignore"
+                )
                 copied += 1
     assert copied >= 5
     # and what must never reach a builder does not
-    for secret_place in (".venv/bin/python", "var/crucible.sqlite3", ".git/config", "frontend/node_modules/x.js"):
+    for secret_place in (
+        ".venv/bin/python",
+        "var/crucible.sqlite3",
+        ".git/config",
+        "frontend/node_modules/x.js",
+    ):
         assert matcher.matches(secret_place), f"{name}: {secret_place} would be sent to the builder"
 
 
 @pytest.mark.parametrize("name", IMAGES)
 def test_requirements_come_from_the_pinned_files(name):
-    sources = [s for stage in stages(name) for i in stage if i["instruction"] == "COPY" for s in copy_sources(i) or []]
+    sources = [
+        s
+        for stage in stages(name)
+        for i in stage
+        if i["instruction"] == "COPY"
+        for s in copy_sources(i) or []
+    ]
     assert "requirements.txt" in sources
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         if line.strip() and not line.startswith(("#", "-")):
@@ -113,7 +130,9 @@ def test_base_images_are_pinned_by_tag(name):
         elif "/" not in image and ":" not in image:
             continue  # an earlier stage's name (FROM uv, ...)
         repository, _, tag = image.rpartition(":")
-        assert repository and tag and tag != "latest" and "/" not in tag, f"{name}: base {image} is not pinned"
+        assert repository and tag and tag != "latest" and "/" not in tag, (
+            f"{name}: base {image} is not pinned"
+        )
 
 
 def _cmd(name: str) -> list[str]:
@@ -136,8 +155,12 @@ def test_cmd_runs_something_real(name):
         subcommand, *args = command[2:]
         commands = get_commands()
         assert subcommand in commands, f"{name}: no management command {subcommand!r}"
-        parsed = load_command_class(commands[subcommand], subcommand).create_parser("manage.py", subcommand)
-        if args == ["--help"]:  # the trainer image: the backend gives the real command (run_trainer RUN_ID)
+        parsed = load_command_class(commands[subcommand], subcommand).create_parser(
+            "manage.py", subcommand
+        )
+        if args == [
+            "--help"
+        ]:  # the trainer image: the backend gives the real command (run_trainer RUN_ID)
             with pytest.raises(SystemExit) as exited:
                 parsed.parse_args(args)
             assert exited.value.code == 0 and name == "trainer"
@@ -159,4 +182,6 @@ def test_cmd_runs_something_real(name):
 def test_every_dockerfile_has_its_own_dockerignore():
     for path in DOCKER.glob("*.Dockerfile"):
         assert Path(f"{path}.dockerignore").is_file(), path.name
-    assert sorted(p.name.removesuffix(".Dockerfile") for p in DOCKER.glob("*.Dockerfile")) == sorted(IMAGES)
+    assert sorted(
+        p.name.removesuffix(".Dockerfile") for p in DOCKER.glob("*.Dockerfile")
+    ) == sorted(IMAGES)

@@ -13,7 +13,9 @@ from training.kubernetes import TARGET_KUBERNETES_VERSION
 pytestmark = pytest.mark.skipif(RENDERER is None, reason=NO_RENDERER)
 
 NEWEST = all_versions()[-1]
-VERSIONS = sorted({TARGET_KUBERNETES_VERSION, NEWEST})  # 1.30 and the newest schemas the package ships
+VERSIONS = sorted(
+    {TARGET_KUBERNETES_VERSION, NEWEST}
+)  # 1.30 and the newest schemas the package ships
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -27,8 +29,17 @@ def test_every_document_validates_strictly(variant, version):
         kubernetes_validate.validate(doc, version, strict=True)
         checked += 1
     kinds = {d["kind"] for d in docs}
-    assert {"Namespace", "Deployment", "Service", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount",
-            "PodDisruptionBudget", "ConfigMap"} <= kinds
+    assert {
+        "Namespace",
+        "Deployment",
+        "Service",
+        "NetworkPolicy",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+        "PodDisruptionBudget",
+        "ConfigMap",
+    } <= kinds
     assert checked >= 25
 
 
@@ -46,7 +57,11 @@ def test_only_known_custom_resources_escape_the_schemas(variant):
 
 def test_the_validation_can_fail():
     """The same call refuses a rendered Deployment with a misspelled field or a wrong type."""
-    web = next(d for d in render("prod") if d["kind"] == "Deployment" and d["metadata"]["name"] == "crucible-web")
+    web = next(
+        d
+        for d in render("prod")
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == "crucible-web"
+    )
     typo = copy.deepcopy(web)
     typo["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {"periodSeconds": 5}
     with pytest.raises(kubernetes_validate.ValidationError):

@@ -23,36 +23,87 @@ from training.models import TrainingRun
 LEVEL_LABEL = "pod-security.kubernetes.io/enforce"
 
 GOOD = {
-    "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "seccompProfile": {"type": "RuntimeDefault"}},
-    "containers": [{"name": "c", "image": "i:1", "securityContext": {
-        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}],
+    "securityContext": {
+        "runAsNonRoot": True,
+        "runAsUser": 10001,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "containers": [
+        {
+            "name": "c",
+            "image": "i:1",
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        }
+    ],
     "volumes": [{"name": "t", "emptyDir": {}}],
 }
 # One breach per control of the restricted profile (baseline's included), and the words it must give.
 BREACHES = {
     "host network": (lambda p: p.update(hostNetwork=True), "Host Namespaces"),
     "host pid": (lambda p: p.update(hostPID=True), "Host Namespaces"),
-    "privileged": (lambda p: p["containers"][0]["securityContext"].update(privileged=True), "Privileged Containers"),
-    "added capability": (lambda p: p["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
-                         "Capabilities"),
-    "capabilities not dropped": (lambda p: p["containers"][0]["securityContext"].pop("capabilities"), "Capabilities"),
-    "hostPath": (lambda p: p["volumes"].append({"name": "h", "hostPath": {"path": "/"}}), "HostPath Volumes"),
-    "host port": (lambda p: p["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]), "Host Ports"),
-    "apparmor unconfined": (lambda p: p["containers"][0]["securityContext"].update(
-        appArmorProfile={"type": "Unconfined"}), "AppArmor"),
-    "selinux type": (lambda p: p["securityContext"].update(seLinuxOptions={"type": "spc_t"}), "SELinux"),
-    "proc unmasked": (lambda p: p["containers"][0]["securityContext"].update(procMount="Unmasked"), "/proc Mount Type"),
-    "seccomp unconfined": (lambda p: p["securityContext"].update(seccompProfile={"type": "Unconfined"}), "Seccomp"),
+    "privileged": (
+        lambda p: p["containers"][0]["securityContext"].update(privileged=True),
+        "Privileged Containers",
+    ),
+    "added capability": (
+        lambda p: p["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
+        "Capabilities",
+    ),
+    "capabilities not dropped": (
+        lambda p: p["containers"][0]["securityContext"].pop("capabilities"),
+        "Capabilities",
+    ),
+    "hostPath": (
+        lambda p: p["volumes"].append({"name": "h", "hostPath": {"path": "/"}}),
+        "HostPath Volumes",
+    ),
+    "host port": (
+        lambda p: p["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]),
+        "Host Ports",
+    ),
+    "apparmor unconfined": (
+        lambda p: p["containers"][0]["securityContext"].update(
+            appArmorProfile={"type": "Unconfined"}
+        ),
+        "AppArmor",
+    ),
+    "selinux type": (
+        lambda p: p["securityContext"].update(seLinuxOptions={"type": "spc_t"}),
+        "SELinux",
+    ),
+    "proc unmasked": (
+        lambda p: p["containers"][0]["securityContext"].update(procMount="Unmasked"),
+        "/proc Mount Type",
+    ),
+    "seccomp unconfined": (
+        lambda p: p["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        "Seccomp",
+    ),
     "seccomp unset": (lambda p: p["securityContext"].pop("seccompProfile"), "Seccomp"),
-    "unsafe sysctl": (lambda p: p["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
-                      "Sysctls"),
-    "nfs volume": (lambda p: p["volumes"].append({"name": "n", "nfs": {"server": "s", "path": "/"}}), "Volume Types"),
-    "escalation allowed": (lambda p: p["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
-                           "Privilege Escalation"),
+    "unsafe sysctl": (
+        lambda p: p["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
+        "Sysctls",
+    ),
+    "nfs volume": (
+        lambda p: p["volumes"].append({"name": "n", "nfs": {"server": "s", "path": "/"}}),
+        "Volume Types",
+    ),
+    "escalation allowed": (
+        lambda p: p["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
+        "Privilege Escalation",
+    ),
     "root allowed": (lambda p: p["securityContext"].pop("runAsNonRoot"), "Running as Non-root"),
-    "uid 0": (lambda p: p["containers"][0]["securityContext"].update(runAsUser=0), "Running as Non-root user"),
-    "init container escalates": (lambda p: p.update(initContainers=[{"name": "i", "image": "i:1"}]),
-                                 "Privilege Escalation"),
+    "uid 0": (
+        lambda p: p["containers"][0]["securityContext"].update(runAsUser=0),
+        "Running as Non-root user",
+    ),
+    "init container escalates": (
+        lambda p: p.update(initContainers=[{"name": "i", "image": "i:1"}]),
+        "Privilege Escalation",
+    ),
 }
 
 
@@ -81,7 +132,9 @@ def test_baseline_is_less_strict_than_restricted():
 
 def _trainer_pod(docs) -> tuple[str, dict]:
     spec = KubernetesSpec.from_config(trainer_spec(docs))
-    job = job_manifest(TrainingRun(pk=7, config={"nproc_per_node": 2}, total_steps=1), spec, attempt=1)
+    job = job_manifest(
+        TrainingRun(pk=7, config={"nproc_per_node": 2}, total_steps=1), spec, attempt=1
+    )
     return "Job/" + job["metadata"]["name"], job["spec"]["template"]["spec"]
 
 
@@ -93,8 +146,10 @@ def test_every_pod_meets_its_namespace_level(variant):
     enforced = namespace["metadata"]["labels"][LEVEL_LABEL]
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/audit"] == "restricted"
-    pods = [(name, pod, workload["spec"]["template"].get("metadata", {}).get("annotations", {}))
-            for name, workload, pod in pod_templates(docs)]
+    pods = [
+        (name, pod, workload["spec"]["template"].get("metadata", {}).get("annotations", {}))
+        for name, workload, pod in pod_templates(docs)
+    ]
     trainer_name, trainer = _trainer_pod(docs)
     pods.append((trainer_name, trainer, {}))
     levels = {}

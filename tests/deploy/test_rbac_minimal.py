@@ -21,8 +21,15 @@ from tests.deploy.manifests import (
 pytestmark = pytest.mark.skipif(RENDERER is None, reason=NO_RENDERER)
 
 # The official client's method names: <action>_namespaced_<resource>, action -> RBAC verb.
-VERBS = {"create": "create", "read": "get", "list": "list", "delete": "delete", "patch": "patch",
-         "replace": "update", "watch": "watch"}
+VERBS = {
+    "create": "create",
+    "read": "get",
+    "list": "list",
+    "delete": "delete",
+    "patch": "patch",
+    "replace": "update",
+    "watch": "watch",
+}
 RESOURCES = {"job": ("batch", "jobs"), "pod": ("", "pods"), "pod_log": ("", "pods/log")}
 CALL = re.compile(r"^(create|read|list|delete|patch|replace|watch)_namespaced_(job|pod_log|pod)$")
 
@@ -41,8 +48,10 @@ def backend_permissions() -> dict[tuple[str, str], set[str]]:
 
 def test_the_backend_calls_are_found():
     """The reading above sees the backend's calls (it would pass vacuously on an empty set)."""
-    assert backend_permissions() == {("batch", "jobs"): {"create", "get", "list", "delete"},
-                                     ("", "pods"): {"list", "delete"}}
+    assert backend_permissions() == {
+        ("batch", "jobs"): {"create", "get", "list", "delete"},
+        ("", "pods"): {"list", "delete"},
+    }
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -52,15 +61,24 @@ def test_role_grants_exactly_the_backend_calls(variant):
     (role,) = [d for d in docs if d["kind"] == "Role"]
     granted: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
-        assert not rule.get("resourceNames") and "*" not in rule["verbs"] and "*" not in rule["resources"]
+        assert (
+            not rule.get("resourceNames")
+            and "*" not in rule["verbs"]
+            and "*" not in rule["resources"]
+        )
         for group in rule["apiGroups"]:
             for resource in rule["resources"]:
                 granted.setdefault((group, resource), set()).update(rule["verbs"])
     assert granted == backend_permissions()
     (binding,) = [d for d in docs if d["kind"] == "RoleBinding"]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                                  "name": role["metadata"]["name"]}
-    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [("ServiceAccount", "crucible-control")]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [
+        ("ServiceAccount", "crucible-control")
+    ]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -20,12 +20,18 @@ import pytest
 from tests.deploy.manifests import ROOT
 
 UID = 10001
-SYSTEM_PYTHON = "/usr/bin/python3.11"  # readable by any user, as /usr/local/bin/python3.11 is in the image
+SYSTEM_PYTHON = (
+    "/usr/bin/python3.11"  # readable by any user, as /usr/local/bin/python3.11 is in the image
+)
 SITE_PACKAGES = next((ROOT / ".venv" / "lib").glob("python3.*/site-packages"), None)
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists(SYSTEM_PYTHON) or SITE_PACKAGES is None,
-    reason="needs root (to become the pod's uid with setpriv), util-linux setpriv and /usr/bin/python3.11")
+    os.geteuid() != 0
+    or not shutil.which("setpriv")
+    or not os.path.exists(SYSTEM_PYTHON)
+    or SITE_PACKAGES is None,
+    reason="needs root (to become the pod's uid with setpriv), util-linux setpriv and /usr/bin/python3.11",
+)
 
 PROBE = """
 import json, os, sys
@@ -71,18 +77,45 @@ def _grade_as_pod_user(*, mask_proc: bool) -> dict:
     try:
         os.chown(home, UID, UID)
         probe = home / "probe.py"
-        probe.write_text(PROBE % {"root": str(ROOT), "manage": str(ROOT / "manage.py"), "port": port})
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "CRUCIBLE_VAR_DIR": str(home / "var"),
-               "PYTHONPATH": str(SITE_PACKAGES), "REDIS_URL": f"redis://127.0.0.1:{port}/0",
-               "DATABASE_URL": "postgres://crucible:secret@127.0.0.1:9/crucible"}
-        command = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", "--no-new-privs",
-                   "--inh-caps=-all", "--bounding-set=-all", SYSTEM_PYTHON, str(probe)]
+        probe.write_text(
+            PROBE % {"root": str(ROOT), "manage": str(ROOT / "manage.py"), "port": port}
+        )
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(home),
+            "CRUCIBLE_VAR_DIR": str(home / "var"),
+            "PYTHONPATH": str(SITE_PACKAGES),
+            "REDIS_URL": f"redis://127.0.0.1:{port}/0",
+            "DATABASE_URL": "postgres://crucible:secret@127.0.0.1:9/crucible",
+        }
+        command = [
+            "setpriv",
+            f"--reuid={UID}",
+            f"--regid={UID}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            SYSTEM_PYTHON,
+            str(probe),
+        ]
         if mask_proc:
-            masks = "mount --bind /dev/null /proc/keys && mount --bind /dev/null /proc/timer_list && " \
-                    "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec "
-            command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                       masks + " ".join(shlex.quote(word) for word in command)]
-        done = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=120, cwd=home)
+            masks = (
+                "mount --bind /dev/null /proc/keys && mount --bind /dev/null /proc/timer_list && "
+                "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec "
+            )
+            command = [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                masks + " ".join(shlex.quote(word) for word in command),
+            ]
+        done = subprocess.run(
+            command, check=False, env=env, capture_output=True, text=True, timeout=120, cwd=home
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1])
     finally:
@@ -91,11 +124,15 @@ def _grade_as_pod_user(*, mask_proc: bool) -> dict:
 
 def test_a_grading_as_the_pod_user_holds_its_isolation(redis_service):
     report = _grade_as_pod_user(mask_proc=False)
-    assert report["me"] == UID and int(report["caps"], 16) == 0  # the pod's user, no capability at all
+    assert (
+        report["me"] == UID and int(report["caps"], 16) == 0
+    )  # the pod's user, no capability at all
     # The execution cannot see the project, reach the host's loopback (Redis) or read the
     # worker's secrets; it is uid 0 only inside its own user namespace (mapped to 10001 outside).
     assert report["status"] == "ok" and report["passed"] == [True], report
-    assert report["enforcement"] == "rlimit"  # no cgroup without root: rlimits hold memory and processes
+    assert (
+        report["enforcement"] == "rlimit"
+    )  # no cgroup without root: rlimits hold memory and processes
     assert report["readonly_root"] == "mount_setattr"
 
 

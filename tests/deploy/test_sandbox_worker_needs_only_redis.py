@@ -26,15 +26,26 @@ from tests.redisdb import isolated_db, url_with_db
 
 DB = isolated_db(13)  # a Redis database of its own, not the one the session's workers consume
 PROGRAMS = {
-    "python": (Q.python_tests, "def add(a, b):\n    return a + b\n", "def add(a, b):\n    return a - b\n",
-               "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"),
-    "node": (Q.javascript_tests, "const add = (a, b) => {\n  return a + b\n}\n", "const add = (a, b) => {\n  return a - b\n}\n",
-             "const testAdd = () => {\n  console.assert(add(1, 2) === 3)\n  console.assert(add(2, 2) === 4)\n}\ntestAdd()\n"),
+    "python": (
+        Q.python_tests,
+        "def add(a, b):\n    return a + b\n",
+        "def add(a, b):\n    return a - b\n",
+        "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n",
+    ),
+    "node": (
+        Q.javascript_tests,
+        "const add = (a, b) => {\n  return a + b\n}\n",
+        "const add = (a, b) => {\n  return a - b\n}\n",
+        "const testAdd = () => {\n  console.assert(add(1, 2) === 3)\n  console.assert(add(2, 2) === 4)\n}\ntestAdd()\n",
+    ),
 }
 
 
-ACL_RULES = next(line for line in (ROOT / "deploy" / "redis" / "sandbox-acl.txt").read_text().splitlines()
-                 if line.strip() and not line.startswith("#"))
+ACL_RULES = next(
+    line
+    for line in (ROOT / "deploy" / "redis" / "sandbox-acl.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
 ACL_USER, ACL_PASSWORD = "crucible-sandbox-test", uuid.uuid4().hex
 
 
@@ -71,18 +82,41 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
     blocked.write_text("\n".join(sorted(modules)))
     admin = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB))
     admin.flushdb()
-    admin.execute_command("ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split())
+    admin.execute_command(
+        "ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split()
+    )
     redis_url = url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CRUCIBLE_", "DATABASE_URL", "REDIS_URL", "PROMETHEUS_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CRUCIBLE_", "DATABASE_URL", "REDIS_URL", "PROMETHEUS_"))
+    }
     # What the sandbox Deployment sets, and a database URL nobody answers (port 9: refused).
-    env.update(REDIS_URL=redis_url, CRUCIBLE_VAR_DIR=str(tmp_path / "var"),
-               DATABASE_URL="postgres://crucible:x@127.0.0.1:9/crucible", PYTHONUNBUFFERED="1")
+    env.update(
+        REDIS_URL=redis_url,
+        CRUCIBLE_VAR_DIR=str(tmp_path / "var"),
+        DATABASE_URL="postgres://crucible:x@127.0.0.1:9/crucible",
+        PYTHONUNBUFFERED="1",
+    )
     client = admin  # the trainer's side: queue requests, read answers
     worker = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "deploy" / "blocked_run.py"), str(blocked), str(ROOT / "manage.py"),
-         "sandbox_worker", "--runtime", runtime, "--concurrency", "1"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            str(ROOT / "tests" / "deploy" / "blocked_run.py"),
+            str(blocked),
+            str(ROOT / "manage.py"),
+            "sandbox_worker",
+            "--runtime",
+            runtime,
+            "--concurrency",
+            "1",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # Queue only once the worker says it serves: its SIGTERM handler (a graceful stop) is
         # installed by then, and no answer can come before it.
@@ -96,15 +130,24 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
         answers = {}
         deadline = time.monotonic() + 120
         while len(answers) < 2 and time.monotonic() < deadline:
-            assert worker.poll() is None, f"the sandbox worker exited: {worker.communicate()[1][-3000:]}"
+            assert worker.poll() is None, (
+                f"the sandbox worker exited: {worker.communicate()[1][-3000:]}"
+            )
             popped = client.blpop([reply_to], timeout=2)
             if popped:
                 reply = json.loads(popped[1])
                 answers[reply["id"]] = reply["result"]
-        assert set(answers) == {"deploy:0", "deploy:1"}, "no answer from the sandbox worker within 120 s"
+        assert set(answers) == {"deploy:0", "deploy:1"}, (
+            "no answer from the sandbox worker within 120 s"
+        )
         good_result, bad_result = answers["deploy:0"], answers["deploy:1"]
-        assert good_result["status"] == "ok" and [t["passed"] for t in good_result["tests"]] == [True, True]
-        assert bad_result["status"] == "failed" and not all(t["passed"] for t in bad_result["tests"])
+        assert good_result["status"] == "ok" and [t["passed"] for t in good_result["tests"]] == [
+            True,
+            True,
+        ]
+        assert bad_result["status"] == "failed" and not all(
+            t["passed"] for t in bad_result["tests"]
+        )
     finally:
         worker.send_signal(signal.SIGTERM)  # what Kubernetes sends a pod
         try:
@@ -114,7 +157,9 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
             _out, err = worker.communicate()
         client.flushdb()
         client.execute_command("ACL", "DELUSER", ACL_USER)
-    assert worker.returncode == 0, f"exit {worker.returncode}; stdout: {_out[-1500:]!r}; stderr: {err[-3000:]!r}"
+    assert worker.returncode == 0, (
+        f"exit {worker.returncode}; stdout: {_out[-1500:]!r}; stderr: {err[-3000:]!r}"
+    )
     assert "ModuleNotFoundError" not in err and "Traceback" not in err, err[-3000:]
     assert not list(Path(tmp_path / "var").glob("*.sqlite3"))  # it never opened a database
 
@@ -122,15 +167,21 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
 def test_the_sandbox_redis_user_reaches_nothing_else():
     """The same ACL refuses the keys and commands of the rest of Crucible (the check can fail)."""
     admin = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB))
-    admin.execute_command("ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split())
+    admin.execute_command(
+        "ACL", "SETUSER", ACL_USER, "reset", "on", f">{ACL_PASSWORD}", *ACL_RULES.split()
+    )
     try:
-        limited = redis.Redis.from_url(url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD))
+        limited = redis.Redis.from_url(
+            url_with_db(settings.REDIS_URL, DB, user=ACL_USER, password=ACL_PASSWORD)
+        )
         limited.lpush(Q.pending_key("python"), "x")  # its own keys: fine
-        for attempt in (lambda: limited.lpush("celery", "x"),        # the Celery broker's queue
-                        lambda: limited.get("crucible-cache:1:x"),   # the cache
-                        lambda: limited.keys("*"),                    # listing everything
-                        lambda: limited.flushdb(),
-                        lambda: limited.publish("crucible.run.1", "x")):
+        for attempt in (
+            lambda: limited.lpush("celery", "x"),  # the Celery broker's queue
+            lambda: limited.get("crucible-cache:1:x"),  # the cache
+            lambda: limited.keys("*"),  # listing everything
+            lambda: limited.flushdb(),
+            lambda: limited.publish("crucible.run.1", "x"),
+        ):
             with pytest.raises(redis.exceptions.NoPermissionError):
                 attempt()
     finally:

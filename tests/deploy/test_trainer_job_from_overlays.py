@@ -42,13 +42,21 @@ def _job(run_config: dict, spec_overrides: dict) -> dict:
 def test_the_backend_renders_a_valid_restricted_job_from_the_overlay(overlay, monkeypatch):
     docs = render(overlay)
     # a generated ConfigMap: its name carries a content hash, which kustomize writes into the references
-    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"
-                     and d["metadata"]["name"].startswith("crucible-trainer-spec-")]
+    (config_map,) = [
+        d
+        for d in docs
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("crucible-trainer-spec-")
+    ]
     # The pods that launch runs or check launch forms get the spec from that ConfigMap key.
     for deployment in ("crucible-web", "crucible-worker-control"):
-        env = find(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"][0]["env"]
+        env = find(docs, "Deployment", deployment)["spec"]["template"]["spec"]["containers"][0][
+            "env"
+        ]
         (entry,) = [e for e in env if e["name"] == DEFAULTS_ENV]
-        assert entry["valueFrom"]["configMapKeyRef"] == {"name": config_map["metadata"]["name"], "key": "spec.json"}
+        assert entry["valueFrom"]["configMapKeyRef"] == {
+            "name": config_map["metadata"]["name"],
+            "key": "spec.json",
+        }
     monkeypatch.setenv(DEFAULTS_ENV, config_map["data"]["spec.json"])
     expected = trainer_spec(docs)
     for run_config, overrides in (({}, {}), ({"nproc_per_node": 2}, {"cpu": "3"})):
@@ -61,8 +69,10 @@ def test_the_backend_renders_a_valid_restricted_job_from_the_overlay(overlay, mo
         (container,) = pod["containers"]
         assert container["image"] == expected["image"]
         assert job["metadata"]["namespace"] == namespace_of(docs) == expected["namespace"]
-        assert container["envFrom"] == [{"configMapRef": {"name": expected["env_config_map"]}},
-                                        {"secretRef": {"name": expected["env_secret"]}}]
+        assert container["envFrom"] == [
+            {"configMapRef": {"name": expected["env_config_map"]}},
+            {"secretRef": {"name": expected["env_secret"]}},
+        ]
         assert container["resources"]["limits"]["cpu"] == overrides.get("cpu", expected["cpu"])
         assert pod["securityContext"]["fsGroup"] == expected["fs_group"]
         if expected["gpus"]:
@@ -77,7 +87,9 @@ def test_the_backend_renders_a_valid_restricted_job_from_the_overlay(overlay, mo
 
 
 def test_a_run_overrides_the_defaults_key_by_key(monkeypatch):
-    monkeypatch.setenv(DEFAULTS_ENV, json.dumps({"image": "reg/trainer:7", "gpus": 2, "namespace": "ml"}))
+    monkeypatch.setenv(
+        DEFAULTS_ENV, json.dumps({"image": "reg/trainer:7", "gpus": 2, "namespace": "ml"})
+    )
     spec = KubernetesSpec.from_config({"gpus": 1})
     assert (spec.image, spec.gpus, spec.namespace) == ("reg/trainer:7", 1, "ml")
     assert KubernetesSpec.from_config({"image": "reg/other:1"}).image == "reg/other:1"
@@ -90,13 +102,19 @@ def test_without_defaults_the_image_is_still_required(monkeypatch):
         KubernetesSpec.from_config({})
 
 
-@pytest.mark.parametrize("raw, words", [
-    ("{not json", f"{DEFAULTS_ENV} is not JSON"),
-    ('["image"]', f"{DEFAULTS_ENV} must be a JSON object"),
-    ('{"image": "reg/t:1", "gpus": -1}', f"kubernetes.gpus' must be at least 0.*comes from {DEFAULTS_ENV}"),
-    ('{"image": "reg/t:1", "colour": "red"}', f"kubernetes.colour.*comes from {DEFAULTS_ENV}"),
-    ('{"image": "reg/t:1", "fs_group": 0}', "kubernetes.fs_group' must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        ("{not json", f"{DEFAULTS_ENV} is not JSON"),
+        ('["image"]', f"{DEFAULTS_ENV} must be a JSON object"),
+        (
+            '{"image": "reg/t:1", "gpus": -1}',
+            f"kubernetes.gpus' must be at least 0.*comes from {DEFAULTS_ENV}",
+        ),
+        ('{"image": "reg/t:1", "colour": "red"}', f"kubernetes.colour.*comes from {DEFAULTS_ENV}"),
+        ('{"image": "reg/t:1", "fs_group": 0}', "kubernetes.fs_group' must be at least 1"),
+    ],
+)
 def test_bad_defaults_are_refused_naming_the_variable(raw, words, monkeypatch):
     monkeypatch.setenv(DEFAULTS_ENV, raw)
     with pytest.raises(ConfigError, match=words):

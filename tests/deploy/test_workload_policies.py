@@ -37,10 +37,15 @@ def test_every_container_has_requests_and_limits(variant):
         for container in containers(pod):
             resources = container.get("resources") or {}
             for kind in ("requests", "limits"):
-                assert {"cpu", "memory"} <= set(resources.get(kind) or {}), (name, container["name"], kind)
+                assert {"cpu", "memory"} <= set(resources.get(kind) or {}), (
+                    name,
+                    container["name"],
+                    kind,
+                )
             for key in ("cpu", "memory"):
-                assert parse_quantity(resources["requests"][key]) <= parse_quantity(resources["limits"][key]), (
-                    name, container["name"], key)
+                assert parse_quantity(resources["requests"][key]) <= parse_quantity(
+                    resources["limits"][key]
+                ), (name, container["name"], key)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -62,7 +67,10 @@ def test_every_pod_runs_as_a_numeric_non_root_user(variant):
         assert context.get("runAsNonRoot") is True, name
         assert isinstance(context.get("runAsUser"), int) and context["runAsUser"] > 0, name
         for container in containers(pod):
-            assert (container.get("securityContext") or {}).get("runAsUser", 1) != 0, (name, container["name"])
+            assert (container.get("securityContext") or {}).get("runAsUser", 1) != 0, (
+                name,
+                container["name"],
+            )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -74,8 +82,14 @@ def test_sandbox_pods_are_locked_down(variant):
         assert pod["automountServiceAccountToken"] is False
         account = find(docs, "ServiceAccount", pod["serviceAccountName"])
         assert account["automountServiceAccountToken"] is False
-        assert find(docs, "ServiceAccount", "crucible-control")["metadata"]["name"] != pod["serviceAccountName"]
-        assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 10001
+        assert (
+            find(docs, "ServiceAccount", "crucible-control")["metadata"]["name"]
+            != pod["serviceAccountName"]
+        )
+        assert (
+            pod["securityContext"]["runAsNonRoot"] is True
+            and pod["securityContext"]["runAsUser"] == 10001
+        )
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         (container,) = pod["containers"]
         context = container["securityContext"]
@@ -87,18 +101,35 @@ def test_sandbox_pods_are_locked_down(variant):
             assert pod["hostUsers"] is False and context["procMount"] == "Unmasked"
             assert context["seccompProfile"] == {"type": "Unconfined"}
         else:
-            assert "seccompProfile" not in context and "procMount" not in context and "hostUsers" not in pod
+            assert (
+                "seccompProfile" not in context
+                and "procMount" not in context
+                and "hostUsers" not in pod
+            )
             assert pod["runtimeClassName"] == "gvisor"
         # every writable path is an emptyDir; no other volume kind, no secret but the Redis URL
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
         volumes = {v["name"]: v for v in pod["volumes"]}
-        assert {path for path, vol in mounts.items() if "emptyDir" in volumes[vol]} == {"/tmp", "/var/lib/crucible"}
+        assert {path for path, vol in mounts.items() if "emptyDir" in volumes[vol]} == {
+            "/tmp",
+            "/var/lib/crucible",
+        }
         secrets = [v["secret"] for v in volumes.values() if "secret" in v]
-        assert secrets == [{"secretName": secrets[0]["secretName"], "defaultMode": 0o440,
-                            "items": [{"key": "REDIS_URL", "path": "REDIS_URL"}]}]
+        assert secrets == [
+            {
+                "secretName": secrets[0]["secretName"],
+                "defaultMode": 0o440,
+                "items": [{"key": "REDIS_URL", "path": "REDIS_URL"}],
+            }
+        ]
         env = {e["name"] for e in container.get("env", [])}
-        assert not container.get("envFrom") and not env & {"DATABASE_URL", "DATABASE_URL_FILE", "CRUCIBLE_SECRET_KEY",
-                                                            "CRUCIBLE_SECRET_KEY_FILE", "CRUCIBLE_KUBERNETES_DEFAULTS"}
+        assert not container.get("envFrom") and not env & {
+            "DATABASE_URL",
+            "DATABASE_URL_FILE",
+            "CRUCIBLE_SECRET_KEY",
+            "CRUCIBLE_SECRET_KEY_FILE",
+            "CRUCIBLE_KUBERNETES_DEFAULTS",
+        }
         # one slot per CPU of the limit: more slots than cores only queue inside the pod
         concurrency = int(container["command"][container["command"].index("--concurrency") + 1])
         assert concurrency <= parse_quantity(container["resources"]["limits"]["cpu"])
@@ -107,13 +138,21 @@ def test_sandbox_pods_are_locked_down(variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_exactly_one_beat(variant):
     docs = render(variant)
-    beats = [d for d in docs if d["kind"] == "Deployment" and "beat" in d["spec"]["template"]["spec"]["containers"][0]
-             ["command"]]
+    beats = [
+        d
+        for d in docs
+        if d["kind"] == "Deployment"
+        and "beat" in d["spec"]["template"]["spec"]["containers"][0]["command"]
+    ]
     assert [b["metadata"]["name"] for b in beats] == ["crucible-beat"]
     (beat,) = beats
     assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"] == {"type": "Recreate"}
-    assert not [d for d in docs if d["kind"] in ("HorizontalPodAutoscaler", "ScaledObject")
-                and d["spec"]["scaleTargetRef"]["name"] == "crucible-beat"]
+    assert not [
+        d
+        for d in docs
+        if d["kind"] in ("HorizontalPodAutoscaler", "ScaledObject")
+        and d["spec"]["scaleTargetRef"]["name"] == "crucible-beat"
+    ]
 
 
 def _image_tag(image: str) -> str | None:
@@ -156,9 +195,14 @@ def test_manage_commands_parse_with_their_own_parsers(variant):
     for where, (name, *args) in commands:
         assert name in available, f"{where}: no management command {name!r}"
         command = load_command_class(available[name], name)
-        options = command.create_parser("manage.py", name).parse_args(args)  # SystemExit on a bad argument
+        options = command.create_parser("manage.py", name).parse_args(
+            args
+        )  # SystemExit on a bad argument
         if name == "sandbox_worker":
-            assert options.runtime in EXECUTORS and where.split("/")[1] == f"crucible-sandbox-{options.runtime}"
+            assert (
+                options.runtime in EXECUTORS
+                and where.split("/")[1] == f"crucible-sandbox-{options.runtime}"
+            )
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -199,7 +243,9 @@ def test_referenced_secrets_and_config_maps_exist(variant):
         wanted_secrets.add(match.group(1))
     for match in re.finditer(r"'secretKeyRef': \{'name': '([^']+)'", text):
         wanted_secrets.add(match.group(1))
-    for match in re.finditer(r"'configMapKeyRef': \{'name': '([^']+)'|'configMapRef': \{'name': '([^']+)'", text):
+    for match in re.finditer(
+        r"'configMapKeyRef': \{'name': '([^']+)'|'configMapRef': \{'name': '([^']+)'", text
+    ):
         wanted_maps.add(match.group(1) or match.group(2))
     spec = trainer_spec(docs)
     wanted_secrets.add(spec["env_secret"])
@@ -224,7 +270,9 @@ def test_everything_lands_in_the_one_namespace(variant):
     (namespace,) = [d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"]
     for doc in docs:
         if doc["kind"] not in CLUSTER_SCOPED:
-            assert doc["metadata"].get("namespace") == namespace, f"{doc['kind']}/{doc['metadata']['name']}"
+            assert doc["metadata"].get("namespace") == namespace, (
+                f"{doc['kind']}/{doc['metadata']['name']}"
+            )
     for binding in (d for d in docs if d["kind"] == "RoleBinding"):
         assert {s.get("namespace") for s in binding["subjects"]} == {namespace}
 
@@ -238,16 +286,22 @@ def test_the_console_accepts_its_probes_and_scrapes(variant):
 
     docs = render(variant)
     web = find(docs, "Deployment", "crucible-web")["spec"]["template"]["spec"]["containers"][0]
-    config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "crucible-config")["data"]
+    config = next(
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "crucible-config"
+    )["data"]
     values: dict[str, str] = {}
     for entry in web["env"]:  # Kubernetes expands $(NAME) with the variables defined before it
         if "value" in entry:
-            values[entry["name"]] = re.sub(r"\$\((\w+)\)", lambda m: values.get(m.group(1), m.group(0)), entry["value"])
+            values[entry["name"]] = re.sub(
+                r"\$\((\w+)\)", lambda m: values.get(m.group(1), m.group(0)), entry["value"]
+            )
         elif "fieldRef" in entry.get("valueFrom", {}):
             assert entry["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
             values[entry["name"]] = "10.244.1.17"
-        elif "configMapKeyRef" in entry.get("valueFrom", {}) and entry["valueFrom"]["configMapKeyRef"]["name"] == \
-                "crucible-config":
+        elif (
+            "configMapKeyRef" in entry.get("valueFrom", {})
+            and entry["valueFrom"]["configMapKeyRef"]["name"] == "crucible-config"
+        ):
             values[entry["name"]] = config[entry["valueFrom"]["configMapKeyRef"]["key"]]
     allowed = [h.strip() for h in values["CRUCIBLE_ALLOWED_HOSTS"].split(",") if h.strip()]
     public = config["CRUCIBLE_PUBLIC_HOSTS"].split(",")[0]
@@ -257,6 +311,10 @@ def test_the_console_accepts_its_probes_and_scrapes(variant):
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert web[probe]["httpGet"]["httpHeaders"] == [{"name": "Host", "value": "localhost"}]
         assert web[probe]["httpGet"]["path"] == "/healthz"
-    if variant == "prod":  # behind the Ingress: https there, plain HTTP for probes and scrapes in the cluster
-        assert config["CRUCIBLE_PRODUCTION"] == "true" and config["CRUCIBLE_SSL_REDIRECT"] == "false"
+    if (
+        variant == "prod"
+    ):  # behind the Ingress: https there, plain HTTP for probes and scrapes in the cluster
+        assert (
+            config["CRUCIBLE_PRODUCTION"] == "true" and config["CRUCIBLE_SSL_REDIRECT"] == "false"
+        )
         assert config["CRUCIBLE_CSRF_TRUSTED_ORIGINS"] == f"https://{public}"

@@ -21,8 +21,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MASK_PROC = ("mount --bind /dev/null /proc/keys && mount --bind /dev/null /proc/timer_list && "
-             "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys")
+MASK_PROC = (
+    "mount --bind /dev/null /proc/keys && mount --bind /dev/null /proc/timer_list && "
+    "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys"
+)
 LOCK_ETC = "mount --bind /etc /etc && mount -o remount,bind,nodev,noexec /etc"
 
 
@@ -31,8 +33,13 @@ def can_emulate() -> bool:
     return os.geteuid() == 0 and bool(shutil.which("unshare")) and bool(shutil.which("mount"))
 
 
-def wrap(argv: list[str], *, seccomp: str | None = None, masked_proc: bool = False,
-         locked_etc: bool = False) -> list[str]:
+def wrap(
+    argv: list[str],
+    *,
+    seccomp: str | None = None,
+    masked_proc: bool = False,
+    locked_etc: bool = False,
+) -> list[str]:
     """``argv`` run under the named conditions (see the module)."""
     if seccomp:
         argv = [sys.executable, str(HERE / "seccomp_run.py"), seccomp, *argv]

@@ -16,7 +16,15 @@ import sys
 
 import pyseccomp as seccomp
 
-NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+NAMESPACE_FLAGS = (
+    0x00020000,
+    0x02000000,
+    0x04000000,
+    0x08000000,
+    0x10000000,
+    0x20000000,
+    0x40000000,
+)
 # CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET
 
 
@@ -25,11 +33,27 @@ def runtime_default(rules: seccomp.SyscallFilter) -> None:
     CAP_SYS_ADMIN gets it: the namespace and mount syscalls are allowed only with that
     capability, so they answer EPERM; ``clone`` with a namespace flag too; ``clone3``
     answers ENOSYS (the C library then falls back to ``clone``)."""
-    for name in ("unshare", "setns", "mount", "umount2", "pivot_root", "mount_setattr", "open_tree", "move_mount",
-                 "fsopen", "fsmount", "fsconfig", "fspick", "sethostname", "setdomainname"):
+    for name in (
+        "unshare",
+        "setns",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "mount_setattr",
+        "open_tree",
+        "move_mount",
+        "fsopen",
+        "fsmount",
+        "fsconfig",
+        "fspick",
+        "sethostname",
+        "setdomainname",
+    ):
         rules.add_rule(seccomp.ERRNO(errno.EPERM), name)
     for flag in NAMESPACE_FLAGS:
-        rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+        rules.add_rule(
+            seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag)
+        )
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
 
 
@@ -45,8 +69,11 @@ def mount_setattr_refused(rules: seccomp.SyscallFilter) -> None:
     rules.add_rule(seccomp.ERRNO(errno.EPERM), "mount_setattr")
 
 
-PROFILES = {"runtime-default": runtime_default, "no-mount-setattr": no_mount_setattr,
-            "mount-setattr-refused": mount_setattr_refused}
+PROFILES = {
+    "runtime-default": runtime_default,
+    "no-mount-setattr": no_mount_setattr,
+    "mount-setattr-refused": mount_setattr_refused,
+}
 
 
 def main() -> None:

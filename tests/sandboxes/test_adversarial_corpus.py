@@ -33,7 +33,11 @@ SENTINEL_DIR = Path(settings.VAR_DIR) / "corpus-sentinel"
 SENTINEL = SENTINEL_DIR / "host-file.txt"
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # Paths a sandbox may try to create on the host's (read-only to it) system tree.
-PLANTED = [Path("/usr/lib/crucible-pwned"), Path("/etc/crucible-pwned"), Path("/tmp/crucible-pwned-host")]
+PLANTED = [
+    Path("/usr/lib/crucible-pwned"),
+    Path("/etc/crucible-pwned"),
+    Path("/tmp/crucible-pwned-host"),
+]
 REMOUNT_RW = (
     "    import ctypes\n"
     "    libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -57,58 +61,187 @@ def wrong(body: str = "    return 0\n", pre: str = "") -> str:
 
 
 CORPUS = [
-    Case("early-sys-exit", "import sys\nsys.exit(0)\n" + wrong("    return a + b\n"), (R.CRASHED, R.FAILED)),
+    Case(
+        "early-sys-exit",
+        "import sys\nsys.exit(0)\n" + wrong("    return a + b\n"),
+        (R.CRASHED, R.FAILED),
+    ),
     Case("early-os-exit", "import os\nos._exit(0)\n" + wrong("    return a + b\n"), (R.CRASHED,)),
-    Case("raise-systemexit", "raise SystemExit(0)\n" + wrong("    return a + b\n"), (R.CRASHED, R.FAILED)),
+    Case(
+        "raise-systemexit",
+        "raise SystemExit(0)\n" + wrong("    return a + b\n"),
+        (R.CRASHED, R.FAILED),
+    ),
     Case("sys-exit-in-call", wrong("    import sys\n    sys.exit(0)\n"), (R.FAILED,)),
     Case("os-exit-in-call", wrong("    import os\n    os._exit(0)\n"), (R.CRASHED,)),
     Case("keyboardinterrupt-in-call", wrong("    raise KeyboardInterrupt\n"), (R.FAILED,)),
-    Case("skiptest", wrong("    import unittest\n    raise unittest.SkipTest('later')\n"), (R.FAILED,)),
-    Case("atexit-exit-zero", wrong(pre="import atexit, os\natexit.register(lambda: os._exit(0))\n"), (R.FAILED,)),
+    Case(
+        "skiptest",
+        wrong("    import unittest\n    raise unittest.SkipTest('later')\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "atexit-exit-zero",
+        wrong(pre="import atexit, os\natexit.register(lambda: os._exit(0))\n"),
+        (R.FAILED,),
+    ),
     Case("syntax-error", "def add(a, b)\n    return a + b\n", (R.FAILED,)),
     Case("indentation-error", "def add(a, b):\nreturn a + b\n", (R.FAILED,)),
     Case("name-error-at-import", "undefined_name\n" + wrong("    return a + b\n"), (R.FAILED,)),
     Case("infinite-loop", wrong("    while True:\n        pass\n"), (R.TIMEOUT,)),
     Case("sleep-forever", wrong("    import time\n    time.sleep(3600)\n"), (R.TIMEOUT,)),
-    Case("sigterm-ignored", wrong("    import signal\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    while True:\n        pass\n"), (R.TIMEOUT,)),
-    Case("fork-bomb", wrong("    import os\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"), (R.TIMEOUT, R.CRASHED, R.FAILED)),
-    Case("memory-bomb", wrong("    x = bytearray(64 * 1024 ** 3)\n    return a + b\n"), (R.MEMORY_LIMIT,)),
-    Case("infinite-output", wrong("    while True:\n        print('A' * 65536)\n"), (R.OUTPUT_LIMIT,)),
-    Case("huge-file", wrong("    with open('big.bin', 'wb') as f:\n        while True:\n            f.write(b'0' * 1048576)\n"), (R.CRASHED, R.FAILED)),
+    Case(
+        "sigterm-ignored",
+        wrong(
+            "    import signal\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    while True:\n        pass\n"
+        ),
+        (R.TIMEOUT,),
+    ),
+    Case(
+        "fork-bomb",
+        wrong(
+            "    import os\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"
+        ),
+        (R.TIMEOUT, R.CRASHED, R.FAILED),
+    ),
+    Case(
+        "memory-bomb",
+        wrong("    x = bytearray(64 * 1024 ** 3)\n    return a + b\n"),
+        (R.MEMORY_LIMIT,),
+    ),
+    Case(
+        "infinite-output", wrong("    while True:\n        print('A' * 65536)\n"), (R.OUTPUT_LIMIT,)
+    ),
+    Case(
+        "huge-file",
+        wrong(
+            "    with open('big.bin', 'wb') as f:\n        while True:\n            f.write(b'0' * 1048576)\n"
+        ),
+        (R.CRASHED, R.FAILED),
+    ),
     Case("deep-recursion", wrong("    return add(a, b)\n"), (R.FAILED,)),
-    Case("thread-left-running", wrong("    import threading, time\n    threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n    return 0\n")),
-    Case("daemon-child-left-running", wrong("    import os, time\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(3600)\n    return 0\n")),
+    Case(
+        "thread-left-running",
+        wrong(
+            "    import threading, time\n    threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n    return 0\n"
+        ),
+    ),
+    Case(
+        "daemon-child-left-running",
+        wrong(
+            "    import os, time\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(3600)\n    return 0\n"
+        ),
+    ),
     Case("ctypes-segfault", wrong("    import ctypes\n    ctypes.string_at(0)\n"), (R.CRASHED,)),
-    Case("network-connect", wrong("    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n    return a + b\n"), (R.FAILED,)),
-    Case("dns-lookup", wrong("    import socket\n    socket.getaddrinfo('example.com', 80)\n    return a + b\n"), (R.FAILED,)),
+    Case(
+        "network-connect",
+        wrong(
+            "    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n    return a + b\n"
+        ),
+        (R.FAILED,),
+    ),
+    Case(
+        "dns-lookup",
+        wrong("    import socket\n    socket.getaddrinfo('example.com', 80)\n    return a + b\n"),
+        (R.FAILED,),
+    ),
     Case("read-etc-shadow", wrong("    return len(open('/etc/shadow').read())\n"), (R.FAILED,)),
-    Case("read-host-environ", wrong(f"    import os\n    blob = open('/proc/1/environ').read() + str(dict(os.environ))\n    return a + b if {HOST_SECRET!r} in blob else 0\n")),
-    Case("write-outside-workspace", wrong(f"    open({str(SENTINEL)!r}, 'w').write('pwned')\n    return a + b\n"), (R.FAILED,)),
-    Case("symlink-out-of-workspace", wrong(f"    import os\n    os.symlink({str(SENTINEL)!r}, 'link')\n    open('link', 'w').write('pwned')\n    return a + b\n"), (R.FAILED,)),
-    Case("write-system-tree", wrong("    open('/usr/lib/crucible-pwned', 'w').write('x')\n    return a + b\n"), (R.FAILED,)),
-    Case("list-project-checkout", wrong(f"    import os\n    return a + b if os.listdir({str(PROJECT_DIR)!r}) else 0\n"), (R.FAILED,)),
-    Case("postgres-unix-socket", wrong("    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/postgresql/.s.PGSQL.5432')\n    return a + b\n"), (R.FAILED,)),
-    Case("redis-unix-socket", wrong(f"    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({str(Path(settings.VAR_DIR) / 'redis.sock')!r})\n    return a + b\n"), (R.FAILED,)),
+    Case(
+        "read-host-environ",
+        wrong(
+            f"    import os\n    blob = open('/proc/1/environ').read() + str(dict(os.environ))\n    return a + b if {HOST_SECRET!r} in blob else 0\n"
+        ),
+    ),
+    Case(
+        "write-outside-workspace",
+        wrong(f"    open({str(SENTINEL)!r}, 'w').write('pwned')\n    return a + b\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "symlink-out-of-workspace",
+        wrong(
+            f"    import os\n    os.symlink({str(SENTINEL)!r}, 'link')\n    open('link', 'w').write('pwned')\n    return a + b\n"
+        ),
+        (R.FAILED,),
+    ),
+    Case(
+        "write-system-tree",
+        wrong("    open('/usr/lib/crucible-pwned', 'w').write('x')\n    return a + b\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "list-project-checkout",
+        wrong(f"    import os\n    return a + b if os.listdir({str(PROJECT_DIR)!r}) else 0\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "postgres-unix-socket",
+        wrong(
+            "    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/postgresql/.s.PGSQL.5432')\n    return a + b\n"
+        ),
+        (R.FAILED,),
+    ),
+    Case(
+        "redis-unix-socket",
+        wrong(
+            f"    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({str(Path(settings.VAR_DIR) / 'redis.sock')!r})\n    return a + b\n"
+        ),
+        (R.FAILED,),
+    ),
     Case("remount-root-read-write", wrong(REMOUNT_RW), (R.FAILED,)),
     Case(
         "nested-user-namespace-remount",
-        wrong("    import ctypes\n    ctypes.CDLL(None).unshare(0x10000000 | 0x00020000)\n" + REMOUNT_RW.split("\n", 1)[1]),
+        wrong(
+            "    import ctypes\n    ctypes.CDLL(None).unshare(0x10000000 | 0x00020000)\n"
+            + REMOUNT_RW.split("\n", 1)[1]
+        ),
         (R.FAILED,),
     ),
-    Case("signal-everyone", wrong("    import os, signal\n    os.kill(-1, signal.SIGKILL)\n"), (R.CRASHED, R.FAILED)),
-    Case("kill-parent", wrong("    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 0\n")),
+    Case(
+        "signal-everyone",
+        wrong("    import os, signal\n    os.kill(-1, signal.SIGKILL)\n"),
+        (R.CRASHED, R.FAILED),
+    ),
+    Case(
+        "kill-parent",
+        wrong("    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 0\n"),
+    ),
     Case("planted-conftest", "open('conftest.py', 'w').write('import pytest\\n')\n" + wrong()),
-    Case("rewrite-test-files", wrong("    import glob\n    for p in glob.glob('**/*.py', recursive=True):\n        open(p, 'w').write('')\n    return 0\n")),
-    Case("patch-builtins-abs", wrong(pre="import builtins\nbuiltins.abs = lambda x: 0\n"), (R.FAILED,)),
-    Case("forge-results-without-nonce", "import os, json\nfor fd in range(3, 64):\n    try:\n        os.write(fd, (json.dumps({'event': 'test', 'id': 'assert_0', 'passed': True}) + '\\n').encode())\n    except OSError:\n        pass\nos._exit(0)\n", (R.CRASHED,)),
+    Case(
+        "rewrite-test-files",
+        wrong(
+            "    import glob\n    for p in glob.glob('**/*.py', recursive=True):\n        open(p, 'w').write('')\n    return 0\n"
+        ),
+    ),
+    Case(
+        "patch-builtins-abs",
+        wrong(pre="import builtins\nbuiltins.abs = lambda x: 0\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "forge-results-without-nonce",
+        "import os, json\nfor fd in range(3, 64):\n    try:\n        os.write(fd, (json.dumps({'event': 'test', 'id': 'assert_0', 'passed': True}) + '\\n').encode())\n    except OSError:\n        pass\nos._exit(0)\n",
+        (R.CRASHED,),
+    ),
     Case(
         "always-equal-object",
         "class Yes:\n    def __eq__(self, other):\n        return True\n    def __sub__(self, other):\n        return 0\n    __rsub__ = __sub__\n"
         + wrong("    return Yes()\n"),
         (R.FAILED,),
     ),
-    Case("always-equal-int-subclass", "class Yes(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n" + wrong("    return Yes(0)\n"), (R.FAILED,)),
-    Case("read-expected-values", wrong("    import sys\n    f = sys._getframe()\n    while f and 'spec' not in f.f_locals:\n        f = f.f_back\n    return eval(str(f.f_locals['spec']))\n"), (R.FAILED,)),
+    Case(
+        "always-equal-int-subclass",
+        "class Yes(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
+        + wrong("    return Yes(0)\n"),
+        (R.FAILED,),
+    ),
+    Case(
+        "read-expected-values",
+        wrong(
+            "    import sys\n    f = sys._getframe()\n    while f and 'spec' not in f.f_locals:\n        f = f.f_back\n    return eval(str(f.f_locals['spec']))\n"
+        ),
+        (R.FAILED,),
+    ),
     Case(
         "forge-results-with-stolen-nonce",
         "import json, os, sys\n"
@@ -135,16 +268,33 @@ def host_sentinel():
     SENTINEL.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(reason=c.known_hole, strict=True)] if c.known_hole else []) for c in CORPUS])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c.name,
+            marks=[pytest.mark.xfail(reason=c.known_hole, strict=True)] if c.known_hole else [],
+        )
+        for c in CORPUS
+    ],
+)
 def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
     monkeypatch.setenv("CRUCIBLE_HOST_SECRET", HOST_SECRET)
     assert sandbox_leftovers(wait_s=0) == [], "a sandbox process was running before the case"
-    result = run_python_tests(case.program, TESTS, "add", limits=Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2))
+    result = run_python_tests(
+        case.program,
+        TESTS,
+        "add",
+        limits=Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2),
+    )
 
     assert result.status != R.OK, f"false pass: {result}"
     assert result.tests_passed < result.tests_total
     if case.statuses:
-        assert result.status in case.statuses, f"{case.name}: got {result.status}: {result.stderr[-500:]}"
+        assert result.status in case.statuses, (
+            f"{case.name}: got {result.status}: {result.stderr[-500:]}"
+        )
     assert HOST_SECRET not in result.stdout + result.stderr
     assert SENTINEL.read_text() == "original"
     assert [p for p in PLANTED if p.exists()] == [], "the sandbox wrote to the host's system tree"

@@ -16,16 +16,19 @@ def policy(**kw) -> ScalePolicy:
     return ScalePolicy(**{"min_workers": 1, "max_workers": 4, "slots_per_worker": 3, **kw})
 
 
-@pytest.mark.parametrize("demand, expected", [
-    (0, 1),    # nothing to do: the floor
-    (1, 1),
-    (3, 1),    # one worker's slots
-    (4, 2),    # one more execution than a worker holds: a second worker
-    (9, 3),
-    (12, 4),
-    (100, 4),  # the ceiling
-    (-5, 1),   # a nonsense reading never goes under the floor
-])
+@pytest.mark.parametrize(
+    "demand, expected",
+    [
+        (0, 1),  # nothing to do: the floor
+        (1, 1),
+        (3, 1),  # one worker's slots
+        (4, 2),  # one more execution than a worker holds: a second worker
+        (9, 3),
+        (12, 4),
+        (100, 4),  # the ceiling
+        (-5, 1),  # a nonsense reading never goes under the floor
+    ],
+)
 def test_desired_workers_is_ceil_of_demand_over_slots_within_bounds(demand, expected):
     assert desired_workers(demand, policy()) == expected
 
@@ -37,10 +40,12 @@ def test_the_floor_holds_even_without_demand():
 def test_stabiliser_scales_up_at_once_and_down_after_the_window():
     stabiliser = Stabiliser(window_s=5.0)
     assert stabiliser.recommend(1, now=0.0) == 1
-    assert stabiliser.recommend(4, now=1.0) == 4      # up: at once
-    assert stabiliser.recommend(1, now=2.0) == 4      # down: held at the window's highest
+    assert stabiliser.recommend(4, now=1.0) == 4  # up: at once
+    assert stabiliser.recommend(1, now=2.0) == 4  # down: held at the window's highest
     assert stabiliser.recommend(2, now=5.9) == 4
-    assert stabiliser.recommend(1, now=6.1) == 2      # the 4 of t=1 left the window; the 2 of t=5.9 is in it
+    assert (
+        stabiliser.recommend(1, now=6.1) == 2
+    )  # the 4 of t=1 left the window; the 2 of t=5.9 is in it
     assert stabiliser.recommend(1, now=11.0) == 1
 
 
@@ -49,14 +54,17 @@ def test_a_zero_window_follows_the_demand_both_ways():
     assert [stabiliser.recommend(d, now=t) for t, d in enumerate([1, 3, 1, 2])] == [1, 3, 1, 2]
 
 
-@pytest.mark.parametrize("bad, flag", [
-    ({"min_workers": 0}, "--min-workers"),
-    ({"min_workers": 3, "max_workers": 2}, "--max-workers"),
-    ({"slots_per_worker": 0}, "--concurrency"),
-    ({"scale_down_delay_s": -1}, "--scale-down-delay"),
-    ({"interval_s": 0}, "--scale-interval"),
-    ({"drain_timeout_s": 0}, "--drain-timeout"),
-])
+@pytest.mark.parametrize(
+    "bad, flag",
+    [
+        ({"min_workers": 0}, "--min-workers"),
+        ({"min_workers": 3, "max_workers": 2}, "--max-workers"),
+        ({"slots_per_worker": 0}, "--concurrency"),
+        ({"scale_down_delay_s": -1}, "--scale-down-delay"),
+        ({"interval_s": 0}, "--scale-interval"),
+        ({"drain_timeout_s": 0}, "--drain-timeout"),
+    ],
+)
 def test_bad_bounds_are_refused_naming_the_flag(bad, flag):
     with pytest.raises(ValueError, match=flag):
         policy(**bad)

@@ -28,7 +28,11 @@ TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candida
 
 
 def slow_square(seconds: float) -> dict:
-    return Q.python_tests(f"import time\ndef square(x):\n    time.sleep({seconds})\n    return x * x\n", TESTS, "square")
+    return Q.python_tests(
+        f"import time\ndef square(x):\n    time.sleep({seconds})\n    return x * x\n",
+        TESTS,
+        "square",
+    )
 
 
 @pytest.fixture
@@ -45,9 +49,14 @@ def isolated_queue(settings):
 
 
 def start(url: str, *args: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "manage.py", "sandbox_worker", "--runtime", "python", *args],
-                            cwd=settings.BASE_DIR, env={**os.environ, "REDIS_URL": url},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "sandbox_worker", "--runtime", "python", *args],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "REDIS_URL": url},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     first = proc.stdout.readline()
     assert "sandbox" in first, first + proc.stdout.read() if proc.poll() is not None else first
     return proc
@@ -64,7 +73,9 @@ def wait_for(check, what: str, seconds: float = 30.0):
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"not reached within {seconds:.0f} s: {what}; autoscaler state {state()}"
+        assert time.monotonic() < deadline, (
+            f"not reached within {seconds:.0f} s: {what}; autoscaler state {state()}"
+        )
         time.sleep(0.05)
 
 
@@ -95,15 +106,31 @@ def floor_reached(st: dict) -> bool:
 
 @pytest.mark.django_db
 def test_pool_follows_announced_demand_and_a_burst_up_to_the_ceiling_and_back(isolated_queue):
-    proc = start(isolated_queue, "--min-workers", "1", "--max-workers", "3", "--concurrency", "2",
-                 "--scale-interval", "0.2", "--scale-down-delay", "1.5", "--drain-timeout", "30")
+    proc = start(
+        isolated_queue,
+        "--min-workers",
+        "1",
+        "--max-workers",
+        "3",
+        "--concurrency",
+        "2",
+        "--scale-interval",
+        "0.2",
+        "--scale-down-delay",
+        "1.5",
+        "--drain-timeout",
+        "30",
+    )
     pids: set[int] = set()
     try:
         wait_for(lambda: floor_reached(state()), "the floor: one worker of two slots")
 
         # A trainer announces a rollout of 6 executions before queueing anything: 3 workers.
         D.publish("run-1-rank-0", phase="rollout", demand={"python": 6})
-        st = wait_for(lambda: (s := state()).get("slots") == 6 and s, "three workers for an announced demand of 6")
+        st = wait_for(
+            lambda: (s := state()).get("slots") == 6 and s,
+            "three workers for an announced demand of 6",
+        )
         assert st["workers"] == 3 and st["published"] == 6 and st["depth"] == 0
         pids |= set(st["worker_pids"])
         # the console's pool API (and a KEDA metrics-api scaler) sees the demand and the autoscaler
@@ -117,16 +144,25 @@ def test_pool_follows_announced_demand_and_a_burst_up_to_the_ceiling_and_back(is
         # A burst of 12 real executions (2 s each: 12 s on the floor's two slots, time enough to
         # start two workers on a busy machine): the queue alone drives the pool to the ceiling.
         batch = Q.submit([slow_square(2.0) for _ in range(12)])
-        peak = wait_for(lambda: (s := state()).get("slots") == 6 and s, "three workers for a queue of 12")
+        peak = wait_for(
+            lambda: (s := state()).get("slots") == 6 and s, "three workers for a queue of 12"
+        )
         assert peak["workers"] == 3 and peak["target"] == 3 and peak["published"] == 0
         pids |= set(peak["worker_pids"])
         results = batch.wait(timeout_s=90)
-        assert [r.status for r in results] == [R.OK] * 12, [r.detail for r in results if r.status != R.OK]
+        assert [r.status for r in results] == [R.OK] * 12, [
+            r.detail for r in results if r.status != R.OK
+        ]
         assert all(r.tests_passed == 2 for r in results)
-        wait_for(lambda: floor_reached(state()), "back to the floor after the burst and the cool-down")
+        wait_for(
+            lambda: floor_reached(state()), "back to the floor after the burst and the cool-down"
+        )
         client = Q.connection()
         assert client.llen(Q.pending_key("python")) == 0
-        assert not any(client.llen(Q.processing_key(w.decode())) for w in client.smembers(Q.workers_key("python")))
+        assert not any(
+            client.llen(Q.processing_key(w.decode()))
+            for w in client.smembers(Q.workers_key("python"))
+        )
     finally:
         out = stop(proc)
     assert proc.returncode == 0, out
@@ -135,8 +171,17 @@ def test_pool_follows_announced_demand_and_a_burst_up_to_the_ceiling_and_back(is
 
 
 def test_a_worker_killed_mid_execution_is_replaced_and_what_it_held_runs_again(isolated_queue):
-    proc = start(isolated_queue, "--min-workers", "1", "--max-workers", "1", "--concurrency", "2",
-                 "--scale-interval", "0.2")
+    proc = start(
+        isolated_queue,
+        "--min-workers",
+        "1",
+        "--max-workers",
+        "1",
+        "--concurrency",
+        "2",
+        "--scale-interval",
+        "0.2",
+    )
     try:
         st = wait_for(lambda: (s := state()).get("slots") == 2 and s, "one worker of two slots")
         victim = st["worker_pids"][0]
@@ -144,17 +189,25 @@ def test_a_worker_killed_mid_execution_is_replaced_and_what_it_held_runs_again(i
         client = Q.connection()
 
         def held() -> int:
-            return sum(client.llen(Q.processing_key(w.decode())) for w in client.smembers(Q.workers_key("python")))
+            return sum(
+                client.llen(Q.processing_key(w.decode()))
+                for w in client.smembers(Q.workers_key("python"))
+            )
 
         wait_for(lambda: held() == 2, "the worker holds both requests")
         os.kill(victim, signal.SIGKILL)
         # The supervisor requeues them at once (not after the 10 s heartbeat TTL), retry count raised.
-        requeued = wait_for(lambda: client.lrange(Q.pending_key("python"), 0, -1) if held() == 0 else None,
-                            "both requests back on the queue", seconds=5)
+        requeued = wait_for(
+            lambda: client.lrange(Q.pending_key("python"), 0, -1) if held() == 0 else None,
+            "both requests back on the queue",
+            seconds=5,
+        )
         assert len(requeued) == 2 and all(json.loads(r)["attempt"] == 1 for r in requeued)
         results = batch.wait(timeout_s=60)
         assert [r.status for r in results] == [R.OK, R.OK], [r.detail for r in results]
-        replacement = wait_for(lambda: (s := state()).get("slots") == 2 and s["worker_pids"], "a replacement")
+        replacement = wait_for(
+            lambda: (s := state()).get("slots") == 2 and s["worker_pids"], "a replacement"
+        )
         assert victim not in replacement
     finally:
         out = stop(proc)
@@ -167,12 +220,22 @@ def test_a_drained_worker_answers_what_it_holds_before_it_exits(isolated_queue):
     try:
         batch = Q.submit([slow_square(1.5) for _ in range(2)])
         client = Q.connection()
-        wait_for(lambda: sum(client.llen(Q.processing_key(w.decode()))
-                             for w in client.smembers(Q.workers_key("python"))) == 2, "the worker holds both")
+        wait_for(
+            lambda: (
+                sum(
+                    client.llen(Q.processing_key(w.decode()))
+                    for w in client.smembers(Q.workers_key("python"))
+                )
+                == 2
+            ),
+            "the worker holds both",
+        )
         proc.send_signal(signal.SIGTERM)
         results = batch.wait(timeout_s=30)
     finally:
         out = stop(proc)
     assert proc.returncode == 0, out
     assert [r.status for r in results] == [R.OK, R.OK], [r.detail for r in results]
-    assert client.llen(Q.pending_key("python")) == 0  # answered by the draining worker, not requeued
+    assert (
+        client.llen(Q.pending_key("python")) == 0
+    )  # answered by the draining worker, not requeued

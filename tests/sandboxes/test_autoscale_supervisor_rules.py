@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 import time
 
-
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from sandboxes.autoscale import ScalePolicy, Supervisor
@@ -36,7 +35,9 @@ def heartbeat(supervisor: Supervisor, runtime: str, *, holding: dict[int, int]) 
 
 
 def test_only_idle_workers_are_drained(runtime):
-    policy = ScalePolicy(min_workers=1, max_workers=3, slots_per_worker=1, scale_down_delay_s=0, interval_s=0.1)
+    policy = ScalePolicy(
+        min_workers=1, max_workers=3, slots_per_worker=1, scale_down_delay_s=0, interval_s=0.1
+    )
     supervisor = Supervisor(runtime=runtime, policy=policy, child_argv=["sleep", "60"])
     try:
         D.publish("trainer", phase="rollout", demand={runtime: 3})
@@ -59,7 +60,9 @@ def test_only_idle_workers_are_drained(runtime):
         assert supervisor.tick()["workers"] == 3
         heartbeat(supervisor, runtime, holding={c.proc.pid: 1 for c in supervisor.children})
         D.publish("trainer", phase="update", demand={runtime: 0})
-        Q.connection().delete(Q.processing_key(f"{busy.slot_prefix}abc-0"))  # the first one finished
+        Q.connection().delete(
+            Q.processing_key(f"{busy.slot_prefix}abc-0")
+        )  # the first one finished
         state = supervisor.tick()
         assert state["target"] == 2 and state["workers"] == 2 and state["draining"] == 1
         assert busy.proc.pid not in state["worker_pids"]
@@ -70,7 +73,9 @@ def test_only_idle_workers_are_drained(runtime):
 
 def test_a_worker_crashing_at_start_is_restarted_with_back_off(runtime):
     policy = ScalePolicy(min_workers=1, max_workers=1, slots_per_worker=1, interval_s=0.05)
-    supervisor = Counting(runtime=runtime, policy=policy, child_argv=[sys.executable, "-c", "raise SystemExit(3)"])
+    supervisor = Counting(
+        runtime=runtime, policy=policy, child_argv=[sys.executable, "-c", "raise SystemExit(3)"]
+    )
     try:
         deadline = time.monotonic() + 2.5
         while time.monotonic() < deadline:

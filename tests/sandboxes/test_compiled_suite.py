@@ -44,7 +44,9 @@ def _verdicts(result: R.ExecutionResult) -> tuple:
 
 def test_compiled_suite_splits_as_the_source_does():
     prompt_code, setup_code, pairs = python_check.compile_suite(TESTS, PROMPT)
-    assert [test_id for test_id, _code in pairs] == [test_id for test_id, _stmt in python_check.split_check(TESTS)]
+    assert [test_id for test_id, _code in pairs] == [
+        test_id for test_id, _stmt in python_check.split_check(TESTS)
+    ]
     assert grading.expected_test_ids(TESTS) == [t for t, _c in pairs if t is not None]
     namespace: dict = {}
     exec(prompt_code, namespace)
@@ -80,12 +82,15 @@ def test_a_large_suite_is_parsed_in_the_sandbox(grader):
     assert result.status == R.OK and len(result.tests) == 4
 
 
-@pytest.mark.parametrize("program", [
-    "def inc(n):\n    return n + 1\n",                                # passes
-    "def inc(n):\n    return 2 if n == 1 else n + 1.5\n",             # fails some
-    "def inc(n):\n    raise SystemExit(0)\n",                         # exits in a call
-    "import sys\nsys.exit(0)\n",                                      # exits while loading
-])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "def inc(n):\n    return n + 1\n",  # passes
+        "def inc(n):\n    return 2 if n == 1 else n + 1.5\n",  # fails some
+        "def inc(n):\n    raise SystemExit(0)\n",  # exits in a call
+        "import sys\nsys.exit(0)\n",  # exits while loading
+    ],
+)
 def test_compiled_and_source_paths_give_the_same_verdicts(grader, program, monkeypatch):
     compiled = grader.grade(program, TESTS, "inc", prompt=PROMPT)
     monkeypatch.setattr(grading, "compiled_suite", lambda *_args: None)
@@ -96,8 +101,11 @@ def test_compiled_and_source_paths_give_the_same_verdicts(grader, program, monke
 def test_stale_bytecode_falls_back_to_the_source_in_the_sandbox(grader, monkeypatch):
     """Bytecode that would pass everything, under a tag the sandbox's interpreter does not
     have: the sandbox must ignore it and grade the real tests (which fail here)."""
-    lenient = python_check.compile_suite("def check(candidate):\n    assert True\n    assert True\n"
-                                         "    assert True\n    assert True\n    assert True\n    assert True\n", "")
+    lenient = python_check.compile_suite(
+        "def check(candidate):\n    assert True\n    assert True\n"
+        "    assert True\n    assert True\n    assert True\n    assert True\n",
+        "",
+    )
     forged = {"tag": "cpython-0", "code": base64.b64encode(marshal.dumps(lenient)).decode()}
     monkeypatch.setattr(grading, "compiled_suite", lambda *_args: forged)
     result = grader.grade("def inc(n):\n    return 0\n", TESTS, "inc", prompt=PROMPT)
@@ -110,16 +118,22 @@ def test_humaneval_references_pass_through_the_compiled_path(grader):
         problems = [json.loads(line) for line in handle][:20]
     for problem in problems:
         assert compiled_suite(problem["test"], problem["prompt"]) is not None
-        result = grader.grade(problem["prompt"] + problem["canonical_solution"], problem["test"],
-                              problem["entry_point"], prompt=problem["prompt"])
+        result = grader.grade(
+            problem["prompt"] + problem["canonical_solution"],
+            problem["test"],
+            problem["entry_point"],
+            prompt=problem["prompt"],
+        )
         assert result.status == R.OK, (problem["task_id"], result.detail, result.stderr[-300:])
 
 
 def test_the_submission_keeps_standard_streams_with_their_error_handlers(grader):
     """stdout/stderr are made once in the zygote: a tree still writes its own, and text
     that is not valid UTF-8 is replaced (stdout) or escaped (stderr), not a crash."""
-    program = ("import sys\nprint('out \\udce9')\nprint('err \\udce9', file=sys.stderr)\n"
-               "print(sys.stdin.read() == '')\ndef inc(n):\n    return n + 1\n")
+    program = (
+        "import sys\nprint('out \\udce9')\nprint('err \\udce9', file=sys.stderr)\n"
+        "print(sys.stdin.read() == '')\ndef inc(n):\n    return n + 1\n"
+    )
     result = grader.grade(program, TESTS, "inc", prompt=PROMPT)
     assert result.status == R.OK
     assert result.stdout == "out ?\nTrue\n"

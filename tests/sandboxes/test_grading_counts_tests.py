@@ -48,7 +48,15 @@ def test_wrong_program_fails_only_the_tests_it_fails():
         "def inc(n):\n    return n +\n",  # syntax error
         "import os, signal\ndef inc(n):\n    os.kill(os.getpid(), signal.SIGSEGV)\n",
     ],
-    ids=["sys-exit", "raise-systemexit", "os-exit-in-call", "systemexit-in-call", "skiptest", "syntax-error", "segfault"],
+    ids=[
+        "sys-exit",
+        "raise-systemexit",
+        "os-exit-in-call",
+        "systemexit-in-call",
+        "skiptest",
+        "syntax-error",
+        "segfault",
+    ],
 )
 def test_exits_crashes_and_skips_never_pass(program):
     result = grade(program)
@@ -79,7 +87,9 @@ def test_infinite_loop_times_out_and_fails():
 
 
 def test_output_flood_is_capped_and_flagged():
-    result = grade("def inc(n):\n    while True:\n        print('x' * 10000)\n", output_kill_bytes=1024 * 1024)
+    result = grade(
+        "def inc(n):\n    while True:\n        print('x' * 10000)\n", output_kill_bytes=1024 * 1024
+    )
     assert result.status == R.OUTPUT_LIMIT
     assert result.truncated
     assert len(result.stdout) <= Limits().output_cap_bytes

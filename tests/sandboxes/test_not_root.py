@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the whole suite already runs unprivileged")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the whole suite already runs unprivileged"
+)
 
 SCRIPT = r"""
 import json, sys
@@ -59,7 +61,11 @@ def test_unprivileged_sandbox_isolates_with_rlimits_and_no_capabilities(tmp_path
     try:
         done = subprocess.run(
             ["/usr/bin/python3.11", "-I", "-c", SCRIPT, str(settings.BASE_DIR), str(host_file)],
-            capture_output=True, text=True, timeout=120, preexec_fn=_become_nobody, cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_become_nobody,
+            cwd="/",
             env={"PATH": "/usr/bin:/bin"},
         )
         assert done.returncode == 0, done.stderr[-2000:]

@@ -28,7 +28,11 @@ def square_request(program: str = SLOW_SQUARE) -> dict:
 
 
 def test_results_come_back_in_request_order():
-    programs = ["def square(x):\n    return x * x\n", "def square(x):\n    return x + x\n", "def square(x)\n"]
+    programs = [
+        "def square(x):\n    return x * x\n",
+        "def square(x):\n    return x + x\n",
+        "def square(x)\n",
+    ]
     results = Q.run_many([square_request(p) for p in programs])
     assert [r.status for r in results] == [R.OK, R.FAILED, R.FAILED]
     assert [r.tests_passed for r in results] == [2, 1, 0]
@@ -50,7 +54,10 @@ def _children(pid: int) -> list[int]:
 def _start_worker(concurrency: int = 2) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "sandbox_worker", "--concurrency", str(concurrency)],
-        cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=settings.BASE_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     assert "sandbox worker" in proc.stdout.readline()
     return proc
@@ -88,7 +95,9 @@ def test_kill_9_of_a_worker_mid_batch_loses_no_request():
         worker.wait()
         thread.join(timeout=120)
         assert not thread.is_alive(), "the batch never finished"
-        assert [r.status for r in results] == [R.OK] * 24, [(r.detail, r.stderr, r.signal, r.exit_code) for r in results if r.status != R.OK]
+        assert [r.status for r in results] == [R.OK] * 24, [
+            (r.detail, r.stderr, r.signal, r.exit_code) for r in results if r.status != R.OK
+        ]
         # The dead worker's sandboxes died with it (PDEATHSIG), not orphaned.
         _wait_until(lambda: not any(os.path.exists(f"/proc/{z}") for z in zygotes), seconds=5)
     finally:
@@ -120,7 +129,9 @@ def test_a_request_whose_worker_died_twice_is_infra_error_not_a_failure():
     client.delete(reply_to)
     client.rpush(Q.processing_key(dead), json.dumps(message))
     client.sadd(Q.workers_key("python"), dead)
-    assert SandboxWorker(runtime="python", concurrency=1).reap() >= 1  # no heartbeat: requeued, attempt 2
+    assert (
+        SandboxWorker(runtime="python", concurrency=1).reap() >= 1
+    )  # no heartbeat: requeued, attempt 2
     popped = client.blpop([reply_to], timeout=30)
     assert popped is not None, "no worker answered the requeued request"
     reply = json.loads(popped[1])
@@ -150,8 +161,12 @@ def test_sandbox_worker_alone_starts_and_stops_its_own_redis(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(tmp_path)  # a var dir where no Redis runs yet
     proc = subprocess.Popen(
-        [sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert "sandbox worker" in proc.stdout.readline()
@@ -178,7 +193,9 @@ def _redis_answers(sock) -> bool:
 def test_a_malformed_request_is_dropped_and_the_worker_keeps_serving():
     client = Q.connection()
     client.rpush(Q.pending_key("python"), b"{not json")
-    client.rpush(Q.pending_key("python"), json.dumps({"kind": "python_tests"}))  # no id, no reply_to
+    client.rpush(
+        Q.pending_key("python"), json.dumps({"kind": "python_tests"})
+    )  # no id, no reply_to
     result = Q.run_many([square_request("def square(x):\n    return x * x\n")])[0]
     assert result.status == R.OK
     assert client.llen(Q.pending_key("python")) == 0

@@ -23,9 +23,19 @@ from django.conf import settings
 from sandboxes import result as R
 from sandboxes.grading import run_python_tests
 from tests.sandboxes.podconditions import can_emulate, wrap
-from tests.sandboxes.test_adversarial_corpus import CORPUS, PLANTED, SENTINEL, SENTINEL_DIR, TESTS, Case, wrong
+from tests.sandboxes.test_adversarial_corpus import (
+    CORPUS,
+    PLANTED,
+    SENTINEL,
+    SENTINEL_DIR,
+    TESTS,
+    Case,
+    wrong,
+)
 
-pytestmark = pytest.mark.skipif(not can_emulate(), reason="emulating gVisor's missing syscall needs root and util-linux")
+pytestmark = pytest.mark.skipif(
+    not can_emulate(), reason="emulating gVisor's missing syscall needs root and util-linux"
+)
 
 # What an execution can reach by path, with the flags it reads there (statvfs): every mount
 # but its own /tmp, /dev/shm and /proc must be read-only, and all of them nosuid.
@@ -58,9 +68,19 @@ REMOUNT_EVERY_MOUNT = wrong(
     "    wrote = [p for p in wrote if not p.startswith(('/tmp/', '/dev/shm/', '/proc/'))]\n"
     "    return a + b if wrote else 0\n"
 )
-FILE_SYSTEM_CASES = ["write-outside-workspace", "symlink-out-of-workspace", "write-system-tree", "list-project-checkout",
-                     "read-etc-shadow", "remount-root-read-write", "nested-user-namespace-remount",
-                     "postgres-unix-socket", "redis-unix-socket", "planted-conftest", "rewrite-test-files"]
+FILE_SYSTEM_CASES = [
+    "write-outside-workspace",
+    "symlink-out-of-workspace",
+    "write-system-tree",
+    "list-project-checkout",
+    "read-etc-shadow",
+    "remount-root-read-write",
+    "nested-user-namespace-remount",
+    "postgres-unix-socket",
+    "redis-unix-socket",
+    "planted-conftest",
+    "rewrite-test-files",
+]
 CASES = [c for c in CORPUS if c.name in FILE_SYSTEM_CASES] + [
     Case("remount-every-mount-read-write", REMOUNT_EVERY_MOUNT, (R.FAILED,)),
     Case("mount-table", MOUNT_TABLE, (R.FAILED,)),
@@ -89,9 +109,19 @@ def fallback_results():
     SENTINEL_DIR.mkdir(exist_ok=True)
     SENTINEL.write_text("original")
     os.chmod(SENTINEL, 0o644)
-    argv = wrap([sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)], seccomp="no-mount-setattr", locked_etc=True)
-    done = subprocess.run(argv, input=json.dumps([{c.name: c.program for c in CASES}, TESTS]), capture_output=True,
-                          text=True, timeout=300, cwd="/")
+    argv = wrap(
+        [sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)],
+        seccomp="no-mount-setattr",
+        locked_etc=True,
+    )
+    done = subprocess.run(
+        argv,
+        input=json.dumps([{c.name: c.program for c in CASES}, TESTS]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     yield json.loads(done.stdout.strip().splitlines()[-1])
     SENTINEL.unlink(missing_ok=True)
@@ -104,7 +134,9 @@ def _mount_table(stdout: str) -> dict:
 
 def test_the_fallback_engages_only_where_mount_setattr_is_missing(fallback_results):
     assert {r["readonly_root"] for r in fallback_results.values()} == {"remount"}
-    assert run_python_tests(MOUNT_TABLE, TESTS, "add").readonly_root == "mount_setattr"  # this host, unfiltered
+    assert (
+        run_python_tests(MOUNT_TABLE, TESTS, "add").readonly_root == "mount_setattr"
+    )  # this host, unfiltered
 
 
 def test_the_remounted_root_is_as_read_only_as_mount_setattr_makes_it(fallback_results):
@@ -117,10 +149,14 @@ def test_the_remounted_root_is_as_read_only_as_mount_setattr_makes_it(fallback_r
     assert {"nodev", "noexec"} <= set(remounted["/etc"])
     # ...and otherwise the two mechanisms leave the same mounts with the same flags.
     assert set(remounted) == set(native)
-    assert {p: f for p, f in remounted.items() if p != "/etc"} == {p: f for p, f in native.items() if p != "/etc"}
+    assert {p: f for p, f in remounted.items() if p != "/etc"} == {
+        p: f for p, f in native.items() if p != "/etc"
+    }
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name != "mount-table"], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.name != "mount-table"], ids=lambda c: c.name
+)
 def test_file_system_attacks_still_fail_under_the_fallback(fallback_results, case):
     result = fallback_results[case.name]
     assert result["status"] != R.OK, f"false pass: {result}"
@@ -132,11 +168,19 @@ def test_file_system_attacks_still_fail_under_the_fallback(fallback_results, cas
 
 
 def test_a_profile_refusing_mount_setattr_with_eperm_takes_the_fallback_too():
-    argv = wrap([sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)], seccomp="mount-setattr-refused")
+    argv = wrap(
+        [sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)], seccomp="mount-setattr-refused"
+    )
     cases = {"correct": "def add(a, b):\n    return a + b\n", "mount-table": MOUNT_TABLE}
-    done = subprocess.run(argv, input=json.dumps([cases, TESTS]), capture_output=True, text=True, timeout=120, cwd="/")
+    done = subprocess.run(
+        argv, input=json.dumps([cases, TESTS]), capture_output=True, text=True, timeout=120, cwd="/"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["correct"]["status"] == R.OK and out["correct"]["readonly_root"] == "remount", out
     table = _mount_table(out["mount-table"]["stdout"])
-    assert {point for point, flags in table.items() if "ro" not in flags} == {"/tmp", "/dev/shm", "/proc"}
+    assert {point for point, flags in table.items() if "ro" not in flags} == {
+        "/tmp",
+        "/dev/shm",
+        "/proc",
+    }

@@ -53,7 +53,9 @@ def test_timeout_kills_detached_grandchildren():
     )
     result = run(program, "def check(candidate):\n    assert candidate()\n", wall_timeout_s=1.0)
     assert result.status == R.TIMEOUT
-    assert "grandchild running" in result.stdout, "the grandchild never ran: the test proves nothing"
+    assert "grandchild running" in result.stdout, (
+        "the grandchild never ran: the test proves nothing"
+    )
     assert sandbox_leftovers() == [], "a grandchild outlived its execution"
 
 

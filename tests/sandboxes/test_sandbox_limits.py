@@ -1,6 +1,5 @@
 """Memory and process limits hold per execution, with the enforcing mechanism named."""
 
-
 import pytest
 
 from sandboxes import cgroups
@@ -10,7 +9,9 @@ from sandboxes.process import Limits
 from tests.sandboxes.hostcheck import sandbox_leftovers
 
 TESTS = "def check(candidate):\n    assert candidate() == 1\n"
-needs_cgroups = pytest.mark.skipif(not cgroups.available(), reason="cgroup v1 memory/pids not writable here (needs root)")
+needs_cgroups = pytest.mark.skipif(
+    not cgroups.available(), reason="cgroup v1 memory/pids not writable here (needs root)"
+)
 
 
 def run(body: str, **limits):

@@ -41,17 +41,25 @@ out["leftovers"] = sandbox_leftovers(grader=grader)
 grader.close()
 print(json.dumps(out))
 """
-FAKE_SETUP_FAILURE = ("import os, sys\n"
-                      "sys.stderr.write('sandbox setup failed: mount /proc: Operation not permitted\\n')\n"
-                      "sys.stderr.flush()\n"
-                      "os._exit(120)\n")
+FAKE_SETUP_FAILURE = (
+    "import os, sys\n"
+    "sys.stderr.write('sandbox setup failed: mount /proc: Operation not permitted\\n')\n"
+    "sys.stderr.flush()\n"
+    "os._exit(120)\n"
+)
 
 
 @pytest.mark.skipif(not can_emulate(), reason="emulating a masked /proc needs root and util-linux")
 def test_a_refused_proc_mount_is_infra_error_naming_the_step():
     programs = {"correct": CORRECT, "crashing": "import os\nos._exit(3)\n"}
-    done = subprocess.run(wrap([sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)], masked_proc=True),
-                          input=json.dumps(programs), capture_output=True, text=True, timeout=120, cwd="/")
+    done = subprocess.run(
+        wrap([sys.executable, "-I", "-c", CHILD, str(settings.BASE_DIR)], masked_proc=True),
+        input=json.dumps(programs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     for name in programs:  # whatever the submission: nothing of it ran, nothing is scored
@@ -65,8 +73,14 @@ def test_a_refused_proc_mount_is_infra_error_naming_the_step():
 
 @pytest.mark.parametrize("where", ["at-import", "in-the-call"])
 def test_a_submission_imitating_a_setup_failure_is_still_its_own_failure(where):
-    program = FAKE_SETUP_FAILURE + CORRECT if where == "at-import" else (
-        "def add(a, b):\n" + "".join("    " + line + "\n" for line in FAKE_SETUP_FAILURE.splitlines()))
+    program = (
+        FAKE_SETUP_FAILURE + CORRECT
+        if where == "at-import"
+        else (
+            "def add(a, b):\n"
+            + "".join("    " + line + "\n" for line in FAKE_SETUP_FAILURE.splitlines())
+        )
+    )
     result = run_python_tests(program, TESTS, "add")
     assert result.status in (R.CRASHED, R.FAILED), result
     assert result.tests_passed == 0 and result.tests_total == 1

@@ -22,9 +22,15 @@ TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candida
 def start_worker(var: Path, port: int, *flags: str) -> subprocess.Popen:
     env = {**os.environ, "CRUCIBLE_VAR_DIR": str(var), "CRUCIBLE_METRICS_PORT": str(port)}
     env.pop("REDIS_URL", None)  # the private embedded Redis of ``var``
-    return subprocess.Popen([sys.executable, "manage.py", "sandbox_worker", "--runtime", "python", *flags],
-                            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "sandbox_worker", "--runtime", "python", *flags],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def stop(proc: subprocess.Popen) -> str:
@@ -35,8 +41,12 @@ def stop(proc: subprocess.Popen) -> str:
 
 def run_two() -> list[R.ExecutionResult]:
     """One passing and one failing solution through the queue."""
-    results = Q.run_many([Q.python_tests("def square(x):\n    return x * x\n", TESTS, "square"),
-                          Q.python_tests("def square(x):\n    return x + x\n", TESTS, "square")])
+    results = Q.run_many(
+        [
+            Q.python_tests("def square(x):\n    return x * x\n", TESTS, "square"),
+            Q.python_tests("def square(x):\n    return x + x\n", TESTS, "square"),
+        ]
+    )
     assert [r.status for r in results] == [R.OK, R.FAILED]
     return results
 
@@ -48,20 +58,48 @@ def test_a_sandbox_worker_counts_its_executions_on_its_metrics_port():
         try:
             wait_for(lambda: Q.live_workers("python") == 1, what="the sandbox worker")
             before = scrape(port)
-            assert value(before, "crucible_sandbox_executions_total", runtime="python", kind="python_tests",
-                         status="ok") is None
+            assert (
+                value(
+                    before,
+                    "crucible_sandbox_executions_total",
+                    runtime="python",
+                    kind="python_tests",
+                    status="ok",
+                )
+                is None
+            )
             assert value(before, "crucible_sandbox_slots", runtime="python") == 1
             run_two()
             text = scrape(port)
         finally:
             out = stop(worker)
     assert worker.returncode == 0, out
-    assert value(text, "crucible_sandbox_executions_total", runtime="python", kind="python_tests", status="ok") == 1
-    assert value(text, "crucible_sandbox_executions_total", runtime="python", kind="python_tests",
-                 status="failed") == 1
+    assert (
+        value(
+            text,
+            "crucible_sandbox_executions_total",
+            runtime="python",
+            kind="python_tests",
+            status="ok",
+        )
+        == 1
+    )
+    assert (
+        value(
+            text,
+            "crucible_sandbox_executions_total",
+            runtime="python",
+            kind="python_tests",
+            status="failed",
+        )
+        == 1
+    )
     assert value(text, "crucible_sandbox_execution_latency_ms_count", runtime="python") == 2
     assert 0 < value(text, "crucible_sandbox_execution_latency_ms_sum", runtime="python") < 60_000
-    assert value(text, "crucible_sandbox_execution_latency_ms_bucket", runtime="python", le="60000.0") == 2
+    assert (
+        value(text, "crucible_sandbox_execution_latency_ms_bucket", runtime="python", le="60000.0")
+        == 2
+    )
     assert value(text, "crucible_sandbox_busy_slots", runtime="python") == 0  # both answered
     assert value(text, "process_resident_memory_bytes") > 0  # prometheus_client's process metrics
 
@@ -69,7 +107,9 @@ def test_a_sandbox_worker_counts_its_executions_on_its_metrics_port():
 def test_the_autoscaler_serves_its_worker_processes_metrics():
     port = free_port()
     with private_redis() as var:
-        supervisor = start_worker(var, port, "--concurrency", "1", "--min-workers", "1", "--max-workers", "1")
+        supervisor = start_worker(
+            var, port, "--concurrency", "1", "--min-workers", "1", "--max-workers", "1"
+        )
         try:
             wait_for(lambda: Q.live_workers("python") == 1, what="the autoscaler's worker")
             run_two()
@@ -78,15 +118,31 @@ def test_the_autoscaler_serves_its_worker_processes_metrics():
             out = stop(supervisor)
     assert supervisor.returncode == 0, out
     assert "cannot serve metrics" not in out  # the worker process did not try the supervisor's port
-    assert value(text, "crucible_sandbox_executions_total", runtime="python", kind="python_tests", status="ok") == 1
+    assert (
+        value(
+            text,
+            "crucible_sandbox_executions_total",
+            runtime="python",
+            kind="python_tests",
+            status="ok",
+        )
+        == 1
+    )
     assert value(text, "crucible_sandbox_execution_latency_ms_count", runtime="python") == 2
     assert value(text, "crucible_sandbox_slots", runtime="python") == 1
 
 
 def test_a_bad_metrics_port_stops_the_worker_with_a_message():
     env = {**os.environ, "CRUCIBLE_METRICS_PORT": "ninety"}
-    done = subprocess.run([sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode != 0
     assert "CRUCIBLE_METRICS_PORT='ninety' is not a port number" in done.stderr
     assert "Traceback" not in done.stderr

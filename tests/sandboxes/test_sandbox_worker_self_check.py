@@ -17,13 +17,17 @@ from sandboxes import result as R
 from sandboxes.worker import self_check
 from tests.sandboxes.podconditions import can_emulate, wrap
 
-needs_root = pytest.mark.skipif(not can_emulate(), reason="emulating a pod needs root and util-linux")
+needs_root = pytest.mark.skipif(
+    not can_emulate(), reason="emulating a pod needs root and util-linux"
+)
 
 
 def _worker(**conditions) -> subprocess.CompletedProcess:
     argv = wrap([sys.executable, "manage.py", "sandbox_worker", "--concurrency", "1"], **conditions)
     env = dict(os.environ, CRUCIBLE_VAR_DIR=str(settings.VAR_DIR))
-    return subprocess.run(argv, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        argv, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def _registered_workers() -> set[str]:
@@ -39,9 +43,15 @@ def test_without_namespaces_the_worker_refuses_to_start_with_the_reason():
     error = done.stderr.strip()
     assert error.startswith("CommandError: the python sandbox cannot start here"), error
     assert "unshare: Operation not permitted" in error  # the refused step, as the kernel answered
-    assert "RuntimeDefault" in error and "components/gvisor" in error and "sandbox-nested-namespaces" in error
+    assert (
+        "RuntimeDefault" in error
+        and "components/gvisor" in error
+        and "sandbox-nested-namespaces" in error
+    )
     assert len(error.splitlines()) == 1  # one paragraph
-    assert "sandbox worker" not in done.stdout and _registered_workers() == before  # never joined the pool
+    assert (
+        "sandbox worker" not in done.stdout and _registered_workers() == before
+    )  # never joined the pool
 
 
 @needs_root
@@ -53,7 +63,9 @@ def test_under_a_masked_proc_the_worker_refuses_to_start_with_the_reason():
     assert done.returncode != 0, done.stdout
     assert "Traceback" not in done.stderr, done.stderr
     error = done.stderr.strip()
-    assert error.startswith("CommandError: the python sandbox started, but a trivial execution failed"), error
+    assert error.startswith(
+        "CommandError: the python sandbox started, but a trivial execution failed"
+    ), error
     assert "mount /proc: Operation not permitted" in error
     assert "procMount: Unmasked" in error and "components/gvisor" in error
     assert "sandbox worker" not in done.stdout and _registered_workers() == before

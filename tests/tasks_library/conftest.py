@@ -49,21 +49,51 @@ def client_for(user: User | None) -> APIClient:
 @pytest.fixture
 def library(humaneval, write_jsonl) -> list[TaskVersion]:
     """HumanEval/0..2 as task set ``lib``: v0 valid and easy, v1 broken and quarantined, v2 pending."""
-    call_command("import_tasks", "humaneval", "--path", str(write_jsonl(humaneval[:3])), "--taskset", "lib",
-                 stdout=StringIO())
+    call_command(
+        "import_tasks",
+        "humaneval",
+        "--path",
+        str(write_jsonl(humaneval[:3])),
+        "--taskset",
+        "lib",
+        stdout=StringIO(),
+    )
     versions = list(task_set_versions(task_set=task_set_get(name="lib")))
-    TaskVersion.objects.filter(pk=versions[0].pk).update(verdict="valid", mutation_score=0.9, attempts_passed=9,
-                                                         attempts_total=10)
+    TaskVersion.objects.filter(pk=versions[0].pk).update(
+        verdict="valid", mutation_score=0.9, attempts_passed=9, attempts_total=10
+    )
     TaskVersion.objects.filter(pk=versions[1].pk).update(
-        verdict="broken_reference", quarantined=True, quarantine_reason="automatic: broken_reference",
+        verdict="broken_reference",
+        quarantined=True,
+        quarantine_reason="automatic: broken_reference",
         verdict_reasons=["reference status failed"],
-        report={"reference": {"runs": 1, "passed_runs": 0, "statuses": ["failed"], "wall_ms_median": 12,
-                              "failing": [{"test": "assert_1", "error": "AssertionError"}]},
-                "trivial": {"status": "failed", "tests_passed": 0, "tests_total": 7},
-                "examples": {"count": 2, "status": "failed",
-                             "contradicting": [{"example": "separate('(a)') == ['(b)']", "line": 9, "error": "got ['(a)']"}]},
-                "mutation": {"mutants": 4, "killed": 3, "score": 0.75, "threshold": 0.6,
-                             "survivors": [{"id": "m3", "operator": "comparison", "description": "line 4: '<' became '<='"}]}})
+        report={
+            "reference": {
+                "runs": 1,
+                "passed_runs": 0,
+                "statuses": ["failed"],
+                "wall_ms_median": 12,
+                "failing": [{"test": "assert_1", "error": "AssertionError"}],
+            },
+            "trivial": {"status": "failed", "tests_passed": 0, "tests_total": 7},
+            "examples": {
+                "count": 2,
+                "status": "failed",
+                "contradicting": [
+                    {"example": "separate('(a)') == ['(b)']", "line": 9, "error": "got ['(a)']"}
+                ],
+            },
+            "mutation": {
+                "mutants": 4,
+                "killed": 3,
+                "score": 0.75,
+                "threshold": 0.6,
+                "survivors": [
+                    {"id": "m3", "operator": "comparison", "description": "line 4: '<' became '<='"}
+                ],
+            },
+        },
+    )
     Task.objects.filter(task_id="HumanEval/0").update(tags=["lists", "easy-one"])
     return [TaskVersion.objects.get(pk=v.pk) for v in versions]
 
@@ -81,13 +111,29 @@ def eager_celery():
 
 def many_versions(tasks: int, versions_each: int = 1, prefix: str = "Bulk") -> None:
     """``tasks`` tasks ``<prefix>/000``... with ``versions_each`` versions each, written in bulk."""
-    env, _ = EnvironmentVersion.objects.get_or_create(content_hash="e" * 64, defaults={"name": "python", "runtime": "python3.11"})
+    env, _ = EnvironmentVersion.objects.get_or_create(
+        content_hash="e" * 64, defaults={"name": "python", "runtime": "python3.11"}
+    )
     suite, _ = TestSuiteVersion.objects.get_or_create(
-        content_hash="s" * 64, defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"})
-    made = Task.objects.bulk_create(Task(task_id=f"{prefix}/{i:03d}", source=prefix.lower(), tags=["t"]) for i in range(tasks))
+        content_hash="s" * 64,
+        defaults={"visible_tests": "", "hidden_tests": "def check(c):\n    assert c()\n"},
+    )
+    made = Task.objects.bulk_create(
+        Task(task_id=f"{prefix}/{i:03d}", source=prefix.lower(), tags=["t"]) for i in range(tasks)
+    )
     TaskVersion.objects.bulk_create(
-        TaskVersion(task=task, number=n, content_hash=f"{prefix}{i:03d}{n:02d}".lower().ljust(64, "0"), prompt="p",
-                    entry_point="f", reference_solution="r", environment=env, test_suite=suite, verdict="valid",
-                    attempts_total=n)
-        for i, task in enumerate(made) for n in range(1, versions_each + 1)
+        TaskVersion(
+            task=task,
+            number=n,
+            content_hash=f"{prefix}{i:03d}{n:02d}".lower().ljust(64, "0"),
+            prompt="p",
+            entry_point="f",
+            reference_solution="r",
+            environment=env,
+            test_suite=suite,
+            verdict="valid",
+            attempts_total=n,
+        )
+        for i, task in enumerate(made)
+        for n in range(1, versions_each + 1)
     )

@@ -14,20 +14,36 @@ from training.services import run_create
 
 @pytest.fixture
 def four(humaneval, write_jsonl):
-    call_command("import_tasks", "humaneval", "--path", str(write_jsonl(humaneval[:4])), "--taskset", "four", stdout=StringIO())
+    call_command(
+        "import_tasks",
+        "humaneval",
+        "--path",
+        str(write_jsonl(humaneval[:4])),
+        "--taskset",
+        "four",
+        stdout=StringIO(),
+    )
     versions = list(task_set_versions(task_set=task_set_get(name="four")))
-    TaskVersion.objects.filter(pk__in=[v.pk for v in versions]).update(verdict=TaskVersion.VERDICT_VALID)
+    TaskVersion.objects.filter(pk__in=[v.pk for v in versions]).update(
+        verdict=TaskVersion.VERDICT_VALID
+    )
     return versions
 
 
 @pytest.mark.django_db
 def test_quarantined_versions_are_never_trained_on(four):
-    changed = task_versions_quarantine(version_ids=[four[0].pk, four[1].pk], author="erin", reason="tests too lenient")
+    changed = task_versions_quarantine(
+        version_ids=[four[0].pk, four[1].pk], author="erin", reason="tests too lenient"
+    )
     assert changed == 2
     run = run_create(task_set=task_set_get(name="four"), config=RunConfig(steps=1))
     assert sorted(run.task_versions.values_list("pk", flat=True)) == sorted(v.pk for v in four[2:])
     held = TaskVersion.objects.get(pk=four[0].pk)
-    assert held.quarantined and held.quarantine_reason == "tests too lenient" and held.curated_by == "erin"
+    assert (
+        held.quarantined
+        and held.quarantine_reason == "tests too lenient"
+        and held.curated_by == "erin"
+    )
 
 
 @pytest.mark.django_db
@@ -36,7 +52,9 @@ def test_approval_needs_a_reason_and_lifts_the_quarantine(four):
     with pytest.raises(CurationError, match="reason: write why"):
         task_versions_approve(version_ids=[four[0].pk], author="frank", reason="  ")
     assert TaskVersion.objects.get(pk=four[0].pk).quarantined
-    task_versions_approve(version_ids=[four[0].pk], author="frank", reason="read the tests; they are fine")
+    task_versions_approve(
+        version_ids=[four[0].pk], author="frank", reason="read the tests; they are fine"
+    )
     version = TaskVersion.objects.get(pk=four[0].pk)
     assert not version.quarantined and version.override_reason == "read the tests; they are fine"
     assert version.curated_by == "frank"

@@ -8,9 +8,9 @@ from django.core.management import call_command
 
 from console.stack import Stack, port_free
 from tasks_library.models import TaskVersion
-from tests.tasks_library.conftest import PASSWORD, make_user
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.database import child_database_url
+from tests.tasks_library.conftest import PASSWORD, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "var" / "screenshots"
@@ -30,17 +30,32 @@ def console_server(monkeypatch):
 @pytest.fixture
 def curated_library(roles, humaneval, write_jsonl):
     """HumanEval/0..2: v0 valid, v1 weak, v2 pending; and a curator who signs in with a password."""
-    call_command("import_tasks", "humaneval", "--path", str(write_jsonl(humaneval[:3])), "--taskset", "ui",
-                 stdout=StringIO())
-    TaskVersion.objects.filter(task__task_id="HumanEval/0").update(verdict="valid", mutation_score=1.0)
-    TaskVersion.objects.filter(task__task_id="HumanEval/1").update(verdict="weak_suite", mutation_score=0.4)
+    call_command(
+        "import_tasks",
+        "humaneval",
+        "--path",
+        str(write_jsonl(humaneval[:3])),
+        "--taskset",
+        "ui",
+        stdout=StringIO(),
+    )
+    TaskVersion.objects.filter(task__task_id="HumanEval/0").update(
+        verdict="valid", mutation_score=1.0
+    )
+    TaskVersion.objects.filter(task__task_id="HumanEval/1").update(
+        verdict="weak_suite", mutation_score=0.4
+    )
     make_user("cora", "curators")
 
 
-
 def versions_of(task_id: str) -> list[tuple]:
-    return list(TaskVersion.objects.filter(task__task_id=task_id).order_by("number")
-                .values_list("number", "author", "change_note", "quarantined", "quarantine_reason", "curated_by"))
+    return list(
+        TaskVersion.objects.filter(task__task_id=task_id)
+        .order_by("number")
+        .values_list(
+            "number", "author", "change_note", "quarantined", "quarantine_reason", "curated_by"
+        )
+    )
 
 
 def test_curator_filters_edits_diffs_and_quarantines(console_server, curated_library):
@@ -79,7 +94,9 @@ def test_curator_filters_edits_diffs_and_quarantines(console_server, curated_lib
         page.click("#save")
 
         page.wait_for_selector("#diff")
-        assert "v=2" in page.url and "created HumanEval/0 v2" in page.locator(".messages").inner_text()
+        assert (
+            "v=2" in page.url and "created HumanEval/0 v2" in page.locator(".messages").inner_text()
+        )
         assert page.locator("#versions tbody tr").count() == 2
         assert "gap = abs(elem - elem2)" in page.locator("#reference").inner_text()
         added = page.locator("#diff .add").all_inner_texts()
@@ -108,6 +125,11 @@ def test_curator_filters_edits_diffs_and_quarantines(console_server, curated_lib
         page.click("nav a:text('API docs')")  # Swagger UI from the sidecar wheel: no network needed
         page.wait_for_selector(".swagger-ui .info .title", timeout=15000)
         assert "Crucible API" in page.locator(".swagger-ui .info .title").inner_text()
-        assert page.locator(".opblock-summary-path[data-path='/api/tasks/{task_id}/versions/']").count() >= 1
+        assert (
+            page.locator(
+                ".opblock-summary-path[data-path='/api/tasks/{task_id}/versions/']"
+            ).count()
+            >= 1
+        )
         assert errors == []
         browser.close()

@@ -34,28 +34,55 @@ def run_json(*args) -> dict:
 @pytest.mark.django_db
 def test_import_validate_and_evaluate_all_164(write_jsonl):
     report = run_json("import_tasks", "humaneval-js")
-    assert report == {"task_set": "humaneval-js", "imported": 164, "new_versions": 164, "unchanged": 0}
-    versions = list(TaskVersion.objects.select_related("task", "test_suite", "environment").order_by("task__task_id"))
+    assert report == {
+        "task_set": "humaneval-js",
+        "imported": 164,
+        "new_versions": 164,
+        "unchanged": 0,
+    }
+    versions = list(
+        TaskVersion.objects.select_related("task", "test_suite", "environment").order_by(
+            "task__task_id"
+        )
+    )
     assert {v.task.task_id for v in versions} == {f"JavaScript/{i}" for i in range(164)}
     first = TaskVersion.objects.get(task__task_id="JavaScript/0")
     assert first.entry_point == "hasCloseElements"
-    assert first.test_suite.harness == "js-console-assert" and first.environment.runtime.startswith("node")
-    assert len(first.test_suite.hidden_test_ids) == 7 and len(first.test_suite.visible_test_ids) == 2
+    assert first.test_suite.harness == "js-console-assert" and first.environment.runtime.startswith(
+        "node"
+    )
+    assert (
+        len(first.test_suite.hidden_test_ids) == 7 and len(first.test_suite.visible_test_ids) == 2
+    )
     assert TaskSet.objects.get(name="humaneval-js").members.count() == 164
 
     # Mutation testing of all 164 is the benchmark's job (benchmarks/task_validation.py).
-    validated = run_json("validate_tasks", "--taskset", "humaneval-js", "--reference-runs", "2", "--mutants", "0")
+    validated = run_json(
+        "validate_tasks", "--taskset", "humaneval-js", "--reference-runs", "2", "--mutants", "0"
+    )
     verdicts = {row["task_id"]: row for row in validated["task_versions"]}
     flagged = {task_id for task_id, row in verdicts.items() if row["verdict"] != "valid"}
-    assert flagged == BROKEN_REFERENCES | CONTRADICTING_PROMPTS, {t: verdicts[t] for t in flagged ^ (BROKEN_REFERENCES | CONTRADICTING_PROMPTS)}
+    assert flagged == BROKEN_REFERENCES | CONTRADICTING_PROMPTS, {
+        t: verdicts[t] for t in flagged ^ (BROKEN_REFERENCES | CONTRADICTING_PROMPTS)
+    }
     assert all(verdicts[t]["verdict"] == "broken_reference" for t in BROKEN_REFERENCES)
-    assert all(verdicts[t]["verdict"] == "prompt_contradicts" and verdicts[t]["quarantined"] for t in CONTRADICTING_PROMPTS)
+    assert all(
+        verdicts[t]["verdict"] == "prompt_contradicts" and verdicts[t]["quarantined"]
+        for t in CONTRADICTING_PROMPTS
+    )
     assert "js-md5" in " ".join(verdicts["JavaScript/162"]["reasons"])
 
     data = rows()
     samples = [{"task_id": r["task_id"], "completion": r["canonical_solution"]} for r in data]
-    samples.append({"task_id": "JavaScript/0", "completion": "  return true\n}\n"})  # wrong: a 2nd sample of task 0
-    scored = run_json("evaluate_samples", str(write_jsonl(samples, "js-samples.jsonl")), "--taskset", "humaneval-js")
+    samples.append(
+        {"task_id": "JavaScript/0", "completion": "  return true\n}\n"}
+    )  # wrong: a 2nd sample of task 0
+    scored = run_json(
+        "evaluate_samples",
+        str(write_jsonl(samples, "js-samples.jsonl")),
+        "--taskset",
+        "humaneval-js",
+    )
     by_task = [s for s in scored["samples"] if s["task_id"] == "JavaScript/0"]
     assert [s["passed"] for s in by_task] == [True, False]
     assert 0 < by_task[1]["reward"] < 1  # the always-true answer passes the asserts expecting true

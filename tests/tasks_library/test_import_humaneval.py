@@ -20,7 +20,11 @@ def run_import(*args) -> dict:
 def test_imports_all_164_with_dataset_ids(humaneval):
     report = run_import()
     assert report == {"task_set": "humaneval", "imported": 164, "new_versions": 164, "unchanged": 0}
-    ids = list(TaskSet.objects.get(name="humaneval").members.values_list("task_version__task__task_id", flat=True))
+    ids = list(
+        TaskSet.objects.get(name="humaneval").members.values_list(
+            "task_version__task__task_id", flat=True
+        )
+    )
     assert ids == [row["task_id"] for row in humaneval]
     assert ids[0] == "HumanEval/0"
     version = TaskVersion.objects.get(task__task_id="HumanEval/0")
@@ -40,14 +44,19 @@ def test_second_import_creates_no_new_version():
 def test_changed_task_gets_a_new_version_and_keeps_the_old(humaneval, write_jsonl):
     rows = humaneval[:3]
     run_import("--path", str(write_jsonl(rows)))
-    changed = [dict(rows[0], canonical_solution=rows[0]["canonical_solution"] + "\n# tidied\n"), *rows[1:]]
+    changed = [
+        dict(rows[0], canonical_solution=rows[0]["canonical_solution"] + "\n# tidied\n"),
+        *rows[1:],
+    ]
     report = run_import("--path", str(write_jsonl(changed, "changed.jsonl")))
     assert report["new_versions"] == 1 and report["unchanged"] == 2
     versions = list(TaskVersion.objects.filter(task__task_id=rows[0]["task_id"]).order_by("number"))
     assert [v.number for v in versions] == [1, 2]
     assert versions[1].parent == versions[0]
     assert versions[0].reference_solution == rows[0]["canonical_solution"]
-    pinned = TaskSet.objects.get(name="humaneval").members.get(task_version__task__task_id=rows[0]["task_id"])
+    pinned = TaskSet.objects.get(name="humaneval").members.get(
+        task_version__task__task_id=rows[0]["task_id"]
+    )
     assert pinned.task_version == versions[1]
 
 
@@ -56,16 +65,25 @@ def test_changed_task_gets_a_new_version_and_keeps_the_old(humaneval, write_json
     "bad_line, expected",
     [
         (b"{not json", "not valid JSON"),
-        (b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", "test": "def check(c):\\n    assert c()\\n"}',
-         "missing field 'canonical_solution'"),
+        (
+            b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", "test": "def check(c):\\n    assert c()\\n"}',
+            "missing field 'canonical_solution'",
+        ),
         (b'["a list"]', "expected a JSON object"),
-        (b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", "canonical_solution": "", "test": ""}', "not UTF-8"),
-        (b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", "canonical_solution": "  return 1\\n", "test": "def check(:"}',
-         "field 'test'"),
+        (
+            b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", "canonical_solution": "", "test": ""}',
+            "not UTF-8",
+        ),
+        (
+            b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", "canonical_solution": "  return 1\\n", "test": "def check(:"}',
+            "field 'test'",
+        ),
     ],
     ids=["malformed", "missing-field", "not-object", "non-utf8", "tests-do-not-parse"],
 )
-def test_bad_line_names_file_line_field_and_writes_nothing(humaneval, write_jsonl, bad_line, expected):
+def test_bad_line_names_file_line_field_and_writes_nothing(
+    humaneval, write_jsonl, bad_line, expected
+):
     path = write_jsonl([humaneval[0], humaneval[1], bad_line])
     with pytest.raises(CommandError) as info:
         run_import("--path", str(path))

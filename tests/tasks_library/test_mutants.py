@@ -27,7 +27,7 @@ def count_big(xs, n):
     1
     """
 '''
-PY_COMPLETION = '''    total = 0
+PY_COMPLETION = """    total = 0
     flag = True
     label = "big"
     for i in range(0, len(xs)):
@@ -38,11 +38,13 @@ PY_COMPLETION = '''    total = 0
     if xs[1:n] is None:
         return 0
     return total
-'''
+"""
 
 
 def python_function(program: str, name: str) -> ast.FunctionDef:
-    return next(n for n in ast.parse(program).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return next(
+        n for n in ast.parse(program).body if isinstance(n, ast.FunctionDef) and n.name == name
+    )
 
 
 def test_python_every_mutant_parses_and_differs_from_the_original_in_exactly_one_line():
@@ -88,10 +90,20 @@ def test_python_each_operator_class_appears_with_the_expected_rewrites():
     assert some("boundary", "xs[2:n]") and some("boundary", "xs[1:n - 1]")
     assert some("compare", "xs[i] >= n") and some("compare", "xs[i] not in (label,)")
     assert some("compare", "xs[1:n] is not None") and some("compare", "xs[i] * 2 != n")
-    assert some("arithmetic", "total -= 1") and some("arithmetic", "xs[i] / 2") and some("arithmetic", "total + 1")
-    assert some("constant", "flag = False") and some("constant", "label = ''") and some("constant", "total = 1")
+    assert (
+        some("arithmetic", "total -= 1")
+        and some("arithmetic", "xs[i] / 2")
+        and some("arithmetic", "total + 1")
+    )
+    assert (
+        some("constant", "flag = False")
+        and some("constant", "label = ''")
+        and some("constant", "total = 1")
+    )
     assert some("return", "return None")
-    assert some("boolean", "xs[i] > n or not xs[i]") and some("boolean", "if xs[i] > n and xs[i] in (label,)")
+    assert some("boolean", "xs[i] > n or not xs[i]") and some(
+        "boolean", "if xs[i] > n and xs[i] in (label,)"
+    )
     assert some("boolean", "xs[i] * 2 == n and flag")
 
 
@@ -120,7 +132,9 @@ def test_python_limit_is_respected_and_spread_over_operators_and_lines():
     assert set(limited) <= set(full)
     constants = sorted(m.line for m in limited if m.operator == "constant")
     all_constant_lines = sorted(m.line for m in full if m.operator == "constant")
-    assert constants[-1] >= all_constant_lines[len(all_constant_lines) // 2]  # not just the first lines
+    assert (
+        constants[-1] >= all_constant_lines[len(all_constant_lines) // 2]
+    )  # not just the first lines
     assert python_mutants(PY_PROMPT, completion, limit=0) == []
     with pytest.raises(ValueError):
         python_mutants(PY_PROMPT, completion, limit=-1)
@@ -139,7 +153,10 @@ def test_python_skips_what_cannot_be_a_fault():
     prompt = "def f(x):\n"
     completion = '    "a bare string"\n    print(f"{x} items", x)\n    y = x + 1\n    return None\n'
     mutants = python_mutants(prompt, completion, limit=100)
-    assert {m.operator for m in mutants} == {"arithmetic", "constant"}  # `x + 1` only; `return None` is None already
+    assert {m.operator for m in mutants} == {
+        "arithmetic",
+        "constant",
+    }  # `x + 1` only; `return None` is None already
     for mutant in mutants:
         assert "a bare string" in mutant.program and "items" in mutant.program
 
@@ -179,8 +196,14 @@ JS_COMPLETION = r"""  let total = 0;  // a < b + c
   return total === 0 ? true : false;
 }
 """
-PROTECTED = ['"a<b"', "'x+y'", '`t ${xs.length < n ? "<" : \'>\'} ${1 + 2}`', "// a < b + c", "/* x > y - 1 */",
-             "/a+b<c/g"]
+PROTECTED = [
+    '"a<b"',
+    "'x+y'",
+    "`t ${xs.length < n ? \"<\" : '>'} ${1 + 2}`",
+    "// a < b + c",
+    "/* x > y - 1 */",
+    "/a+b<c/g",
+]
 
 
 def js_rows() -> list[dict]:
@@ -192,11 +215,17 @@ def test_javascript_tokenizer_tells_code_from_strings_comments_templates_and_reg
     tokens = javascript_tokens(JS_COMPLETION)
     kinds = {t.text: t.kind for t in tokens}
     assert kinds['"a<b"'] == kinds["'x+y'"] == "string"
-    assert kinds['`t ${xs.length < n ? "<" : \'>\'} ${1 + 2}`'] == "template"
+    assert kinds["`t ${xs.length < n ? \"<\" : '>'} ${1 + 2}`"] == "template"
     assert kinds["// a < b + c"] == kinds["/* x > y - 1 */"] == "comment"
     assert kinds["/a+b<c/g"] == "regex"
     assert {"++", "+=", "=>", "**", ">=", "==="} <= {t.text for t in tokens if t.kind == "punct"}
-    assert [t.text for t in javascript_tokens("a / b / c")] == ["a", "/", "b", "/", "c"]  # divisions, not a regex
+    assert [t.text for t in javascript_tokens("a / b / c")] == [
+        "a",
+        "/",
+        "b",
+        "/",
+        "c",
+    ]  # divisions, not a regex
 
 
 def test_javascript_strings_comments_regexes_and_the_prompt_are_never_mutated():
@@ -210,10 +239,15 @@ def test_javascript_strings_comments_regexes_and_the_prompt_are_never_mutated():
         assert mutant.program != original
         for text in PROTECTED:
             assert text in mutant.program, (mutant.description, text)
-        assert [(t.kind, t.text) for t in javascript_tokens(mutant.program) if t.kind in literal_kinds] == literals
+        assert [
+            (t.kind, t.text) for t in javascript_tokens(mutant.program) if t.kind in literal_kinds
+        ] == literals
         # compound tokens are other operators, left alone
         for compound in ("++", "+=", "=>", "**"):
-            assert mutant.program.count(compound) == original.count(compound), (mutant.description, compound)
+            assert mutant.program.count(compound) == original.count(compound), (
+                mutant.description,
+                compound,
+            )
         assert 1 <= mutant.line <= JS_COMPLETION.count("\n")
 
 
@@ -232,18 +266,35 @@ def test_javascript_one_token_changes_in_the_right_place():
 
 def test_javascript_each_operator_class_appears_and_unary_operators_are_not_arithmetic():
     mutants = javascript_mutants(JS_PROMPT, JS_COMPLETION, limit=1000)
-    assert {m.operator for m in mutants} == {"arithmetic", "compare", "constant", "return", "boolean"}
-    def some(operator, fragment):
-        return any(fragment in m.program[len(JS_PROMPT):] for m in mutants if m.operator == operator)
+    assert {m.operator for m in mutants} == {
+        "arithmetic",
+        "compare",
+        "constant",
+        "return",
+        "boolean",
+    }
 
-    assert not some("compare", "i <= xs.length") and some("compare", "total > 3") and some("compare", "xs[i] !== -1")
-    assert some("arithmetic", "total + 1 * 2") and some("arithmetic", "1 / 2 / 4") and some("arithmetic", "1 * 2 * 4")
+    def some(operator, fragment):
+        return any(
+            fragment in m.program[len(JS_PROMPT) :] for m in mutants if m.operator == operator
+        )
+
+    assert (
+        not some("compare", "i <= xs.length")
+        and some("compare", "total > 3")
+        and some("compare", "xs[i] !== -1")
+    )
+    assert (
+        some("arithmetic", "total + 1 * 2")
+        and some("arithmetic", "1 / 2 / 4")
+        and some("arithmetic", "1 * 2 * 4")
+    )
     assert some("boolean", "xs[i] > n || !re") and some("boolean", "&& re.test(s)")
     assert some("constant", "let total = 1;") and some("constant", "? false : false")
     assert some("return", "return undefined;\n}") and some("return", "return undefined;\n  return")
     # `-total` and `-1` are negations: a `-` with no operand before it is never turned into `+`
     for mutant in mutants:
-        body = mutant.program[len(JS_PROMPT):]
+        body = mutant.program[len(JS_PROMPT) :]
         assert "return +total" not in body and "=== +1" not in body
 
 
@@ -257,8 +308,12 @@ def test_javascript_substitutions_that_would_fuse_tokens_are_dropped():
 def test_javascript_return_spans_multi_line_expressions_and_stops_at_asi():
     prompt = "const f = (xs) => {\n"
     completion = "  if (!xs) return\n  return xs\n    .map(x => x)\n    .length\n}\n"
-    returns = [m for m in javascript_mutants(prompt, completion, limit=100) if m.operator == "return"]
-    assert [m.program[len(prompt):] for m in returns] == ["  if (!xs) return\n  return undefined\n}\n"]
+    returns = [
+        m for m in javascript_mutants(prompt, completion, limit=100) if m.operator == "return"
+    ]
+    assert [m.program[len(prompt) :] for m in returns] == [
+        "  if (!xs) return\n  return undefined\n}\n"
+    ]
 
 
 def test_javascript_limit_and_determinism():
@@ -266,7 +321,9 @@ def test_javascript_limit_and_determinism():
     limited = javascript_mutants(JS_PROMPT, JS_COMPLETION, limit=7)
     assert len(limited) == 7 and set(limited) <= set(full)
     assert len({m.operator for m in limited}) == 5  # all five operator classes share the budget
-    assert javascript_mutants(JS_PROMPT, JS_COMPLETION) == javascript_mutants(JS_PROMPT, JS_COMPLETION)
+    assert javascript_mutants(JS_PROMPT, JS_COMPLETION) == javascript_mutants(
+        JS_PROMPT, JS_COMPLETION
+    )
     with pytest.raises(ValueError):
         javascript_mutants(JS_PROMPT, JS_COMPLETION, limit=-1)
 
@@ -285,16 +342,28 @@ def test_javascript_every_humaneval_x_mutant_compiles():
         "  try { new vm.Script(src); } catch (e) { bad.push([k, String(e)]); } });"
         "console.log(JSON.stringify(bad));"
     )
-    result = subprocess.run(["node", "-e", script], input=json.dumps(programs), capture_output=True, text=True,
-                            timeout=120, check=True)
+    result = subprocess.run(
+        ["node", "-e", script],
+        input=json.dumps(programs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     bad = json.loads(result.stdout)
     assert bad == [], [(programs[k][-300:], error) for k, error in bad[:3]]
 
 
 def test_javascript_length_loop_bounds_are_not_mutated():
     prompt = "const f = (xs) => {\n"
-    completion = ("  let n = 0\n  for (let i = 0; i < xs.length; i++) {\n    if (xs[i] < 3) { n++ }\n  }\n"
-                  "  return n\n}\n")
-    compares = [m for m in javascript_mutants(prompt, completion, limit=100) if m.operator == "compare"]
-    assert [m.line for m in compares] == [3]  # `xs[i] < 3` only; `i < xs.length` reads undefined at worst
+    completion = (
+        "  let n = 0\n  for (let i = 0; i < xs.length; i++) {\n    if (xs[i] < 3) { n++ }\n  }\n"
+        "  return n\n}\n"
+    )
+    compares = [
+        m for m in javascript_mutants(prompt, completion, limit=100) if m.operator == "compare"
+    ]
+    assert [m.line for m in compares] == [
+        3
+    ]  # `xs[i] < 3` only; `i < xs.length` reads undefined at worst
     assert "xs[i] <= 3" in compares[0].program and "i < xs.length" in compares[0].program

@@ -117,15 +117,24 @@ def test_python_examples_point_at_their_line_and_text_in_the_prompt():
 
 
 def test_python_javascript_spellings_of_booleans_are_read_as_python():
-    prompt = 'def f(x):\n    """\n    f(1) => true\n    f(2) => false\n    f(3) => truthy\n    """\n'
-    assert [(e.call, e.expected) for e in python_prompt_examples(prompt, "f")] == [("f(1)", "True"), ("f(2)", "False")]
+    prompt = (
+        'def f(x):\n    """\n    f(1) => true\n    f(2) => false\n    f(3) => truthy\n    """\n'
+    )
+    assert [(e.call, e.expected) for e in python_prompt_examples(prompt, "f")] == [
+        ("f(1)", "True"),
+        ("f(2)", "False"),
+    ]
 
 
 def test_python_only_the_entry_points_examples_count():
     assert [(e.call, e.expected) for e in python_prompt_examples(PY_PROMPT, "other")] == [
-        ("other(1)", "2"), ("other([1], 1)", "3")]
+        ("other(1)", "2"),
+        ("other([1], 1)", "3"),
+    ]
     assert python_prompt_examples(PY_PROMPT, "missing") == []
-    assert python_prompt_examples("def f(x):\n    '''f(x) is nice; f(3) -> a number'''\n", "f") == []
+    assert (
+        python_prompt_examples("def f(x):\n    '''f(x) is nice; f(3) -> a number'''\n", "f") == []
+    )
 
 
 def test_python_test_source_has_one_assert_per_example_with_ids_in_order():
@@ -201,14 +210,17 @@ def test_javascript_every_shape_gives_its_call_and_expected_value():
     assert [(e.call, e.expected) for e in examples] == JS_EXPECTED
     lines = JS_PROMPT.split("\n")
     for example in examples:
-        assert example.line >= 1 and (example.call in lines[example.line - 1] or "=" in lines[example.line - 1])
+        assert example.line >= 1 and (
+            example.call in lines[example.line - 1] or "=" in lines[example.line - 1]
+        )
 
 
 def test_javascript_test_source_has_humaneval_x_shape_and_one_assert_per_example():
     examples = javascript_prompt_examples(JS_PROMPT, "solve")
     source = examples_test_source(examples, "solve", language="javascript")
     assert source.startswith(
-        "const testSolve = () => {\n  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n")
+        "const testSolve = () => {\n  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n"
+    )
     assert source.rstrip().endswith("}\n\ntestSolve()")
     assert "  console.assert(Math.abs(solve([1.5], 0) - (1.5)) < 1e-6)\n" in source
     assert expected_test_ids(source) == [f"assert_{k}" for k in range(len(examples))]
@@ -216,23 +228,33 @@ def test_javascript_test_source_has_humaneval_x_shape_and_one_assert_per_example
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_javascript_test_source_runs_and_fails_exactly_the_wrong_example():
-    source = examples_test_source(javascript_prompt_examples(JS_PROMPT, "solve"), "solve", language="javascript")
+    source = examples_test_source(
+        javascript_prompt_examples(JS_PROMPT, "solve"), "solve", language="javascript"
+    )
     solution = """const solve = (xs, k) => {
       if (typeof xs === 'string') return xs + k;
       if (xs[0] === 4 && k === 3) return [7, "x", {a: 1, b: null}];
       if (k === 5) return false;
       return xs.reduce((a, b) => a + b, 0) + k - (xs[0] === 4 && k === 2 ? 99 : 0);
     }"""
-    script = ("const results = []; console.assert = (c) => results.push(!!c);\n" + solution + "\n" + source
-              + "\nprocess.stdout.write(JSON.stringify(results));")
-    results = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60,
-                                        check=True).stdout)
+    script = (
+        "const results = []; console.assert = (c) => results.push(!!c);\n"
+        + solution
+        + "\n"
+        + source
+        + "\nprocess.stdout.write(JSON.stringify(results));"
+    )
+    results = json.loads(
+        subprocess.run(
+            ["node", "-e", script], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+    )
     assert results == [call != "solve([4], 2)" for call, _ in JS_EXPECTED]
 
 
 # --------------------------------------------------------------------------- the datasets
 
-RUNNER = r'''
+RUNNER = r"""
 import ast, contextlib, io, json, signal, sys
 def alarm(*_): raise TimeoutError("timeout")
 signal.signal(signal.SIGALRM, alarm)
@@ -261,9 +283,9 @@ for task in json.load(sys.stdin):
             signal.alarm(0)
     out[task["task_id"]] = results
 print(json.dumps(out))
-'''
+"""
 
-JS_RUNNER = r'''
+JS_RUNNER = r"""
 const vm = require('vm');
 const out = {};
 for (const task of JSON.parse(require('fs').readFileSync(0, 'utf8'))) {
@@ -275,7 +297,7 @@ for (const task of JSON.parse(require('fs').readFileSync(0, 'utf8'))) {
   });
 }
 process.stdout.write(JSON.stringify(out));
-'''
+"""
 
 
 def js_rows() -> list[dict]:
@@ -289,31 +311,54 @@ def js_entry_point(row: dict) -> str:
 
 
 def report(label: str, disagreements: list[str], total: int) -> str:
-    lines = [f"{label}: {len(disagreements)} of {total} examples disagree with the reference"] + disagreements
+    lines = [
+        f"{label}: {len(disagreements)} of {total} examples disagree with the reference"
+    ] + disagreements
     print("\n".join(lines))
     return "\n".join(lines)
 
 
 def test_most_humaneval_prompts_give_examples_and_they_agree_with_the_references(humaneval):
-    examples = {row["task_id"]: python_prompt_examples(row["prompt"], row["entry_point"]) for row in humaneval}
+    examples = {
+        row["task_id"]: python_prompt_examples(row["prompt"], row["entry_point"])
+        for row in humaneval
+    }
     with_examples = sum(bool(found) for found in examples.values())
     found = sum(map(len, examples.values()))
     print(f"HumanEval: {with_examples} of {len(humaneval)} prompts give examples, {found} in all")
     assert with_examples >= 150  # measured 154; the 10 others have none, or only prose/other names
 
-    tasks = [{"task_id": row["task_id"], "entry_point": row["entry_point"],
-              "program": row["prompt"] + row["canonical_solution"],
-              "tests": examples_test_source(examples[row["task_id"]], row["entry_point"], language="python")}
-             for row in humaneval if examples[row["task_id"]]]
+    tasks = [
+        {
+            "task_id": row["task_id"],
+            "entry_point": row["entry_point"],
+            "program": row["prompt"] + row["canonical_solution"],
+            "tests": examples_test_source(
+                examples[row["task_id"]], row["entry_point"], language="python"
+            ),
+        }
+        for row in humaneval
+        if examples[row["task_id"]]
+    ]
     # Trusted data (the canonical solutions), so a plain subprocess, not a sandbox.
-    result = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(tasks), capture_output=True, text=True,
-                            timeout=300, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER],
+        input=json.dumps(tasks),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     outcomes = json.loads(result.stdout)
     assert all(isinstance(found, list) for found in outcomes.values()), outcomes
     total = sum(len(found) for found in outcomes.values())
     assert total == sum(map(len, examples.values()))
-    disagreements = [f"{task_id} assert_{k}: {examples[task_id][k].call} -> {examples[task_id][k].expected}"
-                     for task_id, found in outcomes.items() for k, ok in enumerate(found) if not ok]
+    disagreements = [
+        f"{task_id} assert_{k}: {examples[task_id][k].call} -> {examples[task_id][k].expected}"
+        for task_id, found in outcomes.items()
+        for k, ok in enumerate(found)
+        if not ok
+    ]
     message = report("HumanEval", disagreements, total)
     # A few are real (HumanEval/47's median, 116's examples); an extraction bug would make many disagree.
     assert len(disagreements) <= 0.05 * total, message
@@ -324,7 +369,9 @@ def test_most_humaneval_x_prompts_give_examples():
     rows = js_rows()
     counts = [len(javascript_prompt_examples(row["prompt"], js_entry_point(row))) for row in rows]
     with_examples = sum(map(bool, counts))
-    print(f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in all")
+    print(
+        f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in all"
+    )
     assert with_examples >= 144  # measured 148; the rest use Python tuples, typos or no examples
 
 
@@ -334,13 +381,32 @@ def test_humaneval_x_examples_agree_with_the_references():
     for row in js_rows():
         entry = js_entry_point(row)
         examples[row["task_id"]] = javascript_prompt_examples(row["prompt"], entry)
-        tests = [examples_test_source([e], entry, language="javascript") for e in examples[row["task_id"]]]
-        tasks.append({"task_id": row["task_id"], "program": row["prompt"] + row["canonical_solution"], "tests": tests})
-    result = subprocess.run(["node", "-e", JS_RUNNER], input=json.dumps(tasks), capture_output=True, text=True,
-                            timeout=300, check=True)
+        tests = [
+            examples_test_source([e], entry, language="javascript")
+            for e in examples[row["task_id"]]
+        ]
+        tasks.append(
+            {
+                "task_id": row["task_id"],
+                "program": row["prompt"] + row["canonical_solution"],
+                "tests": tests,
+            }
+        )
+    result = subprocess.run(
+        ["node", "-e", JS_RUNNER],
+        input=json.dumps(tasks),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     outcomes = json.loads(result.stdout)
     total = sum(len(found) for found in outcomes.values())
-    disagreements = [f"{task_id} assert_{k}: {examples[task_id][k].call} -> {examples[task_id][k].expected}"
-                     for task_id, found in outcomes.items() for k, ok in enumerate(found) if not ok]
+    disagreements = [
+        f"{task_id} assert_{k}: {examples[task_id][k].call} -> {examples[task_id][k].expected}"
+        for task_id, found in outcomes.items()
+        for k, ok in enumerate(found)
+        if not ok
+    ]
     message = report("HumanEval-X JS", disagreements, total)
     assert total > 0 and len(disagreements) <= 0.05 * total, message

@@ -19,8 +19,18 @@ def validate(*args) -> dict:
 def test_real_tasks_valid_broken_reference_and_weak_suite_flagged(humaneval, write_jsonl):
     good = humaneval[:4]
     broken = dict(humaneval[4], task_id="Broken/reference", canonical_solution="    return None\n")
-    weak = dict(humaneval[5], task_id="Weak/suite", test="def check(candidate):\n    assert candidate is not None\n")
-    call_command("import_tasks", "humaneval", "--path", str(write_jsonl([*good, broken, weak])), stdout=StringIO())
+    weak = dict(
+        humaneval[5],
+        task_id="Weak/suite",
+        test="def check(candidate):\n    assert candidate is not None\n",
+    )
+    call_command(
+        "import_tasks",
+        "humaneval",
+        "--path",
+        str(write_jsonl([*good, broken, weak])),
+        stdout=StringIO(),
+    )
     report = validate("--taskset", "humaneval", "--mutants", "8")
     verdicts = {row["task_id"]: row for row in report["task_versions"]}
     for row in good:
@@ -50,7 +60,9 @@ def test_all_164_humaneval_references_pass_and_contradicting_prompts_are_quarant
     assert set(flagged) == CONTRADICTING_PROMPTS, flagged
     assert report["counts"] == {"valid": 160, "prompt_contradicts": 4}
     median = flagged["HumanEval/47"]
-    assert median["quarantined"] and median["report"]["examples"]["contradicting"][0]["example"].startswith(">>> median(")
+    assert median["quarantined"] and median["report"]["examples"]["contradicting"][0][
+        "example"
+    ].startswith(">>> median(")
     assert all(r["report"]["reference"]["passed_runs"] == 2 for r in report["task_versions"])
 
 

@@ -7,13 +7,21 @@ from tasks_library.services import task_versions_approve, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 
 PROMPT = 'def inc(x):\n    """Add one.\n    >>> inc(1)\n    2\n    """\n'
-STRONG = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(-5) == -4\n"
-          "    assert candidate(0) == 1\n    assert candidate(41) == 42\n")
+STRONG = (
+    "def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(-5) == -4\n"
+    "    assert candidate(0) == 1\n    assert candidate(41) == 42\n"
+)
 
 
 def _record(task_id: str, **overrides) -> dict:
-    record = {"task_id": task_id, "prompt": PROMPT, "entry_point": "inc", "reference_solution": "    return x + 1\n",
-              "tests": STRONG, "where": f"test:{task_id}"}
+    record = {
+        "task_id": task_id,
+        "prompt": PROMPT,
+        "entry_point": "inc",
+        "reference_solution": "    return x + 1\n",
+        "tests": STRONG,
+        "where": f"test:{task_id}",
+    }
     record.update(overrides)
     return record
 
@@ -21,13 +29,23 @@ def _record(task_id: str, **overrides) -> dict:
 CASES = {
     "valid": _record("valid"),
     "broken": _record("broken", reference_solution="    return x + 2\n"),
-    "flaky": _record("flaky", reference_solution="    import os\n    return x + 1 if os.urandom(1)[0] < 128 else x\n"),
-    "trivial": _record("trivial", tests="def check(candidate):\n    assert candidate(1) is None or True\n"),
+    "flaky": _record(
+        "flaky",
+        reference_solution="    import os\n    return x + 1 if os.urandom(1)[0] < 128 else x\n",
+    ),
+    "trivial": _record(
+        "trivial", tests="def check(candidate):\n    assert candidate(1) is None or True\n"
+    ),
     "contradicts": _record("contradicts", prompt=PROMPT.replace("    2\n", "    3\n")),
     "weak": _record("weak", tests="def check(candidate):\n    assert candidate(1) is not None\n"),
-    "js": _record("js", prompt="/* Add one.\n>>> inc(1)\n2\n*/\nconst inc = (x) => {\n", reference_solution="  return x + 1;\n}\n",
-                  tests="const testInc = () => {\n  console.assert(inc(1) === 2)\n  console.assert(inc(-5) === -4)\n"
-                        "  console.assert(inc(10) === 11)\n}\ntestInc()\n", harness="js-console-assert"),
+    "js": _record(
+        "js",
+        prompt="/* Add one.\n>>> inc(1)\n2\n*/\nconst inc = (x) => {\n",
+        reference_solution="  return x + 1;\n}\n",
+        tests="const testInc = () => {\n  console.assert(inc(1) === 2)\n  console.assert(inc(-5) === -4)\n"
+        "  console.assert(inc(10) === 11)\n}\ntestInc()\n",
+        harness="js-console-assert",
+    ),
 }
 
 
@@ -35,20 +53,34 @@ CASES = {
 def validated():
     tasks_import(source="test", task_set_name="cases", records=list(CASES.values()))
     versions = list(TaskVersion.objects.select_related("task", "test_suite"))
-    task_versions_validate(versions=versions, options=Options(reference_runs=12, mutants=20, weak_threshold=0.6))
+    task_versions_validate(
+        versions=versions, options=Options(reference_runs=12, mutants=20, weak_threshold=0.6)
+    )
     return {v.task.task_id: TaskVersion.objects.get(pk=v.pk) for v in versions}
 
 
 @pytest.mark.django_db
 def test_each_finding_gets_its_verdict_and_evidence(validated):
     verdicts = {name: v.verdict for name, v in validated.items()}
-    assert verdicts == {"valid": "valid", "broken": "broken_reference", "flaky": "flaky", "trivial": "trivial_passes",
-                        "contradicts": "prompt_contradicts", "weak": "weak_suite", "js": "valid"}
+    assert verdicts == {
+        "valid": "valid",
+        "broken": "broken_reference",
+        "flaky": "flaky",
+        "trivial": "trivial_passes",
+        "contradicts": "prompt_contradicts",
+        "weak": "weak_suite",
+        "js": "valid",
+    }
     valid = validated["valid"]
-    assert valid.report["reference"]["passed_runs"] == 12 and valid.report["trivial"]["tests_passed"] == 0
+    assert (
+        valid.report["reference"]["passed_runs"] == 12
+        and valid.report["trivial"]["tests_passed"] == 0
+    )
     assert valid.report["examples"] == {"count": 1, "status": "ok", "contradicting": []}
     assert valid.mutation_score >= 0.6 and valid.report["mutation"]["killed"] > 0
-    assert valid.report["mutation"]["mutants"] == valid.report["mutation"]["killed"] + len(valid.report["mutation"]["survivors"])
+    assert valid.report["mutation"]["mutants"] == valid.report["mutation"]["killed"] + len(
+        valid.report["mutation"]["survivors"]
+    )
 
     assert validated["broken"].report["reference"]["failing"][0]["test"] == "assert_0"
     assert validated["flaky"].report["reference"]["disagreeing_tests"]
@@ -72,7 +104,11 @@ def test_broken_flaky_and_contradicting_versions_are_quarantined(validated):
 @pytest.mark.django_db
 def test_a_curators_override_survives_revalidation(validated):
     broken = validated["broken"]
-    task_versions_approve(version_ids=[broken.pk], author="grace", reason="reference is right; tests will be fixed in v2")
+    task_versions_approve(
+        version_ids=[broken.pk],
+        author="grace",
+        reason="reference is right; tests will be fixed in v2",
+    )
     task_versions_validate(versions=[broken], options=Options(reference_runs=1, mutants=0))
     broken.refresh_from_db()
     assert broken.verdict == "broken_reference" and not broken.quarantined
@@ -89,7 +125,9 @@ def test_a_curators_quarantine_survives_revalidation_with_its_reason(validated):
     from tasks_library.services import task_versions_quarantine
 
     valid = validated["valid"]
-    task_versions_quarantine(version_ids=[valid.pk], author="heidi", reason="prompt is ambiguous about negatives")
+    task_versions_quarantine(
+        version_ids=[valid.pk], author="heidi", reason="prompt is ambiguous about negatives"
+    )
     task_versions_validate(versions=[valid], options=Options(reference_runs=1, mutants=0))
     valid.refresh_from_db()
     assert valid.verdict == "valid" and valid.quarantined

@@ -14,7 +14,15 @@ from training.services import run_create
 
 @pytest.fixture
 def three(humaneval, write_jsonl):
-    call_command("import_tasks", "humaneval", "--path", str(write_jsonl(humaneval[:3])), "--taskset", "three", stdout=StringIO())
+    call_command(
+        "import_tasks",
+        "humaneval",
+        "--path",
+        str(write_jsonl(humaneval[:3])),
+        "--taskset",
+        "three",
+        stdout=StringIO(),
+    )
     return list(task_set_versions(task_set=task_set_get(name="three")))
 
 
@@ -22,8 +30,12 @@ def three(humaneval, write_jsonl):
 def test_edit_creates_a_child_version_and_overwrites_nothing(three):
     old = three[0]
     before = {f: getattr(old, f) for f in ("prompt", "reference_solution", "content_hash")}
-    new = task_version_edit(version=old, author="carol", change_note="assert the empty list too",
-                            hidden_tests=old.test_suite.hidden_tests + "    assert candidate([], 0.5) == False\n")
+    new = task_version_edit(
+        version=old,
+        author="carol",
+        change_note="assert the empty list too",
+        hidden_tests=old.test_suite.hidden_tests + "    assert candidate([], 0.5) == False\n",
+    )
     old.refresh_from_db()
     assert {f: getattr(old, f) for f in before} == before
     assert new.parent == old and new.number == old.number + 1 and new.task == old.task
@@ -37,12 +49,18 @@ def test_edit_creates_a_child_version_and_overwrites_nothing(three):
 @pytest.mark.django_db
 def test_diff_shows_only_the_changed_fields(three):
     old = three[1]
-    new = task_version_edit(version=old, author="carol", change_note="clearer name",
-                            reference_solution=old.reference_solution.replace("result", "groups"))
+    new = task_version_edit(
+        version=old,
+        author="carol",
+        change_note="clearer name",
+        reference_solution=old.reference_solution.replace("result", "groups"),
+    )
     diff = task_versions_diff(old=old, new=new)
     assert [d["field"] for d in diff] == ["reference_solution"]
     text = diff[0]["diff"]
-    assert text.startswith(f"--- v{old.number} reference_solution\n+++ v{new.number} reference_solution\n")
+    assert text.startswith(
+        f"--- v{old.number} reference_solution\n+++ v{new.number} reference_solution\n"
+    )
     assert any(line.startswith("-") and "result" in line for line in text.splitlines()[2:])
     assert any(line.startswith("+") and "groups" in line for line in text.splitlines()[2:])
     assert task_versions_diff(old=old, new=old) == []
@@ -55,7 +73,10 @@ def test_diff_shows_only_the_changed_fields(three):
         ({"change_note": ""}, "change_note: say what changed"),
         ({"change_note": "x", "colour": "red"}, "colour: not an editable field"),
         ({"change_note": "x"}, "nothing changed: this content is already"),
-        ({"change_note": "x", "hidden_tests": "def check(candidate):\n    pass\n"}, "field 'test': the tests contain no assertion"),
+        (
+            {"change_note": "x", "hidden_tests": "def check(candidate):\n    pass\n"},
+            "field 'test': the tests contain no assertion",
+        ),
         ({"change_note": "x", "hidden_tests": "def check(:\n"}, "test code does not parse"),
         ({"change_note": "x", "environment": {"runtime": "cobol"}}, "unknown environment 'cobol'"),
         ({"change_note": "x", "timeout_s": -1}, "field 'timeout_s': must be a number of seconds"),
@@ -75,16 +96,30 @@ def test_pinning_records_task_set_versions_and_a_run_records_the_one_it_used(thr
     assert list(task_set.versions.values_list("number", flat=True)) == [1]
     task_set_pin(name="three", versions=three, author="dave")  # same pins: no new version
     assert task_set.versions.count() == 1
-    TaskVersion.objects.filter(pk__in=[v.pk for v in three]).update(verdict=TaskVersion.VERDICT_VALID)
+    TaskVersion.objects.filter(pk__in=[v.pk for v in three]).update(
+        verdict=TaskVersion.VERDICT_VALID
+    )
     run = run_create(task_set=task_set, config=RunConfig(steps=1))
     first = TaskSetVersion.objects.get(task_set=task_set, number=1)
     assert run.task_set_version == first
     assert first.task_versions == [[v.task.task_id, v.content_hash] for v in three]
 
-    edited = task_version_edit(version=three[2], author="dave", change_note="tidy",
-                               reference_solution=three[2].reference_solution + "\n")
-    task_set_pin(name="three", versions=[*three[:2], edited], author="dave", change_note="take the tidy version")
+    edited = task_version_edit(
+        version=three[2],
+        author="dave",
+        change_note="tidy",
+        reference_solution=three[2].reference_solution + "\n",
+    )
+    task_set_pin(
+        name="three",
+        versions=[*three[:2], edited],
+        author="dave",
+        change_note="take the tidy version",
+    )
     second = task_set.versions.get(number=2)
-    assert second.task_versions[2] == [edited.task.task_id, edited.content_hash] and second.author == "dave"
+    assert (
+        second.task_versions[2] == [edited.task.task_id, edited.content_hash]
+        and second.author == "dave"
+    )
     run.refresh_from_db()
     assert run.task_set_version == first  # the run still says what it trained on

@@ -26,7 +26,14 @@ from training.update import grpo_update  # noqa: E402
 def global_batch(policy, config):
     """4 groups x 3 trajectories with varied lengths, an observation turn and fixed rewards."""
     gen = torch.Generator().manual_seed(11)
-    task = TaskSpec(task_version_id=1, prompt="", entry_point="f", visible_tests="", hidden_tests="", timeout_s=1)
+    task = TaskSpec(
+        task_version_id=1,
+        prompt="",
+        entry_point="f",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=1,
+    )
     rollouts = []
     for group in range(4):
         for index in range(3):
@@ -34,22 +41,56 @@ def global_batch(policy, config):
             first = torch.randint(5, 200, (2 + index,), generator=gen).tolist()
             observation = torch.randint(5, 200, (4,), generator=gen).tolist()
             second = torch.randint(5, 200, (1 + group + index,), generator=gen).tolist()
-            turns = [TurnRecord(policy_text="", token_ids=first, logprobs=[0.0] * len(first), code="",
-                                observation_ids=observation),
-                     TurnRecord(policy_text="", token_ids=second, logprobs=[0.0] * len(second), code="")]
+            turns = [
+                TurnRecord(
+                    policy_text="",
+                    token_ids=first,
+                    logprobs=[0.0] * len(first),
+                    code="",
+                    observation_ids=observation,
+                ),
+                TurnRecord(policy_text="", token_ids=second, logprobs=[0.0] * len(second), code=""),
+            ]
             reward = float((group + index * 2) % 3) / 2  # groups with differing rewards
-            rollouts.append(Rollout(task=task, group=group, index_in_group=index, prompt_ids=prompt, turns=turns,
-                                    reward=reward, reward_components={"correctness": reward}))
+            rollouts.append(
+                Rollout(
+                    task=task,
+                    group=group,
+                    index_in_group=index,
+                    prompt_ids=prompt,
+                    turns=turns,
+                    reward=reward,
+                    reward_components={"correctness": reward},
+                )
+            )
     return rollouts
 
 
 def main(out_path: str, aggregation: str) -> None:
     ranks = distributed.setup()
-    config = RunConfig(loss_aggregation=aggregation, kl_coef=0.1, clip_high=0.28, ppo_epochs=2, lr=0.5)
-    policy = build_default_policy(["def f(x):\n    return x + 1\n"] * 8, vocab_size=300, n_embd=32, n_layer=1,
-                                  n_head=2, n_positions=128, seed=5, device=ranks.device)
-    reference = build_default_policy(["def f(x):\n    return x + 1\n"] * 8, vocab_size=300, n_embd=32, n_layer=1,
-                                     n_head=2, n_positions=128, seed=6, device=ranks.device).model
+    config = RunConfig(
+        loss_aggregation=aggregation, kl_coef=0.1, clip_high=0.28, ppo_epochs=2, lr=0.5
+    )
+    policy = build_default_policy(
+        ["def f(x):\n    return x + 1\n"] * 8,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=128,
+        seed=5,
+        device=ranks.device,
+    )
+    reference = build_default_policy(
+        ["def f(x):\n    return x + 1\n"] * 8,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=128,
+        seed=6,
+        device=ranks.device,
+    ).model
     model = distributed.wrap(policy.model, ranks)
     # SGD: the parameters move by the all-reduced gradient itself. (Adam divides by the
     # gradient's own magnitude, which turns float-rounding noise on near-zero entries into
@@ -58,7 +99,10 @@ def main(out_path: str, aggregation: str) -> None:
     rollouts = global_batch(policy, config)
     mine = ranks.shard(4)
     local = [r for r in rollouts if r.group in mine]
-    metrics = [grpo_update(policy, optimizer, local, config, model=model, reference=reference) for _ in range(2)]
+    metrics = [
+        grpo_update(policy, optimizer, local, config, model=model, reference=reference)
+        for _ in range(2)
+    ]
     if ranks.is_main:
         torch.save({k: v.detach().cpu() for k, v in policy.model.state_dict().items()}, out_path)
         with open(out_path + ".json", "w") as handle:

@@ -12,10 +12,10 @@ from django.test import Client
 
 from console.events import run_group
 from tasks_library.models import TaskSet
+from tests.tasks_library.conftest import library, make_user, roles  # noqa: F401 (fixtures)
 from training import drift, selectors, services
 from training.drift import AlertCandidate, DriftConfig, DriftMonitor, drift_step
 from training.models import Alert, StepMetric, TrainingRun, Trajectory
-from tests.tasks_library.conftest import library, make_user, roles  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -25,16 +25,33 @@ BINS = [i / 10 for i in range(11)]
 @pytest.fixture
 def run(db):
     task_set = TaskSet.objects.create(name="alerts")
-    run = TrainingRun.objects.create(task_set=task_set, total_steps=200, status=TrainingRun.RUNNING,
-                                     config={"drift": {"cooldown_steps": 5}})
+    run = TrainingRun.objects.create(
+        task_set=task_set,
+        total_steps=200,
+        status=TrainingRun.RUNNING,
+        config={"drift": {"cooldown_steps": 5}},
+    )
     drift.forget_monitor()
     yield run
     drift.forget_monitor()
 
 
-def candidate(step: int, detector: str = "page_hinkley_down", severity: str = "warning", stream: str = "reward/mean"):
-    return AlertCandidate(step=step, stream=stream, detector=detector, statistic=13.0, threshold=12.0, window=30,
-                          severity=severity, message=f"{stream} drifted down at {step}")
+def candidate(
+    step: int,
+    detector: str = "page_hinkley_down",
+    severity: str = "warning",
+    stream: str = "reward/mean",
+):
+    return AlertCandidate(
+        step=step,
+        stream=stream,
+        detector=detector,
+        statistic=13.0,
+        threshold=12.0,
+        window=30,
+        severity=severity,
+        message=f"{stream} drifted down at {step}",
+    )
 
 
 class Watcher:
@@ -58,7 +75,11 @@ class Watcher:
 
 def test_repeats_within_cooldown_merge_and_later_ones_make_a_new_alert(run):
     first = services.alerts_raise(run_id=run.pk, step=30, candidates=[candidate(30)])
-    assert len(first) == 1 and first[0].repeats == 0 and (first[0].step, first[0].last_step) == (30, 30)
+    assert (
+        len(first) == 1
+        and first[0].repeats == 0
+        and (first[0].step, first[0].last_step) == (30, 30)
+    )
     # steps 33 and 38: each within 5 steps of the last repeat -> merged, even though 38 - 30 > 5
     for step in (33, 38):
         merged = services.alerts_raise(run_id=run.pk, step=step, candidates=[candidate(step)])
@@ -69,7 +90,9 @@ def test_repeats_within_cooldown_merge_and_later_ones_make_a_new_alert(run):
     assert services.alerts_raise(run_id=run.pk, step=38, candidates=[candidate(38)]) == []
     assert Alert.objects.get(pk=alert.pk).repeats == 2
     # another detector or stream is its own alert
-    other = services.alerts_raise(run_id=run.pk, step=38, candidates=[candidate(38, detector="adwin")])
+    other = services.alerts_raise(
+        run_id=run.pk, step=38, candidates=[candidate(38, detector="adwin")]
+    )
     assert other[0].pk != alert.pk
     # past the cool-down: a new alert
     later = services.alerts_raise(run_id=run.pk, step=44, candidates=[candidate(44)])
@@ -93,16 +116,32 @@ def test_broadcast_payload_and_backfill(run):
     alert = services.alerts_raise(run_id=run.pk, step=12, candidates=[candidate(12)])[0]
     event = watcher.receive()
     assert event == {
-        "kind": "alert", "id": alert.pk, "run_id": run.pk, "step": 12, "last_step": 12, "stream": "reward/mean",
-        "detector": "page_hinkley_down", "statistic": 13.0, "threshold": 12.0, "window": 30, "severity": "warning",
-        "message": "reward/mean drifted down at 12", "repeats": 0, "created_at": alert.created_at.isoformat(),
-        "acknowledged": False, "acknowledged_at": None, "acknowledged_by": None, "acknowledgement_note": "",
+        "kind": "alert",
+        "id": alert.pk,
+        "run_id": run.pk,
+        "step": 12,
+        "last_step": 12,
+        "stream": "reward/mean",
+        "detector": "page_hinkley_down",
+        "statistic": 13.0,
+        "threshold": 12.0,
+        "window": 30,
+        "severity": "warning",
+        "message": "reward/mean drifted down at 12",
+        "repeats": 0,
+        "created_at": alert.created_at.isoformat(),
+        "acknowledged": False,
+        "acknowledged_at": None,
+        "acknowledged_by": None,
+        "acknowledgement_note": "",
     }
     services.alerts_raise(run_id=run.pk, step=14, candidates=[candidate(14)])
     repeat = watcher.receive()
     assert (repeat["id"], repeat["repeats"], repeat["last_step"]) == (alert.pk, 1, 14)
     # a reconnecting client gets status, steps, then the alerts in their current state
-    StepMetric.objects.create(run=run, step=1, reward_mean=0.5, reward_histogram=[1] * 10, reward_bins=BINS)
+    StepMetric.objects.create(
+        run=run, step=1, reward_mean=0.5, reward_histogram=[1] * 10, reward_bins=BINS
+    )
     kinds = [e["kind"] for e in selectors.run_backfill(run_id=run.pk, after=0)]
     assert kinds[0] == "status" and kinds[1] == "step" and kinds[-1] == "alert"
     backfilled = [e for e in selectors.run_backfill(run_id=run.pk, after=0) if e["kind"] == "alert"]
@@ -115,10 +154,16 @@ def test_acknowledge_with_note_is_idempotent_and_broadcast(run, roles):
     watcher = Watcher(run.pk)
     with pytest.raises(ValueError, match="note"):
         services.alert_acknowledge(alert_id=alert.pk, user=curator, note="   ")
-    acked = services.alert_acknowledge(alert_id=alert.pk, user=curator, note="reward fell after the lr change; watching")
+    acked = services.alert_acknowledge(
+        alert_id=alert.pk, user=curator, note="reward fell after the lr change; watching"
+    )
     assert acked.acknowledged_at is not None and acked.acknowledged_by == curator
     event = watcher.receive()
-    assert event["id"] == alert.pk and event["acknowledged"] is True and event["acknowledged_by"] == "cora"
+    assert (
+        event["id"] == alert.pk
+        and event["acknowledged"] is True
+        and event["acknowledged_by"] == "cora"
+    )
     assert event["acknowledgement_note"] == "reward fell after the lr change; watching"
     # a second acknowledgement keeps the first one
     operator = make_user("otto", None)
@@ -157,19 +202,35 @@ def test_the_console_view_acknowledges_for_curators_with_csrf(run, roles):
     token = page.cookies["csrftoken"].value
     missing = client.post(url, {"note": ""}, HTTP_X_CSRFTOKEN=token, HTTP_ACCEPT="application/json")
     assert missing.status_code == 400 and "note" in missing.json()["error"]
-    answer = client.post(url, {"note": "checked the held-out set"}, HTTP_X_CSRFTOKEN=token,
-                         HTTP_ACCEPT="application/json")
+    answer = client.post(
+        url,
+        {"note": "checked the held-out set"},
+        HTTP_X_CSRFTOKEN=token,
+        HTTP_ACCEPT="application/json",
+    )
     assert answer.status_code == 200 and answer.json()["acknowledged_by"] == "cora"
-    assert client.post(f"/runs/{run.pk}/alerts/{alert.pk + 99}/ack/", {"note": "x"},
-                       HTTP_X_CSRFTOKEN=token).status_code == 404
+    assert (
+        client.post(
+            f"/runs/{run.pk}/alerts/{alert.pk + 99}/ack/", {"note": "x"}, HTTP_X_CSRFTOKEN=token
+        ).status_code
+        == 404
+    )
     assert client.get(url).status_code == 405
 
 
 def record(run, step: int, rewards, **metrics) -> StepMetric:
     mean = float(np.mean(rewards))
-    counts = np.bincount(np.minimum((np.asarray(rewards) * 10).astype(int), 9), minlength=10).tolist()
-    return StepMetric.objects.create(run=run, step=step, reward_mean=mean, reward_histogram=counts, reward_bins=BINS,
-                                     metrics={"reward/mean": mean, **metrics})
+    counts = np.bincount(
+        np.minimum((np.asarray(rewards) * 10).astype(int), 9), minlength=10
+    ).tolist()
+    return StepMetric.objects.create(
+        run=run,
+        step=step,
+        reward_mean=mean,
+        reward_histogram=counts,
+        reward_bins=BINS,
+        metrics={"reward/mean": mean, **metrics},
+    )
 
 
 def test_drift_step_persists_dedups_and_survives_a_restart(run):
@@ -178,7 +239,10 @@ def test_drift_step_persists_dedups_and_survives_a_restart(run):
     cleared) rebuilds it from the rows and raises exactly what the uninterrupted one would."""
     config = DriftConfig(cooldown_steps=5)
     rng = np.random.default_rng(11)
-    rows = [(step, (rng.random(64) < (0.3 if step <= 40 else 0.55)).astype(float)) for step in range(1, 81)]
+    rows = [
+        (step, (rng.random(64) < (0.3 if step <= 40 else 0.55)).astype(float))
+        for step in range(1, 81)
+    ]
     for step, rewards in rows:
         record(run, step, rewards, **{"flags/rate": 0.0})
         drift_step(run.pk, step, config)
@@ -189,7 +253,9 @@ def test_drift_step_persists_dedups_and_survives_a_restart(run):
     detectors = {a.detector for a in alerts}
     assert {"page_hinkley_up", "adwin", "wasserstein"} <= detectors
     wasserstein = [a for a in alerts if a.detector == "wasserstein"]
-    assert len(wasserstein) == 1 and wasserstein[0].repeats > 20  # fires every step from ~43, merged
+    assert (
+        len(wasserstein) == 1 and wasserstein[0].repeats > 20
+    )  # fires every step from ~43, merged
 
     # the same stream through one uninterrupted monitor gives the same (step, stream, detector) firings
     monitor, expected = DriftMonitor(config), []
@@ -197,17 +263,34 @@ def test_drift_step_persists_dedups_and_survives_a_restart(run):
         expected += [(c.stream, c.detector) for c in monitor.update(row)]
     assert {(a.stream, a.detector) for a in alerts} == set(expected)
     rebuilt = DriftMonitor.from_history(run.pk, config)
-    assert rebuilt.last_step == 80 and rebuilt.streams["reward/mean"].reference.mean == pytest.approx(
-        monitor.streams["reward/mean"].reference.mean)
+    assert rebuilt.last_step == 80 and rebuilt.streams[
+        "reward/mean"
+    ].reference.mean == pytest.approx(monitor.streams["reward/mean"].reference.mean)
 
 
 def test_flag_rate_is_computed_from_trajectories_when_missing(run, library):
     version = library[0]
-    row = StepMetric.objects.create(run=run, step=1, reward_mean=0.5, reward_histogram=[1] * 10, reward_bins=BINS,
-                                    metrics={"reward/mean": 0.5})
-    for i, flags in enumerate([[], ["tests_modified"], ["timeout"], ["infra_error"], [], ["exit_early", "crashed"]]):
-        Trajectory.objects.create(run=run, step=1, group=0, index_in_group=i, task_version=version, status="ok",
-                                  reward=0.5, flags=flags)
+    row = StepMetric.objects.create(
+        run=run,
+        step=1,
+        reward_mean=0.5,
+        reward_histogram=[1] * 10,
+        reward_bins=BINS,
+        metrics={"reward/mean": 0.5},
+    )
+    for i, flags in enumerate(
+        [[], ["tests_modified"], ["timeout"], ["infra_error"], [], ["exit_early", "crashed"]]
+    ):
+        Trajectory.objects.create(
+            run=run,
+            step=1,
+            group=0,
+            index_in_group=i,
+            task_version=version,
+            status="ok",
+            reward=0.5,
+            flags=flags,
+        )
     [filled] = drift.with_flag_rates(run.pk, [row])
     # 5 scored (infra_error dropped); 2 carry a hack flag (sandbox statuses are not hacks)
     assert filled.metrics["flags/rate"] == pytest.approx(2 / 5)
@@ -226,15 +309,26 @@ def test_a_late_heldout_evaluation_is_read_when_the_hook_is_called_again(run):
     for step in range(1, 41):
         record(run, step, (rng.random(64) < 0.3 + 0.3 * step / 40).astype(float))
         if step in heldout:
-            HeldOutEvaluation.objects.create(run=run, step=step, task_set=run.task_set, tasks=8, samples_per_task=4,
-                                             reward_mean=heldout[step])
+            HeldOutEvaluation.objects.create(
+                run=run,
+                step=step,
+                task_set=run.task_set,
+                tasks=8,
+                samples_per_task=4,
+                reward_mean=heldout[step],
+            )
         drift_step(run.pk, step, config)
     assert not Alert.objects.filter(detector="onset:train_up_heldout_down").exists()
-    HeldOutEvaluation.objects.create(run=run, step=40, task_set=run.task_set, tasks=8, samples_per_task=4,
-                                     reward_mean=0.35)
+    HeldOutEvaluation.objects.create(
+        run=run, step=40, task_set=run.task_set, tasks=8, samples_per_task=4, reward_mean=0.35
+    )
     before = {a.pk: a.repeats for a in Alert.objects.filter(run=run)}
     raised = drift_step(run.pk, 40, config)
     onset = [a for a in raised if a.detector == "onset:train_up_heldout_down"]
-    assert len(onset) == 1 and onset[0].severity == "critical" and onset[0].statistic == pytest.approx(0.08)
+    assert (
+        len(onset) == 1
+        and onset[0].severity == "critical"
+        and onset[0].statistic == pytest.approx(0.08)
+    )
     assert {a.pk: a.repeats for a in Alert.objects.filter(run=run) if a.pk in before} == before
     assert drift_step(run.pk, 40, config) == []

@@ -33,7 +33,9 @@ PREFIX = "team/crucible"
 @pytest.fixture(scope="module")
 def s3_endpoint():
     """moto's S3 server on a free port of this host, for this module."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request in a failure's report
+    logging.getLogger("werkzeug").setLevel(
+        logging.WARNING
+    )  # not a line per request in a failure's report
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -65,12 +67,19 @@ def bucket(aws_env) -> str:
 @pytest.fixture
 def store(bucket, tmp_path) -> S3Store:
     # A 5 MiB threshold and part size (S3's smallest part) make an 11 MiB file a 3-part upload.
-    return S3Store(bucket, PREFIX, cache_root=tmp_path / "var", multipart_threshold=5 * MiB,
-                   multipart_chunksize=5 * MiB)
+    return S3Store(
+        bucket,
+        PREFIX,
+        cache_root=tmp_path / "var",
+        multipart_threshold=5 * MiB,
+        multipart_chunksize=5 * MiB,
+    )
 
 
 def objects(bucket: str, prefix: str = "") -> list[str]:
-    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    pages = (
+        boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    )
     return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
 
 
@@ -84,8 +93,12 @@ def stage(store: S3Store, run: str, step: int, files: dict[str, bytes]):
 
 
 def test_saved_checkpoint_is_listed_complete_and_downloads_byte_for_byte(store, bucket):
-    files = {"model.pt": os.urandom(11 * MiB + 123), "trainer-rank0.pt": os.urandom(4096),
-             "tokenizer.json": b'{"model": {}}', "sub/extra.json": b"[]"}
+    files = {
+        "model.pt": os.urandom(11 * MiB + 123),
+        "trainer-rank0.pt": os.urandom(4096),
+        "tokenizer.json": b'{"model": {}}',
+        "sub/extra.json": b"[]",
+    }
     staging = stage(store, "7-1", 3, files)
 
     final = checkpoint.publish(staging, step=3, keep=2, store=store)
@@ -94,24 +107,37 @@ def test_saved_checkpoint_is_listed_complete_and_downloads_byte_for_byte(store, 
     assert checkpoint.complete_checkpoints(store.cache_root / "runs/7-1", store) == ["step-000003"]
     base = f"{PREFIX}/runs/7-1/checkpoints/step-000003/"
     assert objects(bucket, base) == sorted(base + name for name in [*files, MANIFEST])
-    manifest = json.loads(boto3.client("s3").get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read())
+    manifest = json.loads(
+        boto3.client("s3").get_object(Bucket=bucket, Key=base + MANIFEST)["Body"].read()
+    )
     assert manifest["files"] == {name: len(data) for name, data in files.items()}
     # the large file went up as a multipart upload of three 5 MiB parts (the ETag says how many)
-    assert boto3.client("s3").head_object(Bucket=bucket, Key=base + "model.pt")["ETag"].strip('"').endswith("-3")
+    assert (
+        boto3.client("s3")
+        .head_object(Bucket=bucket, Key=base + "model.pt")["ETag"]
+        .strip('"')
+        .endswith("-3")
+    )
 
     shutil.rmtree(store.cache_root)  # the trainer's disk is gone (a new pod)
     fetched = checkpoint.latest_checkpoint(store.cache_root / "runs/7-1", store)
 
     assert fetched == final
-    assert {p.relative_to(fetched).as_posix(): p.read_bytes() for p in fetched.rglob("*") if p.is_file()} == files
+    assert {
+        p.relative_to(fetched).as_posix(): p.read_bytes() for p in fetched.rglob("*") if p.is_file()
+    } == files
     assert not [p for p in fetched.parent.iterdir() if p != fetched]  # no temporary download left
 
 
-def test_an_upload_without_its_manifest_is_never_listed_nor_resumed_from_and_is_cleaned_up(store, bucket):
+def test_an_upload_without_its_manifest_is_never_listed_nor_resumed_from_and_is_cleaned_up(
+    store, bucket
+):
     checkpoint.publish(stage(store, "8-1", 1, {"model.pt": b"one"}), step=1, keep=3, store=store)
     # what a trainer killed half way through uploading step 2 leaves: files, no manifest
     s3 = boto3.client("s3")
-    s3.put_object(Bucket=bucket, Key=f"{PREFIX}/runs/8-1/checkpoints/step-000002/model.pt", Body=b"half")
+    s3.put_object(
+        Bucket=bucket, Key=f"{PREFIX}/runs/8-1/checkpoints/step-000002/model.pt", Body=b"half"
+    )
     shutil.rmtree(store.cache_root)
 
     assert checkpoint.complete_checkpoints(store.cache_root / "runs/8-1", store) == ["step-000001"]
@@ -121,34 +147,59 @@ def test_an_upload_without_its_manifest_is_never_listed_nor_resumed_from_and_is_
         store.fetch_dir("runs/8-1/checkpoints/step-000002")
 
     # the resumed run publishes step 2 again and 3: the half upload's leftovers go with the pruning
-    s3.put_object(Bucket=bucket, Key=f"{PREFIX}/runs/8-1/checkpoints/step-000000/model.pt", Body=b"cut-off prune")
+    s3.put_object(
+        Bucket=bucket,
+        Key=f"{PREFIX}/runs/8-1/checkpoints/step-000000/model.pt",
+        Body=b"cut-off prune",
+    )
     for step in (2, 3):
-        checkpoint.publish(stage(store, "8-1", step, {"model.pt": b"again"}), step=step, keep=3, store=store)
+        checkpoint.publish(
+            stage(store, "8-1", step, {"model.pt": b"again"}), step=step, keep=3, store=store
+        )
     assert {key.split("/")[-2] for key in objects(bucket, f"{PREFIX}/runs/8-1/")} == {
-        "step-000001", "step-000002", "step-000003"}
+        "step-000001",
+        "step-000002",
+        "step-000003",
+    }
     assert store.incomplete_dirs("runs/8-1/checkpoints") == []
 
 
 def test_a_step_published_again_replaces_the_old_files(store, bucket):
-    checkpoint.publish(stage(store, "9-1", 4, {"model.pt": b"old", "stale.pt": b"x"}), step=4, keep=2, store=store)
+    checkpoint.publish(
+        stage(store, "9-1", 4, {"model.pt": b"old", "stale.pt": b"x"}), step=4, keep=2, store=store
+    )
     checkpoint.publish(stage(store, "9-1", 4, {"model.pt": b"new"}), step=4, keep=2, store=store)
     shutil.rmtree(store.cache_root)
 
     fetched = store.fetch_dir("runs/9-1/checkpoints/step-000004")
 
-    assert sorted(p.name for p in fetched.iterdir()) == ["model.pt"] and (fetched / "model.pt").read_bytes() == b"new"
-    assert objects(bucket, f"{PREFIX}/runs/9-1/") == [f"{PREFIX}/runs/9-1/checkpoints/step-000004/{n}"
-                                                      for n in (MANIFEST, "model.pt")]
+    assert (
+        sorted(p.name for p in fetched.iterdir()) == ["model.pt"]
+        and (fetched / "model.pt").read_bytes() == b"new"
+    )
+    assert objects(bucket, f"{PREFIX}/runs/9-1/") == [
+        f"{PREFIX}/runs/9-1/checkpoints/step-000004/{n}" for n in (MANIFEST, "model.pt")
+    ]
 
 
 def test_prune_keeps_the_newest_n_in_the_bucket_and_on_disk(store, bucket):
     for step in range(1, 6):
-        checkpoint.publish(stage(store, "10-1", step, {"model.pt": bytes([step])}), step=step, keep=2, store=store)
+        checkpoint.publish(
+            stage(store, "10-1", step, {"model.pt": bytes([step])}), step=step, keep=2, store=store
+        )
 
-    assert checkpoint.complete_checkpoints(store.cache_root / "runs/10-1", store) == ["step-000004", "step-000005"]
-    assert {key.split("/")[-2] for key in objects(bucket, f"{PREFIX}/runs/10-1/")} == {"step-000004", "step-000005"}
-    assert sorted(p.name for p in (store.cache_root / "runs/10-1/checkpoints").iterdir()) == ["step-000004",
-                                                                                              "step-000005"]
+    assert checkpoint.complete_checkpoints(store.cache_root / "runs/10-1", store) == [
+        "step-000004",
+        "step-000005",
+    ]
+    assert {key.split("/")[-2] for key in objects(bucket, f"{PREFIX}/runs/10-1/")} == {
+        "step-000004",
+        "step-000005",
+    }
+    assert sorted(p.name for p in (store.cache_root / "runs/10-1/checkpoints").iterdir()) == [
+        "step-000004",
+        "step-000005",
+    ]
 
 
 def test_single_artefacts_round_trip(store, bucket):
@@ -156,7 +207,10 @@ def test_single_artefacts_round_trip(store, bucket):
     local.parent.mkdir(parents=True)
     local.write_bytes(b"reference")
 
-    assert store.put_file("runs/11-1/reference-model.pt") == f"s3://{bucket}/{PREFIX}/runs/11-1/reference-model.pt"
+    assert (
+        store.put_file("runs/11-1/reference-model.pt")
+        == f"s3://{bucket}/{PREFIX}/runs/11-1/reference-model.pt"
+    )
     local.unlink()
     assert store.fetch_file("runs/11-1/reference-model.pt").read_bytes() == b"reference"
     with pytest.raises(ArtifactNotFound):
@@ -189,7 +243,9 @@ def test_an_unreachable_endpoint_says_so(aws_env, monkeypatch, tmp_path):
     with pytest.raises(ArtifactStoreError) as raised:
         S3Store("bucket", cache_root=tmp_path).check("runs/1-1")
 
-    assert "cannot reach the endpoint" in str(raised.value) and f"127.0.0.1:{port}" in str(raised.value)
+    assert "cannot reach the endpoint" in str(raised.value) and f"127.0.0.1:{port}" in str(
+        raised.value
+    )
     assert "AWS_ENDPOINT_URL_S3" in str(raised.value)
 
 
@@ -199,9 +255,16 @@ def test_store_urls(aws_env, tmp_path):
     shared = store_from_url("file:///mnt/shared", cache_root=tmp_path)
     assert isinstance(shared, LocalStore) and shared.location("runs/a") == "/mnt/shared/runs/a"
     s3 = store_from_url("s3://models/teams/rl/", cache_root=tmp_path)
-    assert (s3.bucket, s3.prefix, s3.location("runs/a")) == ("models", "teams/rl", "s3://models/teams/rl/runs/a")
-    for bad, words in [("s3://", "s3://BUCKET"), ("gs://b/p", "unknown scheme 'gs'"),
-                       ("file://relative/path", "absolute path")]:
+    assert (s3.bucket, s3.prefix, s3.location("runs/a")) == (
+        "models",
+        "teams/rl",
+        "s3://models/teams/rl/runs/a",
+    )
+    for bad, words in [
+        ("s3://", "s3://BUCKET"),
+        ("gs://b/p", "unknown scheme 'gs'"),
+        ("file://relative/path", "absolute path"),
+    ]:
         with pytest.raises(ArtifactStoreError, match="CRUCIBLE_ARTIFACT_STORE") as raised:
             store_from_url(bad, cache_root=tmp_path)
         assert words in str(raised.value)
@@ -216,13 +279,17 @@ def test_file_store_on_a_shared_mount_copies_and_restores(tmp_path):
     checkpoint.publish(staging, step=1, keep=1, store=store)
     shutil.rmtree(tmp_path / "var")
 
-    assert (tmp_path / "shared/runs/12-1/checkpoints/step-000001/model.pt").read_bytes() == b"weights"
+    assert (
+        tmp_path / "shared/runs/12-1/checkpoints/step-000001/model.pt"
+    ).read_bytes() == b"weights"
     assert (checkpoint.latest_checkpoint(run, store) / "model.pt").read_bytes() == b"weights"
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(trained_task_set, bucket, monkeypatch):
+def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(
+    trained_task_set, bucket, monkeypatch
+):
     from django.conf import settings
 
     from tests.training.conftest import finish, launch, tiny_run, wait_for
@@ -230,18 +297,28 @@ def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(train
     from training.models import StepMetric, TrainingRun
     from training.paths import run_dir
 
-    monkeypatch.setenv("CRUCIBLE_ARTIFACT_STORE", f"s3://{bucket}/e2e")  # the trainer processes' setting
+    monkeypatch.setenv(
+        "CRUCIBLE_ARTIFACT_STORE", f"s3://{bucket}/e2e"
+    )  # the trainer processes' setting
     store = S3Store(bucket, "e2e", cache_root=settings.VAR_DIR)
-    run = tiny_run(trained_task_set, steps=5, kl_coef=0.01)  # a KL reference: one more artefact to restore
+    run = tiny_run(
+        trained_task_set, steps=5, kl_coef=0.01
+    )  # a KL reference: one more artefact to restore
     directory = run_dir(run.pk)
 
     proc = launch(run)
-    wait_for(lambda: checkpoint.complete_checkpoints(directory, store)[-1:] >= ["step-000002"], proc=proc)
+    wait_for(
+        lambda: checkpoint.complete_checkpoints(directory, store)[-1:] >= ["step-000002"], proc=proc
+    )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     newest = checkpoint.complete_checkpoints(directory, store)[-1]
-    shutil.rmtree(directory)  # the trainer pod's disk is gone: checkpoints, KL reference, everything
-    services.run_transition(run_id=run.pk, to_status=TrainingRun.INTERRUPTED, reason="pod lost (test)")
+    shutil.rmtree(
+        directory
+    )  # the trainer pod's disk is gone: checkpoints, KL reference, everything
+    services.run_transition(
+        run_id=run.pk, to_status=TrainingRun.INTERRUPTED, reason="pod lost (test)"
+    )
 
     out = finish(launch(run))
 
@@ -255,12 +332,18 @@ def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(train
     keys = objects(bucket, base + "/")
     assert f"{base}/reference-model.pt" in keys and f"{base}/checkpoint-final/{MANIFEST}" in keys
     assert f"{base}/checkpoint-final/model.safetensors" in keys
-    assert not [k for k in keys if "/checkpoints/" in k and "/step-000004/" not in k and "/step-000005/" not in k]
+    assert not [
+        k
+        for k in keys
+        if "/checkpoints/" in k and "/step-000004/" not in k and "/step-000005/" not in k
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_run_on_a_missing_bucket_fails_at_once_with_the_reason(trained_task_set, aws_env, monkeypatch):
+def test_a_run_on_a_missing_bucket_fails_at_once_with_the_reason(
+    trained_task_set, aws_env, monkeypatch
+):
     from tests.training.conftest import finish, launch, tiny_run
     from training.models import StepMetric, TrainingRun
 
@@ -272,8 +355,9 @@ def test_a_run_on_a_missing_bucket_fails_at_once_with_the_reason(trained_task_se
 
     run.refresh_from_db()
     assert proc.returncode != 0 and run.status == TrainingRun.FAILED, out
-    assert run.status_reason.startswith("ArtifactStoreError: artefact store s3://no-such-bucket-here/runs"), \
-        run.status_reason
+    assert run.status_reason.startswith(
+        "ArtifactStoreError: artefact store s3://no-such-bucket-here/runs"
+    ), run.status_reason
     assert "bucket 'no-such-bucket-here' does not exist; create it" in run.status_reason
     assert "Traceback" not in run.status_reason
     assert not StepMetric.objects.filter(run=run).exists()  # failed before training anything

@@ -32,7 +32,9 @@ def test_good_config_round_trips():
 def test_command_line_config_layers_and_refuses_steps_in_set():
     from training.config import config_from_command_line
 
-    config = config_from_command_line(defaults={"lr": 0.5, "group_size": 4}, overrides=["group_size=6"], steps=3)
+    config = config_from_command_line(
+        defaults={"lr": 0.5, "group_size": 4}, overrides=["group_size=6"], steps=3
+    )
     assert (config.lr, config.group_size, config.steps) == (0.5, 6, 3)
     with pytest.raises(ConfigError, match="--steps"):
         config_from_command_line(defaults={}, overrides=["steps=5"], steps=3)

@@ -18,9 +18,20 @@ pytestmark = pytest.mark.slow
 
 def run_ranks(nproc: int, out: Path, aggregation: str) -> tuple[dict, list]:
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}", str(WORKER),
-         str(out), aggregation],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            str(WORKER),
+            str(out),
+            aggregation,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**__import__("os").environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -49,6 +60,14 @@ def run_ranks_fresh(tmp_path):
     """The policy's initial parameters, built the way the worker builds them."""
     from training.policy import build_default_policy
 
-    policy = build_default_policy(["def f(x):\n    return x + 1\n"] * 8, vocab_size=300, n_embd=32, n_layer=1,
-                                  n_head=2, n_positions=128, seed=5, device=torch.device("cpu"))
+    policy = build_default_policy(
+        ["def f(x):\n    return x + 1\n"] * 8,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=128,
+        seed=5,
+        device=torch.device("cpu"),
+    )
     return {k: v.detach() for k, v in policy.model.state_dict().items()}, None

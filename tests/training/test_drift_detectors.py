@@ -26,12 +26,26 @@ def histogram(rewards) -> list[int]:
 def step_row(step: int, rewards, **metrics) -> StepMetric:
     """An unsaved StepMetric as training.services.step_record writes it."""
     mean = float(np.mean(rewards))
-    return StepMetric(run_id=1, step=step, reward_mean=mean, reward_histogram=histogram(rewards), reward_bins=BINS,
-                      metrics={"reward/mean": mean, "reward/correctness": mean, **metrics})
+    return StepMetric(
+        run_id=1,
+        step=step,
+        reward_mean=mean,
+        reward_histogram=histogram(rewards),
+        reward_bins=BINS,
+        metrics={"reward/mean": mean, "reward/correctness": mean, **metrics},
+    )
 
 
-def feed(p_of_step, steps: int, *, seed: int, samples: int = 64, extra=None, evaluations=None,
-         config: DriftConfig | None = None) -> list[AlertCandidate]:
+def feed(
+    p_of_step,
+    steps: int,
+    *,
+    seed: int,
+    samples: int = 64,
+    extra=None,
+    evaluations=None,
+    config: DriftConfig | None = None,
+) -> list[AlertCandidate]:
     """Run a monitor over ``steps`` steps whose rewards are Bernoulli(p_of_step(step)); all alerts."""
     rng = np.random.default_rng(seed)
     monitor = DriftMonitor(config or DriftConfig())
@@ -41,24 +55,34 @@ def feed(p_of_step, steps: int, *, seed: int, samples: int = 64, extra=None, eva
         metrics = extra(step, rng) if extra else {}
         evaluation = (evaluations or {}).get(step)
         if evaluation is not None:
-            evaluation = HeldOutEvaluation(run_id=1, step=step, tasks=10, samples_per_task=4, reward_mean=evaluation)
+            evaluation = HeldOutEvaluation(
+                run_id=1, step=step, tasks=10, samples_per_task=4, reward_mean=evaluation
+            )
         fired += monitor.update(step_row(step, rewards, **metrics), evaluation=evaluation)
     return fired
 
 
 def first(fired, detector: str, stream: str | None = None, after: int = 0) -> int | None:
-    steps = [a.step for a in fired if a.detector == detector and (stream is None or a.stream == stream) and a.step > after]
+    steps = [
+        a.step
+        for a in fired
+        if a.detector == detector and (stream is None or a.stream == stream) and a.step > after
+    ]
     return steps[0] if steps else None
 
 
 def benign_extras(step, rng) -> dict:
     """Onset metrics of a healthy run: flag rate ~ Bernoulli(0.05) of 64, entropy 1.2 ± 0.03,
     KL rising linearly 0.02 + 0.0002/step ± 0.001."""
-    return {"flags/rate": rng.binomial(64, 0.05) / 64, "policy/entropy": 1.2 + rng.normal(0, 0.03),
-            "loss/kl": 0.02 + 0.0002 * step + rng.normal(0, 0.001)}
+    return {
+        "flags/rate": rng.binomial(64, 0.05) / 64,
+        "policy/entropy": 1.2 + rng.normal(0, 0.03),
+        "loss/kl": 0.02 + 0.0002 * step + rng.normal(0, 0.001),
+    }
 
 
 # --- no false alarm ------------------------------------------------------------------------------
+
 
 def test_stationary_500_steps_raise_nothing():
     """500 steps of Bernoulli(0.3) means of 64 samples (seed 0), with benign flag rate, entropy
@@ -68,6 +92,7 @@ def test_stationary_500_steps_raise_nothing():
 
 
 # --- reward streams: ADWIN and Page-Hinkley, both directions --------------------------------
+
 
 def test_mean_shift_up_is_detected():
     """+0.2 (3.5 σ) at step 60: Page-Hinkley up within 12 steps, ADWIN within 45, Wasserstein
@@ -86,7 +111,10 @@ def test_mean_shift_up_is_detected():
     assert 0.15 < alert.statistic < 0.3  # the gap between the two sub-window means (true 0.2)
     ph_alert = next(a for a in fired if a.detector == "page_hinkley_up")
     assert ph_alert.statistic > ph_alert.threshold == 12.0
-    assert {a.stream for a in fired if a.detector == "page_hinkley_up"} >= {"reward/mean", "reward/correctness"}
+    assert {a.stream for a in fired if a.detector == "page_hinkley_up"} >= {
+        "reward/mean",
+        "reward/correctness",
+    }
 
 
 def test_mean_shift_down_is_detected():
@@ -99,7 +127,11 @@ def test_mean_shift_down_is_detected():
     assert ph is not None and ph - 60 <= 12, ph
     assert adwin is not None and adwin - 60 <= 50, adwin
     assert first(fired, "page_hinkley_up") is None
-    assert all(a.severity == "warning" for a in fired if a.detector in ("adwin", "page_hinkley_down", "wasserstein"))
+    assert all(
+        a.severity == "warning"
+        for a in fired
+        if a.detector in ("adwin", "page_hinkley_down", "wasserstein")
+    )
 
 
 def test_small_steps_pool_histograms_and_standardise():
@@ -110,12 +142,17 @@ def test_small_steps_pool_histograms_and_standardise():
 
 # --- histogram distances ---------------------------------------------------------------------
 
+
 def test_distance_functions():
     same = [5, 0, 0, 0, 0, 0, 0, 0, 0, 5]
     assert js_divergence(same, same) == pytest.approx(0.0)
     assert js_divergence([1] + [0] * 9, [0] * 9 + [1]) == pytest.approx(1.0)  # disjoint: 1 bit
-    assert wasserstein([1] + [0] * 9, [0] * 9 + [1], BINS) == pytest.approx(0.9)  # bin centres 0.05 and 0.95
-    assert wasserstein(None, None, BINS, p_values=[0.0, 0.0], q_values=[1.0, 1.0]) == pytest.approx(1.0)
+    assert wasserstein([1] + [0] * 9, [0] * 9 + [1], BINS) == pytest.approx(
+        0.9
+    )  # bin centres 0.05 and 0.95
+    assert wasserstein(None, None, BINS, p_values=[0.0, 0.0], q_values=[1.0, 1.0]) == pytest.approx(
+        1.0
+    )
     assert wasserstein(same, same, BINS) == pytest.approx(0.0)
 
 
@@ -126,7 +163,11 @@ def test_wasserstein_fires_on_a_moved_distribution_and_not_on_a_small_one():
     hit = first(moved, "wasserstein", after=40)
     assert hit is not None and hit - 40 <= 8
     alert = next(a for a in moved if a.detector == "wasserstein")
-    assert alert.stream == "reward/histogram" and alert.statistic >= alert.threshold == 0.15 and alert.window >= 3
+    assert (
+        alert.stream == "reward/histogram"
+        and alert.statistic >= alert.threshold == 0.15
+        and alert.window >= 3
+    )
     small = feed(lambda step: 0.3 if step <= 40 else 0.35, 120, seed=4)
     assert first(small, "wasserstein") is None and first(small, "js_divergence") is None
 
@@ -136,6 +177,7 @@ def test_js_fires_on_a_shape_change_that_wasserstein_barely_sees():
     seven now fails): half the mass moves to a bin the reference never had, so the JS divergence is
     ≈ 0.5 bits ≥ 0.06 and fires within 3 steps, while the Wasserstein distance is only
     ≈ 0.5 × 0.1 = 0.05 < 0.15 and stays quiet; with js_threshold=1 nothing fires."""
+
     def run(config=None):
         rng = np.random.default_rng(5)
         monitor = DriftMonitor(config or DriftConfig())
@@ -159,6 +201,7 @@ def test_js_fires_on_a_shape_change_that_wasserstein_barely_sees():
 
 # --- onset signals ---------------------------------------------------------------------------
 
+
 def test_train_up_while_heldout_down_fires():
     """Training reward rising 0.3 -> 0.6 over 40 steps; held-out 0.40, 0.42, 0.43 at steps 10-30
     then 0.35 at 40 (drop 0.08 ≥ 0.05 while the train mean rose ≈ 0.08 ≥ 0.05): critical alert at 40.
@@ -167,7 +210,11 @@ def test_train_up_while_heldout_down_fires():
     fired = feed(rising, 40, seed=6, evaluations={10: 0.40, 20: 0.42, 30: 0.43, 40: 0.35})
     onset = [a for a in fired if a.detector == "onset:train_up_heldout_down"]
     assert len(onset) == 1 and onset[0].step == 40 and onset[0].severity == "critical"
-    assert onset[0].statistic == pytest.approx(0.08) and onset[0].threshold == 0.05 and onset[0].window == 10
+    assert (
+        onset[0].statistic == pytest.approx(0.08)
+        and onset[0].threshold == 0.05
+        and onset[0].window == 10
+    )
     assert onset[0].stream == "heldout/reward_mean"
 
     healthy = feed(rising, 40, seed=6, evaluations={10: 0.40, 20: 0.42, 30: 0.45, 40: 0.47})
@@ -179,6 +226,7 @@ def test_train_up_while_heldout_down_fires():
 def test_flag_rate_rising_fires():
     """Flag rate ~ Bernoulli(0.05) of 64 until step 40, then 0.30: fires within 3 steps (mean of the
     last 3 steps ≥ reference mean + 0.10); the benign rate never does (see the stationary test)."""
+
     def extra(step, rng):
         return {"flags/rate": rng.binomial(64, 0.05 if step <= 40 else 0.30) / 64}
 
@@ -188,19 +236,26 @@ def test_flag_rate_rising_fires():
     alert = next(a for a in fired if a.detector == "onset:flag_rate_rising")
     assert alert.severity == "critical" and alert.stream == "flags/rate" and alert.statistic >= 0.10
 
-    slight = feed(lambda step: 0.3, 60, seed=7,
-                  extra=lambda step, rng: {"flags/rate": rng.binomial(64, 0.05 if step <= 40 else 0.08) / 64})
+    slight = feed(
+        lambda step: 0.3,
+        60,
+        seed=7,
+        extra=lambda step, rng: {"flags/rate": rng.binomial(64, 0.05 if step <= 40 else 0.08) / 64},
+    )
     assert first(slight, "onset:flag_rate_rising") is None
 
 
 def test_kl_acceleration_fires_and_linear_growth_does_not():
     """KL 0.02 + 0.0005/step ± 0.001 (linear: second derivative 0) never fires; adding
     0.002 (step - 40)² after step 40 (second derivative 0.004 ≥ 0.002) fires within 8 steps."""
+
     def linear(step, rng):
         return {"loss/kl": 0.02 + 0.0005 * step + rng.normal(0, 0.001)}
 
     def accelerating(step, rng):
-        return {"loss/kl": 0.02 + 0.0005 * step + 0.002 * max(0, step - 40) ** 2 + rng.normal(0, 0.001)}
+        return {
+            "loss/kl": 0.02 + 0.0005 * step + 0.002 * max(0, step - 40) ** 2 + rng.normal(0, 0.001)
+        }
 
     assert first(feed(lambda step: 0.3, 80, seed=8, extra=linear), "onset:kl_acceleration") is None
     fired = feed(lambda step: 0.3, 60, seed=8, extra=accelerating)
@@ -213,6 +268,7 @@ def test_kl_acceleration_fires_and_linear_growth_does_not():
 def test_entropy_collapse_fires_and_a_gentle_decline_does_not():
     """Entropy 1.2 ± 0.03 then, after step 40, falling 0.1 a step to 0.2: fires when the mean of the
     last 3 steps is under 50 % of the reference mean (≈ step 48); a decline to 0.9 (75 %) never does."""
+
     def collapsing(step, rng):
         return {"policy/entropy": max(0.2, 1.2 - 0.1 * max(0, step - 40)) + rng.normal(0, 0.03)}
 
@@ -241,13 +297,21 @@ def test_perfect_share_jump_fires_and_a_gradual_rise_does_not():
 
 # --- config ----------------------------------------------------------------------------------
 
+
 def test_config_defaults_and_refusals():
     assert DriftConfig.from_config({}) == DriftConfig()
     assert DriftConfig.from_config({"cooldown_steps": 5, "js_threshold": 0.1}).cooldown_steps == 5
-    assert DriftConfig.from_config({"ph_up_threshold": 8}).ph_up_threshold == 8.0  # ints accepted for floats
-    for bad, key in (({"adwin": 1}, "adwin"), ({"adwin_delta": 1.5}, "adwin_delta"), ({"cooldown_steps": -1}, "cooldown_steps"),
-                     ({"reference_steps": 2.5}, "reference_steps"), ({"entropy_fraction": "half"}, "entropy_fraction"),
-                     ({"kl_window": True}, "kl_window")):
+    assert (
+        DriftConfig.from_config({"ph_up_threshold": 8}).ph_up_threshold == 8.0
+    )  # ints accepted for floats
+    for bad, key in (
+        ({"adwin": 1}, "adwin"),
+        ({"adwin_delta": 1.5}, "adwin_delta"),
+        ({"cooldown_steps": -1}, "cooldown_steps"),
+        ({"reference_steps": 2.5}, "reference_steps"),
+        ({"entropy_fraction": "half"}, "entropy_fraction"),
+        ({"kl_window": True}, "kl_window"),
+    ):
         with pytest.raises(ConfigError, match=key):
             DriftConfig.from_config(bad)
     with pytest.raises(ConfigError, match="drift"):

@@ -16,10 +16,16 @@ CPU = torch.device("cpu")
 @pytest.fixture(scope="module", params=["gpt2-default", "llama", "qwen2-lora"])
 def policy(request, tmp_path_factory) -> Policy:
     if request.param == "gpt2-default":
-        return build_default_policy(CORPUS, vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, device=CPU)
+        return build_default_policy(
+            CORPUS, vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, device=CPU
+        )
     kind, _, lora = request.param.partition("-")
     directory = save_model_dir(tmp_path_factory.mktemp(kind), kind, with_specials=kind != "llama")
-    loaded = load_policy(directory, device=CPU, lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]} if lora else None)
+    loaded = load_policy(
+        directory,
+        device=CPU,
+        lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]} if lora else None,
+    )
     if lora:  # non-zero adapters, so they take part in the forward pass
         with torch.no_grad():
             for name, param in loaded.model.named_parameters():
@@ -89,10 +95,16 @@ def test_stop_ids_end_rows(policy, use_cache):
     for f, s in zip(free, stopped):
         if stop in f.token_ids:
             end = f.token_ids.index(stop) + 1
-            assert s.stopped and s.token_ids == f.token_ids[:end] and s.logprobs == pytest.approx(f.logprobs[:end])
+            assert (
+                s.stopped
+                and s.token_ids == f.token_ids[:end]
+                and s.logprobs == pytest.approx(f.logprobs[:end])
+            )
         else:
             assert not s.stopped and s.token_ids == f.token_ids
-    assert stopped[0].stopped and len(stopped[0].token_ids) <= 6 and stopped[0].token_ids[-1] == stop
+    assert (
+        stopped[0].stopped and len(stopped[0].token_ids) <= 6 and stopped[0].token_ids[-1] == stop
+    )
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -105,7 +117,11 @@ def test_stop_sequences_end_rows_and_keep_the_sequence(policy, use_cache):
     for f, s in zip(free, stopped):
         hits = [i + 2 for i in range(len(f.token_ids) - 1) if tuple(f.token_ids[i : i + 2]) == pair]
         if hits:
-            assert s.stopped and s.token_ids == f.token_ids[: hits[0]] and tuple(s.token_ids[-2:]) == pair
+            assert (
+                s.stopped
+                and s.token_ids == f.token_ids[: hits[0]]
+                and tuple(s.token_ids[-2:]) == pair
+            )
         else:
             assert not s.stopped and s.token_ids == f.token_ids
     assert stopped[1].stopped and len(stopped[1].token_ids) <= 5
@@ -147,7 +163,9 @@ def test_dynamic_cache_gives_the_same_samples(policy):
     """A model transformers does not mark static-cache capable keeps its default (dynamic) cache."""
     contexts = contexts_of(policy)
     static = sample(policy, contexts, temperature=0.9)
-    base = policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
+    base = (
+        policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
+    )
     base._can_compile_fullgraph = False
     try:
         dynamic = sample(policy, contexts, temperature=0.9)

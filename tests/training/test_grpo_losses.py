@@ -20,7 +20,9 @@ def test_group_advantages_mean_std():
 
 def test_group_advantages_mean_only():
     rewards = torch.tensor([[1.0, 0.0, 0.5]])
-    assert group_advantages(rewards, normalize_std=False)[0].tolist() == pytest.approx([0.5, -0.5, 0.0])
+    assert group_advantages(rewards, normalize_std=False)[0].tolist() == pytest.approx(
+        [0.5, -0.5, 0.0]
+    )
 
 
 def test_clipped_loss_token_mean_by_hand():
@@ -31,7 +33,9 @@ def test_clipped_loss_token_mean_by_hand():
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     # surrogates: min(1.6487*1, 1.2*1)=1.2 ; 1 ; min(0.6065*-1, 0.8*-1) = -0.8
     expected = -(1.2 + 1.0 - 0.8) / 3
-    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="token-mean")
+    loss = clipped_policy_loss(
+        logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="token-mean"
+    )
     assert loss.item() == pytest.approx(expected, abs=1e-6)
 
 
@@ -41,13 +45,17 @@ def test_clipped_loss_sequence_mean_by_hand():
     adv = torch.tensor([1.0, -1.0])
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     expected = -(((1.2 + 1.0) / 2) + (-0.8 / 1)) / 2
-    loss = clipped_policy_loss(logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="seq-mean-token-mean")
+    loss = clipped_policy_loss(
+        logprobs, old, adv, mask, clip_low=0.2, clip_high=0.2, aggregation="seq-mean-token-mean"
+    )
     assert loss.item() == pytest.approx(expected, abs=1e-6)
 
 
 def test_masked_tokens_get_no_gradient():
     logprobs = torch.tensor([[-1.0, -2.0, -3.0]], requires_grad=True)
-    loss = clipped_policy_loss(logprobs, logprobs.detach(), torch.tensor([2.0]), torch.tensor([[1.0, 0.0, 1.0]]))
+    loss = clipped_policy_loss(
+        logprobs, logprobs.detach(), torch.tensor([2.0]), torch.tensor([[1.0, 0.0, 1.0]])
+    )
     loss.backward()
     # d/dlogp of -(ratio*A)/2 at ratio 1 is -A/2 = -1 on trained tokens, 0 on the masked one
     assert logprobs.grad.tolist() == [[-1.0, 0.0, -1.0]]

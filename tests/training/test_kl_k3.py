@@ -85,25 +85,32 @@ def test_kl_penalty_aggregations_by_hand():
     # token-mean: 0.04 * (0.5 + 0.901388) / 3 = 0.018685
     assert kl_penalty(logprobs, ref, mask, coef=0.04).item() == pytest.approx(0.018685, abs=1e-6)
     # seq-mean-token-mean: 0.04 * (0.5 / 2 + 0.901388 / 1) / 2 = 0.04 * 0.575694 = 0.023028
-    assert kl_penalty(logprobs, ref, mask, coef=0.04, aggregation="seq-mean-token-mean").item() == pytest.approx(
-        0.023028, abs=1e-6
-    )
+    assert kl_penalty(
+        logprobs, ref, mask, coef=0.04, aggregation="seq-mean-token-mean"
+    ).item() == pytest.approx(0.023028, abs=1e-6)
     # seq-mean-token-sum-norm: 0.04 * (0.5 + 0.901388) / (2 rows * T=2) = 0.04 * 0.350347 = 0.014014
-    assert kl_penalty(logprobs, ref, mask, coef=0.04, aggregation="seq-mean-token-sum-norm").item() == pytest.approx(
-        0.014014, abs=1e-6
-    )
+    assert kl_penalty(
+        logprobs, ref, mask, coef=0.04, aggregation="seq-mean-token-sum-norm"
+    ).item() == pytest.approx(0.014014, abs=1e-6)
 
 
 def test_kl_penalty_rows_with_global_counts_add_up_to_the_full_batch():
     logprobs, ref, mask = _two_rows()
     # token-mean, token_count=3: 0.04 * 0.5 / 3 + 0.04 * 0.901388 / 3 = 0.018685
-    rows = [kl_penalty(logprobs[i : i + 1], ref[i : i + 1], mask[i : i + 1], coef=0.04, token_count=3) for i in (0, 1)]
+    rows = [
+        kl_penalty(logprobs[i : i + 1], ref[i : i + 1], mask[i : i + 1], coef=0.04, token_count=3)
+        for i in (0, 1)
+    ]
     assert (rows[0] + rows[1]).item() == pytest.approx(0.018685, abs=1e-6)
     # seq-mean-token-mean, row_count=2: 0.04 * 0.25 / 2 + 0.04 * 0.901388 / 2 = 0.023028
     rows = [
         kl_penalty(
-            logprobs[i : i + 1], ref[i : i + 1], mask[i : i + 1], coef=0.04,
-            aggregation="seq-mean-token-mean", row_count=2,
+            logprobs[i : i + 1],
+            ref[i : i + 1],
+            mask[i : i + 1],
+            coef=0.04,
+            aggregation="seq-mean-token-mean",
+            row_count=2,
         )
         for i in (0, 1)
     ]

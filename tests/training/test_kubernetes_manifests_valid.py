@@ -10,19 +10,36 @@ from training.models import TrainingRun
 SPECS = {
     "minimal": {"image": "registry.example.com/crucible:1.0"},
     "gpus, tolerations, node selector": {
-        "image": "registry.example.com/crucible:1.0", "namespace": "rl-team", "cpu": "8", "memory": "64Gi", "gpus": 4,
-        "node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "kubernetes.io/arch": "amd64"},
+        "image": "registry.example.com/crucible:1.0",
+        "namespace": "rl-team",
+        "cpu": "8",
+        "memory": "64Gi",
+        "gpus": 4,
+        "node_selector": {
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "kubernetes.io/arch": "amd64",
+        },
         "tolerations": [
             {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": 300},
+            {
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
             {"key": "team", "operator": "Equal", "value": "rl", "effect": "PreferNoSchedule"},
         ],
     },
     "secret, service account, deadline, volume": {
-        "image": "crucible@sha256:" + "a" * 64, "cpu": "500m", "memory": "512Mi", "env_secret": "crucible-env",
-        "service_account": "crucible-trainer", "active_deadline_seconds": 86400, "backoff_limit": 1,
-        "ttl_seconds_after_finished": 0, "volume_claim": "crucible-var",
+        "image": "crucible@sha256:" + "a" * 64,
+        "cpu": "500m",
+        "memory": "512Mi",
+        "env_secret": "crucible-env",
+        "service_account": "crucible-trainer",
+        "active_deadline_seconds": 86400,
+        "backoff_limit": 1,
+        "ttl_seconds_after_finished": 0,
+        "volume_claim": "crucible-var",
     },
     "numeric quantities": {"image": "crucible:dev", "cpu": 2, "memory": "1G"},
 }
@@ -52,19 +69,36 @@ def test_gpu_spec_carries_its_fields_into_the_valid_manifest():
     pod = manifest["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
-    assert container["resources"]["requests"] == {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"}
+    assert container["resources"]["requests"] == {
+        "cpu": "8",
+        "memory": "64Gi",
+        "nvidia.com/gpu": "4",
+    }
     assert pod["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
-    assert [t["key"] for t in pod["tolerations"]] == ["nvidia.com/gpu", "node.kubernetes.io/unreachable", "team"]
+    assert [t["key"] for t in pod["tolerations"]] == [
+        "nvidia.com/gpu",
+        "node.kubernetes.io/unreachable",
+        "team",
+    ]
     # four ranks: torchrun's module launches them, each running the same trainer command
     assert container["command"][-3:] == ["manage.py", "run_trainer", "7"]
-    assert container["command"][:6] == ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4"]
+    assert container["command"][:6] == [
+        "python",
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "4",
+    ]
     assert manifest["metadata"]["namespace"] == "rl-team"
 
 
 def test_the_validator_refuses_a_broken_job():
     """The check above can fail: the same validator refuses a Job with a wrongly typed field."""
     manifest = job_manifest(_run(), KubernetesSpec.from_config(SPECS["minimal"]), attempt=1)
-    manifest["spec"]["template"]["spec"]["tolerations"] = [{"key": "k", "tolerationSeconds": "soon"}]
+    manifest["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": "k", "tolerationSeconds": "soon"}
+    ]
     with pytest.raises(kubernetes_validate.ValidationError, match="soon"):
         kubernetes_validate.validate(manifest, TARGET_KUBERNETES_VERSION, strict=True)
     manifest = job_manifest(_run(), KubernetesSpec.from_config(SPECS["minimal"]), attempt=1)

@@ -28,10 +28,22 @@ def test_phases_demand_and_pool_samples_of_one_step():
     try:
         assert D.publishers("python")[name]["phase"] == "idle"
         me.set("rollout", {"python": 6})
-        assert D.publishers("python")[name] == {**D.publishers("python")[name], "phase": "rollout", "demand": 6}
+        assert D.publishers("python")[name] == {
+            **D.publishers("python")[name],
+            "phase": "rollout",
+            "demand": 6,
+        }
         # real executions while in the rollout phase
-        results = Q.run_many([Q.python_tests("def square(x):\n    import time; time.sleep(0.3); return x * x\n",
-                                             TESTS, "square") for _ in range(2)])
+        results = Q.run_many(
+            [
+                Q.python_tests(
+                    "def square(x):\n    import time; time.sleep(0.3); return x * x\n",
+                    TESTS,
+                    "square",
+                )
+                for _ in range(2)
+            ]
+        )
         assert [r.status for r in results] == ["ok", "ok"]
         me.set("grading", {"python": 2})
         time.sleep(0.25)
@@ -47,17 +59,26 @@ def test_phases_demand_and_pool_samples_of_one_step():
     phases = [phase for _a, _b, phase in timeline["phases"]]
     assert [p for p in phases if p != "idle"] == ["rollout", "grading", "update"]
     starts_ends = [(a, b) for a, b, _p in timeline["phases"]]
-    assert all(a <= b for a, b in starts_ends)  # to the millisecond: a phase left at once has no width
+    assert all(
+        a <= b for a, b in starts_ends
+    )  # to the millisecond: a phase left at once has no width
     assert all(b1 <= a2 for (_a1, b1), (a2, _b2) in itertools.pairwise(starts_ends))
     assert timeline["start"] <= starts_ends[0][0] and starts_ends[-1][1] == timeline["end"]
     assert metrics["timing/phase_rollout_s"] >= 0.3 and metrics["timing/phase_grading_s"] >= 0.25
     assert metrics["timing/phase_update_s"] >= 0.25
-    assert sum(metrics.values()) == pytest.approx(
-        timeline["end"] - timeline["start"], abs=0.01)
+    assert sum(metrics.values()) == pytest.approx(timeline["end"] - timeline["start"], abs=0.01)
 
     t = timeline["t"]
     assert len(t) >= 8 and t == sorted(t)
-    assert len({len(t), *(len(timeline[s]) for s in ("slots", "depth", "in_flight", "demand", "target"))}) == 1
+    assert (
+        len(
+            {
+                len(t),
+                *(len(timeline[s]) for s in ("slots", "depth", "in_flight", "demand", "target")),
+            }
+        )
+        == 1
+    )
     live = Q.live_workers("python")
     assert live > 0 and max(timeline["slots"]) == live
     # the announced 6 is the demand while rolling out, whatever the queue held
@@ -77,7 +98,9 @@ def test_a_dead_trainers_demand_expires_and_a_live_one_is_refreshed():
         dead.thread.join()
         time.sleep(1.6)
         live = D.publishers("python")
-        assert publisher_name(900_002, 0) in live and live[publisher_name(900_002, 0)]["demand"] == 4
+        assert (
+            publisher_name(900_002, 0) in live and live[publisher_name(900_002, 0)]["demand"] == 4
+        )
         assert publisher_name(900_003, 0) not in live
     finally:
         alive.close()
@@ -99,10 +122,20 @@ def test_downsample_keeps_each_buckets_peak_and_last_time():
 
 def test_demand_per_runtime_counts_tasks_by_harness():
     def spec(harness: str) -> TaskSpec:
-        return TaskSpec(task_version_id=1, prompt="", entry_point="f", visible_tests="", hidden_tests="",
-                        timeout_s=1, harness=harness)
+        return TaskSpec(
+            task_version_id=1,
+            prompt="",
+            entry_point="f",
+            visible_tests="",
+            hidden_tests="",
+            timeout_s=1,
+            harness=harness,
+        )
 
-    assert sandbox_demand([spec("python-check")] * 3 + [spec("js-console-assert")], each=4) == {"python": 12, "node": 4}
+    assert sandbox_demand([spec("python-check")] * 3 + [spec("js-console-assert")], each=4) == {
+        "python": 12,
+        "node": 4,
+    }
 
 
 @pytest.mark.django_db
@@ -110,8 +143,14 @@ def test_the_timeline_is_persisted_and_sent_with_the_step_newest_steps_only_in_a
     from tests.console.test_dashboard_views import make_run, task_version
 
     run = make_run("phases")
-    spec = TaskSpec(task_version_id=task_version().pk, prompt="p", entry_point="f", visible_tests="",
-                    hidden_tests="", timeout_s=5)
+    spec = TaskSpec(
+        task_version_id=task_version().pk,
+        prompt="p",
+        entry_point="f",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=5,
+    )
     me = tracker(run.pk).start(["python"])
     try:
         for step in (1, 2, 3):
@@ -121,9 +160,15 @@ def test_the_timeline_is_persisted_and_sent_with_the_step_newest_steps_only_in_a
             time.sleep(0.1)
             me.set("idle")
             metrics, timeline = me.take_step()
-            rollouts = [Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=1.0)
-                        for i in range(2)]
-            services.step_record(run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline)
+            rollouts = [
+                Rollout(
+                    task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=1.0
+                )
+                for i in range(2)
+            ]
+            services.step_record(
+                run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
+            )
     finally:
         me.close()
     stored = list(run.steps.order_by("step"))

@@ -7,7 +7,14 @@ import json
 
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
 
 from training.algorithms.logprobs import token_logprobs
 from training.generation import sample_batch
@@ -30,9 +37,19 @@ def make_model(kind: str, vocab_size: int, *, seed: int = 0):
     """A tiny model of ``kind`` with random weights: hidden size 32, 2 layers."""
     torch.manual_seed(seed)
     if kind == "gpt2":
-        return GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size, n_positions=128, n_embd=32, n_layer=2, n_head=2))
-    common = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+        return GPT2LMHeadModel(
+            GPT2Config(vocab_size=vocab_size, n_positions=128, n_embd=32, n_layer=2, n_head=2)
+        )
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+    )
     if kind == "llama":
         return LlamaForCausalLM(LlamaConfig(**common))
     if kind == "qwen2":
@@ -70,9 +87,15 @@ def test_loads_any_causal_lm_and_samples(tmp_path, kind):
     assert not policy.is_lora
     assert {policy.pad_id, policy.bos_id, policy.end_id, policy.obs_id} == {0, 1, 2, 3}
     vocab = policy.tokenizer.get_vocab_size()
-    assert policy.model.get_input_embeddings().weight.shape[0] == vocab, "no resize when the tokens exist"
-    samples = sample_batch(policy, [prompt_ids(policy), [policy.bos_id]], max_new_tokens=8,
-                           generator=torch.Generator().manual_seed(0))
+    assert policy.model.get_input_embeddings().weight.shape[0] == vocab, (
+        "no resize when the tokens exist"
+    )
+    samples = sample_batch(
+        policy,
+        [prompt_ids(policy), [policy.bos_id]],
+        max_new_tokens=8,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert [len(s.token_ids) for s in samples] == [8, 8]
     assert all(0 <= t < vocab for s in samples for t in s.token_ids)
     assert all(lp <= 0 for s in samples for lp in s.logprobs)
@@ -84,12 +107,19 @@ def test_missing_special_tokens_are_added_and_embeddings_resized(tmp_path):
     old_vocab = original.get_vocab_size()
     base = LlamaForCausalLM.from_pretrained(directory)
     policy = load_policy(directory, device=CPU)
-    assert [policy.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == list(range(old_vocab, old_vocab + 4))
-    assert (policy.pad_id, policy.bos_id, policy.end_id, policy.obs_id) == tuple(range(old_vocab, old_vocab + 4))
+    assert [policy.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == list(
+        range(old_vocab, old_vocab + 4)
+    )
+    assert (policy.pad_id, policy.bos_id, policy.end_id, policy.obs_id) == tuple(
+        range(old_vocab, old_vocab + 4)
+    )
     text = "def reverse(s):\n    return s[::-1]\n"
     assert policy.encode(text) == original.encode(text).ids, "existing tokens keep their ids"
     assert policy.decode([policy.bos_id, *policy.encode(text), policy.end_id]) == text
-    embed, head = policy.model.get_input_embeddings().weight, policy.model.get_output_embeddings().weight
+    embed, head = (
+        policy.model.get_input_embeddings().weight,
+        policy.model.get_output_embeddings().weight,
+    )
     assert embed.shape[0] == head.shape[0] == old_vocab + 4 == policy.model.config.vocab_size
     old_embed, old_head = base.get_input_embeddings().weight, base.get_output_embeddings().weight
     assert torch.equal(embed[:old_vocab], old_embed) and torch.equal(head[:old_vocab], old_head)
@@ -97,8 +127,13 @@ def test_missing_special_tokens_are_added_and_embeddings_resized(tmp_path):
         assert torch.allclose(new[old_vocab:], old.mean(0).expand(4, -1))
     # Special tokens added by text stay whole in encoding.
     assert policy.tokenizer.encode("<|obs|>x", add_special_tokens=False).ids[0] == policy.obs_id
-    samples = sample_batch(policy, [[policy.bos_id, *policy.encode(text)]], max_new_tokens=5, stop_ids=(policy.end_id,),
-                           generator=torch.Generator().manual_seed(0))
+    samples = sample_batch(
+        policy,
+        [[policy.bos_id, *policy.encode(text)]],
+        max_new_tokens=5,
+        stop_ids=(policy.end_id,),
+        generator=torch.Generator().manual_seed(0),
+    )
     assert 1 <= len(samples[0].token_ids) <= 5
     # Loading twice gives the same model (the new rows are not random).
     again = load_policy(directory, device=CPU)
@@ -114,28 +149,46 @@ def test_padded_vocabulary_keeps_its_size(tmp_path):
     model.save_pretrained(tmp_path)
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     policy = load_policy(tmp_path, device=CPU)
-    assert (policy.pad_id, policy.bos_id, policy.end_id, policy.obs_id) == tuple(range(vocab, vocab + 4))
-    for new, old in ((policy.model.get_input_embeddings().weight, model.get_input_embeddings().weight),
-                     (policy.model.get_output_embeddings().weight, model.get_output_embeddings().weight)):
+    assert (policy.pad_id, policy.bos_id, policy.end_id, policy.obs_id) == tuple(
+        range(vocab, vocab + 4)
+    )
+    for new, old in (
+        (policy.model.get_input_embeddings().weight, model.get_input_embeddings().weight),
+        (policy.model.get_output_embeddings().weight, model.get_output_embeddings().weight),
+    ):
         assert new.shape[0] == vocab + 8
         others = torch.cat([old[:vocab], old[vocab + 4 :]])
         assert torch.allclose(new[vocab : vocab + 4], others.mean(0).expand(4, -1), atol=1e-6)
-        assert torch.equal(new[:vocab], old[:vocab]) and torch.equal(new[vocab + 4 :], old[vocab + 4 :])
+        assert torch.equal(new[:vocab], old[:vocab]) and torch.equal(
+            new[vocab + 4 :], old[vocab + 4 :]
+        )
 
 
 def test_dtype_is_honoured(tmp_path):
     directory = save_model_dir(tmp_path / "m", "qwen2")
     policy = load_policy(directory, device=CPU, dtype=torch.bfloat16)
     assert {p.dtype for p in policy.model.parameters()} == {torch.bfloat16}
-    samples = sample_batch(policy, [prompt_ids(policy)], max_new_tokens=4, generator=torch.Generator().manual_seed(0))
+    samples = sample_batch(
+        policy, [prompt_ids(policy)], max_new_tokens=4, generator=torch.Generator().manual_seed(0)
+    )
     assert len(samples[0].token_ids) == 4
 
 
 def test_dropout_is_switched_off(tmp_path):
     tokenizer = tokenizer_for(True)
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=tokenizer.get_vocab_size(), n_positions=64, n_embd=32, n_layer=1,
-                                       n_head=2, resid_pdrop=0.5, embd_pdrop=0.5, attn_pdrop=0.5))
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=tokenizer.get_vocab_size(),
+            n_positions=64,
+            n_embd=32,
+            n_layer=1,
+            n_head=2,
+            resid_pdrop=0.5,
+            embd_pdrop=0.5,
+            attn_pdrop=0.5,
+        )
+    )
     model.save_pretrained(tmp_path)
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     policy = load_policy(tmp_path, device=CPU)
@@ -199,14 +252,20 @@ def test_lora_trains_only_the_adapters_and_reloads_exactly(tmp_path):
     trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_A" in n or "lora_B" in n for n in trainable)
     assert len(trainable) == 2 * 2 * 2, "A and B of q_proj and v_proj in 2 layers"
-    frozen = {n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad}
-    adapters = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
+    frozen = {
+        n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad
+    }
+    adapters = {
+        n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad
+    }
     before = logits_of(policy, prompt_ids(policy))
 
     _one_step(policy)
 
     after = dict(policy.model.named_parameters())
-    assert all(torch.equal(after[n], value) for n, value in frozen.items()), "base weights must not move"
+    assert all(torch.equal(after[n], value) for n, value in frozen.items()), (
+        "base weights must not move"
+    )
     assert all(not torch.equal(after[n], value) for n, value in adapters.items() if "lora_B" in n)
     trained = logits_of(policy, prompt_ids(policy))
     assert not torch.allclose(before, trained)
@@ -219,7 +278,9 @@ def test_lora_trains_only_the_adapters_and_reloads_exactly(tmp_path):
     assert reloaded.is_lora
     assert {n for n, p in reloaded.model.named_parameters() if p.requires_grad} == trainable
     assert torch.equal(logits_of(reloaded, prompt_ids(reloaded)), trained)
-    assert load_policy(saved, device=CPU, lora=LORA).is_lora, "the settings it was saved with are accepted"
+    assert load_policy(saved, device=CPU, lora=LORA).is_lora, (
+        "the settings it was saved with are accepted"
+    )
     with pytest.raises(ValueError, match="adapter saved with"):
         load_policy(saved, device=CPU, lora={**LORA, "r": 2})
 
@@ -234,13 +295,17 @@ def test_lora_with_added_tokens_trains_their_rows(tmp_path):
         "base_model.model.model.embed_tokens.token_adapter.trainable_tokens_delta.default",
         "base_model.model.lm_head.token_adapter.trainable_tokens_delta.default",
     }
-    frozen = {n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad}
+    frozen = {
+        n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad
+    }
     end_before = logits_of(policy, prompt_ids(policy))[0, -1, policy.end_id]
     _one_step(policy)
     after = dict(policy.model.named_parameters())
     assert all(torch.equal(after[n], value) for n, value in frozen.items())
     trained = logits_of(policy, prompt_ids(policy))
-    assert trained[0, -1, policy.end_id] > end_before, "the step raised the new <|end|> token's logit"
+    assert trained[0, -1, policy.end_id] > end_before, (
+        "the step raised the new <|end|> token's logit"
+    )
     policy.save(tmp_path / "adapter")
     reloaded = load_policy(tmp_path / "adapter", device=CPU)
     assert torch.equal(logits_of(reloaded, prompt_ids(reloaded)), trained)
@@ -248,7 +313,9 @@ def test_lora_with_added_tokens_trains_their_rows(tmp_path):
 
 def test_lora_merged_save_is_a_plain_model(tmp_path):
     directory = save_model_dir(tmp_path / "base", "gpt2")
-    policy = load_policy(directory, device=CPU, lora={"r": 4, "alpha": 8, "target_modules": ["c_attn"]})
+    policy = load_policy(
+        directory, device=CPU, lora={"r": 4, "alpha": 8, "target_modules": ["c_attn"]}
+    )
     _one_step(policy)
     trained = logits_of(policy, prompt_ids(policy))
     policy.save(tmp_path / "merged", merge_lora=True)

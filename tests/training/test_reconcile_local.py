@@ -10,18 +10,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-
 from io import StringIO
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from tests.training.conftest import one_task_run
 from training import backends, services
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
 from training.services import run_cancel, run_transition
-from tests.training.conftest import one_task_run
 from training.tasks import run_cancel_task, runs_reconcile_task
 
 
@@ -48,7 +47,9 @@ def stand_in_trainer(spawn, run_id: int, *, ignore_sigterm: bool = False) -> sub
     if ignore_sigterm:
         code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     code += "print('ready', flush=True)\ntime.sleep(60)\n"
-    proc = spawn([sys.executable, "-c", code, "run_trainer", str(run_id)], stdout=subprocess.PIPE, text=True)
+    proc = spawn(
+        [sys.executable, "-c", code, "run_trainer", str(run_id)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -59,7 +60,10 @@ def make_run(backend: str = "local", **config) -> TrainingRun:
 
 def as_launched(run: TrainingRun, pid: int) -> TrainingRun:
     """What launch_local and the trainer record: claimed, the pid, then running."""
-    assert services.run_launch_claim(run_id=run.pk, reason="local backend: starting trainer process") is not None
+    assert (
+        services.run_launch_claim(run_id=run.pk, reason="local backend: starting trainer process")
+        is not None
+    )
     assert services.run_backend_ref_set(run_id=run.pk, backend_ref=f"pid:{pid}")
     run_transition(run_id=run.pk, to_status=TrainingRun.RUNNING, reason="trainer started")
     run.refresh_from_db()

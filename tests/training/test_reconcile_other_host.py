@@ -21,7 +21,9 @@ def test_a_trainer_on_another_host_is_left_alone(spawn):  # noqa: F811 - the fix
     run = make_run()
     trainer = stand_in_trainer(spawn, run.pk)
     as_launched(run, trainer.pid)
-    TrainingRun.objects.filter(pk=run.pk).update(backend_ref=f"pid:{trainer.pid}@trainer-host-elsewhere")
+    TrainingRun.objects.filter(pk=run.pk).update(
+        backend_ref=f"pid:{trainer.pid}@trainer-host-elsewhere"
+    )
     transitions = RunTransition.objects.filter(run=run).count()
 
     assert runs_reconcile() == {run.pk: "error"}  # logged, retried next pass; nothing moved
@@ -31,7 +33,9 @@ def test_a_trainer_on_another_host_is_left_alone(spawn):  # noqa: F811 - the fix
     with pytest.raises(backends.OtherHost, match="trainer-host-elsewhere"):
         backends.local_status(run)
 
-    assert run_cancel(run_id=run.pk, reason="test") is True  # recorded; the trainer stops itself at its next step
+    assert (
+        run_cancel(run_id=run.pk, reason="test") is True
+    )  # recorded; the trainer stops itself at its next step
     assert trainer.poll() is None  # no signal sent to a pid of this host that is not that trainer
 
 
@@ -39,7 +43,9 @@ def test_a_trainer_on_this_host_is_judged_by_its_pid(spawn):  # noqa: F811
     run = make_run()
     trainer = stand_in_trainer(spawn, run.pk)
     as_launched(run, trainer.pid)
-    TrainingRun.objects.filter(pk=run.pk).update(backend_ref=f"pid:{trainer.pid}@{socket.gethostname()}")
+    TrainingRun.objects.filter(pk=run.pk).update(
+        backend_ref=f"pid:{trainer.pid}@{socket.gethostname()}"
+    )
     run.refresh_from_db()
     assert backends.local_status(run).state == "active"
     trainer.kill()

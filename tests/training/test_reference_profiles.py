@@ -17,18 +17,33 @@ pytestmark = pytest.mark.django_db
 
 GROWTH_PROMPT = 'def has_duplicate(xs):\n    """True when some value appears twice in xs."""\n'
 GROWTH_TASK = {
-    "task_id": "growth/has_duplicate", "prompt": GROWTH_PROMPT, "entry_point": "has_duplicate",
+    "task_id": "growth/has_duplicate",
+    "prompt": GROWTH_PROMPT,
+    "entry_point": "has_duplicate",
     "reference_solution": "    return len(set(xs)) < len(xs)\n",
     "tests": "def check(candidate):\n    assert candidate([1, 2, 1])\n    assert not candidate([1, 2, 3])\n",
-    "files": {E.SIZES_FILE: json.dumps({"sizes": [2000, 8000, 32000], "args": "lambda n: (list(range(n)),)"})},
+    "files": {
+        E.SIZES_FILE: json.dumps(
+            {"sizes": [2000, 8000, 32000], "args": "lambda n: (list(range(n)),)"}
+        )
+    },
     "where": "test",
 }
 
 
 @pytest.fixture
 def versions(humaneval):
-    rows = [{"task_id": r["task_id"], "prompt": r["prompt"], "entry_point": r["entry_point"],
-             "reference_solution": r["canonical_solution"], "tests": r["test"], "where": "test"} for r in humaneval[:2]]
+    rows = [
+        {
+            "task_id": r["task_id"],
+            "prompt": r["prompt"],
+            "entry_point": r["entry_point"],
+            "reference_solution": r["canonical_solution"],
+            "tests": r["test"],
+            "where": "test",
+        }
+        for r in humaneval[:2]
+    ]
     tasks_import(source="test", task_set_name="profiles", records=[*rows, GROWTH_TASK])
     return list(task_set_versions(task_set=task_set_get(name="profiles")))
 
@@ -45,18 +60,25 @@ def test_profiles_are_measured_once_stored_and_reused(versions):
         assert profile.runs == 3
         assert profile.details["statuses"] == ["ok"] * 3
         assert len(profile.details["cpu_ms"]) == 3
-        assert sorted(profile.details["cpu_ms"])[1] == pytest.approx(profile.cpu_ms, abs=1e-3)  # the median
+        assert sorted(profile.details["cpu_ms"])[1] == pytest.approx(
+            profile.cpu_ms, abs=1e-3
+        )  # the median
         assert profile.wall_ms > 0 and profile.cpu_ms > 0
-        assert stats[version.pk] == ReferenceStats(wall_ms=profile.wall_ms, cpu_ms=profile.cpu_ms,
-                                                   peak_memory_bytes=profile.peak_memory_bytes,
-                                                   growth_exponent=profile.growth_exponent)
+        assert stats[version.pk] == ReferenceStats(
+            wall_ms=profile.wall_ms,
+            cpu_ms=profile.cpu_ms,
+            peak_memory_bytes=profile.peak_memory_bytes,
+            growth_exponent=profile.growth_exponent,
+        )
 
     # The growth spec's task has its exponent (set(): linear, give or take the fit's noise).
     growth_version = next(v for v in versions if v.task.task_id == "growth/has_duplicate")
     exponent = profiles[growth_version.pk].growth_exponent
     assert exponent is not None and 0.5 < exponent < 1.5
     assert profiles[growth_version.pk].details["growth"]["sizes"] == [2000, 8000, 32000]
-    assert all(profiles[v.pk].growth_exponent is None for v in versions if v.pk != growth_version.pk)
+    assert all(
+        profiles[v.pk].growth_exponent is None for v in versions if v.pk != growth_version.pk
+    )
 
     # Reused: a stored value comes back as stored (a new measurement could not give it), and
     # nothing new is written.

@@ -9,10 +9,10 @@ import signal
 import pytest
 from safetensors.torch import load_file
 
+from tests.training.conftest import finish, launch, tiny_run, wait_for
 from training.checkpoint import latest_checkpoint
 from training.models import StepMetric, TrainingRun, Trajectory
 from training.paths import run_dir
-from tests.training.conftest import finish, launch, tiny_run, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -20,18 +20,51 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def trajectory_records(run):
     """Everything a step wrote about its trajectories, timings left out."""
     rows = []
-    for t in Trajectory.objects.filter(run=run).prefetch_related("turns").order_by("step", "group", "index_in_group"):
-        rows.append((t.step, t.group, t.index_in_group, t.task_version_id, t.status, t.reward, t.advantage, t.flags,
-                     t.tests_passed, t.tests_total, t.final_code, t.reward_components,
-                     [(u.index, u.token_ids, u.logprobs, u.code, u.observation_token_ids, u.sandbox_status)
-                      for u in t.turns.all()]))
+    for t in (
+        Trajectory.objects.filter(run=run)
+        .prefetch_related("turns")
+        .order_by("step", "group", "index_in_group")
+    ):
+        rows.append(
+            (
+                t.step,
+                t.group,
+                t.index_in_group,
+                t.task_version_id,
+                t.status,
+                t.reward,
+                t.advantage,
+                t.flags,
+                t.tests_passed,
+                t.tests_total,
+                t.final_code,
+                t.reward_components,
+                [
+                    (
+                        u.index,
+                        u.token_ids,
+                        u.logprobs,
+                        u.code,
+                        u.observation_token_ids,
+                        u.sandbox_status,
+                    )
+                    for u in t.turns.all()
+                ],
+            )
+        )
     return rows
 
 
 def step_records(run):
-    return [(s.step, s.reward_mean, s.reward_histogram,
-             {k: v for k, v in s.metrics.items() if not k.startswith("timing/")})
-            for s in StepMetric.objects.filter(run=run).order_by("step")]
+    return [
+        (
+            s.step,
+            s.reward_mean,
+            s.reward_histogram,
+            {k: v for k, v in s.metrics.items() if not k.startswith("timing/")},
+        )
+        for s in StepMetric.objects.filter(run=run).order_by("step")
+    ]
 
 
 def final_weights(run):
@@ -47,7 +80,10 @@ def test_sigkill_after_step_3_then_resume_matches_an_uninterrupted_run(trained_t
     killed = tiny_run(trained_task_set, steps=6)
     proc = launch(killed)
     # "after step 3": its record and its checkpoint are both written
-    wait_for(lambda: (latest_checkpoint(run_dir(killed.pk)) or run_dir(killed.pk)).name >= "step-000003", proc=proc)
+    wait_for(
+        lambda: (latest_checkpoint(run_dir(killed.pk)) or run_dir(killed.pk)).name >= "step-000003",
+        proc=proc,
+    )
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(30)
     killed.refresh_from_db()
@@ -56,14 +92,24 @@ def test_sigkill_after_step_3_then_resume_matches_an_uninterrupted_run(trained_t
     assert recorded_before >= 3
 
     from training import services
-    services.run_transition(run_id=killed.pk, to_status=TrainingRun.INTERRUPTED, reason="trainer killed (test)")
+
+    services.run_transition(
+        run_id=killed.pk, to_status=TrainingRun.INTERRUPTED, reason="trainer killed (test)"
+    )
     out = finish(launch(killed))
     killed.refresh_from_db()
     assert killed.status == TrainingRun.SUCCEEDED, out
     assert killed.summary["resumed_from_step"] >= 3
     assert "sft/loss_last" in killed.summary  # written once, by the first launch
 
-    assert [s.step for s in StepMetric.objects.filter(run=killed).order_by("step")] == [1, 2, 3, 4, 5, 6]
+    assert [s.step for s in StepMetric.objects.filter(run=killed).order_by("step")] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
     assert step_records(killed) == step_records(straight)
     assert trajectory_records(killed) == trajectory_records(straight)
     a, b = final_weights(straight), final_weights(killed)

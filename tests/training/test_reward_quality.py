@@ -8,8 +8,7 @@ import pytest
 from sandboxes import result as R
 from training.rewards import quality as Q
 from training.rewards.base import GradedSubmission
-from training.rewards.registry import reward_components_batch
-from training.rewards.registry import reward_components
+from training.rewards.registry import reward_components, reward_components_batch
 from training.rollout import TaskSpec
 
 OK = R.ExecutionResult(status=R.OK)
@@ -46,8 +45,15 @@ SLOPPY = (
 
 
 def task(version_id: int = 7, reference: str = REFERENCE) -> TaskSpec:
-    return TaskSpec(task_version_id=version_id, prompt=PROMPT, entry_point="has_close_elements", visible_tests="",
-                    hidden_tests="", timeout_s=10, reference_solution=reference)
+    return TaskSpec(
+        task_version_id=version_id,
+        prompt=PROMPT,
+        entry_point="has_close_elements",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=10,
+        reference_solution=reference,
+    )
 
 
 def sub(completion: str, spec: TaskSpec | None = None) -> GradedSubmission:
@@ -82,15 +88,27 @@ def test_per_submission_callable_and_registry_agree_with_the_batch():
     batch = Q.quality_batch(submissions)
     assert [Q.quality(s) for s in submissions] == batch
     assert [reward_components(s, ["quality"])["quality"] for s in submissions] == batch
-    assert [row["quality"] for row in reward_components_batch(submissions, ["quality", "correctness"])] == batch
+    assert [
+        row["quality"] for row in reward_components_batch(submissions, ["quality", "correctness"])
+    ] == batch
 
 
 def test_humaneval_references_score_one(humaneval):
-    submissions = [sub(row["canonical_solution"],
-                       TaskSpec(task_version_id=10_000 + i, prompt=row["prompt"], entry_point=row["entry_point"],
-                                visible_tests="", hidden_tests=row["test"], timeout_s=10,
-                                reference_solution=row["canonical_solution"]))
-                   for i, row in enumerate(humaneval)]
+    submissions = [
+        sub(
+            row["canonical_solution"],
+            TaskSpec(
+                task_version_id=10_000 + i,
+                prompt=row["prompt"],
+                entry_point=row["entry_point"],
+                visible_tests="",
+                hidden_tests=row["test"],
+                timeout_s=10,
+                reference_solution=row["canonical_solution"],
+            ),
+        )
+        for i, row in enumerate(humaneval)
+    ]
     assert Q.quality_batch(submissions) == [1.0] * len(humaneval)
 
 
@@ -113,6 +131,8 @@ def test_without_reference_the_figures_are_judged_absolutely():
     assert sloppy < clean
 
 
-@pytest.mark.parametrize("code, weight", [("F841", 1.0), ("B006", 1.0), ("SIM108", 0.5), ("W291", 0.25)])
+@pytest.mark.parametrize(
+    "code, weight", [("F841", 1.0), ("B006", 1.0), ("SIM108", 0.5), ("W291", 0.25)]
+)
 def test_finding_weights(code, weight):
     assert Q.finding_weight(code) == weight

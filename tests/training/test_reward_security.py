@@ -15,7 +15,14 @@ from training.rewards.security import security, security_findings, static_findin
 from training.rollout import TaskSpec
 
 TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"
-TASK = TaskSpec(task_version_id=1, prompt="", entry_point="add", visible_tests="", hidden_tests=TESTS, timeout_s=10)
+TASK = TaskSpec(
+    task_version_id=1,
+    prompt="",
+    entry_point="add",
+    visible_tests="",
+    hidden_tests=TESTS,
+    timeout_s=10,
+)
 
 HONEST = "def add(a, b):\n    return a + b\n"
 # Each answers correctly, so only the attempt tells it from the honest one.
@@ -56,19 +63,10 @@ FLOOD = (
     "    return a + b\n"
 )
 # Attempts, then the process cut short: what was recorded before stays recorded.
-CUT_SHORT = (
-    "import os, socket\n"
-    "socket.socket()\n"
-    "os._exit(0)\n"
-    "def add(a, b):\n"
-    "    return a + b\n"
-)
+CUT_SHORT = "import os, socket\nsocket.socket()\nos._exit(0)\ndef add(a, b):\n    return a + b\n"
 # Lines written straight to the audit pipe (fd 6) without the execution's token.
 FORGED = (
-    "import os\n"
-    "os.write(6, b'{\"t\": \"guess\", \"end\": 0}\\n')\n"
-    "def add(a, b):\n"
-    "    return a + b\n"
+    'import os\nos.write(6, b\'{"t": "guess", "end": 0}\\n\')\ndef add(a, b):\n    return a + b\n'
 )
 
 
@@ -138,7 +136,9 @@ def test_event_flood_is_capped_and_still_counted(graded):
     findings = security_findings(submission(FLOOD, result))
     assert any(f.category == "flood" for f in findings)
     # A flood lowers the score no further than the cap on one category allows.
-    assert 0.0 < security(submission(FLOOD, result)) < security(submission(SOCKET, graded["socket"]))
+    assert (
+        0.0 < security(submission(FLOOD, result)) < security(submission(SOCKET, graded["socket"]))
+    )
 
 
 def test_events_before_a_cut_short_run_are_kept_and_the_cut_is_reported(graded):
@@ -166,7 +166,7 @@ def test_static_findings_see_code_the_tests_never_ran():
         "import subprocess\n"
         "def add(a, b):\n"
         "    if a == 12345:\n"
-        "        eval('__import__(\"os\").system(\"id\")')\n"
+        '        eval(\'__import__("os").system("id")\')\n'
         "        open('/etc/passwd', 'a').write('x')\n"
         "    return a + b\n"
     )

@@ -17,35 +17,70 @@ TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
 def spec(version_id: int) -> TaskSpec:
-    return TaskSpec(task_version_id=version_id, prompt=PROMPT, entry_point="add", visible_tests=TESTS,
-                    hidden_tests=TESTS, timeout_s=5)
+    return TaskSpec(
+        task_version_id=version_id,
+        prompt=PROMPT,
+        entry_point="add",
+        visible_tests=TESTS,
+        hidden_tests=TESTS,
+        timeout_s=5,
+    )
 
 
 def test_rollout_over_its_budget_ends_timeout_and_the_batch_finishes():
-    policy = build_default_policy([PROMPT + "    return a + b\n"] * 4, vocab_size=300, n_embd=32, n_layer=1, n_head=2,
-                                  n_positions=512)
+    policy = build_default_policy(
+        [PROMPT + "    return a + b\n"] * 4,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=512,
+    )
     # A budget shorter than one sandbox round trip: every rollout takes its first turn, then stops.
     config = RolloutConfig(group_size=2, max_turns=3, max_new_tokens=12, timeout_s=0.001)
-    rollouts, times = collect_rollouts(policy, [spec(1), spec(2)], config, generator=torch.Generator().manual_seed(0))
+    rollouts, times = collect_rollouts(
+        policy, [spec(1), spec(2)], config, generator=torch.Generator().manual_seed(0)
+    )
     assert len(rollouts) == 4
     for rollout in rollouts:
         assert rollout.status == R.TIMEOUT and "rollout_timeout" in rollout.flags
         assert rollout.reward == 0.0 and not rollout.dropped
-        assert len(rollout.turns) == 1 and rollout.turns[0].sandbox_status  # the turn it started ran to its end
+        assert (
+            len(rollout.turns) == 1 and rollout.turns[0].sandbox_status
+        )  # the turn it started ran to its end
     assert times.grading_s >= 0 and times.generation_s > 0
 
 
 def test_ample_budget_grades_every_rollout():
-    policy = build_default_policy([PROMPT + "    return a + b\n"] * 4, vocab_size=300, n_embd=32, n_layer=1, n_head=2,
-                                  n_positions=512)
+    policy = build_default_policy(
+        [PROMPT + "    return a + b\n"] * 4,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=512,
+    )
     config = RolloutConfig(group_size=2, max_turns=1, max_new_tokens=12, timeout_s=120)
-    rollouts, _ = collect_rollouts(policy, [spec(1)], config, generator=torch.Generator().manual_seed(0))
-    assert all(r.tests_total == 1 and "rollout_timeout" not in r.flags and r.status != R.TIMEOUT for r in rollouts)
+    rollouts, _ = collect_rollouts(
+        policy, [spec(1)], config, generator=torch.Generator().manual_seed(0)
+    )
+    assert all(
+        r.tests_total == 1 and "rollout_timeout" not in r.flags and r.status != R.TIMEOUT
+        for r in rollouts
+    )
 
 
-def rollout(version_id: int, group: int, index: int, reward: float, *, dropped: bool = False) -> Rollout:
-    r = Rollout(task=spec(version_id), group=group, index_in_group=index, prompt_ids=[1],
-                turns=[TurnRecord(policy_text="", token_ids=[5, 6], logprobs=[0.0, 0.0], code="")], reward=reward)
+def rollout(
+    version_id: int, group: int, index: int, reward: float, *, dropped: bool = False
+) -> Rollout:
+    r = Rollout(
+        task=spec(version_id),
+        group=group,
+        index_in_group=index,
+        prompt_ids=[1],
+        turns=[TurnRecord(policy_text="", token_ids=[5, 6], logprobs=[0.0, 0.0], code="")],
+        reward=reward,
+    )
     if dropped:
         r.flags.append("infra_error")
     return r
@@ -54,8 +89,12 @@ def rollout(version_id: int, group: int, index: int, reward: float, *, dropped: 
 def test_dropped_rollouts_get_no_advantage_and_their_task_is_replayed_first():
     specs = [spec(v) for v in (1, 2, 3, 4)]
     state = TrainerState(sampler=DifficultySampler(specs, lambda s: "medium", {}, 0), buckets={})
-    batch = [rollout(1, 0, 0, 1.0), rollout(1, 0, 1, 0.0),
-             rollout(2, 1, 0, 1.0), rollout(2, 1, 1, 0.0, dropped=True)]
+    batch = [
+        rollout(1, 0, 0, 1.0),
+        rollout(1, 0, 1, 0.0),
+        rollout(2, 1, 0, 1.0),
+        rollout(2, 1, 1, 0.0, dropped=True),
+    ]
     batch[3].advantage = 123.0  # must stay untouched: a dropped rollout is not scored
     trained, zero_groups, groups = assign_advantages(batch, RunConfig())
     assert batch[3] not in trained and batch[3].advantage == 123.0
@@ -70,13 +109,17 @@ def test_dropped_rollouts_get_no_advantage_and_their_task_is_replayed_first():
 
 def test_trainer_state_round_trips_through_its_dict():
     specs = [spec(v) for v in (1, 2, 3, 4, 5)]
-    first = TrainerState(sampler=DifficultySampler(specs, lambda s: "medium", {}, 7), buckets={1: "hard"}, replay=[3])
+    first = TrainerState(
+        sampler=DifficultySampler(specs, lambda s: "medium", {}, 7), buckets={1: "hard"}, replay=[3]
+    )
     first.sampler.sample(2)
     saved = first.to_dict()
     second = TrainerState(sampler=DifficultySampler(specs, lambda s: "medium", {}, 99), buckets={})
     second.restore(saved)
     assert second.buckets == {1: "hard"} and second.replay == [3]
-    assert [s.task_version_id for s in first.next_tasks(specs, 3)] == [s.task_version_id for s in second.next_tasks(specs, 3)]
+    assert [s.task_version_id for s in first.next_tasks(specs, 3)] == [
+        s.task_version_id for s in second.next_tasks(specs, 3)
+    ]
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "rloo"])

@@ -16,17 +16,35 @@ VISIBLE = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 @pytest.fixture(scope="module")
 def rollouts():
     torch.manual_seed(0)
-    policy = build_default_policy([PROMPT + "    return a + b\n"] * 4, vocab_size=300, n_embd=32, n_layer=1, n_head=2, n_positions=512)
-    task = TaskSpec(task_version_id=1, prompt=PROMPT, entry_point="add", visible_tests=VISIBLE, hidden_tests=HIDDEN, timeout_s=5)
+    policy = build_default_policy(
+        [PROMPT + "    return a + b\n"] * 4,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=512,
+    )
+    task = TaskSpec(
+        task_version_id=1,
+        prompt=PROMPT,
+        entry_point="add",
+        visible_tests=VISIBLE,
+        hidden_tests=HIDDEN,
+        timeout_s=5,
+    )
     config = RolloutConfig(group_size=3, max_turns=2, max_new_tokens=24)
-    out, times = collect_rollouts(policy, [task], config, generator=torch.Generator().manual_seed(1))
+    out, times = collect_rollouts(
+        policy, [task], config, generator=torch.Generator().manual_seed(1)
+    )
     return policy, out, times
 
 
 def test_untrained_policy_fails_and_gets_observations(rollouts):
     _policy, out, times = rollouts
     assert len(out) == 3
-    assert all(len(r.turns) == 2 for r in out), "a random policy should fail the visible test and revise"
+    assert all(len(r.turns) == 2 for r in out), (
+        "a random policy should fail the visible test and revise"
+    )
     assert all(r.turns[0].observation_ids and r.turns[0].sandbox_status for r in out)
     assert all(r.status and r.tests_total == 3 for r in out)
     assert times.generation_s > 0 and times.sandbox_s > 0 and times.grading_s > 0
@@ -37,9 +55,20 @@ def test_sequence_is_the_concatenation_of_ids(rollouts):
     for r in out:
         ids, mask = r.sequence_and_mask()
         t0, t1 = r.turns
-        assert ids == [policy.bos_id, *policy.encode(PROMPT)] + t0.token_ids + t0.observation_ids + t1.token_ids
+        assert (
+            ids
+            == [policy.bos_id, *policy.encode(PROMPT)]
+            + t0.token_ids
+            + t0.observation_ids
+            + t1.token_ids
+        )
         assert t0.observation_ids[0] == policy.obs_id
-        expected_mask = [0] * len(r.prompt_ids) + [1] * len(t0.token_ids) + [0] * len(t0.observation_ids) + [1] * len(t1.token_ids)
+        expected_mask = (
+            [0] * len(r.prompt_ids)
+            + [1] * len(t0.token_ids)
+            + [0] * len(t0.observation_ids)
+            + [1] * len(t1.token_ids)
+        )
         assert mask == expected_mask
 
 

@@ -11,8 +11,24 @@ import pytest
 import redis
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--set", "sft_epochs=2", "--set", "group_size=2", "--set", "tasks_per_step=2", "--set", "train_tasks=2",
-        "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2", "--set", "max_new_tokens=24"]
+TINY = [
+    "--set",
+    "sft_epochs=2",
+    "--set",
+    "group_size=2",
+    "--set",
+    "tasks_per_step=2",
+    "--set",
+    "train_tasks=2",
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_embd=32",
+    "--set",
+    "n_head=2",
+    "--set",
+    "max_new_tokens=24",
+]
 
 
 @pytest.fixture
@@ -23,10 +39,18 @@ def fresh_home(tmp_path, humaneval, write_jsonl):
     sliced = write_jsonl(humaneval[:6], "slice.jsonl")
 
     def manage(*args, check=True, timeout=600):
-        proc = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     manage("migrate", "--verbosity", "0")
@@ -50,15 +74,30 @@ def test_train_headless_json_runs_through_celery_and_cleans_up(fresh_home):
     assert not (var / "redis.sock").exists() or not _answers(var / "redis.sock")
     assert "celery" in (var / "logs" / "celery.log").read_text()
     checkpoint = Path(summary["summary"]["checkpoint"])
-    assert checkpoint.parent.parent == var / "runs" and checkpoint.parent.name.startswith(f"{summary['run_id']}-")
+    assert checkpoint.parent.parent == var / "runs" and checkpoint.parent.name.startswith(
+        f"{summary['run_id']}-"
+    )
     assert (checkpoint / "config.json").exists()
 
 
 @pytest.mark.slow
 def test_bad_config_and_missing_task_set_are_refused_before_launch(fresh_home):
     manage, _var = fresh_home
-    refused = manage("train", "--taskset", "humaneval", "--steps", "2", "--set", "model_path=/no/such/model", check=False)
-    assert refused.returncode != 0 and "model_path" in refused.stderr and "Traceback" not in refused.stderr
+    refused = manage(
+        "train",
+        "--taskset",
+        "humaneval",
+        "--steps",
+        "2",
+        "--set",
+        "model_path=/no/such/model",
+        check=False,
+    )
+    assert (
+        refused.returncode != 0
+        and "model_path" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )
     missing = manage("train", "--taskset", "nope", "--steps", "2", check=False)
     assert missing.returncode != 0 and "task set 'nope' not found" in missing.stderr
     unvalidated = manage("train", "--taskset", "humaneval", "--steps", "2", check=False)
@@ -69,8 +108,19 @@ def test_bad_config_and_missing_task_set_are_refused_before_launch(fresh_home):
 def test_a_run_that_fails_is_reported_and_recorded(fresh_home):
     manage, _var = fresh_home
     manage("validate_tasks", "--taskset", "humaneval")
-    out = manage("train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY,
-                 "--set", "max_prompt_tokens=1", check=False)
+    out = manage(
+        "train",
+        "--taskset",
+        "humaneval",
+        "--steps",
+        "2",
+        "--headless",
+        "--json",
+        *TINY,
+        "--set",
+        "max_prompt_tokens=1",
+        check=False,
+    )
     assert out.returncode != 0
     assert "max_prompt_tokens" in out.stderr and "Traceback" not in out.stderr
     summary = json.loads(out.stdout)
@@ -94,9 +144,29 @@ def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(var)
     proc = subprocess.Popen(
-        [sys.executable, "manage.py", "train", "--taskset", "humaneval", "--steps", "50", "--headless",
-         "--set", "sft_epochs=200", "--set", "n_layer=1", "--set", "n_embd=32", "--set", "n_head=2"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "manage.py",
+            "train",
+            "--taskset",
+            "humaneval",
+            "--steps",
+            "50",
+            "--headless",
+            "--set",
+            "sft_epochs=200",
+            "--set",
+            "n_layer=1",
+            "--set",
+            "n_embd=32",
+            "--set",
+            "n_head=2",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout.readline().startswith("launched run 1")
     query = "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, r.backend_ref)"
@@ -114,5 +184,7 @@ def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
     assert status == "interrupted"
     trainer_pid = int(ref.split(":")[1].split("@")[0])  # pid:N@HOST
     time.sleep(0.5)
-    assert not Path(f"/proc/{trainer_pid}").exists() or "zombie" in Path(f"/proc/{trainer_pid}/status").read_text().lower(), \
-        "the trainer outlived the command that launched it"
+    assert (
+        not Path(f"/proc/{trainer_pid}").exists()
+        or "zombie" in Path(f"/proc/{trainer_pid}/status").read_text().lower()
+    ), "the trainer outlived the command that launched it"

@@ -36,12 +36,22 @@ def test_a_trainer_announces_phases_and_demand_and_records_the_pool_per_step(tra
     steps = list(StepMetric.objects.filter(run=run).order_by("step"))
     assert [s.step for s in steps] == [1, 2]
     phases = [[p for _a, _b, p in s.timeline["phases"]] for s in steps]
-    assert phases[0][0] == "idle" and "sft" in phases[0]  # the warm start lands in the first step's window
+    assert (
+        phases[0][0] == "idle" and "sft" in phases[0]
+    )  # the warm start lands in the first step's window
     for names in phases:
         # a phase set again (the second rollout turn) goes on in the same segment
-        assert [p for p in names if p in ("rollout", "grading", "update")] == ["rollout", "grading", "update"], names
+        assert [p for p in names if p in ("rollout", "grading", "update")] == [
+            "rollout",
+            "grading",
+            "update",
+        ], names
     assert "checkpoint" in phases[1]  # step 1's checkpoint, written after its record
     for step in steps:
-        assert step.metrics["timing/phase_rollout_s"] > 0 and step.metrics["timing/phase_update_s"] > 0
-        assert step.timeline["t"] and min(step.timeline["slots"]) > 0  # the session's workers, sampled
+        assert (
+            step.metrics["timing/phase_rollout_s"] > 0 and step.metrics["timing/phase_update_s"] > 0
+        )
+        assert (
+            step.timeline["t"] and min(step.timeline["slots"]) > 0
+        )  # the session's workers, sampled
     assert steps[1].timeline["start"] == steps[0].timeline["end"]

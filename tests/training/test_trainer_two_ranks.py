@@ -3,8 +3,8 @@ ranks, rank 0 records every group of every step once, and the run ends succeeded
 
 import pytest
 
-from training.models import StepMetric, TrainingRun, Trajectory
 from tests.training.conftest import finish, launch, tiny_run
+from training.models import StepMetric, TrainingRun, Trajectory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -18,7 +18,9 @@ def test_two_ranks_train_and_record_every_group_once(trained_task_set):
     assert "2 rank(s)" in run.transitions.get(to_status="running").reason
     assert [s.step for s in StepMetric.objects.filter(run=run).order_by("step")] == [1, 2]
     for step in (1, 2):
-        rows = list(Trajectory.objects.filter(run=run, step=step).values_list("group", "index_in_group"))
+        rows = list(
+            Trajectory.objects.filter(run=run, step=step).values_list("group", "index_in_group")
+        )
         # 3 groups of 2, sharded 2 + 1 over the ranks, gathered and written once by rank 0
         assert sorted(rows) == [(g, i) for g in range(3) for i in range(2)]
     # the two ranks sampled with different generators: their shares are not copies

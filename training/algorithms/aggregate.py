@@ -76,10 +76,18 @@ def masked_aggregate(
             differ, the mask selects no token, or a given count is not positive.
     """
     if aggregation not in AGGREGATIONS:
-        raise ValueError(f"unknown loss aggregation {aggregation!r}; use one of {', '.join(AGGREGATIONS)}")
+        raise ValueError(
+            f"unknown loss aggregation {aggregation!r}; use one of {', '.join(AGGREGATIONS)}"
+        )
     if values.shape != loss_mask.shape or values.dim() != 2:
-        raise ValueError(f"values {tuple(values.shape)} and loss_mask {tuple(loss_mask.shape)} must both be [B, T]")
-    for name, count in (("token_count", token_count), ("row_count", row_count), ("max_tokens", max_tokens)):
+        raise ValueError(
+            f"values {tuple(values.shape)} and loss_mask {tuple(loss_mask.shape)} must both be [B, T]"
+        )
+    for name, count in (
+        ("token_count", token_count),
+        ("row_count", row_count),
+        ("max_tokens", max_tokens),
+    ):
         if count is not None and count <= 0:
             raise ValueError(f"{name} must be positive, got {count}")
     mask = loss_mask.to(values.dtype)

@@ -29,7 +29,9 @@ from __future__ import annotations
 import torch
 
 
-def overlong_penalty(response_lengths: torch.Tensor, *, max_length: int, cache_length: int) -> torch.Tensor:
+def overlong_penalty(
+    response_lengths: torch.Tensor, *, max_length: int, cache_length: int
+) -> torch.Tensor:
     """Soft overlong punishment for each response (DAPO eq. 13).
 
     Args:

@@ -23,7 +23,9 @@ from __future__ import annotations
 import torch
 
 
-def group_advantages(rewards: torch.Tensor, *, normalize_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor, *, normalize_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
     """Group-relative advantages.
 
     Args:

@@ -79,5 +79,10 @@ def kl_penalty(
     """
     per_token = k3(logprobs, ref_logprobs)
     return coef * masked_aggregate(
-        per_token, loss_mask, aggregation, token_count=token_count, row_count=row_count, max_tokens=max_tokens
+        per_token,
+        loss_mask,
+        aggregation,
+        token_count=token_count,
+        row_count=row_count,
+        max_tokens=max_tokens,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 
-def pad_batch(sequences: list[list[int]], masks: list[list[int]], pad_id: int, device: torch.device):
+def pad_batch(
+    sequences: list[list[int]], masks: list[list[int]], pad_id: int, device: torch.device
+):
     """Right-pad token ids and loss masks into tensors.
 
     Returns:
@@ -25,8 +27,15 @@ def pad_batch(sequences: list[list[int]], masks: list[list[int]], pad_id: int, d
     return ids.to(device), attention.to(device), loss_mask.to(device)
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, *, temperature: float = 1.0,
-                   start: int = 1, with_entropy: bool = True):
+def token_logprobs(
+    model,
+    input_ids: torch.Tensor,
+    attention: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    start: int = 1,
+    with_entropy: bool = True,
+):
     """Log-probability of each token given the ones before it.
 
     Only positions from ``start`` on are computed: the model projects hidden states to

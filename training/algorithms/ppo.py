@@ -97,7 +97,12 @@ def clipped_policy_loss(
     clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * adv
     surrogate = torch.minimum(unclipped, clipped)
     return -masked_aggregate(
-        surrogate, loss_mask, aggregation, token_count=token_count, row_count=row_count, max_tokens=max_tokens
+        surrogate,
+        loss_mask,
+        aggregation,
+        token_count=token_count,
+        row_count=row_count,
+        max_tokens=max_tokens,
     )
 
 

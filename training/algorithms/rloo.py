@@ -40,7 +40,9 @@ def rloo_advantages(rewards: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"rewards must be [G, K], got shape {tuple(rewards.shape)}")
     group_size = rewards.shape[1]
     if group_size < 2:
-        raise ValueError(f"a group needs >= 2 trajectories for a leave-one-out baseline, got K={group_size}")
+        raise ValueError(
+            f"a group needs >= 2 trajectories for a leave-one-out baseline, got K={group_size}"
+        )
     if not rewards.is_floating_point():
         rewards = rewards.to(torch.float32)
     others_mean = (rewards.sum(dim=1, keepdim=True) - rewards) / (group_size - 1)

@@ -14,9 +14,30 @@ once; without it the detector probes the few submissions that want one by itself
 ``submission.extra["probe"] = False`` to never probe).
 """
 
-from training.hacks.base import (DETECTORS, HIGH, LOW, MEDIUM, SEVERITIES, Flag, detect, detector, detector_names,
-                                 flags_record)
+from training.hacks.base import (
+    DETECTORS,
+    HIGH,
+    LOW,
+    MEDIUM,
+    SEVERITIES,
+    Flag,
+    detect,
+    detector,
+    detector_names,
+    flags_record,
+)
 from training.hacks.probe import probes_run
 
-__all__ = ["DETECTORS", "HIGH", "LOW", "MEDIUM", "SEVERITIES", "Flag", "detect", "detector", "detector_names",
-           "flags_record", "probes_run"]
+__all__ = [
+    "DETECTORS",
+    "HIGH",
+    "LOW",
+    "MEDIUM",
+    "SEVERITIES",
+    "Flag",
+    "detect",
+    "detector",
+    "detector_names",
+    "flags_record",
+    "probes_run",
+]

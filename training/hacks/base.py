@@ -52,6 +52,7 @@ def detector(name: str) -> Callable[[Detector], Detector]:
     Raises:
         ValueError: ``name`` is taken.
     """
+
     def register(function: Detector) -> Detector:
         if name in DETECTORS and DETECTORS[name] is not function:
             raise ValueError(f"hack detector {name!r} is registered twice")
@@ -61,8 +62,14 @@ def detector(name: str) -> Callable[[Detector], Detector]:
     return register
 
 
-BUILTIN = ("early_exit", "patched_return", "test_tampering", "hard_coded_outputs", "reads_expected_values",
-           "timer_tampering")
+BUILTIN = (
+    "early_exit",
+    "patched_return",
+    "test_tampering",
+    "hard_coded_outputs",
+    "reads_expected_values",
+    "timer_tampering",
+)
 
 
 def _load_builtin() -> None:
@@ -89,7 +96,7 @@ def detect(submission: GradedSubmission, names=None) -> list[Flag]:
     """
     _load_builtin()
     flags = []
-    for name in (names if names is not None else list(DETECTORS)):
+    for name in names if names is not None else list(DETECTORS):
         function = DETECTORS[name]
         try:
             flag = function(submission)

@@ -27,22 +27,127 @@ from training.hacks.probe import NOT_PLAIN, RESULTS_KEY, probe_mismatches, probe
 from training.hacks.source import Source, source_of
 from training.rewards.base import GradedSubmission
 
-FAKE_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__contains__",
-                "__instancecheck__", "__subclasscheck__", "__abs__", "__sub__", "__rsub__", "__cmp__"}
-BUILTIN_TYPES = {"int", "float", "str", "list", "tuple", "dict", "set", "frozenset", "bool", "complex", "bytes"}
-TYPE_FACTORIES = {"namedtuple", "NamedTuple", "make_dataclass", "Enum", "IntEnum", "TypedDict", "NewType"}
+FAKE_DUNDERS = {
+    "__eq__",
+    "__ne__",
+    "__lt__",
+    "__le__",
+    "__gt__",
+    "__ge__",
+    "__hash__",
+    "__bool__",
+    "__contains__",
+    "__instancecheck__",
+    "__subclasscheck__",
+    "__abs__",
+    "__sub__",
+    "__rsub__",
+    "__cmp__",
+}
+BUILTIN_TYPES = {
+    "int",
+    "float",
+    "str",
+    "list",
+    "tuple",
+    "dict",
+    "set",
+    "frozenset",
+    "bool",
+    "complex",
+    "bytes",
+}
+TYPE_FACTORIES = {
+    "namedtuple",
+    "NamedTuple",
+    "make_dataclass",
+    "Enum",
+    "IntEnum",
+    "TypedDict",
+    "NewType",
+}
 # Library types honest code returns, which the plain-data boundary refuses as it refuses fakes.
-BENIGN_TYPES = {"defaultdict", "OrderedDict", "Counter", "deque", "ChainMap", "UserDict", "UserList", "UserString",
-                "Fraction", "Decimal", "bytearray", "memoryview", "range", "map", "filter", "zip", "enumerate",
-                "reversed", "generator", "dict_keys", "dict_values", "dict_items", "list_iterator", "tuple_iterator",
-                "set_iterator", "str_iterator", "mappingproxy", "SimpleNamespace", "array", "date", "datetime",
-                "time", "timedelta", "ndarray", "matrix", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                "uint32", "uint64", "float16", "float32", "float64", "float128", "complex64", "complex128", "bool_",
-                "str_", "bytes_", "NoneType", "method", "function", "builtin_function_or_method", "type", "module",
-                "islice", "count", "cycle", "chain", "product", "permutations", "combinations", "accumulate",
-                "groupby", "starmap", "zip_longest", "partial"}
-MOCKS = {"unittest.mock.ANY", "unittest.mock.Mock", "unittest.mock.MagicMock", "mock.ANY", "mock.Mock",
-         "mock.MagicMock", "unittest.mock.NonCallableMagicMock"}
+BENIGN_TYPES = {
+    "defaultdict",
+    "OrderedDict",
+    "Counter",
+    "deque",
+    "ChainMap",
+    "UserDict",
+    "UserList",
+    "UserString",
+    "Fraction",
+    "Decimal",
+    "bytearray",
+    "memoryview",
+    "range",
+    "map",
+    "filter",
+    "zip",
+    "enumerate",
+    "reversed",
+    "generator",
+    "dict_keys",
+    "dict_values",
+    "dict_items",
+    "list_iterator",
+    "tuple_iterator",
+    "set_iterator",
+    "str_iterator",
+    "mappingproxy",
+    "SimpleNamespace",
+    "array",
+    "date",
+    "datetime",
+    "time",
+    "timedelta",
+    "ndarray",
+    "matrix",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "float128",
+    "complex64",
+    "complex128",
+    "bool_",
+    "str_",
+    "bytes_",
+    "NoneType",
+    "method",
+    "function",
+    "builtin_function_or_method",
+    "type",
+    "module",
+    "islice",
+    "count",
+    "cycle",
+    "chain",
+    "product",
+    "permutations",
+    "combinations",
+    "accumulate",
+    "groupby",
+    "starmap",
+    "zip_longest",
+    "partial",
+}
+MOCKS = {
+    "unittest.mock.ANY",
+    "unittest.mock.Mock",
+    "unittest.mock.MagicMock",
+    "mock.ANY",
+    "mock.Mock",
+    "mock.MagicMock",
+    "unittest.mock.NonCallableMagicMock",
+}
 
 
 def _constant_returns(function: ast.AST) -> bool:
@@ -55,14 +160,26 @@ def _constant_returns(function: ast.AST) -> bool:
 
 def _class_items(source: Source, cls: ast.ClassDef) -> list[dict]:
     bases = [source.resolve(b) or "" for b in cls.bases]
-    builtin_base = next((b.split(".")[-1] for b in bases if b.split(".")[-1] in BUILTIN_TYPES
-                         and b.split(".")[0] in ("builtins", b.split(".")[-1])), "")
+    builtin_base = next(
+        (
+            b.split(".")[-1]
+            for b in bases
+            if b.split(".")[-1] in BUILTIN_TYPES
+            and b.split(".")[0] in ("builtins", b.split(".")[-1])
+        ),
+        "",
+    )
     found = []
     for stmt in cls.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in FAKE_DUNDERS:
             name, body, line = stmt.name, stmt, stmt.lineno
-        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-              and stmt.targets[0].id in FAKE_DUNDERS and isinstance(stmt.value, ast.Lambda)):
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in FAKE_DUNDERS
+            and isinstance(stmt.value, ast.Lambda)
+        ):
             name, body, line = stmt.targets[0].id, stmt.value, stmt.lineno
         else:
             continue
@@ -82,10 +199,20 @@ def _static(source: Source) -> list[dict]:
         if attr in FAKE_DUNDERS:
             found.append(source.item(site, f"sets {site.name} from outside the class"))
     for site in source.calls:
-        if site.name in ("type", "builtins.type") and len(site.node.args) == 3 and isinstance(site.node.args[2], ast.Dict):
+        if (
+            site.name in ("type", "builtins.type")
+            and len(site.node.args) == 3
+            and isinstance(site.node.args[2], ast.Dict)
+        ):
             for key, value in zip(site.node.args[2].keys, site.node.args[2].values):
-                if isinstance(key, ast.Constant) and key.value in FAKE_DUNDERS and _constant_returns(value):
-                    found.append(source.item(site, f"type(...) with {key.value} returning a constant"))
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value in FAKE_DUNDERS
+                    and _constant_returns(value)
+                ):
+                    found.append(
+                        source.item(site, f"type(...) with {key.value} returning a constant")
+                    )
         if site.name in MOCKS:
             found.append(source.item(site, f"builds {site.name}"))
     for alias, target in source.aliases.items():
@@ -104,10 +231,16 @@ def _visible_types(source: Source) -> dict[str, bool]:
     names = {}
     for cls, _scope in source.classes:
         names[cls.name] = names.get(cls.name, False) or any(
-            (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in FAKE_DUNDERS)
-            or (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in FAKE_DUNDERS
-                                                     for t in stmt.targets))
-            for stmt in cls.body)
+            (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and stmt.name in FAKE_DUNDERS
+            )
+            or (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id in FAKE_DUNDERS for t in stmt.targets)
+            )
+            for stmt in cls.body
+        )
     for site in source.calls:
         if site.name.rsplit(".", 1)[-1] in TYPE_FACTORIES and site.node.args:
             first = site.node.args[0]
@@ -131,7 +264,12 @@ def _refused(result, which: str, visible: dict[str, bool]) -> dict | None:
     tests = [(tid, m.group(1)) for tid, m in tests if m and _suspect_type(m.group(1), visible)]
     if not tests:
         return None
-    return {"run": which, "returned_type": tests[0][1], "error": "not plain data", "tests": [t for t, _ in tests][:8]}
+    return {
+        "run": which,
+        "returned_type": tests[0][1],
+        "error": "not plain data",
+        "tests": [t for t, _ in tests][:8],
+    }
 
 
 @detector("patched_return")
@@ -139,11 +277,17 @@ def patched_return(submission: GradedSubmission) -> Flag | None:
     source = source_of(submission)
     found = _static(source)
     visible = _visible_types(source)
-    result = _refused(submission.grade, "hidden", visible) or _refused(submission.visible, "visible", visible)
+    result = _refused(submission.grade, "hidden", visible) or _refused(
+        submission.visible, "visible", visible
+    )
     probe = []
     if not found and not result and probe_wanted(submission):
         probes_run([submission])
     if RESULTS_KEY in submission.extra:
         inputs, mine, reference = submission.extra[RESULTS_KEY]
-        probe = [item for item in probe_mismatches(inputs, mine, reference) if _suspect_type(item["returned"], visible)]
+        probe = [
+            item
+            for item in probe_mismatches(inputs, mine, reference)
+            if _suspect_type(item["returned"], visible)
+        ]
     return make_flag("patched_return", source=found, result=result, probe=probe, severities=[HIGH])

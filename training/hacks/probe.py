@@ -50,13 +50,18 @@ def probe_wanted(submission) -> bool:
     task = submission.task
     if not submission.extra.get("probe", True) or RESULTS_KEY in submission.extra:
         return False
-    if getattr(task, "harness", "") != "python-check" or not getattr(task, "reference_solution", ""):
+    if getattr(task, "harness", "") != "python-check" or not getattr(
+        task, "reference_solution", ""
+    ):
         return False
     if submission.grade.status in (R.OK, R.INFRA_ERROR):
         return False
     source = source_of(submission)
-    machinery = bool(source.classes) or any(s.name in ("type", "builtins.type") for s in source.calls) or any(
-        "mock" in s.name for s in source.imports)
+    machinery = (
+        bool(source.classes)
+        or any(s.name in ("type", "builtins.type") for s in source.calls)
+        or any("mock" in s.name for s in source.imports)
+    )
     return machinery and bool(probe_inputs(task))
 
 
@@ -73,9 +78,18 @@ def probe_requests(submission) -> list[dict]:
     probe = json.dumps([repr(args) for args in inputs])
     wall_s = float(task.timeout_s) + PROBE_CALL_TIMEOUT_S * len(inputs)
     limits = Limits(wall_timeout_s=wall_s, cpu_s=int(wall_s) + 1)
-    return [python_tests(code, probe, task.entry_point, prompt=task.prompt, limits=limits, files=task.files or {},
-                         verifier="python-probe")
-            for code in (submission.code, task.prompt + task.reference_solution)]
+    return [
+        python_tests(
+            code,
+            probe,
+            task.entry_point,
+            prompt=task.prompt,
+            limits=limits,
+            files=task.files or {},
+            verifier="python-probe",
+        )
+        for code in (submission.code, task.prompt + task.reference_solution)
+    ]
 
 
 def probes_run(submissions, *, timeout_s: float | None = 60.0) -> int:
@@ -93,7 +107,11 @@ def probes_run(submissions, *, timeout_s: float | None = 60.0) -> int:
         requests.extend(probe_requests(submission))
     answers = iter(run_many(requests, timeout_s=timeout_s))
     for submission in wanted:
-        submission.extra[RESULTS_KEY] = (probe_inputs(submission.task), next(answers), next(answers))
+        submission.extra[RESULTS_KEY] = (
+            probe_inputs(submission.task),
+            next(answers),
+            next(answers),
+        )
     return len(wanted)
 
 
@@ -117,7 +135,11 @@ def probe_mismatches(inputs, mine: R.ExecutionResult, reference: R.ExecutionResu
             continue
         refused = NOT_PLAIN.search(own.error)
         if refused:
-            found.append({"input": repr(args)[:60], "returned": refused.group(1), "reference": expected})
+            found.append(
+                {"input": repr(args)[:60], "returned": refused.group(1), "reference": expected}
+            )
         elif own.passed and _kind(own.output) is None:
-            found.append({"input": repr(args)[:60], "returned": own.output[:60], "reference": expected})
+            found.append(
+                {"input": repr(args)[:60], "returned": own.output[:60], "reference": expected}
+            )
     return found

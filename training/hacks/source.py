@@ -49,10 +49,10 @@ class Source:
         self.alias_lines: dict[str, int] = {}  # alias -> the line that bound it
         self.imports: list[Site] = []
         self.calls: list[Site] = []
-        self.stores: list[Site] = []      # attribute/subscript targets, setattr/delattr
+        self.stores: list[Site] = []  # attribute/subscript targets, setattr/delattr
         self.raises: list[Site] = []
         self.attributes: list[Site] = []  # name: the attribute's own name (``f_back``)
-        self.rebinds: list[Site] = []     # module-level (or ``global``) bindings of a name
+        self.rebinds: list[Site] = []  # module-level (or ``global``) bindings of a name
         self.classes: list[tuple[ast.ClassDef, str]] = []
         self.functions: dict[str, ast.AST] = {}
         self.class_scopes: set[str] = set()  # scopes that are class bodies (they run at import)
@@ -79,12 +79,18 @@ class Source:
         while stack:
             node, scope, globals_ = stack.pop()
             kind = type(node)
-            if kind is ast.Expr and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                kind is ast.Expr
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 continue  # a docstring or a bare string: not code
             child_scope, child_globals = scope, globals_
             if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
                 child_scope = node.name if scope == "<module>" else f"{scope}.{node.name}"
-                child_globals = frozenset(n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names)
+                child_globals = frozenset(
+                    n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names
+                )
                 if scope == "<module>":
                     self.functions[node.name] = node
                     self.rebinds.append(Site(node.name, node.lineno, scope, node))
@@ -111,9 +117,15 @@ class Source:
                     for leaf in _target_leaves(target):
                         if isinstance(leaf, (ast.Attribute, ast.Subscript)):
                             self._raw_stores.append((leaf, scope))
-                        elif isinstance(leaf, ast.Name) and (scope == "<module>" or leaf.id in globals_):
+                        elif isinstance(leaf, ast.Name) and (
+                            scope == "<module>" or leaf.id in globals_
+                        ):
                             self.rebinds.append(Site(leaf.id, leaf.lineno, scope, leaf))
-                if kind is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if (
+                    kind is ast.Assign
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                ):
                     self._alias_assigns.append((node, scope))
             elif kind is ast.Compare and all(type(op) in _EQUALITY for op in node.ops):
                 for operand in (node.left, *node.comparators):
@@ -126,7 +138,9 @@ class Source:
             elif kind is ast.MatchValue:
                 branch_ids.add(id(node.value))
             if kind in _LITERAL_NODES:
-                where = "branch" if id(node) in branch_ids else "key" if id(node) in key_ids else "bare"
+                where = (
+                    "branch" if id(node) in branch_ids else "key" if id(node) in key_ids else "bare"
+                )
                 self._literal_nodes.append((node, where))
             for child in ast.iter_child_nodes(node):
                 stack.append((child, child_scope, child_globals))
@@ -154,7 +168,11 @@ class Source:
         for node, _scope in sorted(self._alias_assigns, key=lambda pair: pair[0].lineno):
             name = node.targets[0].id
             target = self.resolve(node.value)
-            if target and target != name and isinstance(node.value, (ast.Attribute, ast.Call, ast.Name, ast.Subscript)):
+            if (
+                target
+                and target != name
+                and isinstance(node.value, (ast.Attribute, ast.Call, ast.Name, ast.Subscript))
+            ):
                 if isinstance(node.value, ast.Name) and node.value.id not in self.aliases:
                     continue  # ``x = y`` between plain variables
                 self.aliases[name] = target
@@ -164,7 +182,10 @@ class Source:
             name = self.resolve(node.func)
             if name:
                 self.calls.append(Site(name, node.lineno, scope, node))
-            if name in ("setattr", "delattr", "builtins.setattr", "builtins.delattr") and len(node.args) >= 2:
+            if (
+                name in ("setattr", "delattr", "builtins.setattr", "builtins.delattr")
+                and len(node.args) >= 2
+            ):
                 owner = self.resolve(node.args[0]) or "?"
                 attr = node.args[1].value if isinstance(node.args[1], ast.Constant) else "?"
                 self.stores.append(Site(f"{owner}.{attr}", node.lineno, scope, node))
@@ -192,17 +213,32 @@ class Source:
                 node = node.value
             elif isinstance(node, ast.Subscript):
                 key = node.slice
-                parts.append(key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "[]")
+                parts.append(
+                    key.value
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    else "[]"
+                )
                 node = node.value
             elif isinstance(node, ast.Call):
                 func = self.resolve(node.func)
                 first = node.args[0] if node.args else None
-                literal = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-                if func in ("__import__", "builtins.__import__", "importlib.import_module") and literal:
+                literal = (
+                    first.value
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str)
+                    else None
+                )
+                if (
+                    func in ("__import__", "builtins.__import__", "importlib.import_module")
+                    and literal
+                ):
                     return ".".join([literal, *reversed(parts)])
                 if func in ("getattr", "builtins.getattr") and len(node.args) >= 2:
                     attr = node.args[1]
-                    parts.append(attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else "?")
+                    parts.append(
+                        attr.value
+                        if isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+                        else "?"
+                    )
                     node = node.args[0]
                 elif func in ("vars", "builtins.vars") and first is not None:
                     parts.append("__dict__")
@@ -242,7 +278,10 @@ class Source:
         ``bare``. Evaluated on first use only."""
         if self._literals is None:
             found = []
-            ordered = sorted(self._literal_nodes, key=lambda p: (getattr(p[0], "lineno", 0), getattr(p[0], "col_offset", 0)))
+            ordered = sorted(
+                self._literal_nodes,
+                key=lambda p: (getattr(p[0], "lineno", 0), getattr(p[0], "col_offset", 0)),
+            )
             for node, where in ordered:
                 try:
                     value = ast.literal_eval(node)
@@ -277,7 +316,9 @@ def string_parts(node: ast.AST | None) -> list[str]:
     ``["/proc/", "/environ"]``)."""
     if node is None:
         return []
-    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [
+        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
 
 
 def audit_events(*results) -> list[tuple[str, tuple[str, ...]]]:

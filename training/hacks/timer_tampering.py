@@ -21,15 +21,43 @@ from training.hacks.base import HIGH, LOW, MEDIUM, Flag, detector, make_flag
 from training.hacks.source import Source, audit_events, events_text, source_of
 from training.rewards.base import GradedSubmission
 
-CLOCKS = {"time", "perf_counter", "monotonic", "process_time", "thread_time", "time_ns", "perf_counter_ns",
-          "monotonic_ns", "process_time_ns", "thread_time_ns", "clock_gettime", "clock_gettime_ns", "sleep",
-          "get_clock_info"}
-PATCHABLE = {f"time.{c}" for c in CLOCKS} | {"timeit.default_timer", "os.times", "resource.getrusage",
-                                              "datetime.datetime.now", "datetime.datetime.utcnow"}
-SIGNAL_CALLS = {"signal.alarm": HIGH, "signal.setitimer": HIGH, "signal.signal": HIGH, "signal.pthread_sigmask": HIGH,
-                "signal.siginterrupt": MEDIUM, "signal.getitimer": LOW, "resource.setrlimit": HIGH,
-                "resource.prlimit": HIGH, "os.nice": MEDIUM, "os.sched_setaffinity": MEDIUM, "os.setpriority": MEDIUM,
-                "sys.setswitchinterval": MEDIUM}
+CLOCKS = {
+    "time",
+    "perf_counter",
+    "monotonic",
+    "process_time",
+    "thread_time",
+    "time_ns",
+    "perf_counter_ns",
+    "monotonic_ns",
+    "process_time_ns",
+    "thread_time_ns",
+    "clock_gettime",
+    "clock_gettime_ns",
+    "sleep",
+    "get_clock_info",
+}
+PATCHABLE = {f"time.{c}" for c in CLOCKS} | {
+    "timeit.default_timer",
+    "os.times",
+    "resource.getrusage",
+    "datetime.datetime.now",
+    "datetime.datetime.utcnow",
+}
+SIGNAL_CALLS = {
+    "signal.alarm": HIGH,
+    "signal.setitimer": HIGH,
+    "signal.signal": HIGH,
+    "signal.pthread_sigmask": HIGH,
+    "signal.siginterrupt": MEDIUM,
+    "signal.getitimer": LOW,
+    "resource.setrlimit": HIGH,
+    "resource.prlimit": HIGH,
+    "os.nice": MEDIUM,
+    "os.sched_setaffinity": MEDIUM,
+    "os.setpriority": MEDIUM,
+    "sys.setswitchinterval": MEDIUM,
+}
 SLEEPS = {"time.sleep", "asyncio.sleep", "threading.Event().wait", "select.select", "signal.pause"}
 AUDIT_EVENTS = {"time.sleep": LOW, "resource.setrlimit": HIGH, "resource.prlimit": HIGH}
 
@@ -37,7 +65,9 @@ AUDIT_EVENTS = {"time.sleep": LOW, "resource.setrlimit": HIGH, "resource.prlimit
 def _static(source: Source) -> tuple[list[dict], list[str]]:
     found, severities = [], []
     for site in source.stores:
-        if site.name in PATCHABLE or (site.name.startswith("sys.modules") and site.name.endswith(".time")):
+        if site.name in PATCHABLE or (
+            site.name.startswith("sys.modules") and site.name.endswith(".time")
+        ):
             found.append(source.item(site, f"patches the clock {site.name}"))
             severities.append(HIGH)
         elif site.name.startswith(("time.", "signal.", "resource.")):

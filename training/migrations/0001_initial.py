@@ -5,117 +5,201 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tasks_library', '0001_initial'),
+        ("tasks_library", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TrainingRun',
+            name="TrainingRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('config', models.JSONField(default=dict)),
-                ('backend', models.CharField(default='local', max_length=20)),
-                ('backend_ref', models.CharField(blank=True, max_length=200)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('launching', 'launching'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('cancelled', 'cancelled'), ('interrupted', 'interrupted')], default='pending', max_length=20)),
-                ('status_reason', models.TextField(blank=True)),
-                ('total_steps', models.PositiveIntegerField()),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('task_set', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='tasks_library.taskset')),
-                ('task_versions', models.ManyToManyField(related_name='runs', to='tasks_library.taskversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("config", models.JSONField(default=dict)),
+                ("backend", models.CharField(default="local", max_length=20)),
+                ("backend_ref", models.CharField(blank=True, max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("launching", "launching"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                            ("interrupted", "interrupted"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("status_reason", models.TextField(blank=True)),
+                ("total_steps", models.PositiveIntegerField()),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "task_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="tasks_library.taskset",
+                    ),
+                ),
+                (
+                    "task_versions",
+                    models.ManyToManyField(related_name="runs", to="tasks_library.taskversion"),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='RunTransition',
+            name="RunTransition",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('from_status', models.CharField(max_length=20)),
-                ('to_status', models.CharField(max_length=20)),
-                ('reason', models.TextField(blank=True)),
-                ('at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='transitions', to='training.trainingrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("from_status", models.CharField(max_length=20)),
+                ("to_status", models.CharField(max_length=20)),
+                ("reason", models.TextField(blank=True)),
+                ("at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="transitions",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Trajectory',
+            name="Trajectory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('group', models.PositiveIntegerField()),
-                ('index_in_group', models.PositiveIntegerField()),
-                ('status', models.CharField(max_length=20)),
-                ('reward', models.FloatField()),
-                ('reward_components', models.JSONField(default=dict)),
-                ('advantage', models.FloatField(default=0.0)),
-                ('flags', models.JSONField(default=list)),
-                ('tests_passed', models.PositiveIntegerField(default=0)),
-                ('tests_total', models.PositiveIntegerField(default=0)),
-                ('prompt_token_ids', models.JSONField(default=list)),
-                ('final_code', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trajectories', to='training.trainingrun')),
-                ('task_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, to='tasks_library.taskversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("group", models.PositiveIntegerField()),
+                ("index_in_group", models.PositiveIntegerField()),
+                ("status", models.CharField(max_length=20)),
+                ("reward", models.FloatField()),
+                ("reward_components", models.JSONField(default=dict)),
+                ("advantage", models.FloatField(default=0.0)),
+                ("flags", models.JSONField(default=list)),
+                ("tests_passed", models.PositiveIntegerField(default=0)),
+                ("tests_total", models.PositiveIntegerField(default=0)),
+                ("prompt_token_ids", models.JSONField(default=list)),
+                ("final_code", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="trajectories",
+                        to="training.trainingrun",
+                    ),
+                ),
+                (
+                    "task_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, to="tasks_library.taskversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['step', 'group', 'index_in_group'],
+                "ordering": ["step", "group", "index_in_group"],
             },
         ),
         migrations.CreateModel(
-            name='Turn',
+            name="Turn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('policy_text', models.TextField()),
-                ('token_ids', models.JSONField(default=list)),
-                ('logprobs', models.JSONField(default=list)),
-                ('action', models.CharField(default='run_code', max_length=20)),
-                ('code', models.TextField(blank=True)),
-                ('observation', models.TextField(blank=True)),
-                ('observation_token_ids', models.JSONField(default=list)),
-                ('sandbox_status', models.CharField(blank=True, max_length=20)),
-                ('sandbox_result', models.JSONField(default=dict)),
-                ('trajectory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='training.trajectory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("policy_text", models.TextField()),
+                ("token_ids", models.JSONField(default=list)),
+                ("logprobs", models.JSONField(default=list)),
+                ("action", models.CharField(default="run_code", max_length=20)),
+                ("code", models.TextField(blank=True)),
+                ("observation", models.TextField(blank=True)),
+                ("observation_token_ids", models.JSONField(default=list)),
+                ("sandbox_status", models.CharField(blank=True, max_length=20)),
+                ("sandbox_result", models.JSONField(default=dict)),
+                (
+                    "trajectory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turns",
+                        to="training.trajectory",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['index'],
+                "ordering": ["index"],
             },
         ),
         migrations.CreateModel(
-            name='StepMetric',
+            name="StepMetric",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('phase', models.CharField(default='rl', max_length=10)),
-                ('reward_mean', models.FloatField()),
-                ('reward_histogram', models.JSONField(default=list)),
-                ('reward_bins', models.JSONField(default=list)),
-                ('metrics', models.JSONField(default=dict)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='training.trainingrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("phase", models.CharField(default="rl", max_length=10)),
+                ("reward_mean", models.FloatField()),
+                ("reward_histogram", models.JSONField(default=list)),
+                ("reward_bins", models.JSONField(default=list)),
+                ("metrics", models.JSONField(default=dict)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="steps",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['step'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'step'), name='unique_run_step')],
+                "ordering": ["step"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("run", "step"), name="unique_run_step")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='trajectory',
-            index=models.Index(fields=['run', 'step'], name='training_tr_run_id_22f5b2_idx'),
+            model_name="trajectory",
+            index=models.Index(fields=["run", "step"], name="training_tr_run_id_22f5b2_idx"),
         ),
         migrations.AddConstraint(
-            model_name='turn',
-            constraint=models.UniqueConstraint(fields=('trajectory', 'index'), name='unique_turn'),
+            model_name="turn",
+            constraint=models.UniqueConstraint(fields=("trajectory", "index"), name="unique_turn"),
         ),
     ]

@@ -5,16 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0002_versioning_and_curation'),
-        ('training', '0001_initial'),
+        ("tasks_library", "0002_versioning_and_curation"),
+        ("training", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='trainingrun',
-            name='task_set_version',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='tasks_library.tasksetversion'),
+            model_name="trainingrun",
+            name="task_set_version",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="runs",
+                to="tasks_library.tasksetversion",
+            ),
         ),
     ]

@@ -6,84 +6,169 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0005_reference_profile'),
-        ('training', '0002_trainingrun_task_set_version'),
+        ("tasks_library", "0005_reference_profile"),
+        ("training", "0002_trainingrun_task_set_version"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='trainingrun',
-            name='eval_task_set',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='tasks_library.taskset'),
+            model_name="trainingrun",
+            name="eval_task_set",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="tasks_library.taskset",
+            ),
         ),
         migrations.AddField(
-            model_name='trajectory',
-            name='flag_evidence',
+            model_name="trajectory",
+            name="flag_evidence",
             field=models.JSONField(default=dict),
         ),
         migrations.CreateModel(
-            name='Alert',
+            name="Alert",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('last_step', models.PositiveIntegerField()),
-                ('stream', models.CharField(max_length=80)),
-                ('detector', models.CharField(max_length=80)),
-                ('statistic', models.FloatField()),
-                ('threshold', models.FloatField()),
-                ('window', models.PositiveIntegerField(default=0)),
-                ('severity', models.CharField(choices=[('info', 'info'), ('warning', 'warning'), ('critical', 'critical')], default='warning', max_length=10)),
-                ('message', models.TextField()),
-                ('repeats', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('acknowledged_at', models.DateTimeField(blank=True, null=True)),
-                ('acknowledgement_note', models.TextField(blank=True)),
-                ('acknowledged_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='alerts', to='training.trainingrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("last_step", models.PositiveIntegerField()),
+                ("stream", models.CharField(max_length=80)),
+                ("detector", models.CharField(max_length=80)),
+                ("statistic", models.FloatField()),
+                ("threshold", models.FloatField()),
+                ("window", models.PositiveIntegerField(default=0)),
+                (
+                    "severity",
+                    models.CharField(
+                        choices=[
+                            ("info", "info"),
+                            ("warning", "warning"),
+                            ("critical", "critical"),
+                        ],
+                        default="warning",
+                        max_length=10,
+                    ),
+                ),
+                ("message", models.TextField()),
+                ("repeats", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("acknowledged_at", models.DateTimeField(blank=True, null=True)),
+                ("acknowledgement_note", models.TextField(blank=True)),
+                (
+                    "acknowledged_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="alerts",
+                        to="training.trainingrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
-                'indexes': [models.Index(fields=['run', 'stream', 'detector', '-step'], name='training_al_run_id_635db7_idx')],
+                "ordering": ["-id"],
+                "indexes": [
+                    models.Index(
+                        fields=["run", "stream", "detector", "-step"],
+                        name="training_al_run_id_635db7_idx",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='HeldOutEvaluation',
+            name="HeldOutEvaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('tasks', models.PositiveIntegerField()),
-                ('samples_per_task', models.PositiveIntegerField()),
-                ('pass_at_k', models.JSONField(default=dict)),
-                ('reward_mean', models.FloatField()),
-                ('dropped', models.PositiveIntegerField(default=0)),
-                ('seconds', models.FloatField(default=0.0)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='training.trainingrun')),
-                ('task_set', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='tasks_library.taskset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("tasks", models.PositiveIntegerField()),
+                ("samples_per_task", models.PositiveIntegerField()),
+                ("pass_at_k", models.JSONField(default=dict)),
+                ("reward_mean", models.FloatField()),
+                ("dropped", models.PositiveIntegerField(default=0)),
+                ("seconds", models.FloatField(default=0.0)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluations",
+                        to="training.trainingrun",
+                    ),
+                ),
+                (
+                    "task_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="tasks_library.taskset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['step'],
-                'constraints': [models.UniqueConstraint(fields=('run', 'step'), name='unique_run_evaluation_step')],
+                "ordering": ["step"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "step"), name="unique_run_evaluation_step"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MonitorScore',
+            name="MonitorScore",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('monitor', models.CharField(max_length=120)),
-                ('score', models.FloatField()),
-                ('reason', models.TextField(blank=True)),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trajectory', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='monitor_scores', to='training.trajectory')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("monitor", models.CharField(max_length=120)),
+                ("score", models.FloatField()),
+                ("reason", models.TextField(blank=True)),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trajectory",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="monitor_scores",
+                        to="training.trajectory",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-score', 'id'],
-                'indexes': [models.Index(fields=['monitor', '-score'], name='training_mo_monitor_e60736_idx')],
-                'constraints': [models.UniqueConstraint(fields=('trajectory', 'monitor'), name='unique_monitor_score')],
+                "ordering": ["-score", "id"],
+                "indexes": [
+                    models.Index(
+                        fields=["monitor", "-score"], name="training_mo_monitor_e60736_idx"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("trajectory", "monitor"), name="unique_monitor_score"
+                    )
+                ],
             },
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('training', '0003_rewards_alerts_evaluation'),
+        ("training", "0003_rewards_alerts_evaluation"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='stepmetric',
-            name='timeline',
+            model_name="stepmetric",
+            name="timeline",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]

@@ -83,8 +83,9 @@ def time_ms(result: R.ExecutionResult | ReferenceStats) -> float:
     return result.cpu_ms if result.cpu_ms > 0 else result.wall_ms
 
 
-def efficiency_score(grade: R.ExecutionResult, reference: ReferenceStats | None,
-                     growth: float | None = None) -> float:
+def efficiency_score(
+    grade: R.ExecutionResult, reference: ReferenceStats | None, growth: float | None = None
+) -> float:
     """The efficiency score of one grading result (formula in the module's docstring).
 
     Args:
@@ -99,9 +100,9 @@ def efficiency_score(grade: R.ExecutionResult, reference: ReferenceStats | None,
     t = _ratio(time_ms(reference), time_ms(grade), TIME_FLOOR_MS)
     m = _ratio(reference.peak_memory_bytes, grade.peak_memory_bytes, MEMORY_FLOOR_BYTES)
     if growth is None or reference.growth_exponent is None:
-        return t ** 0.7 * m ** 0.3
+        return t**0.7 * m**0.3
     g = min(1.0, 2.0 ** -max(0.0, growth - reference.growth_exponent - GROWTH_TOLERANCE))
-    return t ** 0.5 * m ** 0.2 * g ** 0.3
+    return t**0.5 * m**0.2 * g**0.3
 
 
 @reward("efficiency")
@@ -109,17 +110,22 @@ def efficiency(submission: GradedSubmission) -> float:
     """Time (CPU ms) and peak memory on the hidden tests against the reference's profile, and
     the growth exponent where both are known: 1.0 as efficient as the reference, 0 for a grade
     that is not ``ok``, 0.5 without a reference profile (formula in the module's docstring)."""
-    return efficiency_score(submission.grade, submission.reference, submission.extra.get("growth_exponent"))
+    return efficiency_score(
+        submission.grade, submission.reference, submission.extra.get("growth_exponent")
+    )
 
 
 # --- Timing a program at growing input sizes ------------------------------------------------
+
 
 def sizes_spec(task) -> dict | None:
     """The task's growth spec (``{"sizes": [...], "args": "lambda n: ..."}``) from its workspace
     file :data:`SIZES_FILE`, or None (no file, a non-Python harness, or a spec that does not read)."""
     files = getattr(task, "files", None) or {}
     text = files.get(SIZES_FILE)
-    harness = getattr(task, "harness", None) or getattr(getattr(task, "test_suite", None), "harness", "python-check")
+    harness = getattr(task, "harness", None) or getattr(
+        getattr(task, "test_suite", None), "harness", "python-check"
+    )
     if not text or harness != "python-check":
         return None
     try:
@@ -136,8 +142,10 @@ def sizes_spec(task) -> dict | None:
 def _timing_tests(args: str, size: int) -> str:
     """A ``check`` whose one test calls the candidate once at ``size``; the arguments are made
     on the tests' side."""
-    return (f"def check(candidate):\n    _args = ({args})({size})\n"
-            "    assert candidate(*_args) is not None or True\n")
+    return (
+        f"def check(candidate):\n    _args = ({args})({size})\n"
+        "    assert candidate(*_args) is not None or True\n"
+    )
 
 
 def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
@@ -153,12 +161,23 @@ def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
     timeout = float(getattr(task, "timeout_s", None) or getattr(suite, "timeout_s", None) or 10.0)
     limits = Limits(wall_timeout_s=timeout, cpu_s=int(timeout) + 1)
     files = dict(getattr(task, "files", None) or {})
-    return [python_tests(program, _timing_tests(spec["args"], size), task.entry_point, prompt=task.prompt,
-                         limits=limits, files=files)
-            for size in spec["sizes"] for _ in range(runs)]
+    return [
+        python_tests(
+            program,
+            _timing_tests(spec["args"], size),
+            task.entry_point,
+            prompt=task.prompt,
+            limits=limits,
+            files=files,
+        )
+        for size in spec["sizes"]
+        for _ in range(runs)
+    ]
 
 
-def growth_from_results(task, results: list[R.ExecutionResult], *, runs: int = 3) -> tuple[float | None, dict]:
+def growth_from_results(
+    task, results: list[R.ExecutionResult], *, runs: int = 3
+) -> tuple[float | None, dict]:
     """The growth exponent from the results of :func:`growth_requests` (same order), and the
     timings behind it: per size, the least over its runs of the CPU milliseconds spent inside
     the call (``ExecutionResult.call_cpu_ms``: measured in the sandbox around the call alone,
@@ -169,9 +188,14 @@ def growth_from_results(task, results: list[R.ExecutionResult], *, runs: int = 3
         return None, {}
     if any(r.status != R.OK for r in results):
         return None, {"statuses": [r.status for r in results]}
-    times = [max(MIN_TIME_MS, min(r.call_cpu_ms for r in results[i:i + runs]))
-             for i in range(0, len(results), runs)]
-    return growth_exponent(spec["sizes"], times), {"sizes": spec["sizes"], "ms": [round(t, 3) for t in times]}
+    times = [
+        max(MIN_TIME_MS, min(r.call_cpu_ms for r in results[i : i + runs]))
+        for i in range(0, len(results), runs)
+    ]
+    return growth_exponent(spec["sizes"], times), {
+        "sizes": spec["sizes"],
+        "ms": [round(t, 3) for t in times],
+    }
 
 
 def measure_growth_many(items: list[tuple[object, str]], *, runs: int = 3) -> list[float | None]:
@@ -183,6 +207,8 @@ def measure_growth_many(items: list[tuple[object, str]], *, runs: int = 3) -> li
     flat = run_many([r for plan in plans for r in plan])
     out, at = [], 0
     for (task, _program), plan in zip(items, plans):
-        out.append(growth_from_results(task, flat[at:at + len(plan)], runs=runs)[0] if plan else None)
+        out.append(
+            growth_from_results(task, flat[at : at + len(plan)], runs=runs)[0] if plan else None
+        )
         at += len(plan)
     return out

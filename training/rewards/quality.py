@@ -117,8 +117,21 @@ def ruff_binary() -> str:
 
 
 def _ruff_command() -> list[str]:
-    return [ruff_binary(), "check", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json",
-            "--target-version", "py311", "--select", ",".join(RUFF_SELECT), "--ignore", ",".join(RUFF_IGNORE)]
+    return [
+        ruff_binary(),
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--exit-zero",
+        "--output-format",
+        "json",
+        "--target-version",
+        "py311",
+        "--select",
+        ",".join(RUFF_SELECT),
+        "--ignore",
+        ",".join(RUFF_IGNORE),
+    ]
 
 
 def ruff_findings(programs: list[str]) -> list[list[tuple[str | None, int]]]:
@@ -132,8 +145,9 @@ def ruff_findings(programs: list[str]) -> list[list[tuple[str | None, int]]]:
     with tempfile.TemporaryDirectory(prefix="crucible-ruff-") as tmp:
         for index, program in enumerate(programs):
             Path(tmp, f"p{index}.py").write_text(_normalised(program), encoding="utf-8")
-        done = subprocess.run([*_ruff_command(), tmp], capture_output=True, text=True, timeout=RUFF_TIMEOUT_S,
-                              cwd=tmp)
+        done = subprocess.run(
+            [*_ruff_command(), tmp], capture_output=True, text=True, timeout=RUFF_TIMEOUT_S, cwd=tmp
+        )
     if done.returncode != 0:
         raise RuntimeError(f"ruff failed ({done.returncode}): {done.stderr[-500:]}")
     found: list[list[tuple[str | None, int]]] = [[] for _ in programs]
@@ -173,12 +187,18 @@ def figures_from(code: str, skip_lines: int, ruff: list[tuple[str | None, int]])
         blocks = cc_visit(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return QualityFigures(parsed=False)
-    statements = sum(1 for node in ast.walk(module) if isinstance(node, ast.stmt) and node.lineno > skip_lines)
+    statements = sum(
+        1 for node in ast.walk(module) if isinstance(node, ast.stmt) and node.lineno > skip_lines
+    )
     decisions = sum(max(0, f.complexity - 1) for f in _functions(blocks) if f.endline > skip_lines)
     kept = [code_ for code_, row in ruff if row > skip_lines]
-    return QualityFigures(parsed=True, logical_lines=max(1, statements),
-                          lint_weight=sum(finding_weight(c) for c in kept), decision_points=decisions,
-                          findings=tuple(c or "syntax" for c in kept))
+    return QualityFigures(
+        parsed=True,
+        logical_lines=max(1, statements),
+        lint_weight=sum(finding_weight(c) for c in kept),
+        decision_points=decisions,
+        findings=tuple(c or "syntax" for c in kept),
+    )
 
 
 def score(sub: QualityFigures, ref: QualityFigures | None) -> float:
@@ -187,7 +207,9 @@ def score(sub: QualityFigures, ref: QualityFigures | None) -> float:
         return 0.0
     ref = ref if ref is not None and ref.parsed else CLEAN
     lint = math.exp(-LINT_SLOPE * max(0.0, sub.lint_density - ref.lint_density))
-    complexity = math.exp(-COMPLEXITY_SLOPE * max(0.0, sub.complexity_density - ref.complexity_density))
+    complexity = math.exp(
+        -COMPLEXITY_SLOPE * max(0.0, sub.complexity_density - ref.complexity_density)
+    )
     return LINT_SHARE * lint + (1 - LINT_SHARE) * complexity
 
 
@@ -231,8 +253,10 @@ def measure_many(items: list[tuple[str, str]]) -> list[QualityFigures]:
         linted = ruff_findings([items[i][0] for i in indices])
         for index, ruff in zip(indices, linted):
             _remember(_cache, keys[index], figures_from(items[index][0], keys[index][1], ruff))
-    return [value if value is not None else _lookup(_cache, key) or _measure_uncached(items[i])
-            for i, (value, key) in enumerate(zip(out, keys))]
+    return [
+        value if value is not None else _lookup(_cache, key) or _measure_uncached(items[i])
+        for i, (value, key) in enumerate(zip(out, keys))
+    ]
 
 
 def _measure_uncached(item: tuple[str, str]) -> QualityFigures:
@@ -246,7 +270,10 @@ def measure(code: str, prompt: str = "") -> QualityFigures:
 
 
 def _reference_key(task) -> tuple[int, str]:
-    return (int(getattr(task, "task_version_id", 0) or 0), _digest(task.prompt + "\0" + task.reference_solution))
+    return (
+        int(getattr(task, "task_version_id", 0) or 0),
+        _digest(task.prompt + "\0" + task.reference_solution),
+    )
 
 
 def reference_figures_many(tasks: list) -> list[QualityFigures | None]:
@@ -256,7 +283,9 @@ def reference_figures_many(tasks: list) -> list[QualityFigures | None]:
     found = {key: _lookup(_reference_cache, key) for key in keys if key}
     missing = {key: t for key, t in zip(keys, tasks) if key and found[key] is None}
     if missing:
-        measured = measure_many([(t.prompt + t.reference_solution, t.prompt) for t in missing.values()])
+        measured = measure_many(
+            [(t.prompt + t.reference_solution, t.prompt) for t in missing.values()]
+        )
         for key, figures in zip(missing, measured):
             _remember(_reference_cache, key, figures)
             found[key] = figures
@@ -270,8 +299,11 @@ def quality_batch(submissions: list[GradedSubmission]) -> list[float]:
         return []
     tasks = [s.task for s in submissions]
     # One ruff run for references and submissions alike.
-    pending = [(t.prompt + t.reference_solution, t.prompt) for t in tasks
-               if t.reference_solution.strip() and _lookup(_reference_cache, _reference_key(t)) is None]
+    pending = [
+        (t.prompt + t.reference_solution, t.prompt)
+        for t in tasks
+        if t.reference_solution.strip() and _lookup(_reference_cache, _reference_key(t)) is None
+    ]
     measure_many(pending + [(s.code, s.task.prompt) for s in submissions])
     references = reference_figures_many(tasks)
     figures = measure_many([(s.code, s.task.prompt) for s in submissions])

@@ -27,19 +27,32 @@ RUNS = 3
 
 def reference_stats(profile: ReferenceProfile) -> ReferenceStats:
     """A stored profile as the rewards read it."""
-    return ReferenceStats(wall_ms=profile.wall_ms, cpu_ms=profile.cpu_ms, peak_memory_bytes=profile.peak_memory_bytes,
-                          growth_exponent=profile.growth_exponent)
+    return ReferenceStats(
+        wall_ms=profile.wall_ms,
+        cpu_ms=profile.cpu_ms,
+        peak_memory_bytes=profile.peak_memory_bytes,
+        growth_exponent=profile.growth_exponent,
+    )
 
 
 def _grading_request(version: TaskVersion) -> dict:
     suite = version.test_suite
-    return harness(suite.harness).request(version.prompt + version.reference_solution, suite.hidden_tests,
-                                          version.entry_point, prompt=version.prompt, limits=suite.limits(),
-                                          files=version.files)
+    return harness(suite.harness).request(
+        version.prompt + version.reference_solution,
+        suite.hidden_tests,
+        version.entry_point,
+        prompt=version.prompt,
+        limits=suite.limits(),
+        files=version.files,
+    )
 
 
-def _profile(version: TaskVersion, results: list[R.ExecutionResult], growth: list[R.ExecutionResult],
-             runs: int) -> ReferenceProfile | None:
+def _profile(
+    version: TaskVersion,
+    results: list[R.ExecutionResult],
+    growth: list[R.ExecutionResult],
+    runs: int,
+) -> ReferenceProfile | None:
     """The profile from a version's runs; None when the sandbox failed every run (an
     infrastructure error is no measurement: it is measured again next time)."""
     measured = [r for r in results if r.status != R.INFRA_ERROR]
@@ -87,18 +100,24 @@ def reference_profiles_ensure(versions, *, runs: int = RUNS) -> dict[int, Refere
     """
     versions = list(versions)
     ids = [v if isinstance(v, int) else v.pk for v in versions]
-    stored = {p.task_version_id: p for p in ReferenceProfile.objects.filter(task_version_id__in=ids)}
+    stored = {
+        p.task_version_id: p for p in ReferenceProfile.objects.filter(task_version_id__in=ids)
+    }
     missing_ids = [pk for pk in dict.fromkeys(ids) if pk not in stored]
     if missing_ids:
         missing = list(TaskVersion.objects.filter(pk__in=missing_ids).select_related("test_suite"))
-        plans = [([_grading_request(v) for _ in range(runs)], E.growth_requests(v, v.prompt + v.reference_solution,
-                                                                                 runs=runs))
-                 for v in missing]
+        plans = [
+            (
+                [_grading_request(v) for _ in range(runs)],
+                E.growth_requests(v, v.prompt + v.reference_solution, runs=runs),
+            )
+            for v in missing
+        ]
         flat = run_many([r for grading, growth in plans for r in (*grading, *growth)])
         profiles, at = [], 0
         for version, (grading, growth) in zip(missing, plans):
-            results = flat[at:at + len(grading)]
-            timed = flat[at + len(grading):at + len(grading) + len(growth)]
+            results = flat[at : at + len(grading)]
+            timed = flat[at + len(grading) : at + len(grading) + len(growth)]
             at += len(grading) + len(growth)
             profile = _profile(version, results, timed, runs)
             if profile is not None:
@@ -106,6 +125,12 @@ def reference_profiles_ensure(versions, *, runs: int = RUNS) -> dict[int, Refere
         with transaction.atomic():
             # ignore_conflicts: a concurrent caller that stored the same version first wins.
             ReferenceProfile.objects.bulk_create(profiles, ignore_conflicts=True)
-        stored.update({p.task_version_id: p for p in
-                       ReferenceProfile.objects.filter(task_version_id__in=[p.task_version_id for p in profiles])})
+        stored.update(
+            {
+                p.task_version_id: p
+                for p in ReferenceProfile.objects.filter(
+                    task_version_id__in=[p.task_version_id for p in profiles]
+                )
+            }
+        )
     return {pk: reference_stats(stored[pk]) for pk in ids if pk in stored}

@@ -22,6 +22,7 @@ def reward(name: str) -> Callable[[RewardFunction], RewardFunction]:
     Raises:
         ValueError: ``name`` is taken.
     """
+
     def register(function: RewardFunction) -> RewardFunction:
         if name in REGISTRY and REGISTRY[name] is not function:
             raise ValueError(f"reward component {name!r} is registered twice")
@@ -43,15 +44,23 @@ def check_weights(weights: dict) -> None:
 
     _load_builtin()
     if not weights:
-        raise ConfigError("config key 'reward_weights' is empty; give at least {\"correctness\": 1.0}")
+        raise ConfigError(
+            "config key 'reward_weights' is empty; give at least {\"correctness\": 1.0}"
+        )
     for name, weight in weights.items():
         if name not in REGISTRY:
-            raise ConfigError(f"config key 'reward_weights': unknown reward component {name!r}; "
-                              f"known: {', '.join(sorted(REGISTRY))}")
+            raise ConfigError(
+                f"config key 'reward_weights': unknown reward component {name!r}; "
+                f"known: {', '.join(sorted(REGISTRY))}"
+            )
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise ConfigError(f"config key 'reward_weights': {name!r} must weigh a number >= 0, got {weight!r}")
+            raise ConfigError(
+                f"config key 'reward_weights': {name!r} must weigh a number >= 0, got {weight!r}"
+            )
     if not any(weights.values()):
-        raise ConfigError("config key 'reward_weights': every weight is 0; at least one must be > 0")
+        raise ConfigError(
+            "config key 'reward_weights': every weight is 0; at least one must be > 0"
+        )
 
 
 def reward_components(submission: GradedSubmission, names) -> dict[str, float]:
@@ -69,11 +78,18 @@ def reward_components_batch(submissions: list[GradedSubmission], names) -> list[
     for name in names:
         function = REGISTRY[name]
         batch = getattr(function, "batch", None)
-        columns[name] = batch(submissions) if batch is not None else [function(s) for s in submissions]
-    return [{name: min(1.0, max(0.0, float(columns[name][i]))) for name in names} for i in range(len(submissions))]
+        columns[name] = (
+            batch(submissions) if batch is not None else [function(s) for s in submissions]
+        )
+    return [
+        {name: min(1.0, max(0.0, float(columns[name][i]))) for name in names}
+        for i in range(len(submissions))
+    ]
 
 
 def weighted_total(components: dict[str, float], weights: dict[str, float]) -> float:
     """The weighted mean of ``components`` under ``weights`` (components without weight count 0)."""
     total_weight = sum(weights.values())
-    return sum(components.get(name, 0.0) * weight for name, weight in weights.items()) / total_weight
+    return (
+        sum(components.get(name, 0.0) * weight for name, weight in weights.items()) / total_weight
+    )

@@ -4,13 +4,13 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from console.scenarios import HACKING_CONFIG, hacking_task_sets
 from console.stack import ServiceError, Stack
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
-from console.scenarios import HACKING_CONFIG, hacking_task_sets
 
 # The main job validates every task on the way to training, so it runs a lighter pipeline
 # than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
@@ -24,8 +24,14 @@ from training.watch import run_summary, run_wait
 # sees the reward move within minutes; `train --taskset humaneval` uses all of them.
 DEMO_TASK_SET = "humaneval-demo"
 DEMO_CONFIG = {
-    "sft_epochs": 18, "sft_batch_size": 4, "lr": 1e-4, "ppo_epochs": 4, "tasks_per_step": 8, "train_tasks": 8,
-    "group_size": 8, "max_turns": 2,
+    "sft_epochs": 18,
+    "sft_batch_size": 4,
+    "lr": 1e-4,
+    "ppo_epochs": 4,
+    "tasks_per_step": 8,
+    "train_tasks": 8,
+    "group_size": 8,
+    "max_turns": 2,
 }
 
 
@@ -39,18 +45,36 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--headless", action="store_true", help="exit when the run ends")
-        parser.add_argument("--steps", type=int, default=None,
-                            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking)")
-        parser.add_argument("--demo-tasks", type=int, default=None,
-                            help="tasks in the demo task set (default 16; 8 for --scenario hacking)")
+        parser.add_argument(
+            "--steps",
+            type=int,
+            default=None,
+            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking)",
+        )
+        parser.add_argument(
+            "--demo-tasks",
+            type=int,
+            default=None,
+            help="tasks in the demo task set (default 16; 8 for --scenario hacking)",
+        )
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
-        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                            help="override a key of the demo run's config (repeatable), e.g. --set group_size=4")
-        parser.add_argument("--scenario", choices=("default", "hacking"), default="default",
-                            help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
-                                 "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
-                                 "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
-                                 "hard-coding flags and the onset alerts in the console")
+        parser.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            dest="overrides",
+            help="override a key of the demo run's config (repeatable), e.g. --set group_size=4",
+        )
+        parser.add_argument(
+            "--scenario",
+            choices=("default", "hacking"),
+            default="default",
+            help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
+            "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
+            "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
+            "hard-coding flags and the onset alerts in the console",
+        )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
@@ -75,12 +99,16 @@ class Command(BaseCommand):
                 stack.sandbox_workers()
                 base = stack.web(port)
                 self._say(f"console: {base}/")
-                self._say(f"task library: {base}/tasks/ (sign in; make an account with `./crucible manage create_user NAME --role curator`)")
+                self._say(
+                    f"task library: {base}/tasks/ (sign in; make an account with `./crucible manage create_user NAME --role curator`)"
+                )
                 summary = self._main_job(base, config=config, demo_tasks=demo_tasks)
                 summary["seconds"] = round(time.monotonic() - started, 1)
                 self.stdout.write(json.dumps(summary, indent=2))
                 if not headless:
-                    self._say(f"run finished; the console stays up at {base}/ — press Ctrl-C to stop")
+                    self._say(
+                        f"run finished; the console stays up at {base}/ — press Ctrl-C to stop"
+                    )
                     while True:
                         time.sleep(3600)
         except ServiceError as exc:
@@ -88,34 +116,53 @@ class Command(BaseCommand):
         except (KeyboardInterrupt, SystemExit):
             self._say("stopping")
             interrupted = [
-                run_id for run_id in self.launched
-                if run_interrupt_if_active(run_id=run_id, reason="`up` was stopped before the run finished")
+                run_id
+                for run_id in self.launched
+                if run_interrupt_if_active(
+                    run_id=run_id, reason="`up` was stopped before the run finished"
+                )
             ]
             if interrupted:
-                raise CommandError(f"stopped; run {', '.join(map(str, interrupted))} interrupted") from None
+                raise CommandError(
+                    f"stopped; run {', '.join(map(str, interrupted))} interrupted"
+                ) from None
         if summary and summary["run"]["status"] != "succeeded":
             raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
 
     def _main_job(self, base: str, *, config: RunConfig, demo_tasks: int) -> dict:
         t0 = time.monotonic()
         try:
-            report = tasks_import(source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path()))
+            report = tasks_import(
+                source="humaneval",
+                task_set_name="humaneval",
+                records=read_humaneval(default_path()),
+            )
         except ImportFormatError as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
-        self._say(f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in {time.monotonic() - t0:.1f} s")
+        self._say(
+            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in {time.monotonic() - t0:.1f} s"
+        )
 
         t0 = time.monotonic()
         versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
         task_versions_validate(versions=versions, options=UP_VALIDATION)
         valid = [v for v in versions if v.trainable]
-        self._say(f"validated {len(versions)} task versions in sandboxes: {len(valid)} trainable, "
-                  f"{sum(v.quarantined for v in versions)} quarantined ({time.monotonic() - t0:.1f} s)")
+        self._say(
+            f"validated {len(versions)} task versions in sandboxes: {len(valid)} trainable, "
+            f"{sum(v.quarantined for v in versions)} quarantined ({time.monotonic() - t0:.1f} s)"
+        )
 
-        demo = sorted(valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id))[:demo_tasks]
+        demo = sorted(
+            valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id)
+        )[:demo_tasks]
         if self.scenario == "hacking":
-            task_set, config = hacking_task_sets(valid, config=config, tasks=demo_tasks, say=self._say)
+            task_set, config = hacking_task_sets(
+                valid, config=config, tasks=demo_tasks, say=self._say
+            )
         else:
-            task_set = task_set_pin(name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks")
+            task_set = task_set_pin(
+                name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks"
+            )
         try:
             run = run_create(task_set=task_set, config=config)
         except ValueError as exc:  # no valid task to train on
@@ -123,17 +170,24 @@ class Command(BaseCommand):
         self.launched.append(run.pk)
         run_launch.delay(run.pk)
         self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
-        run = run_wait(run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"))
+        run = run_wait(
+            run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}")
+        )
         self._say(f"run {run.pk} {run.status}: {run.status_reason}")
         return {
             "imported": report.tasks,
             "trainable": len(valid),
             "quarantined": sum(v.quarantined for v in versions),
-            "verdicts": {v: sum(1 for x in versions if x.verdict == v) for v in sorted({x.verdict for x in versions})},
+            "verdicts": {
+                v: sum(1 for x in versions if x.verdict == v)
+                for v in sorted({x.verdict for x in versions})
+            },
             "console": f"{base}/runs/{run.pk}/",
             "run": run_summary(run),
-            "alerts": [{"step": a.step, "stream": a.stream, "detector": a.detector, "severity": a.severity}
-                       for a in run.alerts.order_by("step", "id")],
+            "alerts": [
+                {"step": a.step, "stream": a.stream, "detector": a.detector, "severity": a.severity}
+                for a in run.alerts.order_by("step", "id")
+            ],
             "flagged_trajectories": run.trajectories.exclude(flag_evidence={}).count(),
         }
 

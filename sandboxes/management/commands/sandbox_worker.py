@@ -8,7 +8,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.metrics import serve_for_command
 from console.stack import ServiceError, Stack, redacted_url
-
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check
 
@@ -21,31 +20,63 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--runtime", default="python", help=f"runtime to serve: {', '.join(sorted(EXECUTORS))} (default python)")
-        parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2,
-                            help="concurrent executions per worker process (default: the number of CPUs)")
+        parser.add_argument(
+            "--runtime",
+            default="python",
+            help=f"runtime to serve: {', '.join(sorted(EXECUTORS))} (default python)",
+        )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=os.cpu_count() or 2,
+            help="concurrent executions per worker process (default: the number of CPUs)",
+        )
         # Elastic pool (sandboxes/autoscale.py): with --max-workers this process supervises
         # between --min-workers and --max-workers worker processes of --concurrency slots each.
-        parser.add_argument("--min-workers", type=int, default=None,
-                            help="autoscale: the floor of worker processes (default 1 when --max-workers is given; "
-                                 "alone: that many supervised workers, a fixed pool)")
-        parser.add_argument("--max-workers", type=int, default=None,
-                            help="autoscale: the ceiling of worker processes; turns the autoscaler on")
-        parser.add_argument("--scale-interval", type=float, default=0.5,
-                            help="autoscale: seconds between two readings of the demand (default 0.5)")
-        parser.add_argument("--scale-down-delay", type=float, default=10.0,
-                            help="autoscale: seconds the demand must stay lower before the pool shrinks "
-                                 "(the HPA's scale-down stabilisation window; default 10)")
-        parser.add_argument("--drain-timeout", type=float, default=60.0,
-                            help="autoscale: seconds a worker being removed may take to finish what it "
-                                 "holds before it is killed (default 60)")
+        parser.add_argument(
+            "--min-workers",
+            type=int,
+            default=None,
+            help="autoscale: the floor of worker processes (default 1 when --max-workers is given; "
+            "alone: that many supervised workers, a fixed pool)",
+        )
+        parser.add_argument(
+            "--max-workers",
+            type=int,
+            default=None,
+            help="autoscale: the ceiling of worker processes; turns the autoscaler on",
+        )
+        parser.add_argument(
+            "--scale-interval",
+            type=float,
+            default=0.5,
+            help="autoscale: seconds between two readings of the demand (default 0.5)",
+        )
+        parser.add_argument(
+            "--scale-down-delay",
+            type=float,
+            default=10.0,
+            help="autoscale: seconds the demand must stay lower before the pool shrinks "
+            "(the HPA's scale-down stabilisation window; default 10)",
+        )
+        parser.add_argument(
+            "--drain-timeout",
+            type=float,
+            default=60.0,
+            help="autoscale: seconds a worker being removed may take to finish what it "
+            "holds before it is killed (default 60)",
+        )
 
     def handle(self, *args, runtime: str, concurrency: int, **options):
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
         if concurrency < 1:
             raise CommandError("--concurrency must be at least 1")
         if runtime not in EXECUTORS:
-            raise CommandError(f"unknown --runtime {runtime!r}; choose one of: {', '.join(sorted(EXECUTORS))}")
+            raise CommandError(
+                f"unknown --runtime {runtime!r}; choose one of: {', '.join(sorted(EXECUTORS))}"
+            )
         try:  # one real execution, end to end: fail here, clearly, rather than in every request
             checked = self_check(runtime)
         except SelfCheckFailed as exc:
@@ -53,12 +84,18 @@ class Command(BaseCommand):
         except (RuntimeUnavailable, OSError) as exc:
             raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
         isolation = f"read-only root by {checked.readonly_root}, limits by {checked.enforcement}"
-        serve_for_command("sandbox_worker")  # CRUCIBLE_METRICS_PORT: this process's (and its workers') metrics
+        serve_for_command(
+            "sandbox_worker"
+        )  # CRUCIBLE_METRICS_PORT: this process's (and its workers') metrics
         if options.get("max_workers") is not None or options.get("min_workers") is not None:
             return self._autoscale(runtime, concurrency, options, isolation)
         worker = SandboxWorker(runtime=runtime, concurrency=concurrency)
-        self._serve(f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s); {isolation}",
-                    serve=worker.serve, stop=worker.stop, on_sigterm=lambda *_: worker.stopping.set())
+        self._serve(
+            f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s); {isolation}",
+            serve=worker.serve,
+            stop=worker.stop,
+            on_sigterm=lambda *_: worker.stopping.set(),
+        )
 
     def _serve(self, banner: str, *, serve, stop, on_sigterm) -> None:
         """Make sure Redis answers (the embedded one, for this command's duration, when it is the
@@ -90,13 +127,22 @@ class Command(BaseCommand):
         minimum = options["min_workers"] if options["min_workers"] is not None else 1
         maximum = options["max_workers"] if options["max_workers"] is not None else minimum
         try:
-            policy = ScalePolicy(min_workers=minimum, max_workers=maximum, slots_per_worker=concurrency,
-                                 scale_down_delay_s=options["scale_down_delay"], interval_s=options["scale_interval"],
-                                 drain_timeout_s=options["drain_timeout"])
+            policy = ScalePolicy(
+                min_workers=minimum,
+                max_workers=maximum,
+                slots_per_worker=concurrency,
+                scale_down_delay_s=options["scale_down_delay"],
+                interval_s=options["scale_interval"],
+                drain_timeout_s=options["drain_timeout"],
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         supervisor = Supervisor(runtime=runtime, policy=policy)
         # Redis is up before serve() starts the children, so they find it.
-        self._serve(f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of {concurrency} "
-                    f"slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}",
-                    serve=supervisor.serve, stop=supervisor.stop, on_sigterm=supervisor.request_stop)
+        self._serve(
+            f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of {concurrency} "
+            f"slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}",
+            serve=supervisor.serve,
+            stop=supervisor.stop,
+            on_sigterm=supervisor.request_stop,
+        )

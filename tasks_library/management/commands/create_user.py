@@ -10,7 +10,13 @@ from django.db import transaction
 from tasks_library.permissions import CURATORS, VIEWERS
 
 # role -> group; "admin" is a superuser (every permission) and needs no group.
-ROLES = {"curator": CURATORS, "viewer": VIEWERS, "operator": "operators", "reviewer": "reviewers", "admin": None}
+ROLES = {
+    "curator": CURATORS,
+    "viewer": VIEWERS,
+    "operator": "operators",
+    "reviewer": "reviewers",
+    "admin": None,
+}
 ROLE_GROUPS = [group for group in ROLES.values() if group]
 PASSWORD_ENV = "CRUCIBLE_PASSWORD"
 
@@ -46,7 +52,9 @@ class Command(BaseCommand):
             try:
                 group = Group.objects.get(name=ROLES[role])
             except Group.DoesNotExist:
-                raise CommandError(f"group {ROLES[role]!r} is missing; run `python manage.py migrate`") from None
+                raise CommandError(
+                    f"group {ROLES[role]!r} is missing; run `python manage.py migrate`"
+                ) from None
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         password = self._password()

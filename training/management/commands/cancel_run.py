@@ -12,7 +12,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int, help="id of the run to cancel")
-        parser.add_argument("--reason", default="", help="why, recorded on the run (default: cancelled by USER)")
+        parser.add_argument(
+            "--reason", default="", help="why, recorded on the run (default: cancelled by USER)"
+        )
 
     def handle(self, *args, run_id: int, reason: str, **options):
         from tasks_library.services import command_line_author
@@ -24,9 +26,13 @@ class Command(BaseCommand):
             cancelled_now = run_cancel(run_id=run_id, reason=reason)
         except InvalidTransition as exc:
             raise CommandError(str(exc)) from exc
-        except Exception as exc:  # the backend could not be reached: the run is cancelled, its clean-up is not
-            raise CommandError(f"run {run_id} is cancelled, but stopping its trainer failed "
-                               f"({type(exc).__name__}: {exc}); run cancel_run {run_id} again") from exc
+        except (
+            Exception
+        ) as exc:  # the backend could not be reached: the run is cancelled, its clean-up is not
+            raise CommandError(
+                f"run {run_id} is cancelled, but stopping its trainer failed "
+                f"({type(exc).__name__}: {exc}); run cancel_run {run_id} again"
+            ) from exc
         if cancelled_now:
             self.stdout.write(f"run {run_id} cancelled; its trainer is stopped")
         else:

@@ -14,7 +14,9 @@ class Command(BaseCommand):
     def handle(self, *args, run_id: int, **options):
         if not TrainingRun.objects.filter(pk=run_id).exists():
             raise CommandError(f"run {run_id} does not exist")
-        serve_for_command(f"trainer of run {run_id}")  # CRUCIBLE_METRICS_PORT: step, phases, reward, tokens/s
+        serve_for_command(
+            f"trainer of run {run_id}"
+        )  # CRUCIBLE_METRICS_PORT: step, phases, reward, tokens/s
         try:
             train_run(run_id)
         except Exception as exc:  # the run already records the failure with its reason

@@ -19,19 +19,39 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--taskset", required=True, help="task set to train on (its valid versions)")
+        parser.add_argument(
+            "--taskset", required=True, help="task set to train on (its valid versions)"
+        )
         parser.add_argument("--steps", type=int, required=True, help="number of GRPO steps")
-        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                            help="override a config key (repeatable), e.g. --set lr=1e-4 --set group_size=4")
-        parser.add_argument("--backend", choices=["local", "kubernetes"], default="local",
-                            help="where the trainer runs: a process on this host (local), or a Kubernetes Job "
-                                 "whose spec is the config key kubernetes, e.g. "
-                                 "--set 'kubernetes={\"image\": \"reg/crucible:1\"}'")
-        parser.add_argument("--headless", action="store_true", help="wait for the run to end, print a summary")
-        parser.add_argument("--json", action="store_true", dest="as_json",
-                            help='with --headless: print {"run_id", "status", "steps": [{"step", "reward_mean"}]}')
+        parser.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            dest="overrides",
+            help="override a config key (repeatable), e.g. --set lr=1e-4 --set group_size=4",
+        )
+        parser.add_argument(
+            "--backend",
+            choices=["local", "kubernetes"],
+            default="local",
+            help="where the trainer runs: a process on this host (local), or a Kubernetes Job "
+            "whose spec is the config key kubernetes, e.g. "
+            '--set \'kubernetes={"image": "reg/crucible:1"}\'',
+        )
+        parser.add_argument(
+            "--headless", action="store_true", help="wait for the run to end, print a summary"
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            dest="as_json",
+            help='with --headless: print {"run_id", "status", "steps": [{"step", "reward_mean"}]}',
+        )
 
-    def handle(self, *args, taskset, steps, overrides, headless, as_json, backend="local", **options):
+    def handle(
+        self, *args, taskset, steps, overrides, headless, as_json, backend="local", **options
+    ):
         try:
             task_set = task_set_get(name=taskset)
             config = config_from_command_line(defaults={}, overrides=overrides, steps=steps)
@@ -47,7 +67,9 @@ class Command(BaseCommand):
                     stack.sandbox_workers(runtime, concurrency=config.sandbox_parallelism)
                 run_launch.delay(run.pk)
                 if not as_json:
-                    self.stdout.write(f"launched run {run.pk} on task set {taskset!r} ({steps} steps)")
+                    self.stdout.write(
+                        f"launched run {run.pk} on task set {taskset!r} ({steps} steps)"
+                    )
                 if not headless and not stack.started:
                     # A running worker owns the run; follow it in the console.
                     if as_json:
@@ -58,10 +80,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except (KeyboardInterrupt, SystemExit) as exc:
             if backend != "local":  # the Job goes on in the cluster
-                raise CommandError(f"stopped watching; run {run.pk} goes on in Kubernetes "
-                                   f"(stop it with `python manage.py cancel_run {run.pk}`)") from exc
+                raise CommandError(
+                    f"stopped watching; run {run.pk} goes on in Kubernetes "
+                    f"(stop it with `python manage.py cancel_run {run.pk}`)"
+                ) from exc
             # The worker this command started is stopped, and its trainer with it.
-            run_interrupt_if_active(run_id=run.pk, reason="the `train` command that owned its worker was stopped")
+            run_interrupt_if_active(
+                run_id=run.pk, reason="the `train` command that owned its worker was stopped"
+            )
             raise CommandError(f"stopped; run {run.pk} is interrupted") from exc
         if as_json:
             self.stdout.write(json.dumps(run_summary(run), indent=2))
