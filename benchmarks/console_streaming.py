@@ -1,7 +1,7 @@
 """Console streaming: live event latency to many browsers, and a long run's first load.
 
 On a fresh var dir (its own SQLite file and, unless ``REDIS_URL`` is set, its own embedded
-Redis) it starts the console as ``crucible up`` does (daphne, ``console.stack.Stack.web``) and:
+Redis) it starts the console as ``crucible up`` does (daphne, ``console.core.stack.Stack.web``) and:
 
 1. **Streaming.** Opens ``--clients`` (200) concurrent websocket clients (aiohttp) on one live
    run, then records ``--steps`` steps with ``training.services.step_record`` (64 trajectories
@@ -515,7 +515,7 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from console.stack import Stack, port_free
+    from console.core.stack import Stack, port_free
 
     call_command("migrate", verbosity=0)
     out: dict = {

@@ -188,7 +188,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from console.stack import Stack
+    from console.core.stack import Stack
     from sandboxes.queue import live_workers, run_many
 
     tasks = _tasks()

@@ -152,7 +152,7 @@ def main() -> None:
     import redis
     from django.conf import settings
 
-    from console.stack import Stack
+    from console.core.stack import Stack
     from sandboxes import demand as D
     from sandboxes import queue as Q
     from sandboxes import result as R

@@ -32,7 +32,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from console.stack import Stack  # noqa: E402
+from console.core.stack import Stack  # noqa: E402
 from sandboxes import cgroups  # noqa: E402
 from sandboxes import result as R  # noqa: E402
 from sandboxes.process import Limits  # noqa: E402

@@ -248,7 +248,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from console.stack import Stack
+    from console.core.stack import Stack
 
     problems = load_problems()
     js_rows = load_js_problems()

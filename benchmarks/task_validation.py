@@ -46,7 +46,7 @@ def _setup(var_dir: str) -> None:
 def pipeline() -> dict:
     from collections import Counter
 
-    from console.stack import Stack
+    from console.core.stack import Stack
     from tasks_library.importers.humaneval import default_path, read_humaneval
     from tasks_library.selectors import task_set_get, task_set_versions
     from tasks_library.services import tasks_import

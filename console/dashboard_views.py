@@ -16,8 +16,8 @@ Thin, as the other console views: they check who asks, call selectors and servic
   the back-fill sent summed).
 
 Launching needs ``training.add_trainingrun``, resuming ``training.change_trainingrun``; curators
-(``tasks_library.permissions.is_curator``) and superusers may do both. Others get 403. Reading
-follows the console's read rule (:mod:`console.access`).
+(``console.core.permissions.is_curator``) and superusers may do both. Others get 403. Reading
+follows the console's read rule (:mod:`console.core.access`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidde
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from console.access import console_read_json, console_read_page, may_watch_run, page_refusal
+from console.core.access import console_read_json, console_read_page, page_refusal
+from console.core.permissions import may_launch_run, may_operate_run, may_read_console
 from tasks_library.models import TaskSet
-from tasks_library.permissions import is_curator
 from training import selectors
 from training.config import ConfigError, RunConfig, parse_overrides
 from training.models import TrainingRun
@@ -41,20 +41,6 @@ from training.models import TrainingRun
 # One colour per run on the comparison page (plotly's default cycle, readable on white).
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"]
 COMPARE_MAX_RUNS = len(RUN_COLOURS)
-
-
-def may_launch(user) -> bool:
-    """Holders of ``training.add_trainingrun`` (superusers hold every permission) and curators."""
-    return bool(
-        user.is_authenticated and (user.has_perm("training.add_trainingrun") or is_curator(user))
-    )
-
-
-def may_resume(user) -> bool:
-    """Holders of ``training.change_trainingrun`` (operators, superusers) and curators."""
-    return bool(
-        user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user))
-    )
 
 
 # --- launch -----------------------------------------------------------------------------
@@ -157,7 +143,7 @@ def run_launch(request: HttpRequest) -> HttpResponse:
         from django.contrib.auth.views import redirect_to_login
 
         return redirect_to_login(request.get_full_path())
-    if not may_launch(request.user):
+    if not may_launch_run(request.user):
         return HttpResponseForbidden(
             "only curators and operators (training.add_trainingrun) may launch runs"
         )
@@ -193,7 +179,7 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     from training.services import run_resume as resume
     from training.tasks import run_launch as run_launch_task
 
-    if not may_resume(request.user):
+    if not may_operate_run(request.user):
         return HttpResponseForbidden(
             "only curators and operators (training.change_trainingrun) may resume runs"
         )
@@ -234,7 +220,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     """Runs' curves on shared axes (``?runs=1,2``); without two runs, a picker. The console's read
     rule is checked for each run asked for (object permissions), or in general without one."""
     ids = _run_ids(request.GET.get("runs", "") or ",".join(request.GET.getlist("run")))
-    if not all(may_watch_run(request.user, pk) for pk in ids or [None]):
+    if not all(may_read_console(request.user, pk) for pk in ids or [None]):
         return page_refusal(request)
     recent = selectors.run_list()[:50]
     if len(ids) < 2:

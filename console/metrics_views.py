@@ -32,7 +32,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
-from console import queues
+from console.core import queues
 
 
 def celery_queue_keys(queue: str) -> list[str]:

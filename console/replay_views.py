@@ -1,6 +1,6 @@
 """Trajectory replay and the trajectory lists: pages and their read-only JSON API.
 
-Readable as the run pages are (:mod:`console.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC``
+Readable as the run pages are (:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC``
 is on, else users with a role). Thin: the reads are in
 :mod:`training.selectors`; a trajectory's turns reach the page in chunks from
 :class:`TrajectoryTurnsApi` (the first chunk embedded in the page) so that a
@@ -8,8 +8,6 @@ trajectory of thousands of turns opens at once.
 """
 
 from __future__ import annotations
-
-import json
 
 from django import forms
 from django.core.paginator import Paginator
@@ -21,22 +19,15 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 from rest_framework.pagination import LimitOffsetPagination, PageNumberPagination
 
-from console.access import ConsoleRead, console_read_page
+from console.core.access import ConsoleRead, console_read_page
 from sandboxes.result import STATUSES
-from training import selectors
+from training import flags, selectors
 from training.models import MonitorScore, Trajectory, Turn
 
 PAGE_SIZE = 50
 TURN_CHUNK = 25
 # Flags the trainer raises itself; detectors add their own (the filter takes any name).
-KNOWN_FLAGS = (
-    "infra_error",
-    "rollout_timeout",
-    "timeout",
-    "memory_limit",
-    "output_limit",
-    "crashed",
-)
+KNOWN_FLAGS = tuple(flags.KINDS)  # the filter's suggestions
 
 
 # --- filters ------------------------------------------------------------------------
@@ -382,15 +373,6 @@ def run_trajectory_list(request: HttpRequest, run_id: int) -> HttpResponse:
     return _list_page(request, run=run)
 
 
-def _evidence_text(value) -> str:
-    """A detector's evidence as readable text: strings as they are, anything else as indented JSON."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=1, sort_keys=True, default=str)
-
-
 @console_read_page
 def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> HttpResponse:
     """The replay of one trajectory: its header, the turn index, the first chunk of turns
@@ -415,11 +397,11 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
             "task": trajectory.task_version.task,
             "components": components,
             "flags": [
-                (flag, _evidence_text(trajectory.flag_evidence.get(flag)))
+                (flag, flags.evidence_text(trajectory.flag_evidence.get(flag)))
                 for flag in trajectory.flags
             ]
             + [
-                (flag, _evidence_text(value))
+                (flag, flags.evidence_text(value))
                 for flag, value in trajectory.flag_evidence.items()
                 if flag not in trajectory.flags
             ],

@@ -16,9 +16,9 @@ from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange as _Exchange
 from kombu import Queue as _Queue
 
-from console import frontend as _frontend
-from console import queues as _queues
-from console.env import env_bool, env_int, env_list, env_secret, env_str
+from console.core import frontend as _frontend
+from console.core import queues as _queues
+from console.core.env import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -27,7 +27,7 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("CRUCIBLE_DEBUG", False)
 # The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
 # websockets) open to anonymous viewers; false: signed-in users with a role or
-# training.view_trainingrun only (console/access.py).
+# training.view_trainingrun only (console/core/access.py).
 CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # --- secret key and HTTPS security ------------------------------------------------
 # CRUCIBLE_PRODUCTION=true marks a deployment served over HTTPS (TLS here, or at an ingress
@@ -35,7 +35,7 @@ CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # test suite runs on PostgreSQL over plain HTTP too. It requires a secret key from the
 # environment and turns on Secure cookies, HSTS and the HTTPS redirect, so that
 # `manage.py check --deploy` is clean. Secrets may come from files (VAR_FILE, as Kubernetes
-# mounts them): console.env.env_secret.
+# mounts them): console.core.env.env_secret.
 PRODUCTION = env_bool("CRUCIBLE_PRODUCTION", False)
 SECRET_KEY = env_secret("CRUCIBLE_SECRET_KEY")
 if not SECRET_KEY:
@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "console",
+    "console.review",
     "tasks_library",
     "sandboxes",
     "training",
@@ -179,9 +180,9 @@ if EMBEDDED_REDIS:
 else:
     CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
-# Queues by kind of work (console/queues.py says what lands where): control, validation,
-# trainer and the default "celery". Each task is routed by console.queues.route_task; a worker
-# started without -Q consumes all four. Sandbox executions are not Celery tasks: they go
+# Queues by kind of work (console/core/queues.py says what lands where): control, validation,
+# trainer and the default "celery". A run's launch is routed by its backend (training.routing),
+# every other task by console.core.queues.route_task; a worker started without -Q consumes all four. Sandbox executions are not Celery tasks: they go
 # through Crucible's own Redis lists (crucible:sandbox:<runtime>:pending, sandboxes/queue.py)
 # consumed by `manage.py sandbox_worker`.
 # One direct exchange and routing key per queue, as Celery makes for a queue it creates itself
@@ -190,7 +191,7 @@ CELERY_TASK_QUEUES = [
     _Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL
 ]
 CELERY_TASK_DEFAULT_QUEUE = _queues.DEFAULT
-CELERY_TASK_ROUTES = ("console.queues.route_task",)
+CELERY_TASK_ROUTES = ("training.routing.route_launch", "console.core.queues.route_task")
 # Acknowledgement is per task (training/tasks.py, tasks_library/tasks.py): late, and requeued
 # when the worker is lost, only for tasks that are safe to run twice.
 CELERY_TASK_ACKS_LATE = False
@@ -265,7 +266,7 @@ CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int(
 
 # --- static files: the console's JS and CSS, served by WhiteNoise ----------------------
 # frontend/dist when `npm run build` made it from today's sources (plotly.js from npm, pinned);
-# else the unbundled sources and the plotly wheel's copy of the same plotly.js (console/frontend.py).
+# else the unbundled sources and the plotly wheel's copy of the same plotly.js (console/core/frontend.py).
 # CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current build (edit JS, reload).
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -281,7 +282,7 @@ WHITENOISE_IMMUTABLE_FILE_TEST = (
 
 # --- API and sign-in ------------------------------------------------------------
 # Reading needs a signed-in user (session from the console, or HTTP Basic for
-# scripts); writing to the task library needs the "curators" group (tasks_library.permissions).
+# scripts); writing to the task library needs the "curators" group (console.core.permissions).
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -318,7 +319,7 @@ USE_TZ = True
 CRUCIBLE_METRICS_TOKEN = env_secret("CRUCIBLE_METRICS_TOKEN")
 # plain (the default: one line per record for people) or json (one JSON object per line, for a
 # log pipeline; recommended in production). Records carry run_id, step, trajectory_id and
-# request_id when known (console/logcontext.py).
+# request_id when known (console/core/logcontext.py).
 CRUCIBLE_LOG_FORMAT = env_str("CRUCIBLE_LOG_FORMAT", "plain").strip().lower()
 if CRUCIBLE_LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(
@@ -333,10 +334,10 @@ if CRUCIBLE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "console.logcontext.ContextFilter"}},
+    "filters": {"context": {"()": "console.core.logcontext.ContextFilter"}},
     "formatters": {
         "plain": {
-            "()": "console.logcontext.PlainFormatter",
+            "()": "console.core.logcontext.PlainFormatter",
             "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
         },
         # python-json-logger: time (ISO 8601, UTC), level, logger, message, the context fields,

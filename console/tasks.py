@@ -1,8 +1,8 @@
-"""Celery tasks of the console: thin, each calls one service (routed by console/queues.py)."""
+"""Celery tasks of the console: thin, each calls one service (routed by console/core/queues.py)."""
 
 from celery import shared_task
 
-from console.maintenance import sessions_clear_expired
+from console.core.maintenance import sessions_clear_expired
 
 
 @shared_task(ignore_result=True)

@@ -28,7 +28,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("tasks_library.urls")),
     path("", include("console.replay_urls")),
-    path("", include("console.review_urls")),
+    path("", include("console.review.urls")),
     path("", include("console.dashboard_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,5 +1,5 @@
 """Console pages. Thin: they call selectors and render. Reading follows the console's rule
-(:mod:`console.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a role)."""
+(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a role)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
-from console.access import ConsoleRead, console_read_page
-from tasks_library.permissions import is_curator
+from console.core.access import ConsoleRead, console_read_page
+from console.core.permissions import may_operate_run
 from training import selectors
 from training.models import StepMetric, TrainingRun
 
@@ -40,15 +40,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         {
             "run": run,
             "transitions": run.transitions.all(),
-            "can_cancel": may_cancel(request.user) and not run.is_terminal,
+            "can_cancel": may_operate_run(request.user) and not run.is_terminal,
         },
-    )
-
-
-def may_cancel(user) -> bool:
-    """Curators and holders of ``training.change_trainingrun`` (operators, superusers) may stop runs."""
-    return bool(
-        user.is_authenticated and (user.has_perm("training.change_trainingrun") or is_curator(user))
     )
 
 
@@ -58,7 +51,7 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue the cancellation of a run (the Celery worker that launched it stops its trainer)."""
     from training.tasks import run_cancel_task
 
-    if not may_cancel(request.user):
+    if not may_operate_run(request.user):
         return HttpResponseForbidden("only curators and operators may cancel runs")
     run = TrainingRun.objects.filter(pk=run_id).first()
     if run is None:

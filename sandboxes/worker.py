@@ -26,8 +26,8 @@ import uuid
 
 import redis
 
-from console import metrics
-from console.logcontext import log_context, log_context_bind
+from console.core import metrics
+from console.core.logcontext import log_context, log_context_bind
 from sandboxes import pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R

@@ -4,7 +4,7 @@ Thin: input is checked by serializers and :class:`~tasks_library.forms.FilterFor
 then one selector or service is called. Every 400 body is ``{"field": name or null,
 "error": "name: message"}``; unknown tasks, versions and task sets are 404. Reading
 needs a signed-in user, writing the ``curators`` group (see
-:mod:`tasks_library.permissions`); the service records ``request.user`` as the author.
+:mod:`console.core.permissions`); the service records ``request.user`` as the author.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.core.access import IsCuratorOrReadOnly
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     TASK_SET_NAME_RULE,
@@ -36,7 +37,6 @@ from tasks_library.models import (
     TaskVersion,
     TestSuiteVersion,
 )
-from tasks_library.permissions import IsCuratorOrReadOnly
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
     task_set_versions,

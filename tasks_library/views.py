@@ -2,7 +2,7 @@
 
 Thin: forms check input, selectors read, services write (with the signed-in user as
 author). Every page needs a signed-in user; writes need a curator
-(:func:`tasks_library.permissions.is_curator`), otherwise 403.
+(:func:`console.core.permissions.is_curator`), otherwise 403.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from kombu.exceptions import OperationalError
 
-from console.access import console_read_page
+from console.core.access import console_read_page
+from console.core.permissions import is_curator
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     CurationForm,
@@ -31,7 +32,6 @@ from tasks_library.forms import (
     first_error,
 )
 from tasks_library.models import Task, TaskSet, TaskVersion
-from tasks_library.permissions import is_curator
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
     task_set_versions,

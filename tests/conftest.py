@@ -15,7 +15,7 @@ from tasks_library.importers.humaneval import default_path
 def redis_service():
     """Redis (channel layer, Celery, the execution queue) and resident sandbox workers:
     used if running, else started for the session."""
-    from console.stack import Stack
+    from console.core.stack import Stack
 
     with Stack() as stack:
         stack.redis()

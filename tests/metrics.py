@@ -61,7 +61,7 @@ def private_redis():
     """A Redis server of its own (the embedded one, in a fresh var dir) that this process's
     settings point at for the block; yields that var dir, for child processes'
     ``CRUCIBLE_VAR_DIR`` (they then find the same server)."""
-    from console.stack import Stack
+    from console.core.stack import Stack
     from sandboxes import queue as Q
 
     var = Path(

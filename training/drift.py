@@ -69,15 +69,13 @@ from river.drift import ADWIN, PageHinkley
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
+from training.flags import INFRA_ERROR, NOT_HACKS
+
 log = logging.getLogger(__name__)
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
 SEVERITY_RANK = {INFO: 0, WARNING: 1, CRITICAL: 2}
 
-# Flags that say something about the infrastructure or the sandbox, not about reward hacking.
-NON_HACK_FLAGS = frozenset(
-    {"infra_error", "rollout_timeout", "timeout", "crashed", "memory_limit", "output_limit"}
-)
 HISTOGRAM_STREAM = "reward/histogram"
 
 
@@ -786,7 +784,7 @@ class DriftMonitor:
 def with_flag_rates(run_id: int, rows: list) -> list:
     """``rows`` (StepMetric) with ``metrics["flags/rate"]`` filled in memory where the trainer did
     not record it: the share of scored trajectories (not ``infra_error``) carrying a flag other
-    than the infrastructure and sandbox ones (:data:`NON_HACK_FLAGS`). Nothing is saved."""
+    than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is saved."""
     from training.models import Trajectory
 
     missing = [row.step for row in rows if "flags/rate" not in (row.metrics or {})]
@@ -797,10 +795,10 @@ def with_flag_rates(run_id: int, rows: list) -> list:
         "step", "flags"
     ):
         flags = flags or []
-        if "infra_error" in flags:
+        if INFRA_ERROR in flags:
             continue
         tally = tallies.setdefault(step, [0, 0])
-        tally[0] += any(f not in NON_HACK_FLAGS for f in flags)
+        tally[0] += any(f not in NOT_HACKS for f in flags)
         tally[1] += 1
     for row in rows:
         if row.step in tallies and tallies[row.step][1]:

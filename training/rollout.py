@@ -27,6 +27,7 @@ from sandboxes import result as R
 from sandboxes.process import Limits
 from sandboxes.queue import run_many, submit
 from sandboxes.suites import harness
+from training import flags
 from training.generation import sample_batch
 from training.policy import Policy
 from training.scoring import Scorer
@@ -92,7 +93,7 @@ class Rollout:
     @property
     def dropped(self) -> bool:
         """Dropped trajectories (infrastructure failures) are neither scored nor trained on."""
-        return "infra_error" in self.flags
+        return flags.INFRA_ERROR in self.flags
 
     @property
     def passed(self) -> bool:
@@ -264,7 +265,7 @@ def _observe(
     turn.sandbox_status, turn.sandbox_result = result.status, result.to_dict()
     rollout.last_visible = result
     if result.status == R.INFRA_ERROR:
-        rollout.flags.append("infra_error")
+        rollout.flags.append(flags.INFRA_ERROR)
         rollout.done = True
         return
     if result.passed or last_turn:
@@ -333,7 +334,7 @@ def collect_rollouts(
             if over_budget:
                 for rollout in active:
                     rollout.done = True
-                    rollout.flags.append("rollout_timeout")
+                    rollout.flags.append(flags.ROLLOUT_TIMEOUT)
                 continue
             if not active:
                 continue
@@ -355,11 +356,11 @@ def collect_rollouts(
                 )
     if time.monotonic() - started > config.timeout_s:
         for rollout in rollouts:
-            if "rollout_timeout" not in rollout.flags and not rollout.dropped:
-                rollout.flags.append("rollout_timeout")
+            if flags.ROLLOUT_TIMEOUT not in rollout.flags and not rollout.dropped:
+                rollout.flags.append(flags.ROLLOUT_TIMEOUT)
 
     grading_started = time.monotonic()
-    to_grade = [r for r in rollouts if not r.dropped and "rollout_timeout" not in r.flags]
+    to_grade = [r for r in rollouts if not r.dropped and flags.ROLLOUT_TIMEOUT not in r.flags]
     if on_phase is not None:
         on_phase("grading", sandbox_demand([r.task for r in to_grade]))
     for rollout in rollouts:
@@ -369,10 +370,10 @@ def collect_rollouts(
     for rollout, grade in zip(to_grade, grades):
         rollout.status = grade.status
         if grade.status == R.INFRA_ERROR:
-            rollout.flags.append("infra_error")
+            rollout.flags.append(flags.INFRA_ERROR)
             continue
         rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
-        if grade.status in (R.TIMEOUT, R.CRASHED, R.MEMORY_LIMIT, R.OUTPUT_LIMIT):
+        if grade.status in flags.SANDBOX_STATUSES:
             rollout.flags.append(grade.status)
         scored.append(rollout)
         scored_grades.append(grade)
@@ -381,7 +382,7 @@ def collect_rollouts(
     for rollout in rollouts:
         if rollout.dropped:
             rollout.status = R.INFRA_ERROR
-        elif "rollout_timeout" in rollout.flags:
+        elif flags.ROLLOUT_TIMEOUT in rollout.flags:
             rollout.status, rollout.reward = R.TIMEOUT, 0.0
             rollout.reward_components = {}
     return rollouts, times

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Count, Func, IntegerField, Max, OuterRef, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 
+from training import flags
 from training.models import MonitorScore, StepMetric, TrainingRun, Trajectory, Turn
 
 
@@ -434,7 +435,7 @@ def step_component_histograms(
     inner = (
         Trajectory.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
         .annotate(_flags_text=Cast("flags", TextField()))
-        .exclude(_flags_text__contains='"infra_error"')
+        .exclude(_flags_text__contains=f'"{flags.INFRA_ERROR}"')
         .annotate(**bins)
         .order_by()
         .values("step", *bins)

@@ -7,11 +7,13 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from console.dbtext import storable
-from console.events import broadcast_run_event
+from console.core.dbtext import storable
+from console.core.events import broadcast_run_event
+from console.core.permissions import may_operate_run
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
+from training.flags import NOT_SCORED
 from training.models import (
     HeldOutEvaluation,
     MonitorScore,
@@ -229,7 +231,7 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
     for version_id, tests_passed, tests_total, flags in later.values_list(
         "task_version_id", "tests_passed", "tests_total", "flags"
     ):
-        if "infra_error" in flags or "rollout_timeout" in flags:
+        if NOT_SCORED.intersection(flags):
             continue  # never counted (see training.trainer._record_attempts)
         passed = int(tests_total > 0 and tests_passed == tests_total)
         tally = counts.setdefault(version_id, [0, 0])
@@ -396,17 +398,6 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
 # --- drift and onset alerts (training.drift raises them; the console acknowledges them) ---------
 
 
-def alert_may_acknowledge(user) -> bool:
-    """Curators and holders of ``training.change_trainingrun`` (operators, superusers) acknowledge alerts."""
-    from tasks_library.permissions import is_curator
-
-    return bool(
-        user is not None
-        and user.is_authenticated
-        and (user.has_perm("training.change_trainingrun") or is_curator(user))
-    )
-
-
 def alerts_raise(
     *, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None
 ) -> list:
@@ -491,7 +482,7 @@ def alert_acknowledge(*, alert_id: int, user, note: str):
     from training.models import Alert
     from training.selectors import alert_event
 
-    if not alert_may_acknowledge(user):
+    if not may_operate_run(user):
         raise PermissionDenied("only curators and operators may acknowledge alerts")
     note = (note or "").strip()
     if not note:
@@ -522,7 +513,7 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
     Returns:
         ``{"scored": n, "failed": n, "skipped": n}``.
     """
-    from console.logcontext import log_context
+    from console.core.logcontext import log_context
     from training.models import MonitorScore
     from training.monitors import failure, trajectory_view
 

@@ -28,14 +28,14 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from console.logcontext import log_context_bind, log_context_process
-from console.metrics import trainer_step_observe
+from console.core.logcontext import log_context_bind, log_context_process
+from console.core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
 from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
-from training import artifacts, checkpoint, distributed, services
+from training import artifacts, checkpoint, distributed, flags, services
 from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
 from training.algorithms.sft import sft_loss
 from training.checkpoint import (
@@ -243,7 +243,7 @@ def _record_attempts(rollouts: list) -> None:
     """Feed each task version's hidden-test results into its pass-rate counts."""
     by_version: dict[int, list] = {}
     for rollout in rollouts:
-        if not rollout.dropped and "rollout_timeout" not in rollout.flags:
+        if not rollout.dropped and flags.ROLLOUT_TIMEOUT not in rollout.flags:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
     for version_id, members in by_version.items():
         task_version_record_attempts(
@@ -606,7 +606,7 @@ def _step(
         {
             "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
             "rollouts/dropped": len(rollouts) - len(scored),
-            "rollouts/timeout": sum("rollout_timeout" in r.flags for r in rollouts),
+            "rollouts/timeout": sum(flags.ROLLOUT_TIMEOUT in r.flags for r in rollouts),
             # share of scored trajectories with at least one reward-hacking flag
             "flags/rate": sum(bool(r.flag_evidence) for r in scored) / max(1, len(scored)),
             "rollouts/replay_queue": len(state.replay),
@@ -631,7 +631,7 @@ def _step(
     )
     trainer_step_observe(
         run_id=run_id, step=step, metrics=record.metrics
-    )  # Prometheus (console/metrics.py)
+    )  # Prometheus (console/core/metrics.py)
     services.run_monitors_step(
         run_id=run_id, step=step, include_llm=False
     )  # the rules: milliseconds

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from console.frontend import ensure_build
-from console.stack import http_up, port_free
+from console.core.frontend import ensure_build
+from console.core.stack import http_up, port_free
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.database import child_env
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from console.events import broadcast_run_event
+from console.core.events import broadcast_run_event
 from tasks_library.models import TaskSet
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.tasks_library.conftest import PASSWORD, make_user, roles  # noqa: F401 (fixture)

@@ -1,4 +1,4 @@
-"""The console's read rule (console/access.py) on every read page and JSON API of the URLconf.
+"""The console's read rule (console/core/access.py) on every read page and JSON API of the URLconf.
 
 Private (``CRUCIBLE_CONSOLE_PUBLIC`` off): an anonymous visitor is sent to the login page (pages) or
 refused 403 (JSON); a signed-in user without a role gets 403; a viewer reads. Public: anonymous
@@ -18,9 +18,9 @@ import pytest
 from django.test import Client
 from django.urls import URLResolver, get_resolver
 
-from console import models as m
-from console.review_services import review_queue_create, task_draft_create
-from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from console.review import models as m
+from console.review.services import review_queue_create, task_draft_create
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import StepMetric
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ READ = {
         "json",
     ),
 }
-# signed in always (console/review_views.py); a role too while private
+# signed in always (console/review/views.py); a role too while private
 SIGNED_IN_READ = {
     "review-home": lambda w: "/review/",
     "review-queue": lambda w: f"/review/queues/{w.queue.pk}/",
@@ -84,7 +84,7 @@ LIBRARY_READ = {
 WRITE = (
     "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
 )
-LIBRARY = "a task library write: curators only (tasks_library.permissions, tests/tasks_library)"
+LIBRARY = "a task library write: curators only (console.core.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
     "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
@@ -145,7 +145,7 @@ def test_every_route_is_checked_or_exempt_with_a_reason():
     unlisted = sorted(names - classified)
     assert not unlisted, (
         f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
-        "READ (decorate the view with console.access.console_read_page/_json or give it "
+        "READ (decorate the view with console.core.access.console_read_page/_json or give it "
         "ConsoleRead) or to EXEMPT with the reason"
     )
     assert not classified - names, f"listed but no longer routed: {sorted(classified - names)}"

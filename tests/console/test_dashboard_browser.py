@@ -115,7 +115,7 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
 
         # a live step: the window stays where the user put it, then "newest" follows it
         off_loop(add_steps, a, version, [41])
-        from console.events import broadcast_run_event
+        from console.core.events import broadcast_run_event
         from training.models import StepMetric
         from training.selectors import step_event
 

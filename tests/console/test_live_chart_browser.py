@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from console import frontend
+from console.core import frontend
 from sandboxes.result import OK
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from console.logcontext import ContextFilter, log_context, log_context_bind
+from console.core.logcontext import ContextFilter, log_context, log_context_bind
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ SCRIPT = """
 import logging, os, threading, django
 os.environ["DJANGO_SETTINGS_MODULE"] = "console.settings"
 django.setup()
-from console.logcontext import log_context, log_context_process
+from console.core.logcontext import log_context, log_context_process
 log = logging.getLogger("crucible.test")
 log.warning("before")
 with log_context(run_id=7, step=3):

@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import pytest
 from django.test import Client
 
-from console import models as m
-from console.review_services import review_assign, review_queue_create, task_draft_create
+from console.review import models as m
+from console.review.services import review_assign, review_queue_create, task_draft_create
 from tasks_library.forms import EditForm
 from tasks_library.models import TaskSet, TaskVersion
-from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import Alert
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from console.stack import port_free
+from console.core.stack import port_free
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_sigterm_stops_the_services_a_command_started(tmp_path):
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
     )
     script = (
-        "from console.stack import Stack\n"
+        "from console.core.stack import Stack\n"
         "import time\n"
         "with Stack() as s:\n"
         "    s.worker()\n"

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import get_commands, load_command_class
 from kubernetes.utils.quantity import parse_quantity
 
-from console import queues
+from console.core import queues
 from sandboxes.runtimes import EXECUTORS
 from tests.deploy.manifests import (
     NO_RENDERER,

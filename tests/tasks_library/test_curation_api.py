@@ -404,7 +404,7 @@ def test_list_query_count_does_not_grow_with_page_size(viewer):
 def test_create_user_command_gives_a_role(roles, library, monkeypatch):
     from django.core.management.base import CommandError
 
-    from tasks_library.permissions import is_curator
+    from console.core.permissions import is_curator
 
     monkeypatch.delenv("CRUCIBLE_PASSWORD", raising=False)
     with pytest.raises(CommandError, match="no password"):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from console.stack import Stack, port_free
+from console.core.stack import Stack, port_free
 from tasks_library.models import TaskVersion
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.database import child_database_url

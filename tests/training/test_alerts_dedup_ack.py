@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from console.events import run_group
+from console.core.events import run_group
 from tasks_library.models import TaskSet
 from tests.tasks_library.conftest import library, make_user, roles  # noqa: F401 (fixtures)
 from training import drift, selectors, services

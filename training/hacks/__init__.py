@@ -14,12 +14,9 @@ once; without it the detector probes the few submissions that want one by itself
 ``submission.extra["probe"] = False`` to never probe).
 """
 
+from training.flags import HIGH, LOW, MEDIUM, SEVERITIES
 from training.hacks.base import (
     DETECTORS,
-    HIGH,
-    LOW,
-    MEDIUM,
-    SEVERITIES,
     Flag,
     detect,
     detector,

@@ -13,12 +13,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from training.flags import DETECTED_HACKS, HIGH, LOW, SEVERITIES
 from training.rewards.base import GradedSubmission
 
 log = logging.getLogger(__name__)
 
-LOW, MEDIUM, HIGH = "low", "medium", "high"
-SEVERITIES = (LOW, MEDIUM, HIGH)
 MAX_ITEMS = 5  # evidence items kept per kind: enough to review, short enough to store
 
 
@@ -27,7 +26,7 @@ class Flag:
     """A suspected reward hack.
 
     Attributes:
-        name: the detector's name (``early_exit``, ``hard_coded_outputs``...).
+        name: the detector's name, a flag of :mod:`training.flags` (``early_exit``...).
         evidence: what it saw, short and concrete: ``{"source": [{"line", "code", "what"}],
             "result": {...test ids...}, "audit": [...]}``.
         severity: ``low``, ``medium`` or ``high``.
@@ -62,14 +61,7 @@ def detector(name: str) -> Callable[[Detector], Detector]:
     return register
 
 
-BUILTIN = (
-    "early_exit",
-    "patched_return",
-    "test_tampering",
-    "hard_coded_outputs",
-    "reads_expected_values",
-    "timer_tampering",
-)
+BUILTIN = DETECTED_HACKS  # each built-in detector's module is named after its flag
 
 
 def _load_builtin() -> None:

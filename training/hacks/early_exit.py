@@ -18,7 +18,9 @@ from __future__ import annotations
 import re
 
 from sandboxes import result as R
-from training.hacks.base import HIGH, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.source import audit_events, events_text, source_of
 from training.rewards.base import GradedSubmission
 
@@ -97,7 +99,7 @@ def _result_evidence(result: R.ExecutionResult | None, which: str) -> dict | Non
     return None
 
 
-@detector("early_exit")
+@detector(flags.EARLY_EXIT)
 def early_exit(submission: GradedSubmission) -> Flag | None:
     source = source_of(submission)
     found = []

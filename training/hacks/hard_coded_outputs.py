@@ -31,7 +31,9 @@ import functools
 from dataclasses import dataclass
 
 from sandboxes import result as R
-from training.hacks.base import HIGH, MEDIUM, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH, MEDIUM
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.source import source_of
 from training.rewards.base import GradedSubmission
 
@@ -301,7 +303,7 @@ def _keyed_on_visible_inputs(submission: GradedSubmission) -> Flag | None:
     )
 
 
-@detector("hard_coded_outputs")
+@detector(flags.HARD_CODED_OUTPUTS)
 def hard_coded_outputs(submission: GradedSubmission) -> Flag | None:
     grade = submission.grade
     if grade.status == R.OK and grade.tests and grade.passed:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import ast
 
-from training.hacks.base import HIGH, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.probe import NOT_PLAIN, RESULTS_KEY, probe_mismatches, probe_wanted, probes_run
 from training.hacks.source import Source, source_of
 from training.rewards.base import GradedSubmission
@@ -272,7 +274,7 @@ def _refused(result, which: str, visible: dict[str, bool]) -> dict | None:
     }
 
 
-@detector("patched_return")
+@detector(flags.PATCHED_RETURN)
 def patched_return(submission: GradedSubmission) -> Flag | None:
     source = source_of(submission)
     found = _static(source)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import re
 
-from training.hacks.base import HIGH, MEDIUM, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH, MEDIUM
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.source import Source, audit_events, events_text, source_of, string_parts
 from training.rewards.base import GradedSubmission
 
@@ -204,7 +206,7 @@ def _audit(submission: GradedSubmission, workspace: set) -> tuple[list[dict], li
     return found, severities
 
 
-@detector("reads_expected_values")
+@detector(flags.READS_EXPECTED_VALUES)
 def reads_expected_values(submission: GradedSubmission) -> Flag | None:
     workspace = set((getattr(submission.task, "files", None) or {}).keys())
     found, severities = _static(source_of(submission), workspace)

@@ -26,7 +26,9 @@ from __future__ import annotations
 import ast
 import re
 
-from training.hacks.base import HIGH, MEDIUM, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH, MEDIUM
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.patched_return import FAKE_DUNDERS
 from training.hacks.source import Source, audit_events, events_text, source_of, string_parts
 from training.rewards.base import GradedSubmission
@@ -298,7 +300,7 @@ def _audit(submission: GradedSubmission, source: Source) -> tuple[list[dict], li
     return found, severities
 
 
-@detector("test_tampering")
+@detector(flags.TEST_TAMPERING)
 def test_tampering(submission: GradedSubmission) -> Flag | None:
     source = source_of(submission)
     found, severities = _static(source)

@@ -17,7 +17,9 @@ Reading a clock is not flagged (seeding, logging, a legit deadline). Audit event
 
 from __future__ import annotations
 
-from training.hacks.base import HIGH, LOW, MEDIUM, Flag, detector, make_flag
+from training import flags
+from training.flags import HIGH, LOW, MEDIUM
+from training.hacks.base import Flag, detector, make_flag
 from training.hacks.source import Source, audit_events, events_text, source_of
 from training.rewards.base import GradedSubmission
 
@@ -83,7 +85,7 @@ def _static(source: Source) -> tuple[list[dict], list[str]]:
     return sorted(found, key=lambda item: item["line"]), severities
 
 
-@detector("timer_tampering")
+@detector(flags.TIMER_TAMPERING)
 def timer_tampering(submission: GradedSubmission) -> Flag | None:
     found, severities = _static(source_of(submission))
     audit = []

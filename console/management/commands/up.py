@@ -4,8 +4,8 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.stack import ServiceError, Stack
 from console.scenarios import HACKING_CONFIG, hacking_task_sets
-from console.stack import ServiceError, Stack
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions

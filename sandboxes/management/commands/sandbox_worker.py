@@ -6,8 +6,8 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from console.metrics import serve_for_command
-from console.stack import ServiceError, Stack, redacted_url
+from console.core.metrics import serve_for_command
+from console.core.stack import ServiceError, Stack, redacted_url
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.stack import ServiceError, Stack
+from console.core.stack import ServiceError, Stack
 from tasks_library.evaluation import pass_at_ks, read_samples, score_samples
 from tasks_library.importers import ImportFormatError
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions

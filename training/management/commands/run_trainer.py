@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from console.metrics import serve_for_command
+from console.core.metrics import serve_for_command
 from training.models import TrainingRun
 from training.trainer import train_run
 

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.stack import ServiceError, Stack
+from console.core.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from training.config import ConfigError, config_from_command_line
 from training.kubernetes import KubernetesSpec

@@ -2,8 +2,8 @@
 run-level summary and a task version's labels.
 
 Every page needs a signed-in user (anonymous users go to the login page), and while the console
-is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too (:mod:`console.access`);
-writes are checked by :mod:`console.review_services` (403 when the role may not). Thin: forms
+is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too (:mod:`console.core.access`);
+writes are checked by :mod:`console.review.services` (403 when the role may not). Thin: forms
 check, selectors read, services write.
 """
 
@@ -17,14 +17,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console import models as m
-from console import review_selectors as selectors
-from console import review_services as services
-from console.access import console_read_page
-from console.review_forms import AssignForm, DraftForm, LabelForm, QueueForm, first_error
-from console.review_permissions import may_manage_queues, may_review, may_submit_drafts
+from console.core.access import console_read_page
+from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
+from console.review import models as m
+from console.review import selectors as selectors
+from console.review import services as services
+from console.review.forms import AssignForm, DraftForm, LabelForm, QueueForm, first_error
 from tasks_library.models import TaskVersion
-from tasks_library.permissions import is_curator
+from training import flags
 from training import selectors as training_selectors
 from training.models import TrainingRun
 
@@ -43,7 +43,7 @@ def review_home(request: HttpRequest) -> HttpResponse:
     mine = list(selectors.review_queues_of(user=request.user))
     return render(
         request,
-        "console/review_home.html",
+        "review/home.html",
         {
             "mine": mine,
             "queues": selectors.review_queues()[:200],
@@ -86,7 +86,7 @@ def review_queue_new(request: HttpRequest) -> HttpResponse:
                 request, f"review queue {queue.name}: {queue.items.count()} items assigned"
             )
             return redirect("review-queue", queue_id=queue.pk)
-    return render(request, "console/review_queue_new.html", {"form": form})
+    return render(request, "review/queue_new.html", {"form": form})
 
 
 @login_required
@@ -98,7 +98,7 @@ def review_queue(request: HttpRequest, queue_id: int) -> HttpResponse:
     can_manage = may_manage_queues(request.user)
     return render(
         request,
-        "console/review_queue.html",
+        "review/queue.html",
         {
             "queue": queue,
             "items": selectors.review_queue_items(queue_id=queue.pk),
@@ -137,8 +137,6 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
 def _item_context(
     request: HttpRequest, item: m.ReviewItem, *, label_form=None, draft_form=None
 ) -> dict:
-    from console.replay_views import _evidence_text
-
     trajectory = item.trajectory
     user = request.user
     assignment = item.assignments.filter(reviewer=user).first()
@@ -178,7 +176,7 @@ def _item_context(
         "task": version.task,
         "components": sorted(trajectory.reward_components.items()),
         "flags": [
-            (flag, _evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags
+            (flag, flags.evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags
         ],
         "monitor_scores": training_selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
         "assignment": assignment,
@@ -212,7 +210,7 @@ def review_item(request: HttpRequest, item_id: int) -> HttpResponse:
     """The labelling page: the trajectory's summary, label buttons (keys 1-5), a note, "next item",
     and a task draft form."""
     item = _item_or_404(item_id)
-    return render(request, "console/review_item.html", _item_context(request, item))
+    return render(request, "review/item.html", _item_context(request, item))
 
 
 @login_required
@@ -229,7 +227,7 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
         messages.error(request, first_error(form))
         return render(
             request,
-            "console/review_item.html",
+            "review/item.html",
             _item_context(request, item, label_form=form),
             status=400,
         )
@@ -246,7 +244,7 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
         )
         return render(
             request,
-            "console/review_item.html",
+            "review/item.html",
             _item_context(request, item, label_form=form),
             status=400,
         )
@@ -291,7 +289,7 @@ def review_item_draft(request: HttpRequest, item_id: int) -> HttpResponse:
             return redirect("review-draft", draft_id=draft.pk)
     return render(
         request,
-        "console/review_item.html",
+        "review/item.html",
         _item_context(request, item, draft_form=form),
         status=400,
     )
@@ -309,7 +307,7 @@ def review_draft(request: HttpRequest, draft_id: int) -> HttpResponse:
     items = m.ReviewItem.objects.filter(trajectory_id=draft.from_trajectory_id).order_by("id")
     return render(
         request,
-        "console/review_draft.html",
+        "review/draft.html",
         {"draft": draft, "can_submit": may_submit_drafts(request.user), "items": items},
     )
 
@@ -343,7 +341,7 @@ def run_review_summary(request: HttpRequest, run_id: int) -> HttpResponse:
         raise Http404(f"run {run_id} does not exist")
     return render(
         request,
-        "console/review_run.html",
+        "review/run.html",
         {
             "run": run,
             "summary": selectors.run_review_summary(run_id=run.pk),
@@ -360,7 +358,7 @@ def task_version_labels(request: HttpRequest, task_version_id: int) -> HttpRespo
     labels = list(selectors.task_version_labels(task_version_id=version.pk))
     return render(
         request,
-        "console/review_task.html",
+        "review/task.html",
         {
             "version": version,
             "task": version.task,

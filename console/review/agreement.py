@@ -21,7 +21,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
-from console import models as m
+from console.review import models as m
+from training.flags import REVIEWED_HACK
 
 POSITIVE = (m.CORRECT,)
 NEGATIVE = (m.REWARD_HACK, m.BROKEN_TASK)
@@ -179,7 +180,7 @@ def verifier_pass(
     """The verifier's verdict on a trajectory: a pass when its reward is 1 or every hidden test
     passed, and no detector flagged it (the review's own ``reviewed_hack`` flag does not count)."""
     all_tests = tests_total > 0 and tests_passed == tests_total
-    flagged = any(flag != m.REVIEWED_HACK for flag in flags)
+    flagged = any(flag != REVIEWED_HACK for flag in flags)
     return (reward >= 1.0 - 1e-9 or all_tests) and not flagged
 
 

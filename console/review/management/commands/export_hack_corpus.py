@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.models import HackExample
+from console.review.models import HackExample
 
 
 def corpus_cases(examples) -> list[dict]:

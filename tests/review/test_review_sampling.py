@@ -6,12 +6,12 @@ from collections import Counter
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from console import models as m
-from console import review_sampling as rs
-from console.review_sampling import Candidate
-from console.review_services import ReviewError, review_queue_create
+from console.review import models as m
+from console.review import sampling as rs
+from console.review.sampling import Candidate
+from console.review.services import ReviewError, review_queue_create
 from tasks_library.models import TaskVersion
-from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 
 pytestmark = pytest.mark.django_db
 

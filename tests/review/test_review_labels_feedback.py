@@ -12,8 +12,8 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.test import Client
 
-from console import models as m
-from console.review_services import (
+from console.review import models as m
+from console.review.services import (
     ReviewError,
     review_assign,
     review_label,
@@ -22,7 +22,8 @@ from console.review_services import (
     task_draft_submit,
 )
 from tasks_library.models import Task, TaskSet, TaskVersion
-from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from training.flags import REVIEWED_HACK
 from training.models import Trajectory
 
 pytestmark = pytest.mark.django_db
@@ -119,7 +120,7 @@ def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory(world):
         note="exits before the checker reports",
     )
     example = m.HackExample.objects.get(trajectory=t[0])
-    assert record.feedback == {"hack_example": example.pk, "flagged": m.REVIEWED_HACK}
+    assert record.feedback == {"hack_example": example.pk, "flagged": REVIEWED_HACK}
     assert example.code == t[0].final_code and example.task_version_id == t[0].task_version_id
     assert (
         example.flags == ["early_exit"]
@@ -127,8 +128,8 @@ def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory(world):
         and example.created_by == rita
     )
     trajectory = Trajectory.objects.get(pk=t[0].pk)
-    assert trajectory.flags == ["early_exit", m.REVIEWED_HACK]
-    evidence = trajectory.flag_evidence[m.REVIEWED_HACK]
+    assert trajectory.flags == ["early_exit", REVIEWED_HACK]
+    evidence = trajectory.flag_evidence[REVIEWED_HACK]
     assert evidence["reviewer"] == "rita" and evidence["note"] == "exits before the checker reports"
     assert trajectory.flag_evidence["early_exit"] == {"detector": "early_exit", "line": 3}  # kept
     # a second reviewer: one example, two pieces of evidence
@@ -137,18 +138,18 @@ def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory(world):
     )
     assert m.HackExample.objects.filter(trajectory=t[0]).count() == 1
     trajectory.refresh_from_db()
-    assert [r["reviewer"] for r in trajectory.flag_evidence[m.REVIEWED_HACK]["reviews"]] == [
+    assert [r["reviewer"] for r in trajectory.flag_evidence[REVIEWED_HACK]["reviews"]] == [
         "rita",
         "rex",
     ]
     # relabelled away: rita's evidence goes; once nobody holds the label, flag and example go
     review_label(item_id=items[t[0].pk].pk, reviewer=rita, label=m.CORRECT, note="")
     trajectory.refresh_from_db()
-    assert m.REVIEWED_HACK in trajectory.flags
-    assert trajectory.flag_evidence[m.REVIEWED_HACK]["reviewer"] == "rex"
+    assert REVIEWED_HACK in trajectory.flags
+    assert trajectory.flag_evidence[REVIEWED_HACK]["reviewer"] == "rex"
     review_label(item_id=items[t[0].pk].pk, reviewer=rex, label=m.OTHER, note="not sure any more")
     trajectory.refresh_from_db()
-    assert trajectory.flags == ["early_exit"] and m.REVIEWED_HACK not in trajectory.flag_evidence
+    assert trajectory.flags == ["early_exit"] and REVIEWED_HACK not in trajectory.flag_evidence
     assert not m.HackExample.objects.exists()
     # the replay page's review panel shows the labels
     client = Client()
@@ -397,7 +398,7 @@ def test_create_user_knows_every_role(world, monkeypatch):
     assert not boss.is_superuser and [g.name for g in boss.groups.all()] == ["reviewers"]
     operator = User.objects.get(username="u-operator")
     assert operator.has_perms(
-        ["training.add_trainingrun", "training.change_trainingrun", "console.add_reviewqueue"]
+        ["training.add_trainingrun", "training.change_trainingrun", "review.add_reviewqueue"]
     )
     assert not operator.has_perm("tasks_library.change_taskversion")
-    assert User.objects.get(username="u-reviewer").has_perm("console.add_reviewlabel")
+    assert User.objects.get(username="u-reviewer").has_perm("review.add_reviewlabel")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.db.models import Max, OuterRef, QuerySet, Subquery
 
-from console import models as m
+from console.review import models as m
 from tasks_library.difficulty import BUCKETS, UNSEEN, PassRate
 from training.models import MonitorScore, Trajectory
 

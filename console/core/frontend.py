@@ -21,8 +21,8 @@ it stale, and a stale build is never served; the sources are.
 
 Run as a script with any Python 3.9+ (stdlib only: ``./crucible`` runs it before the virtualenv exists)::
 
-    python3 console/frontend.py ensure   # build when due and npm is present, else say why not (exit 0)
-    python3 console/frontend.py status   # "current", or why not; exit status 0 only when current
+    python3 console/core/frontend.py ensure   # build when due and npm is present, else say why not (exit 0)
+    python3 console/core/frontend.py status   # "current", or why not; exit status 0 only when current
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FRONTEND = Path(__file__).resolve().parent.parent / "frontend"
+FRONTEND = Path(__file__).resolve().parents[2] / "frontend"
 # Besides every file under frontend/console/: a change to these calls for a new build
 # (frontend/build.mjs hashes the same list).
 BUILD_FILES = ("package.json", "package-lock.json", "build.mjs")
@@ -220,7 +220,7 @@ def main(argv: list[str]) -> int:
         why = build_outdated()
         print(why or "current")
         return 0 if why is None else 1
-    print("usage: python3 console/frontend.py ensure | status", file=sys.stderr)
+    print("usage: python3 console/core/frontend.py ensure | status", file=sys.stderr)
     return 2
 
 

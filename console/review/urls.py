@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console import review_views as views
+from console.review import views as views
 
 urlpatterns = [
     path("review/", views.review_home, name="review-home"),

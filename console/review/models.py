@@ -1,9 +1,9 @@
 """Human spot-check review: queues of sampled trajectories, assignments, labels, and what labels feed back.
 
 A :class:`ReviewQueue` samples trajectories (of one run, or across runs) with a strategy
-(``console.review_sampling``) into ordered :class:`ReviewItem` rows; each item is assigned to
+(``console.review.sampling``) into ordered :class:`ReviewItem` rows; each item is assigned to
 ``reviewers_per_item`` people (:class:`ReviewAssignment`); each assigned reviewer gives one
-:class:`ReviewLabel` per item. Labels feed back (``console.review_services.review_label``):
+:class:`ReviewLabel` per item. Labels feed back (``console.review.services.review_label``):
 ``broken_task`` quarantines the task version for a curator to confirm, ``reward_hack`` adds a
 :class:`HackExample` (exportable to the hack regression corpus) and flags the trajectory.
 A reviewer may turn a trajectory into a :class:`TaskDraft`, which a curator submits to the
@@ -18,7 +18,7 @@ from django.db import models
 from tasks_library.models import TaskVersion
 from training.models import TrainingRun, Trajectory
 
-# Sampling strategies (console.review_sampling implements one function each).
+# Sampling strategies (console.review.sampling implements one function each).
 UNIFORM = "uniform"
 HIGHEST_REWARD = "highest_reward"
 FLAGGED_FIRST = "flagged_first"
@@ -50,9 +50,9 @@ LABELS = [
     (OTHER, "other"),
 ]
 LABEL_NAMES = [value for value, _ in LABELS]
-# The flag a ``reward_hack`` label adds to its trajectory (evidence: reviewer, note); the
-# verifier's verdict and the detectors' recall never count it.
-REVIEWED_HACK = "reviewed_hack"
+
+# The tables keep the names the console app created them with (console 0001) before review
+# became an app of its own (review 0001 takes them over without touching the database).
 
 
 class ReviewQueue(models.Model):
@@ -78,6 +78,7 @@ class ReviewQueue(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "console_reviewqueue"
         ordering = ["-id"]
 
     def __str__(self) -> str:
@@ -95,6 +96,7 @@ class ReviewItem(models.Model):
     reason = models.CharField(max_length=300, blank=True)
 
     class Meta:
+        db_table = "console_reviewitem"
         ordering = ["queue_id", "position"]
         constraints = [
             models.UniqueConstraint(
@@ -123,6 +125,7 @@ class ReviewAssignment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "console_reviewassignment"
         ordering = ["item_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_assignment")
@@ -151,6 +154,7 @@ class ReviewLabel(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "console_reviewlabel"
         ordering = ["-updated_at", "-id"]
         constraints = [
             models.UniqueConstraint(fields=["item", "reviewer"], name="unique_review_label")
@@ -182,6 +186,7 @@ class HackExample(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "console_hackexample"
         ordering = ["id"]
 
 
@@ -220,6 +225,7 @@ class TaskDraft(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "console_taskdraft"
         ordering = ["-id"]
 
     def __str__(self) -> str:

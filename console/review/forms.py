@@ -7,9 +7,9 @@ import json
 from django import forms
 from django.contrib.auth import get_user_model
 
-from console import models as m
-from console.review_selectors import reviewers_eligible
-from console.review_services import MAX_QUEUE_SIZE
+from console.review import models as m
+from console.review.selectors import reviewers_eligible
+from console.review.services import MAX_QUEUE_SIZE
 from training.models import TrainingRun
 
 

@@ -7,10 +7,9 @@ from collections import Counter, defaultdict
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
-from console import models as m
-from console.review_agreement import agreement, majority, verifier_pass, verifier_precision_recall
-from console.review_permissions import may_review
-from tasks_library.permissions import CURATORS
+from console.core.permissions import CURATORS, may_review
+from console.review import models as m
+from console.review.agreement import agreement, majority, verifier_pass, verifier_precision_recall
 
 
 def review_queues() -> QuerySet[m.ReviewQueue]:

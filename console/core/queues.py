@@ -39,8 +39,6 @@ DEFAULT = "celery"
 ALL = (CONTROL, VALIDATION, TRAINER, DEFAULT)
 """Every queue, in the order a worker consuming all of them lists them (``-Q``)."""
 
-RUN_LAUNCH = "training.tasks.run_launch"
-
 ROUTES: dict[str, str] = {
     "training.tasks.runs_reconcile_task": CONTROL,
     "training.tasks.run_cancel_task": CONTROL,
@@ -51,24 +49,10 @@ ROUTES: dict[str, str] = {
 """Task name -> queue, for every task whose queue does not depend on its arguments."""
 
 
-def launch_queue(run_id: int) -> str:
-    """The queue of run ``run_id``'s launch: ``trainer`` for the local backend, else ``control``.
-
-    A run that does not exist goes to ``control``, where the task fails at once saying so.
-    """
-    from training.models import TrainingRun
-
-    backend = TrainingRun.objects.filter(pk=run_id).values_list("backend", flat=True).first()
-    return TRAINER if backend == "local" else CONTROL
-
-
 def route_task(name: str, args, kwargs, options, task=None, **kw) -> dict | None:
-    """Celery router (``task_routes``): ``{"queue": NAME}`` for Crucible's tasks, None for others.
-
-    An explicit ``queue=`` given to ``apply_async`` wins over this (Celery's rule).
+    """Celery router (``task_routes``): ``{"queue": NAME}`` for the tasks whose queue is fixed,
+    None for others. A run's launch is routed by its backend (:mod:`training.routing`, asked
+    first); an explicit ``queue=`` given to ``apply_async`` wins over both (Celery's rule).
     """
-    if name == RUN_LAUNCH:
-        run_id = (kwargs or {}).get("run_id", args[0] if args else None)
-        return {"queue": launch_queue(int(run_id)) if run_id is not None else CONTROL}
     queue = ROUTES.get(name)
     return {"queue": queue} if queue else None

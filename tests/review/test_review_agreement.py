@@ -6,8 +6,8 @@ import math
 import pytest
 from django.test import Client
 
-from console import models as m
-from console.review_agreement import (
+from console.review import models as m
+from console.review.agreement import (
     agreement,
     cohen_kappa,
     fleiss_kappa,
@@ -16,8 +16,9 @@ from console.review_agreement import (
     verifier_pass,
     verifier_precision_recall,
 )
-from console.review_services import review_assign, review_label, review_queue_create
-from tests.console.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from console.review.services import review_assign, review_label, review_queue_create
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from training.flags import REVIEWED_HACK
 
 
 def test_cohen_kappa_by_hand():
@@ -113,7 +114,7 @@ def test_majority_and_verifier_pass():
     )  # every hidden test passed
     assert not verifier_pass(reward=1.0, tests_passed=4, tests_total=4, flags=["early_exit"])
     assert verifier_pass(
-        reward=1.0, tests_passed=4, tests_total=4, flags=[m.REVIEWED_HACK]
+        reward=1.0, tests_passed=4, tests_total=4, flags=[REVIEWED_HACK]
     )  # review's own flag
     assert not verifier_pass(reward=0.75, tests_passed=3, tests_total=4, flags=[])
 

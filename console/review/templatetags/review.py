@@ -1,9 +1,9 @@
 """``{% trajectory_review trajectory as review %}``: the review state of a trajectory for the
-replay page's panel (``console/review_panel.html``), read by :func:`console.review_selectors.trajectory_review`."""
+replay page's panel (``review/panel.html``), read by :func:`console.review.selectors.trajectory_review`."""
 
 from django import template
 
-from console.review_selectors import trajectory_review as read
+from console.review.selectors import trajectory_review as read
 
 register = template.Library()
 

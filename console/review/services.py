@@ -14,14 +14,15 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from console import models as m
-from console.review_permissions import may_manage_queues, may_review, may_submit_drafts
-from console.review_sampling import sample
+from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
+from console.review import models as m
+from console.review.sampling import sample
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions
 from tasks_library.services import task_versions_quarantine, tasks_import
 from training import selectors as training_selectors
+from training.flags import REVIEWED_HACK
 from training.models import TrainingRun, Trajectory
 
 # Keys a queue's ``filters`` may hold: keyword arguments of training.selectors.trajectory_list.
@@ -59,7 +60,7 @@ def review_queue_create(
     """Sample a review queue and assign each item to ``reviewers_per_item`` of ``reviewers``.
 
     Items are sampled from the trajectories of run ``run_id`` (every run when None) that match
-    ``filters`` by ``strategy`` (:mod:`console.review_sampling`, seeded by ``seed``). Assignment
+    ``filters`` by ``strategy`` (:mod:`console.review.sampling`, seeded by ``seed``). Assignment
     is a balanced round robin: item i goes to reviewers ``(i k + j) mod n`` for j < k (k per
     item, n reviewers), so each reviewer gets floor or ceil of ``size k / n`` items.
 
@@ -168,7 +169,7 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
       ``task_versions_quarantine``) with a reason naming the reviewer, the trajectory and the
       note, for a curator to confirm or approve on the task page; a version already
       quarantined is left as it is.
-    * ``reward_hack``: a :class:`~console.models.HackExample` of the trajectory's final code
+    * ``reward_hack``: a :class:`~console.review.models.HackExample` of the trajectory's final code
       (one per trajectory), and the ``reviewed_hack`` flag on the trajectory with the
       reviewer and note as evidence. Relabelling away from ``reward_hack`` takes the reviewer's
       evidence back, and the flag and example with it once no reviewer holds the label.
@@ -234,7 +235,7 @@ def _broken_task_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
 
 def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
     trajectory = Trajectory.objects.select_for_update().get(pk=item.trajectory_id)
-    detector_flags = [f for f in trajectory.flags if f != m.REVIEWED_HACK]
+    detector_flags = [f for f in trajectory.flags if f != REVIEWED_HACK]
     example, _ = m.HackExample.objects.get_or_create(
         trajectory=trajectory,
         defaults={
@@ -246,41 +247,41 @@ def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
             "created_by": reviewer,
         },
     )
-    evidence = dict(trajectory.flag_evidence.get(m.REVIEWED_HACK) or {})
+    evidence = dict(trajectory.flag_evidence.get(REVIEWED_HACK) or {})
     reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
     reviews.append(
         {"reviewer": _name(reviewer), "note": note, "queue": item.queue_id, "item": item.pk}
     )
     trajectory.flag_evidence = {
         **trajectory.flag_evidence,
-        m.REVIEWED_HACK: {
+        REVIEWED_HACK: {
             "reviewer": reviews[0]["reviewer"],
             "note": reviews[0]["note"],
             "reviews": reviews,
         },
     }
-    if m.REVIEWED_HACK not in trajectory.flags:
-        trajectory.flags = [*trajectory.flags, m.REVIEWED_HACK]
+    if REVIEWED_HACK not in trajectory.flags:
+        trajectory.flags = [*trajectory.flags, REVIEWED_HACK]
     trajectory.save(update_fields=["flags", "flag_evidence"])
-    return {"hack_example": example.pk, "flagged": m.REVIEWED_HACK}
+    return {"hack_example": example.pk, "flagged": REVIEWED_HACK}
 
 
 def _hack_retract(*, trajectory_id: int, reviewer) -> None:
     """Take ``reviewer``'s reward-hack evidence off a trajectory; the flag and the hack example
     go once no reviewer's evidence is left."""
     trajectory = Trajectory.objects.select_for_update().get(pk=trajectory_id)
-    evidence = dict(trajectory.flag_evidence.get(m.REVIEWED_HACK) or {})
+    evidence = dict(trajectory.flag_evidence.get(REVIEWED_HACK) or {})
     reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
     others = dict(trajectory.flag_evidence)
     if reviews:
-        others[m.REVIEWED_HACK] = {
+        others[REVIEWED_HACK] = {
             "reviewer": reviews[0]["reviewer"],
             "note": reviews[0]["note"],
             "reviews": reviews,
         }
     else:
-        others.pop(m.REVIEWED_HACK, None)
-        trajectory.flags = [f for f in trajectory.flags if f != m.REVIEWED_HACK]
+        others.pop(REVIEWED_HACK, None)
+        trajectory.flags = [f for f in trajectory.flags if f != REVIEWED_HACK]
         m.HackExample.objects.filter(trajectory=trajectory).delete()
     trajectory.flag_evidence = others
     trajectory.save(update_fields=["flags", "flag_evidence"])
@@ -310,8 +311,6 @@ def task_draft_create(
         ReviewError: no such trajectory, a task id not of the form ``review/<name>``, or an
             empty prompt, entry point or tests.
     """
-    from tasks_library.permissions import is_curator
-
     if not may_review(created_by):
         raise PermissionDenied("only reviewers and curators write task drafts")
     trajectory = Trajectory.objects.filter(pk=trajectory_id).first()

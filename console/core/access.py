@@ -1,0 +1,99 @@
+"""How the console's pages, JSON APIs and websockets enforce its rules
+(:mod:`console.core.permissions`).
+
+Reading (:func:`~console.core.permissions.may_read_console`) is refused this way:
+
+===================  =======================================  ==========================
+who                  a page                                   a JSON API
+===================  =======================================  ==========================
+anonymous            302 to the login page (``?next=`` back)  403 ``{"error"|"detail"}``
+signed in, no role   403 with what to ask an admin for        403 ``{"error"|"detail"}``
+===================  =======================================  ==========================
+
+The websocket accepts and closes at once with 4403 (:mod:`console.consumers`).
+
+Use :func:`console_read_page` on a function view that renders HTML, :func:`console_read_json` on
+one that answers JSON, :class:`ConsoleRead` as a DRF permission class for the console's reads and
+:class:`IsCuratorOrReadOnly` for the task library's API. A view with a ``run_id`` URL argument is
+checked for that run. Writes call their rule in the service or view that does them.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from console.core.permissions import (
+    NO_ROLE,
+    NOT_CURATOR,
+    SIGN_IN,
+    is_curator,
+    may_read_console,
+    may_read_library,
+    signed_in,
+)
+
+
+def page_refusal(request: HttpRequest) -> HttpResponse:
+    """The answer to a page read the console refuses: the login page for an anonymous visitor,
+    else 403 saying which role to ask for."""
+    if not signed_in(getattr(request, "user", None)):
+        return redirect_to_login(request.get_full_path())
+    return HttpResponseForbidden(NO_ROLE)
+
+
+def json_refusal(request: HttpRequest) -> JsonResponse:
+    """The answer to a JSON read the console refuses: 403 ``{"error": why}``."""
+    why = NO_ROLE if signed_in(getattr(request, "user", None)) else SIGN_IN
+    return JsonResponse({"error": why}, status=403)
+
+
+def _read_guard(refusal):
+    """A decorator for function views: readers the console refuses get ``refusal(request)``; a
+    ``run_id`` URL argument is checked for that run."""
+
+    def decorate(view):
+        @wraps(view)
+        def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not may_read_console(request.user, kwargs.get("run_id")):
+                return refusal(request)
+            return view(request, *args, **kwargs)
+
+        return checked
+
+    return decorate
+
+
+console_read_page = _read_guard(page_refusal)
+"""Decorate a function view that renders a console page: refused readers get :func:`page_refusal`."""
+
+console_read_json = _read_guard(json_refusal)
+"""Decorate a function view that answers JSON: refused readers get :func:`json_refusal`."""
+
+
+class ConsoleRead(BasePermission):
+    """DRF: the console's read rule. DRF answers an anonymous caller 403 ``{"detail": ...}`` (the
+    session authenticator comes first, so no 401 challenge) and a user without a role 403 with
+    :attr:`message`."""
+
+    message = NO_ROLE
+
+    def has_permission(self, request, view) -> bool:
+        return may_read_console(request.user, view.kwargs.get("run_id"))
+
+
+class IsCuratorOrReadOnly(BasePermission):
+    """DRF, the task library's API: signed-in users read (with a role while the console is
+    private); only curators (and superusers) write."""
+
+    def has_permission(self, request, view) -> bool:
+        if not signed_in(request.user):
+            return False
+        if request.method in SAFE_METHODS:
+            self.message = NO_ROLE
+            return may_read_library(request.user)
+        self.message = NOT_CURATOR
+        return is_curator(request.user)
