@@ -21,11 +21,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import IsCuratorOrReadOnly
+from console.core.errors import InputError
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     TASK_SET_NAME_RULE,
     FilterForm,
-    edit_error_field,
     first_error,
     task_set_name_ok,
 )
@@ -47,8 +47,6 @@ from tasks_library.selectors import (
 )
 from tasks_library.services import (
     EDITABLE,
-    CurationError,
-    EditError,
     task_set_pin,
     task_version_edit,
     task_versions_approve,
@@ -478,8 +476,8 @@ class TaskVersionsApi(CuratorApi):
                 change_note=data["change_note"],
                 **changes,
             )
-        except EditError as exc:
-            raise BadRequest(edit_error_field(str(exc), changes), str(exc)) from exc
+        except InputError as exc:
+            raise BadRequest(exc.field, str(exc)) from exc
         return Response(
             TaskVersionDetailSerializer(_version(task, new.number)).data,
             status=status.HTTP_201_CREATED,
@@ -541,9 +539,8 @@ class CurateApi(CuratorApi):
             changed = self.service(
                 version_ids=ids, author=request.user.get_username(), reason=data["reason"]
             )
-        except CurationError as exc:
-            field = "reason" if str(exc).startswith("reason:") else "ids"
-            raise BadRequest(field, str(exc)) from exc
+        except InputError as exc:
+            raise BadRequest(exc.field, str(exc)) from exc
         return Response({"changed": changed})
 
 
@@ -573,9 +570,8 @@ class ValidateApi(CuratorApi):
         ids = _existing_ids(data.pop("ids"))
         try:
             Options(**data).check()
-        except ValueError as exc:
-            field = str(exc).split()[0]
-            raise BadRequest(field, f"{field}: {exc}") from exc
+        except InputError as exc:
+            raise BadRequest(exc.field, f"{exc.field}: {exc}") from exc
         try:
             job = validate_task_versions.delay(ids, data)
         except OperationalError as exc:

@@ -45,17 +45,19 @@ def read_samples(path: Path) -> Iterator[dict]:
                 row = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
                 raise ImportFormatError(
-                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                    where, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
                 ) from exc
             except json.JSONDecodeError as exc:
                 raise ImportFormatError(
-                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+                    where, f"not valid JSON ({exc.msg}, column {exc.colno})"
                 ) from exc
             if not isinstance(row, dict):
-                raise ImportFormatError(f"{where}: expected a JSON object")
+                raise ImportFormatError(where, "expected a JSON object")
             for field in ("task_id", "completion"):
                 if not isinstance(row.get(field), str):
-                    raise ImportFormatError(f"{where}: field {field!r} missing or not a string")
+                    raise ImportFormatError(
+                        where, f"field {field!r} missing or not a string", field=field
+                    )
             yield {"task_id": row["task_id"], "completion": row["completion"], "where": where}
 
 

@@ -182,21 +182,3 @@ def first_error(form: forms.Form) -> tuple[str | None, str]:
         field = None if name == "__all__" else name
         return field, f"{field}: {errors[0]}" if field else errors[0]
     return None, "invalid input"
-
-
-_FIELD = re.compile(r"^(?:field '([\w.]+)'|(\w+)):")
-
-
-def edit_error_field(message: str, changed=()) -> str | None:
-    """The edit field an :class:`~tasks_library.services.EditError` message names, or None.
-
-    The importer's checks name test code ``test``: that is the hidden tests unless
-    only the visible tests changed.
-    """
-    match = _FIELD.match(message)
-    if not match:
-        return None
-    name = (match.group(1) or match.group(2)).split(".")[0]
-    if name in ("test", "tests"):
-        return "visible_tests" if set(changed) == {"visible_tests"} else "hidden_tests"
-    return name

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from console.core.errors import InputError
 from sandboxes.runtimes import node_major_version
 from sandboxes.suites import harness
 from tasks_library.hashing import content_hash
@@ -93,7 +94,9 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
     """
     if not isinstance(content, dict):
         raise ImportFormatError(
-            f"{where}: field 'environment': expected an object with name, runtime, packages, image"
+            where,
+            "field 'environment': expected an object with name, runtime, packages, image",
+            field="environment",
         )
     canonical = {
         "name": content.get("name", runtime),
@@ -103,11 +106,15 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
     }
     for key in ("name", "runtime", "image"):
         if not isinstance(canonical[key], str):
-            raise ImportFormatError(f"{where}: field 'environment.{key}' must be a string")
+            raise ImportFormatError(
+                where, f"field 'environment.{key}' must be a string", field=f"environment.{key}"
+            )
     packages = canonical["packages"]
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
         raise ImportFormatError(
-            f"{where}: field 'environment.packages' must be a list of pinned requirement strings"
+            where,
+            "field 'environment.packages' must be a list of pinned requirement strings",
+            field="environment.packages",
         )
     family = next(
         (name for name, pattern in RUNTIME_FAMILIES.items() if pattern.match(canonical["runtime"])),
@@ -115,13 +122,17 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
     )
     if family is None:
         raise ImportFormatError(
-            f"{where}: field 'environment.runtime': unknown environment {canonical['runtime']!r}; "
-            "known runtimes are python3.N and nodeN"
+            where,
+            f"field 'environment.runtime': unknown environment {canonical['runtime']!r}; "
+            "known runtimes are python3.N and nodeN",
+            field="environment.runtime",
         )
     if family != runtime:
         raise ImportFormatError(
-            f"{where}: field 'environment.runtime': {canonical['runtime']!r} cannot run this test suite, "
-            f"whose harness needs a {runtime} runtime"
+            where,
+            f"field 'environment.runtime': {canonical['runtime']!r} cannot run this test suite, "
+            f"whose harness needs a {runtime} runtime",
+            field="environment.runtime",
         )
     return canonical
 
@@ -167,14 +178,16 @@ def test_suite_get_or_create(
     try:
         kind = harness(harness_name)
     except ValueError as exc:
-        raise ImportFormatError(f"{where}: field 'harness': {exc}") from exc
+        raise ImportFormatError(where, f"field 'harness': {exc}", field="harness") from exc
     if (
         isinstance(timeout_s, bool)
         or not isinstance(timeout_s, (int, float))
         or not 0 < timeout_s <= MAX_TIMEOUT_S
     ):
         raise ImportFormatError(
-            f"{where}: field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]"
+            where,
+            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
+            field="timeout_s",
         )
     if test_timeout_s is not None:
         if (
@@ -183,11 +196,15 @@ def test_suite_get_or_create(
             or not 0 < test_timeout_s <= timeout_s
         ):
             raise ImportFormatError(
-                f"{where}: field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]"
+                where,
+                f"field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]",
+                field="test_timeout_s",
             )
         if harness_name != "python-check":
             raise ImportFormatError(
-                f"{where}: field 'test_timeout_s': per-test timeouts apply to python-check suites only"
+                where,
+                "field 'test_timeout_s': per-test timeouts apply to python-check suites only",
+                field="test_timeout_s",
             )
         test_timeout_s = float(test_timeout_s)
     try:
@@ -198,13 +215,17 @@ def test_suite_get_or_create(
         visible_ids = kind.expected_ids(visible)
     except SyntaxError as exc:
         raise ImportFormatError(
-            f"{where}: field 'test': test code does not parse ({exc.msg}, line {exc.lineno})"
+            where,
+            f"field 'test': test code does not parse ({exc.msg}, line {exc.lineno})",
+            field="test",
         ) from exc
     except ValueError as exc:
-        raise ImportFormatError(f"{where}: field 'test': {exc}") from exc
+        raise ImportFormatError(where, f"field 'test': {exc}", field="test") from exc
     if not hidden_ids:
         raise ImportFormatError(
-            f"{where}: field 'test': the tests contain no assertion, so nothing can fail"
+            where,
+            "field 'test': the tests contain no assertion, so nothing can fail",
+            field="test",
         )
     content = {
         "harness": harness_name,
@@ -234,29 +255,41 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
     if not files:
         return {}
     if not isinstance(files, dict):
-        raise ImportFormatError(f"{where}: field 'files': expected an object {{path: text}}")
+        raise ImportFormatError(
+            where, "field 'files': expected an object {path: text}", field="files"
+        )
     if runtime != "python":
         raise ImportFormatError(
-            f"{where}: field 'files': workspace files are supported by the Python verifiers only"
+            where,
+            "field 'files': workspace files are supported by the Python verifiers only",
+            field="files",
         )
     total = 0
     for name, text in files.items():
         parts = name.split("/")
         if not name or name.startswith("/") or any(part in ("", ".", "..") for part in parts):
             raise ImportFormatError(
-                f"{where}: field 'files': {name!r} must be a relative path without '..'"
+                where,
+                f"field 'files': {name!r} must be a relative path without '..'",
+                field="files",
             )
         if not isinstance(text, str):
-            raise ImportFormatError(f"{where}: field 'files.{name}': must be UTF-8 text")
+            raise ImportFormatError(
+                where, f"field 'files.{name}': must be UTF-8 text", field=f"files.{name}"
+            )
         size = len(text.encode("utf-8"))
         if size > MAX_FILE_BYTES:
             raise ImportFormatError(
-                f"{where}: field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file"
+                where,
+                f"field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file",
+                field=f"files.{name}",
             )
         total += size
     if total > MAX_FILES_BYTES:
         raise ImportFormatError(
-            f"{where}: field 'files': {total} bytes in all, over the {MAX_FILES_BYTES} byte limit"
+            where,
+            f"field 'files': {total} bytes in all, over the {MAX_FILES_BYTES} byte limit",
+            field="files",
         )
     return dict(sorted(files.items()))
 
@@ -343,8 +376,10 @@ def tasks_import(
         where = record["where"]
         if record["task_id"] in first_seen:
             raise ImportFormatError(
-                f"{where}: field 'task_id': duplicate id {record['task_id']!r} "
-                f"(first at {first_seen[record['task_id']]})"
+                where,
+                f"field 'task_id': duplicate id {record['task_id']!r} "
+                f"(first at {first_seen[record['task_id']]})",
+                field="task_id",
             )
         first_seen[record["task_id"]] = where
         suite = test_suite_get_or_create(
@@ -370,7 +405,7 @@ def tasks_import(
             env = defaults[runtime]
         tags = record.get("tags") or []
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise ImportFormatError(f"{where}: field 'tags': expected a list of strings")
+            raise ImportFormatError(where, "field 'tags': expected a list of strings", field="tags")
         task, _ = Task.objects.get_or_create(
             task_id=record["task_id"], defaults={"source": record.get("source") or source}
         )
@@ -394,14 +429,10 @@ def tasks_import(
         pinned.append(version)
         report.task_ids.append(task.task_id)
     if not pinned:
-        raise ImportFormatError("the file holds no task; nothing to import")
+        raise ImportFormatError(None, "the file holds no task; nothing to import")
     report.tasks = len(pinned)
     task_set_pin(name=task_set_name, versions=pinned, author=author, change_note=note)
     return report
-
-
-class EditError(ValueError):
-    """An edit that cannot become a new version; the message names the field."""
 
 
 EDITABLE = (
@@ -418,6 +449,18 @@ EDITABLE = (
 )
 
 
+def _edit_field(field: str | None, changed) -> str | None:
+    """The edit's field for a field the importer's checks name: test code (``test``) is the hidden
+    tests unless only the visible tests changed; ``files.NAME`` is ``files``, ``environment.KEY``
+    is ``environment``."""
+    if field is None:
+        return None
+    name = field.split(".")[0]
+    if name in ("test", "tests"):
+        return "visible_tests" if set(changed) == {"visible_tests"} else "hidden_tests"
+    return name
+
+
 @transaction.atomic
 def task_version_edit(
     *, version: TaskVersion, author: str, change_note: str, **changes
@@ -430,14 +473,19 @@ def task_version_edit(
     their content changes. The new version starts ``pending`` validation.
 
     Raises:
-        EditError: no change note, an unknown field, no actual change, or content the
-            importer would refuse (the message names the field).
+        InputError: no change note, an unknown field, no actual change, or content the
+            importer would refuse (``field`` names the edit's field).
     """
     if not change_note.strip():
-        raise EditError("change_note: say what changed and why; every version records it")
+        raise InputError(
+            "change_note: say what changed and why; every version records it", field="change_note"
+        )
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:
-        raise EditError(f"{unknown[0]}: not an editable field (editable: {', '.join(EDITABLE)})")
+        raise InputError(
+            f"{unknown[0]}: not an editable field (editable: {', '.join(EDITABLE)})",
+            field=unknown[0],
+        )
     suite, env = version.test_suite, version.environment
     where = f"edit of {version.task.task_id} v{version.number}"
     try:
@@ -464,12 +512,12 @@ def task_version_edit(
         )
         files = files_check(changes.get("files", version.files), where=where, runtime=runtime)
     except ImportFormatError as exc:
-        raise EditError(str(exc).removeprefix(where + ": ")) from exc
+        raise InputError(exc.detail, field=_edit_field(exc.field, changes)) from exc
     for name in ("prompt", "entry_point", "reference_solution"):
         if not isinstance(changes.get(name, ""), str):
-            raise EditError(f"{name}: must be text")
+            raise InputError(f"{name}: must be text", field=name)
     if not changes.get("entry_point", version.entry_point).strip():
-        raise EditError("entry_point: must name the function the tests call")
+        raise InputError("entry_point: must name the function the tests call", field="entry_point")
     new, created = task_version_get_or_create(
         task=version.task,
         author=author,
@@ -483,7 +531,7 @@ def task_version_edit(
         test_suite=new_suite,
     )
     if not created:
-        raise EditError(
+        raise InputError(
             f"nothing changed: this content is already {new.task.task_id} v{new.number}"
         )
     return new
@@ -525,19 +573,15 @@ def task_set_pin(
     return task_set
 
 
-class CurationError(ValueError):
-    """A curation action that cannot be done; the message says what to fix."""
-
-
 @transaction.atomic
 def task_versions_quarantine(*, version_ids: list[int], author: str, reason: str) -> int:
     """Quarantine versions by hand so training never samples them; returns how many changed.
 
     Raises:
-        CurationError: no written reason.
+        InputError: no written reason.
     """
     if not reason.strip():
-        raise CurationError("reason: write why these versions are quarantined")
+        raise InputError("reason: write why these versions are quarantined", field="reason")
     return TaskVersion.objects.filter(pk__in=version_ids).update(
         quarantined=True,
         quarantine_reason=reason.strip(),
@@ -554,17 +598,20 @@ def task_versions_approve(*, version_ids: list[int], author: str, reason: str) -
     The verdict and its evidence stay; the written reason is kept beside them.
 
     Raises:
-        CurationError: no written reason, or a version not yet validated.
+        InputError: no written reason (``field`` ``reason``), or a version not yet validated
+            (``ids``).
     """
     if not reason.strip():
-        raise CurationError("reason: write why these versions may be trained on")
+        raise InputError("reason: write why these versions may be trained on", field="reason")
     pending = TaskVersion.objects.filter(
         pk__in=version_ids,
         verdict__in=[TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR],
     )
     if pending.exists():
         names = ", ".join(str(v) for v in pending[:5])
-        raise CurationError(f"validate first: {names} has no verdict yet (run validate_tasks)")
+        raise InputError(
+            f"validate first: {names} has no verdict yet (run validate_tasks)", field="ids"
+        )
     return TaskVersion.objects.filter(pk__in=version_ids).update(
         quarantined=False,
         override_reason=reason.strip(),

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from kombu.exceptions import OperationalError
 
 from console.core.access import console_read_page
+from console.core.errors import InputError, form_add_error
 from console.core.permissions import is_curator
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
@@ -28,7 +29,6 @@ from tasks_library.forms import (
     EditForm,
     FilterForm,
     PinForm,
-    edit_error_field,
     first_error,
 )
 from tasks_library.models import Task, TaskSet, TaskVersion
@@ -42,8 +42,6 @@ from tasks_library.selectors import (
     trainable,
 )
 from tasks_library.services import (
-    CurationError,
-    EditError,
     task_set_pin,
     task_version_edit,
     task_versions_approve,
@@ -106,7 +104,7 @@ def _curate(request: HttpRequest) -> HttpResponse:
         service = task_versions_quarantine if action == "quarantine" else task_versions_approve
         try:
             changed = service(version_ids=ids, author=request.user.get_username(), reason=reason)
-        except CurationError as exc:
+        except InputError as exc:
             messages.error(request, str(exc))
         else:
             done = "quarantined" if action == "quarantine" else "approved"
@@ -258,9 +256,8 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
                         change_note=form.cleaned_data["change_note"],
                         **changes,
                     )
-                except EditError as exc:
-                    field = edit_error_field(str(exc), changes)
-                    form.add_error(field if field in form.fields else None, str(exc))
+                except InputError as exc:
+                    form_add_error(form, exc)
                 else:
                     messages.success(
                         request,

@@ -6,13 +6,15 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from console.core.errors import InputError
+
 # The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the estimators).
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A run configuration that cannot be launched; the message names the key."""
 
 

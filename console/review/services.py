@@ -2,7 +2,7 @@
 
 Keyword-only ``<noun>_<verb>`` functions under ``transaction.atomic`` (DESIGN.md section 5).
 Permission checks live here too, so that the pages, tests and any later API refuse alike:
-:class:`~django.core.exceptions.PermissionDenied` for who may not, :class:`ReviewError` (a
+:class:`~django.core.exceptions.PermissionDenied` for who may not, :class:`~console.core.errors.InputError` (a
 ``ValueError`` whose message starts with the field's name) for what may not be.
 """
 
@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from console.core.errors import InputError
 from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from console.review import models as m
 from console.review.sampling import sample
@@ -31,10 +32,6 @@ MAX_QUEUE_SIZE = 5000
 DRAFT_SOURCE = "review-drafts"
 DRAFT_TASK_SET = "review-drafts"
 DRAFT_TASK_ID = re.compile(r"^review/[A-Za-z0-9][A-Za-z0-9_.\-/]{0,180}$")
-
-
-class ReviewError(ValueError):
-    """A review write that cannot be done; the message starts with the field to fix."""
 
 
 def _name(user) -> str:
@@ -66,48 +63,54 @@ def review_queue_create(
 
     Raises:
         PermissionDenied: ``created_by`` may not create queues (curators, operators, admins may).
-        ReviewError: an empty name, unknown run or strategy, a size or reviewers per item out of
+        InputError: an empty name, unknown run or strategy, a size or reviewers per item out of
             range, a reviewer who may not review, an unknown filter, or no trajectory to sample.
     """
     if not may_manage_queues(created_by):
         raise PermissionDenied("only curators and operators may create review queues")
     name = (name or "").strip()
     if not name:
-        raise ReviewError("name: give the queue a name")
+        raise InputError("name: give the queue a name", field="name")
     if strategy not in dict(m.STRATEGIES):
-        raise ReviewError(
-            f"strategy: unknown {strategy!r}; known: {', '.join(s for s, _ in m.STRATEGIES)}"
+        raise InputError(
+            f"strategy: unknown {strategy!r}; known: {', '.join(s for s, _ in m.STRATEGIES)}",
+            field="strategy",
         )
     if not isinstance(size, int) or not 1 <= size <= MAX_QUEUE_SIZE:
-        raise ReviewError(f"size: must be a whole number in 1..{MAX_QUEUE_SIZE}")
+        raise InputError(f"size: must be a whole number in 1..{MAX_QUEUE_SIZE}", field="size")
     reviewers = list(dict.fromkeys(reviewers))
     if not reviewers:
-        raise ReviewError("reviewers: choose at least one reviewer")
+        raise InputError("reviewers: choose at least one reviewer", field="reviewers")
     refused = [_name(r) for r in reviewers if not may_review(r)]
     if refused:
-        raise ReviewError(
-            f"reviewers: {', '.join(refused)} may not review (add them to the reviewers group)"
+        raise InputError(
+            f"reviewers: {', '.join(refused)} may not review (add them to the reviewers group)",
+            field="reviewers",
         )
     if not isinstance(reviewers_per_item, int) or not 1 <= reviewers_per_item <= len(reviewers):
-        raise ReviewError(
-            f"reviewers_per_item: must be in 1..{len(reviewers)} (the number of reviewers chosen)"
+        raise InputError(
+            f"reviewers_per_item: must be in 1..{len(reviewers)} (the number of reviewers chosen)",
+            field="reviewers_per_item",
         )
     run = None
     if run_id is not None:
         run = TrainingRun.objects.filter(pk=run_id).first()
         if run is None:
-            raise ReviewError(f"run: run {run_id} does not exist")
+            raise InputError(f"run: run {run_id} does not exist", field="run")
     filters = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     unknown = sorted(set(filters) - set(FILTER_KEYS))
     if unknown:
-        raise ReviewError(
-            f"filters: unknown filter {unknown[0]!r}; known: {', '.join(FILTER_KEYS)}"
+        raise InputError(
+            f"filters: unknown filter {unknown[0]!r}; known: {', '.join(FILTER_KEYS)}",
+            field="filters",
         )
     trajectories = training_selectors.trajectory_list(run_id=run_id, **filters)
     picks = sample(strategy, trajectories, size=size, seed=seed)
     if not picks:
         where = f"run {run_id}" if run_id is not None else "any run"
-        raise ReviewError(f"run: {where} has no trajectory matching the filters; nothing to review")
+        raise InputError(
+            f"run: {where} has no trajectory matching the filters; nothing to review", field="run"
+        )
     queue = m.ReviewQueue.objects.create(
         name=name,
         run=run,
@@ -139,16 +142,17 @@ def review_assign(*, item_id: int, reviewer, assigned_by=None) -> m.ReviewAssign
 
     Raises:
         PermissionDenied: ``assigned_by`` (when given) may not manage queues.
-        ReviewError: no such item, or ``reviewer`` may not review.
+        InputError: no such item, or ``reviewer`` may not review.
     """
     if assigned_by is not None and not may_manage_queues(assigned_by):
         raise PermissionDenied("only curators and operators may assign review items")
     item = m.ReviewItem.objects.filter(pk=item_id).first()
     if item is None:
-        raise ReviewError(f"item: review item {item_id} does not exist")
+        raise InputError(f"item: review item {item_id} does not exist", field="item")
     if reviewer is None or not may_review(reviewer):
-        raise ReviewError(
-            f"reviewer: {_name(reviewer)} may not review (add them to the reviewers group)"
+        raise InputError(
+            f"reviewer: {_name(reviewer)} may not review (add them to the reviewers group)",
+            field="reviewer",
         )
     assignment, _ = m.ReviewAssignment.objects.get_or_create(
         item=item, reviewer=reviewer, defaults={"assigned_by": assigned_by}
@@ -176,11 +180,11 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
 
     Raises:
         PermissionDenied: ``reviewer`` is not assigned this item.
-        ReviewError: no such item, an unknown label, or no note for a label other than ``correct``.
+        InputError: no such item, an unknown label, or no note for a label other than ``correct``.
     """
     item = m.ReviewItem.objects.select_related("trajectory").filter(pk=item_id).first()
     if item is None:
-        raise ReviewError(f"item: review item {item_id} does not exist")
+        raise InputError(f"item: review item {item_id} does not exist", field="item")
     assignment = m.ReviewAssignment.objects.filter(
         item=item, reviewer_id=getattr(reviewer, "pk", None)
     ).first()
@@ -189,11 +193,14 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
             f"item {item_id} is not assigned to {_name(reviewer)}; only its reviewers label it"
         )
     if label not in m.LABEL_NAMES:
-        raise ReviewError(f"label: unknown {label!r}; known: {', '.join(m.LABEL_NAMES)}")
+        raise InputError(
+            f"label: unknown {label!r}; known: {', '.join(m.LABEL_NAMES)}", field="label"
+        )
     note = (note or "").strip()
     if label != m.CORRECT and not note:
-        raise ReviewError(
-            f"note: say why the trajectory is {label.replace('_', ' ')}: what you saw, where"
+        raise InputError(
+            f"note: say why the trajectory is {label.replace('_', ' ')}: what you saw, where",
+            field="note",
         )
     existing = (
         m.ReviewLabel.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
@@ -308,14 +315,16 @@ def task_draft_create(
     Raises:
         PermissionDenied: ``created_by`` may not review, or (not being a curator) reviews no item
             of this trajectory.
-        ReviewError: no such trajectory, a task id not of the form ``review/<name>``, or an
+        InputError: no such trajectory, a task id not of the form ``review/<name>``, or an
             empty prompt, entry point or tests.
     """
     if not may_review(created_by):
         raise PermissionDenied("only reviewers and curators write task drafts")
     trajectory = Trajectory.objects.filter(pk=trajectory_id).first()
     if trajectory is None:
-        raise ReviewError(f"trajectory: trajectory {trajectory_id} does not exist")
+        raise InputError(
+            f"trajectory: trajectory {trajectory_id} does not exist", field="trajectory"
+        )
     if (
         not is_curator(created_by)
         and not m.ReviewAssignment.objects.filter(
@@ -325,14 +334,15 @@ def task_draft_create(
         raise PermissionDenied(f"trajectory {trajectory_id} is in none of your review items")
     task_id = (task_id or "").strip()
     if not DRAFT_TASK_ID.match(task_id):
-        raise ReviewError(
-            "task_id: name it review/<name> (letters, digits, - _ . /), e.g. review/close-elements-2"
+        raise InputError(
+            "task_id: name it review/<name> (letters, digits, - _ . /), e.g. review/close-elements-2",
+            field="task_id",
         )
     for field, value in (("prompt", prompt), ("entry_point", entry_point), ("tests", tests)):
         if not (value or "").strip():
-            raise ReviewError(f"{field}: required")
+            raise InputError(f"{field}: required", field=field)
     if files is not None and not isinstance(files, dict):
-        raise ReviewError("files: an object {relative path: text}")
+        raise InputError("files: an object {relative path: text}", field="files")
     return m.TaskDraft.objects.create(
         from_trajectory=trajectory,
         task_id=task_id,
@@ -378,20 +388,21 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
 
     Raises:
         PermissionDenied: ``submitted_by`` is not a curator.
-        ReviewError: no such draft, already submitted, a task id another source owns, or content
+        InputError: no such draft, already submitted, a task id another source owns, or content
             the importer refuses (its message, naming the field).
     """
     if not may_submit_drafts(submitted_by):
         raise PermissionDenied("only curators submit task drafts to the task library")
     draft = m.TaskDraft.objects.select_for_update().filter(pk=draft_id).first()
     if draft is None:
-        raise ReviewError(f"draft: task draft {draft_id} does not exist")
+        raise InputError(f"draft: task draft {draft_id} does not exist", field="draft")
     if draft.status != m.TaskDraft.DRAFT:
-        raise ReviewError(f"draft: task draft {draft_id} was already submitted")
+        raise InputError(f"draft: task draft {draft_id} was already submitted", field="draft")
     owner = Task.objects.filter(task_id=draft.task_id).exclude(source=DRAFT_SOURCE).first()
     if owner is not None:
-        raise ReviewError(
-            f"task_id: {draft.task_id} is a task of source {owner.source}; choose another id"
+        raise InputError(
+            f"task_id: {draft.task_id} is a task of source {owner.source}; choose another id",
+            field="task_id",
         )
     task_set = TaskSet.objects.filter(name=DRAFT_TASK_SET).first()
     earlier = (
@@ -427,11 +438,12 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
                 author=_name(submitted_by),
             )
             if report.new_versions > 1:
-                raise ReviewError(
-                    "draft: re-pinning the earlier drafts changed their content; nothing imported"
+                raise InputError(
+                    "draft: re-pinning the earlier drafts changed their content; nothing imported",
+                    field="draft",
                 )
     except ImportFormatError as exc:
-        raise ReviewError(str(exc).removeprefix(f"task draft {draft.pk}: ")) from exc
+        raise InputError(exc.detail, field=exc.field) from exc
     version = list(task_set_versions(task_set=TaskSet.objects.get(name=DRAFT_TASK_SET)))[-1]
     draft.status, draft.task_version = m.TaskDraft.SUBMITTED, version
     draft.submitted_by, draft.submitted_at = submitted_by, timezone.now()

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.core.access import console_read_page
+from console.core.errors import InputError, form_add_error
 from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from console.review import models as m
 from console.review import selectors as selectors
@@ -78,9 +79,8 @@ def review_queue_new(request: HttpRequest) -> HttpResponse:
                 seed=data["seed"] or 0,
                 filters=form.filters(),
             )
-        except services.ReviewError as exc:
-            field = str(exc).split(":")[0]
-            form.add_error(field if field in form.fields else None, str(exc))
+        except InputError as exc:
+            form_add_error(form, exc)
         else:
             messages.success(
                 request, f"review queue {queue.name}: {queue.items.count()} items assigned"
@@ -124,7 +124,7 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
             services.review_assign(
                 item_id=item.pk, reviewer=form.cleaned_data["reviewer"], assigned_by=request.user
             )
-        except services.ReviewError as exc:
+        except InputError as exc:
             messages.error(request, str(exc))
         else:
             messages.success(
@@ -176,7 +176,8 @@ def _item_context(
         "task": version.task,
         "components": sorted(trajectory.reward_components.items()),
         "flags": [
-            (flag, flags.evidence_text(trajectory.flag_evidence.get(flag))) for flag in trajectory.flags
+            (flag, flags.evidence_text(trajectory.flag_evidence.get(flag)))
+            for flag in trajectory.flags
         ],
         "monitor_scores": training_selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
         "assignment": assignment,
@@ -238,10 +239,8 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
             label=form.cleaned_data["label"],
             note=form.cleaned_data["note"],
         )
-    except services.ReviewError as exc:
-        form.add_error(
-            str(exc).split(":")[0] if str(exc).split(":")[0] in form.fields else None, str(exc)
-        )
+    except InputError as exc:
+        form_add_error(form, exc)
         return render(
             request,
             "review/item.html",
@@ -279,9 +278,8 @@ def review_item_draft(request: HttpRequest, item_id: int) -> HttpResponse:
             draft = services.task_draft_create(
                 trajectory_id=item.trajectory_id, created_by=request.user, **form.cleaned_data
             )
-        except services.ReviewError as exc:
-            field = str(exc).split(":")[0]
-            form.add_error(field if field in form.fields else None, str(exc))
+        except InputError as exc:
+            form_add_error(form, exc)
         else:
             messages.success(
                 request, f"task draft {draft.pk} ({draft.task_id}) saved; a curator submits it"
@@ -321,7 +319,7 @@ def review_draft_submit(request: HttpRequest, draft_id: int) -> HttpResponse:
     get_object_or_404(m.TaskDraft, pk=draft_id)
     try:
         version = services.task_draft_submit(draft_id=draft_id, submitted_by=request.user)
-    except services.ReviewError as exc:
+    except InputError as exc:
         messages.error(request, f"not submitted: {exc}")
         return redirect("review-draft", draft_id=draft_id)
     messages.success(

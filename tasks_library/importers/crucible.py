@@ -83,23 +83,33 @@ def read_crucible(path: Path) -> Iterator[dict]:
     for where, row in read_jsonl(path, REQUIRED_FIELDS):
         if row.get("format") != FORMAT:
             raise ImportFormatError(
-                f"{where}: field 'format': expected {FORMAT!r}, got {row.get('format')!r}"
+                where,
+                f"field 'format': expected {FORMAT!r}, got {row.get('format')!r}",
+                field="format",
             )
         suite = row.get("test_suite")
         if not isinstance(suite, dict):
             raise ImportFormatError(
-                f"{where}: missing field 'test_suite' (an object with harness, hidden_tests, ...)"
+                where,
+                "missing field 'test_suite' (an object with harness, hidden_tests, ...)",
+                field="test_suite",
             )
         for key in ("harness", "hidden_tests"):
             if not isinstance(suite.get(key), str):
                 raise ImportFormatError(
-                    f"{where}: field 'test_suite.{key}' missing or not a string"
+                    where,
+                    f"field 'test_suite.{key}' missing or not a string",
+                    field=f"test_suite.{key}",
                 )
         visible = suite.get("visible_tests")
         if visible is not None and not isinstance(visible, str):
-            raise ImportFormatError(f"{where}: field 'test_suite.visible_tests' must be a string")
+            raise ImportFormatError(
+                where,
+                "field 'test_suite.visible_tests' must be a string",
+                field="test_suite.visible_tests",
+            )
         if "environment" not in row:
-            raise ImportFormatError(f"{where}: missing field 'environment'")
+            raise ImportFormatError(where, "missing field 'environment'", field="environment")
         yield {
             "task_id": row["task_id"],
             "source": row.get("source") if isinstance(row.get("source"), str) else None,

@@ -38,7 +38,9 @@ def read_humaneval_js(path: Path) -> Iterator[dict]:
         names = ENTRY_POINT.findall(row["declaration"])
         if not names:
             raise ImportFormatError(
-                f"{where}: field 'declaration': declares no function (expected `const name = ...`)"
+                where,
+                "field 'declaration': declares no function (expected `const name = ...`)",
+                field="declaration",
             )
         visible = row.get("example_test")
         yield {

@@ -32,37 +32,37 @@ def read_jsonl(
             where = f"{path}:{lineno}"
             if len(raw) > MAX_LINE_BYTES:
                 raise ImportFormatError(
-                    f"{where}: line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit"
+                    where, f"line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit"
                 )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ImportFormatError(
-                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+                    where, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
                 ) from exc
             try:
                 row = json.loads(text)
             except json.JSONDecodeError as exc:
                 raise ImportFormatError(
-                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+                    where, f"not valid JSON ({exc.msg}, column {exc.colno})"
                 ) from exc
             if not isinstance(row, dict):
-                raise ImportFormatError(
-                    f"{where}: expected a JSON object, got {type(row).__name__}"
-                )
+                raise ImportFormatError(where, f"expected a JSON object, got {type(row).__name__}")
             for field in required:
                 if field not in row:
-                    raise ImportFormatError(f"{where}: missing field {field!r}")
+                    raise ImportFormatError(where, f"missing field {field!r}", field=field)
                 if not isinstance(row[field], str) or (
                     field == id_field and not row[field].strip()
                 ):
-                    raise ImportFormatError(f"{where}: field {field!r} must be a non-empty string")
+                    raise ImportFormatError(
+                        where, f"field {field!r} must be a non-empty string", field=field
+                    )
             if id_field is None:
                 yield where, row
                 continue
             if row[id_field] in seen:
                 raise ImportFormatError(
-                    f"{where}: field {id_field!r}: duplicate id {row[id_field]!r}"
+                    where, f"field {id_field!r}: duplicate id {row[id_field]!r}", field=id_field
                 )
             seen.add(row[id_field])
             yield where, row

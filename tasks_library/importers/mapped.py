@@ -38,14 +38,14 @@ def parse_mapping(pairs: list[str]) -> dict[str, str]:
         target, source = target.strip(), source.strip()
         if not sep or not target or not source:
             raise ImportFormatError(
-                f"--map {pair!r}: expected TASK_FIELD=DATASET_FIELD, e.g. prompt=question"
+                f"--map {pair!r}", "expected TASK_FIELD=DATASET_FIELD, e.g. prompt=question"
             )
         if target not in TASK_FIELDS:
             raise ImportFormatError(
-                f"--map {pair!r}: unknown task field {target!r}; known: {', '.join(TASK_FIELDS)}"
+                f"--map {pair!r}", f"unknown task field {target!r}; known: {', '.join(TASK_FIELDS)}"
             )
         if target in mapping:
-            raise ImportFormatError(f"--map {pair!r}: {target!r} is mapped twice")
+            raise ImportFormatError(f"--map {pair!r}", f"{target!r} is mapped twice")
         mapping[target] = source
     return mapping
 
@@ -82,14 +82,16 @@ def read_mapped(
                         "" if target in mapping else f" (map it with --map {target}=DATASET_FIELD)"
                     )
                     raise ImportFormatError(
-                        f"{where}: missing field {source!r} for {target}{hint}"
+                        where, f"missing field {source!r} for {target}{hint}", field=source
                     ) from None
                 continue
             if target in ("tags", "files"):
                 record[target] = value
             elif not isinstance(value, str) or (target == "task_id" and not value.strip()):
                 raise ImportFormatError(
-                    f"{where}: field {source!r} (mapped to {target}) must be a non-empty string"
+                    where,
+                    f"field {source!r} (mapped to {target}) must be a non-empty string",
+                    field=source,
                 )
             else:
                 record[target] = value

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from console.core.errors import InputError
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
@@ -84,13 +85,19 @@ class Options:
     examples: bool = True
 
     def check(self) -> None:
-        """Raises ValueError naming the first impossible option."""
+        """Raises InputError naming the first impossible option (``field``: the option's name)."""
         if self.reference_runs < 1:
-            raise ValueError(f"reference_runs must be at least 1, got {self.reference_runs}")
+            raise InputError(
+                f"reference_runs must be at least 1, got {self.reference_runs}",
+                field="reference_runs",
+            )
         if self.mutants < 0:
-            raise ValueError(f"mutants must be 0 or more, got {self.mutants}")
+            raise InputError(f"mutants must be 0 or more, got {self.mutants}", field="mutants")
         if not 0 <= self.weak_threshold <= 1:
-            raise ValueError(f"weak_threshold must be in [0, 1], got {self.weak_threshold}")
+            raise InputError(
+                f"weak_threshold must be in [0, 1], got {self.weak_threshold}",
+                field="weak_threshold",
+            )
 
 
 @dataclass

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from console.core.errors import InputError
 from sandboxes import result as R
 from sandboxes.harness.python_check import PROBE_CALL_TIMEOUT_S
 from sandboxes.process import Limits
 from sandboxes.queue import python_tests, run_many
 from tasks_library.models import TaskVersion
-from tasks_library.services import EditError, task_version_edit
+from tasks_library.services import task_version_edit
 
 MAX_REPR_CHARS = 1000  # inputs and outputs larger than this make unreadable tests
 AUTHOR = "crucible test generation"
@@ -273,7 +274,7 @@ def task_versions_generate_tests(
                     change_note=f"EvalPlus-style generated tests: +{len(statements)} (from {len(seeds)} seed inputs)",
                     hidden_tests=extend_check(version.test_suite.hidden_tests, statements),
                 )
-        except EditError as exc:  # the same tests were generated before: that version exists
+        except InputError as exc:  # the same tests were generated before: that version exists
             item.note = str(exc)
             continue
         item.tests_after = len(item.new_version.test_suite.hidden_test_ids)

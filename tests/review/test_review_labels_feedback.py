@@ -12,9 +12,9 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.test import Client
 
+from console.core.errors import InputError
 from console.review import models as m
 from console.review.services import (
-    ReviewError,
     review_assign,
     review_label,
     review_queue_create,
@@ -169,9 +169,9 @@ def test_only_assigned_reviewers_label_and_notes_are_required(world):
             item_id=item.pk, reviewer=world["cora"], label=m.CORRECT, note=""
         )  # a curator, not assigned
     for value in (m.REWARD_HACK, m.BROKEN_TASK, m.AMBIGUOUS_TASK, m.OTHER):
-        with pytest.raises(ReviewError, match="^note:"):
+        with pytest.raises(InputError, match="^note:"):
             review_label(item_id=item.pk, reviewer=rita, label=value, note="   ")
-    with pytest.raises(ReviewError, match="^label:"):
+    with pytest.raises(InputError, match="^label:"):
         review_label(item_id=item.pk, reviewer=rita, label="meh", note="x")
     assert not m.ReviewLabel.objects.exists()
     assert not item.assignments.get(reviewer=rita).completed_at
@@ -186,7 +186,7 @@ def test_only_assigned_reviewers_label_and_notes_are_required(world):
     # assigning: operators and curators may, reviewers may not; viewers cannot be assigned
     with pytest.raises(PermissionDenied):
         review_assign(item_id=item.pk, reviewer=outsider, assigned_by=rita)
-    with pytest.raises(ReviewError, match="^reviewer:"):
+    with pytest.raises(InputError, match="^reviewer:"):
         review_assign(
             item_id=item.pk, reviewer=make_user("vic", "viewer"), assigned_by=world["cora"]
         )
@@ -297,7 +297,7 @@ def test_task_drafts_reach_the_library_whole_or_not_at_all(world):
     rita, cora = world["rita"], world["cora"]
     with pytest.raises(PermissionDenied):
         draft(world, make_user("olga", "reviewer"))  # reviews no item of this trajectory
-    with pytest.raises(ReviewError, match="^task_id:"):
+    with pytest.raises(InputError, match="^task_id:"):
         draft(world, rita, task_id="HumanEval/0")
     first = draft(world, rita)
     with pytest.raises(PermissionDenied):
@@ -311,7 +311,7 @@ def test_task_drafts_reach_the_library_whole_or_not_at_all(world):
     )
     assert version.task.task_id == "review/add-two" and version.task.source == "review-drafts"
     assert version.author == "cora" and f"task draft {first.pk}" in version.change_note
-    with pytest.raises(ReviewError, match="already submitted"):
+    with pytest.raises(InputError, match="already submitted"):
         task_draft_submit(draft_id=first.pk, submitted_by=cora)
     # a second draft joins the set; the first stays pinned, with no new version of it
     second = task_draft_submit(
@@ -336,7 +336,7 @@ def test_task_drafts_reach_the_library_whole_or_not_at_all(world):
         task_id="review/broken",
         tests="def check(candidate):\n    assert candidate(1 ==\n",
     )
-    with pytest.raises(ReviewError, match="test code does not parse"):
+    with pytest.raises(InputError, match="test code does not parse"):
         task_draft_submit(draft_id=broken.pk, submitted_by=cora)
     broken.refresh_from_db()
     assert broken.status == m.TaskDraft.DRAFT and broken.task_version is None

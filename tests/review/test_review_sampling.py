@@ -6,10 +6,11 @@ from collections import Counter
 import pytest
 from django.core.exceptions import PermissionDenied
 
+from console.core.errors import InputError
 from console.review import models as m
 from console.review import sampling as rs
 from console.review.sampling import Candidate
-from console.review.services import ReviewError, review_queue_create
+from console.review.services import review_queue_create
 from tasks_library.models import TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 
@@ -284,6 +285,6 @@ def test_queue_creation_refusals(world):
         ({"filters": {"reward_min": 5.0}}, "run:"),
         ({"reviewers": []}, "reviewers:"),
     ):
-        with pytest.raises(ReviewError, match=f"^{field}"):
+        with pytest.raises(InputError, match=f"^{field}"):
             review_queue_create(**{**ok, **change})
     assert not m.ReviewQueue.objects.exists()

@@ -5,9 +5,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from console.core.errors import InputError
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions, trainable
-from tasks_library.services import CurationError, task_versions_approve, task_versions_quarantine
+from tasks_library.services import task_versions_approve, task_versions_quarantine
 from training.config import RunConfig
 from training.services import run_create
 
@@ -49,7 +50,7 @@ def test_quarantined_versions_are_never_trained_on(four):
 @pytest.mark.django_db
 def test_approval_needs_a_reason_and_lifts_the_quarantine(four):
     task_versions_quarantine(version_ids=[four[0].pk], author="erin", reason="suspicious")
-    with pytest.raises(CurationError, match="reason: write why"):
+    with pytest.raises(InputError, match="reason: write why"):
         task_versions_approve(version_ids=[four[0].pk], author="frank", reason="  ")
     assert TaskVersion.objects.get(pk=four[0].pk).quarantined
     task_versions_approve(
@@ -64,6 +65,6 @@ def test_approval_needs_a_reason_and_lifts_the_quarantine(four):
 @pytest.mark.django_db
 def test_unvalidated_versions_cannot_be_approved(four):
     TaskVersion.objects.filter(pk=four[3].pk).update(verdict=TaskVersion.VERDICT_PENDING)
-    with pytest.raises(CurationError, match="validate first"):
+    with pytest.raises(InputError, match="validate first"):
         task_versions_approve(version_ids=[four[3].pk], author="frank", reason="looks fine")
     assert not trainable(TaskVersion.objects.filter(pk=four[3].pk)).exists()

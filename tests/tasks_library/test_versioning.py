@@ -5,9 +5,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from console.core.errors import InputError
 from tasks_library.models import TaskSetVersion, TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions, task_versions_diff
-from tasks_library.services import EditError, task_set_pin, task_version_edit
+from tasks_library.services import task_set_pin, task_version_edit
 from training.config import RunConfig
 from training.services import run_create
 
@@ -85,7 +86,7 @@ def test_diff_shows_only_the_changed_fields(three):
 )
 def test_bad_edit_is_refused_and_creates_nothing(three, changes, message):
     count = TaskVersion.objects.count()
-    with pytest.raises(EditError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         task_version_edit(version=three[0], author="carol", **changes)
     assert TaskVersion.objects.count() == count
 

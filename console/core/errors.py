@@ -1,0 +1,37 @@
+"""The one error a service raises when it refuses its input: what is wrong, and which field.
+
+Services (``services.py`` of every app, the run configuration, the importers) raise
+:class:`InputError` (or a subclass that says where the input came from: an imported file's line,
+a run configuration); each caller maps it to its own form without reading the text back:
+
+* a Django form: :func:`form_add_error` puts the message on ``exc.field`` when the form has it;
+* the REST API: 400 ``{"field": exc.field, "error": str(exc)}``;
+* a management command: ``CommandError(str(exc))``.
+
+``str(exc)`` is the whole message, which names the field in words for a reader (``"reason:
+write why..."``, ``"bad.jsonl:3: field 'test': ..."``); ``exc.field`` is the same field as data.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Input a service refuses.
+
+    Args:
+        message: what is wrong and what to write instead, naming the input for a reader.
+        field: the input at fault as the caller's form or API names it (``prompt``,
+            ``reason``, ``files.data.csv``...), or None when no single field is.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def form_add_error(form, exc: InputError, field: str | None = None) -> None:
+    """Show ``exc`` on a Django ``form``: on ``field`` (default ``exc.field``) when the form has a
+    field of that name, else as an error of the whole form."""
+    name = field if field is not None else exc.field
+    form.add_error(name if name in form.fields else None, exc.message)
