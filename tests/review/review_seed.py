@@ -27,7 +27,13 @@ def make_roles() -> None:
     importlib.import_module("tasks_library.migrations.0003_curator_viewer_groups").create_groups(
         django_apps, None
     )
-    importlib.import_module("console.migrations.0002_roles").create_groups(django_apps, None)
+    # console 0002 granted the review models' permissions while they were the console app's;
+    # review 0001 moved them to the review app, where they are now.
+    roles = importlib.import_module("console.migrations.0002_roles")
+    for name, grants in roles.GRANTS.items():
+        moved = [("review" if app == "console" else app, *rest) for app, *rest in grants]
+        group, _ = Group.objects.get_or_create(name=name)
+        group.permissions.add(*roles._permissions(django_apps, moved))
 
 
 def make_user(name: str, role: str | None, *, password: str | None = None) -> User:
