@@ -35,15 +35,28 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import common  # noqa: E402
+import aiohttp
+from django.conf import settings
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from console.core.stack import Stack, port_free
+from training.config import RunConfig
+from training.rollout import Rollout, TaskSpec, TurnRecord
+
+# Django's models load once common.private_var_dir has set Django up on the benchmark's own var
+# dir (in main): the imports of what uses them stand in the functions.
 
 QUICK = {
     "clients": 20,
@@ -92,8 +105,13 @@ COMPONENT_VARIANTS = 64
 
 
 def seed_library():
-    from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
-    from tasks_library.services import task_set_pin
+    from tasks_library.models import (  # noqa: PLC0415 (models: after django.setup)
+        EnvironmentVersion,
+        Task,
+        TaskVersion,
+        TestSuiteVersion,
+    )
+    from tasks_library.services import task_set_pin  # noqa: PLC0415 (models: after django.setup)
 
     env = EnvironmentVersion.objects.create(
         content_hash="e" * 64, name="python", runtime="python3.11"
@@ -149,14 +167,16 @@ def step_metrics(step: int, steps: int) -> dict:
 
 
 def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[int, dict]:
-    """A finished run of ``steps`` steps and ``trajectories`` trajectories, inserted with executemany."""
-    import random
-
-    from django.db import connection, transaction
-    from django.utils import timezone
-
-    from training.models import StepMetric, TrainingRun, Trajectory
-    from training.services import REWARD_BINS, reward_histogram
+    """A finished run of ``steps`` steps and ``trajectories`` trajectories, inserted in bulk."""
+    from training.models import (  # noqa: PLC0415 (models: after django.setup)
+        StepMetric,
+        TrainingRun,
+        Trajectory,
+    )
+    from training.services import (  # noqa: PLC0415 (models: after django.setup)
+        REWARD_BINS,
+        reward_histogram,
+    )
 
     run = TrainingRun.objects.create(
         task_set=task_set,
@@ -257,8 +277,6 @@ def insert_rows(cursor, model, fields: list[str], rows) -> None:
     Raises:
         RuntimeError: a column that is NOT NULL has neither a value here nor a default.
     """
-    from django.db import connection
-
     meta = model._meta
     columns = [meta.get_field(name).column for name in fields]
     rest = []
@@ -284,8 +302,7 @@ def insert_rows(cursor, model, fields: list[str], rows) -> None:
 
 
 def live_run(task_set):
-    from training import services
-    from training.config import RunConfig
+    from training import services  # noqa: PLC0415 (models: after django.setup)
 
     run = services.run_create(
         task_set=task_set,
@@ -299,8 +316,6 @@ def live_run(task_set):
 
 
 def rollouts_for(version, step: int, count: int) -> list:
-    from training.rollout import Rollout, TaskSpec, TurnRecord
-
     spec = TaskSpec(
         task_version_id=version.pk,
         prompt="p",
@@ -343,9 +358,7 @@ def rollouts_for(version, step: int, count: int) -> list:
 
 
 async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool = True) -> dict:
-    import aiohttp
-
-    from training import services
+    from training import services  # noqa: PLC0415 (models: after django.setup)
 
     ws_url = base.replace("http://", "ws://") + f"/ws/runs/{run_id}/"
     recorded: dict[int, float] = {}
@@ -386,8 +399,6 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                         done.set()
 
     def record_steps():
-        from django.db import connection
-
         try:
             if not autocheckpoint and connection.vendor == "sqlite":
                 with connection.cursor() as cursor:  # this connection's commits never checkpoint
@@ -464,8 +475,6 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
 
 
 async def first_load(base: str, run_id: int) -> dict:
-    import aiohttp
-
     async with aiohttp.ClientSession() as session:
         started = time.perf_counter()
         async with session.get(f"{base}/runs/{run_id}/") as response:
@@ -496,12 +505,9 @@ async def first_load(base: str, run_id: int) -> dict:
 
 
 def in_process_figures(run_id: int) -> dict:
-    """Query counts (CaptureQueriesContext) and timings of the page and both back-fills, in process."""
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-
-    from training import selectors
+    """Query counts (CaptureQueriesContext) and timings of the page and both back-fills, in
+    process."""
+    from training import selectors  # noqa: PLC0415 (models: after django.setup)
 
     client = Client(HTTP_HOST="127.0.0.1")
     with CaptureQueriesContext(connection) as page_queries:
@@ -546,11 +552,6 @@ def main() -> None:
     args = parse_args()
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"bench{os.getpid()}")
     with common.private_var_dir(args.var_dir) as var:
-        from django.conf import settings
-        from django.db import connection
-
-        from console.core.stack import Stack, port_free
-
         out: dict = {
             "benchmark": "console_streaming",
             "quick": args.quick,
