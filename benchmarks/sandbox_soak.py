@@ -8,8 +8,11 @@ prints JSON: executions by status, false passes, honest failures, and before/aft
 figures for processes of the sandbox user, host mounts, crucible cgroups and the workers'
 resident memory (RSS of each worker and its sandboxes).
 
+The hostile programs are the sandbox tests' corpus (``tests/sandboxes``, which imports pytest:
+install ``requirements-dev.txt``).
+
 Run: ``.venv/bin/python benchmarks/sandbox_soak.py --minutes 10``; ``--quick`` (what CI runs) is
-the same workload and checks for 0.1 minute: one batch or two.
+the same workload and checks for 0.1 minute (a few batches of 32).
 """
 
 from __future__ import annotations

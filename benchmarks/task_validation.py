@@ -12,9 +12,9 @@ latency over 20 requests and SQL queries per request, at page sizes 10, 50 and 1
 with a filter and a search; the query count must not grow with the page size.
 
 No peer is named for this issue; the figures stand alone. Prints JSON.
-Run: ``.venv/bin/python benchmarks/task_validation.py [--skip-pipeline] [--versions N]``;
-``--quick`` (what CI runs): the pipeline on the first 2 HumanEval tasks, the list at 5,000
-versions with 3 requests per case.
+Run: ``.venv/bin/python benchmarks/task_validation.py [--skip-pipeline] [--tasks N]
+[--versions N]``; ``--quick`` (what CI runs): the pipeline on the first 2 HumanEval tasks, the
+list at 5,000 versions with 3 requests per case.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ test reads, every number finite, the throughputs and latencies above zero and th
 Crucible to its peer present. No figure is held to a target here (CI's machine is shared and
 small): a change that breaks a benchmark fails, a change that slows one does not.
 
+Every script there runs, found by name: a new one without ``--quick`` fails here. ``CASES``
+names what each one's JSON must hold; a script without an entry is checked for ``quick`` and
+finite numbers alone.
+
 Each run gets a temporary directory of its own (``TMPDIR``, so the var dir a script makes for
 itself, with its SQLite file and its embedded Redis, lands there; ``CRUCIBLE_VAR_DIR`` for the
 one that uses the default var dir) and none of the session's ``DATABASE_URL``/``REDIS_URL``: no
@@ -49,8 +53,8 @@ TRAINER = {
     ],
 }
 
-# name: the command (after the interpreter), the ratio keys (Crucible against its peer), the
-# keys whose numbers must be above zero, and the ones that must equal a value.
+# name: the ratio keys (Crucible against its peer), the keys whose numbers must be above zero,
+# the ones that must equal a value or each other, and the ones that must be there.
 CASES = {
     "console_streaming": {
         "ratios": ["first_load.ratio_bytes_peer_over_ours", "first_load.ratio_ms_peer_over_ours"],
@@ -142,10 +146,21 @@ CASES = {
 }
 
 
-def command(name: str) -> list[str]:
-    if name == "gpu_trainer_check":
-        return ["bash", "benchmarks/gpu_trainer_check.sh", "--quick"]
-    return [sys.executable, f"benchmarks/{name}.py", "--quick"]
+SCRIPTS = sorted(
+    path.name
+    for pattern in ("*.py", "*.sh")
+    for path in (ROOT / "benchmarks").glob(pattern)
+    if path.name not in ("__init__.py", "common.py")
+)
+
+
+def command(script: str) -> list[str]:
+    run = ["bash"] if script.endswith(".sh") else [sys.executable]
+    return [*run, f"benchmarks/{script}", "--quick"]
+
+
+def test_every_case_names_a_script():
+    assert set(CASES) <= {Path(script).stem for script in SCRIPTS}
 
 
 def at(report: dict, path: str):
@@ -180,9 +195,9 @@ def own_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_benchmark_quick(name, own_tmp):
-    case = CASES[name]
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_benchmark_quick(script, own_tmp):
+    case = CASES.get(Path(script).stem, {})
     env = {key: value for key, value in os.environ.items() if key not in DROPPED}
     env.update(
         TMPDIR=str(own_tmp),
@@ -191,7 +206,7 @@ def test_benchmark_quick(name, own_tmp):
         PYTHONUNBUFFERED="1",
     )
     done = subprocess.run(
-        command(name), cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
+        command(script), cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
     )
     assert done.returncode == 0, f"exit {done.returncode}; stderr ends:\n{done.stderr[-4000:]}"
     report = json.loads(done.stdout, parse_constant=refuse_constant)
@@ -199,7 +214,7 @@ def test_benchmark_quick(name, own_tmp):
     assert report["quick"] is True
     for path, value in numbers(report):
         assert math.isfinite(value), f"{path} = {value}"
-    for path in case["ratios"] + case["positive"]:
+    for path in case.get("ratios", []) + case.get("positive", []):
         value = at(report, path)
         assert isinstance(value, int | float) and value > 0, f"{path} = {value!r}"
     for path, expected in case.get("equal", {}).items():
