@@ -25,7 +25,8 @@ Redis) it starts the console as ``crucible up`` does (daphne, ``console.core.sta
    counts come from Django's ``CaptureQueriesContext`` in process.
 
 Prints one JSON object. Run: ``.venv/bin/python benchmarks/console_streaming.py`` (about two
-minutes on two cores; ``--big-trajectories 100000`` for a quicker look).
+minutes on two cores; ``--big-trajectories 100000`` for a quicker look; ``--quick``: 20
+clients, 5 steps, a run of 600 steps and 6,000 trajectories, in seconds, as CI runs it).
 """
 
 from __future__ import annotations
@@ -34,14 +35,38 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import aiohttp
+from django.conf import settings
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from console.core.stack import Stack, port_free
+from training.config import RunConfig
+from training.rollout import Rollout, TaskSpec, TurnRecord
+
+# Django's models load once common.private_var_dir has set Django up on the benchmark's own var
+# dir (in main): the imports of what uses them stand in the functions.
+
+QUICK = {
+    "clients": 20,
+    "steps": 5,
+    "rate": 5.0,
+    "trajectories_per_step": 16,
+    "big_steps": 600,  # more than BACKFILL_FULL_STEPS: older steps are still summed into buckets
+    "big_trajectories": 6000,
+    "loads": 2,
+}
 
 
 def parse_args() -> argparse.Namespace:
@@ -60,7 +85,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--var-dir", default="", help="default: a fresh temporary directory, removed at the end"
     )
-    return parser.parse_args()
+    return common.parse_args(parser, QUICK)
 
 
 def percentiles(values: list[float]) -> dict:
@@ -80,8 +105,13 @@ COMPONENT_VARIANTS = 64
 
 
 def seed_library():
-    from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
-    from tasks_library.services import task_set_pin
+    from tasks_library.models import (  # noqa: PLC0415 (models: after django.setup)
+        EnvironmentVersion,
+        Task,
+        TaskVersion,
+        TestSuiteVersion,
+    )
+    from tasks_library.services import task_set_pin  # noqa: PLC0415 (models: after django.setup)
 
     env = EnvironmentVersion.objects.create(
         content_hash="e" * 64, name="python", runtime="python3.11"
@@ -137,14 +167,16 @@ def step_metrics(step: int, steps: int) -> dict:
 
 
 def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[int, dict]:
-    """A finished run of ``steps`` steps and ``trajectories`` trajectories, inserted with executemany."""
-    import random
-
-    from django.db import connection, transaction
-    from django.utils import timezone
-
-    from training.models import StepMetric, TrainingRun, Trajectory
-    from training.services import REWARD_BINS, reward_histogram
+    """A finished run of ``steps`` steps and ``trajectories`` trajectories, inserted in bulk."""
+    from training.models import (  # noqa: PLC0415 (models: after django.setup)
+        StepMetric,
+        TrainingRun,
+        Trajectory,
+    )
+    from training.services import (  # noqa: PLC0415 (models: after django.setup)
+        REWARD_BINS,
+        reward_histogram,
+    )
 
     run = TrainingRun.objects.create(
         task_set=task_set,
@@ -177,31 +209,20 @@ def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[i
                 now,
             )
         )
-    s_table = StepMetric._meta.db_table
-    t_table = Trajectory._meta.db_table
-    t_columns = [
-        "run_id",
-        "step",
-        "group",
-        "index_in_group",
-        "task_version_id",
-        "status",
-        "reward",
-        "reward_components",
-        "advantage",
-        "flags",
-        "flag_evidence",
-        "tests_passed",
-        "tests_total",
-        "prompt_token_ids",
-        "final_code",
-        "created_at",
-    ]
-    quote = connection.ops.quote_name
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {quote(s_table)} (run_id, step, phase, reward_mean, reward_histogram, reward_bins, metrics, "
-            f"recorded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        insert_rows(
+            cursor,
+            StepMetric,
+            [
+                "run",
+                "step",
+                "phase",
+                "reward_mean",
+                "reward_histogram",
+                "reward_bins",
+                "metrics",
+                "recorded_at",
+            ],
             step_rows,
         )
 
@@ -218,19 +239,27 @@ def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[i
                         "ok",
                         reward,
                         components,
-                        0.0,
-                        "[]",
-                        "{}",
                         int(reward * 4),
                         4,
-                        "[]",
-                        "",
                         now,
                     )
 
-        cursor.executemany(
-            f"INSERT INTO {quote(t_table)} ({', '.join(quote(c) for c in t_columns)}) "
-            f"VALUES ({', '.join(['%s'] * len(t_columns))})",
+        insert_rows(
+            cursor,
+            Trajectory,
+            [
+                "run",
+                "step",
+                "group",
+                "index_in_group",
+                "task_version",
+                "status",
+                "reward",
+                "reward_components",
+                "tests_passed",
+                "tests_total",
+                "created_at",
+            ],
             rows(),
         )
     return run.pk, {
@@ -240,9 +269,40 @@ def seed_big_run(task_set, version, *, steps: int, trajectories: int) -> tuple[i
     }
 
 
+def insert_rows(cursor, model, fields: list[str], rows) -> None:
+    """``executemany`` of ``rows`` (values of ``fields``, ready for the database) into
+    ``model``'s table; every other column gets its field's default, so that a migration adding
+    a column with a default leaves the seed working (``StepMetric.timeline`` once broke it).
+
+    Raises:
+        RuntimeError: a column that is NOT NULL has neither a value here nor a default.
+    """
+    meta = model._meta
+    columns = [meta.get_field(name).column for name in fields]
+    rest = []
+    for field in meta.concrete_fields:
+        if field.primary_key or field.column in columns:
+            continue
+        value = field.get_default()  # as Django's own INSERT: "" for text without a default
+        if value is None and not field.null:
+            raise RuntimeError(
+                f"{meta.label}.{field.name} has no default: the seed must give it a value"
+            )
+        rest.append(
+            (field.column, None if value is None else field.get_db_prep_save(value, connection))
+        )
+    columns += [column for column, _ in rest]
+    tail = tuple(value for _, value in rest)
+    quote = connection.ops.quote_name
+    cursor.executemany(
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})",
+        (tuple(row) + tail for row in rows),
+    )
+
+
 def live_run(task_set):
-    from training import services
-    from training.config import RunConfig
+    from training import services  # noqa: PLC0415 (models: after django.setup)
 
     run = services.run_create(
         task_set=task_set,
@@ -256,8 +316,6 @@ def live_run(task_set):
 
 
 def rollouts_for(version, step: int, count: int) -> list:
-    from training.rollout import Rollout, TaskSpec, TurnRecord
-
     spec = TaskSpec(
         task_version_id=version.pk,
         prompt="p",
@@ -300,9 +358,7 @@ def rollouts_for(version, step: int, count: int) -> list:
 
 
 async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool = True) -> dict:
-    import aiohttp
-
-    from training import services
+    from training import services  # noqa: PLC0415 (models: after django.setup)
 
     ws_url = base.replace("http://", "ws://") + f"/ws/runs/{run_id}/"
     recorded: dict[int, float] = {}
@@ -343,8 +399,6 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                         done.set()
 
     def record_steps():
-        from django.db import connection
-
         try:
             if not autocheckpoint and connection.vendor == "sqlite":
                 with connection.cursor() as cursor:  # this connection's commits never checkpoint
@@ -421,8 +475,6 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
 
 
 async def first_load(base: str, run_id: int) -> dict:
-    import aiohttp
-
     async with aiohttp.ClientSession() as session:
         started = time.perf_counter()
         async with session.get(f"{base}/runs/{run_id}/") as response:
@@ -453,12 +505,9 @@ async def first_load(base: str, run_id: int) -> dict:
 
 
 def in_process_figures(run_id: int) -> dict:
-    """Query counts (CaptureQueriesContext) and timings of the page and both back-fills, in process."""
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-
-    from training import selectors
+    """Query counts (CaptureQueriesContext) and timings of the page and both back-fills, in
+    process."""
+    from training import selectors  # noqa: PLC0415 (models: after django.setup)
 
     client = Client(HTTP_HOST="127.0.0.1")
     with CaptureQueriesContext(connection) as page_queries:
@@ -501,52 +550,36 @@ def in_process_figures(run_id: int) -> dict:
 
 def main() -> None:
     args = parse_args()
-    var = Path(args.var_dir or tempfile.mkdtemp(prefix="crucible-console-bench-"))
-    var.mkdir(parents=True, exist_ok=True)
-    os.environ["CRUCIBLE_VAR_DIR"] = str(var)
-    os.environ.pop("DATABASE_URL", None)  # a dedicated SQLite file under the fresh var dir
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"bench{os.getpid()}")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    os.chdir(ROOT)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    from console.core.stack import Stack, port_free
-
-    call_command("migrate", verbosity=0)
-    out: dict = {
-        "benchmark": "console_streaming",
-        "cpus": os.cpu_count(),
-        "database": "sqlite",
-        "redis": "embedded" if settings.EMBEDDED_REDIS else "REDIS_URL",
-        "var_dir": str(var),
-    }
-    with Stack() as stack:
-        stack.redis()
-        task_set, version = seed_library()
-        big_id, big = seed_big_run(
-            task_set, version, steps=args.big_steps, trajectories=args.big_trajectories
-        )
-        live, second = live_run(task_set), live_run(task_set)
-        from django.db import connection
-
-        with connection.cursor() as cursor:  # fold the seed's write-ahead log in before measuring
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        port = next(p for p in range(8310, 8400) if port_free(p))
-        base = stack.web(port)
-        out["streaming"] = asyncio.run(stream(base, live.pk, version, args))
-        # the same, with the recorder's SQLite connection never checkpointing its write-ahead log
-        # in a commit (as when a maintenance task checkpoints off the trainer's path): what is
-        # left is the console's own streaming cost
-        out["streaming_without_checkpoint_stalls"] = asyncio.run(
-            stream(base, second.pk, version, args, autocheckpoint=False)
-        )
-        loads = [asyncio.run(first_load(base, big_id)) for _ in range(max(1, args.loads))]
-    figures = in_process_figures(big_id)
+    with common.private_var_dir(args.var_dir) as var:
+        out: dict = {
+            "benchmark": "console_streaming",
+            "quick": args.quick,
+            "cpus": os.cpu_count(),
+            "database": "sqlite",
+            "redis": "embedded" if settings.EMBEDDED_REDIS else "REDIS_URL",
+            "var_dir": str(var) if args.var_dir else f"{var} (removed)",
+        }
+        with Stack() as stack:
+            stack.redis()
+            task_set, version = seed_library()
+            big_id, big = seed_big_run(
+                task_set, version, steps=args.big_steps, trajectories=args.big_trajectories
+            )
+            live, second = live_run(task_set), live_run(task_set)
+            with connection.cursor() as cursor:  # fold the seed's write-ahead log in first
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            port = next(p for p in range(8310, 8400) if port_free(p))
+            base = stack.web(port)
+            out["streaming"] = asyncio.run(stream(base, live.pk, version, args))
+            # the same, with the recorder's SQLite connection never checkpointing its
+            # write-ahead log in a commit (as when a maintenance task checkpoints off the
+            # trainer's path): what is left is the console's own streaming cost
+            out["streaming_without_checkpoint_stalls"] = asyncio.run(
+                stream(base, second.pk, version, args, autocheckpoint=False)
+            )
+            loads = [asyncio.run(first_load(base, big_id)) for _ in range(max(1, args.loads))]
+        figures = in_process_figures(big_id)
     warm = loads[1:] or loads
     out["first_load"] = {
         **big,
@@ -557,14 +590,6 @@ def main() -> None:
         "ok": loads[0]["total_ms"] < 1000 and all(load["total_ms"] < 1000 for load in warm),
         **figures,
     }
-    if not args.var_dir:
-        import shutil
-
-        from django.db import connections
-
-        connections.close_all()
-        shutil.rmtree(var, ignore_errors=True)  # the seeded database is a few hundred MB
-        out["var_dir"] = f"{var} (removed)"
     print(json.dumps(out, indent=2))
 
 

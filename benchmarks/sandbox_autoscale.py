@@ -17,8 +17,9 @@ for the burst also ``all_answered_ms``, ``lost`` (executions not answered ``ok``
 (``--max-workers 1``) for comparison: ``burst_speedup`` is its time to answer all over the
 elastic pool's.
 
-Run: ``.venv/bin/python benchmarks/sandbox_autoscale.py [--max-workers 3 --executions 16 --seconds 1]``
-(about a minute on two cores). Prints JSON.
+Run: ``.venv/bin/python benchmarks/sandbox_autoscale.py [--max-workers 3 --executions 16
+--seconds 1]`` (about a minute on two cores; ``--quick``, what CI runs: 2 workers at most, a
+burst of 8 executions of 0.5 s, 1 s scale-down delay). Prints JSON.
 """
 
 from __future__ import annotations
@@ -34,10 +35,17 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+import redis
+from django.conf import settings
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from console.core.stack import Stack
+from sandboxes import demand as D
+from sandboxes import queue as Q
+from sandboxes import result as R
+
+ROOT = common.ROOT
 ISOLATED_DB = 15
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
 
@@ -60,14 +68,12 @@ class Watcher(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        from sandboxes import demand as D
-
         while not self.stopping.wait(0.02):
             signals = D.pool_signals("python")
             self.samples.append((time.monotonic(), signals.slots, signals.autoscaler or {}))
 
     def first(self, after: float, check) -> float | None:
-        """Milliseconds from ``after`` to the first sample that satisfies ``check(slots, state)``."""
+        """Milliseconds from ``after`` to the first sample where ``check(slots, state)``."""
         for at, slots, state in list(self.samples):
             if at >= after and check(slots, state):
                 return round((at - after) * 1000, 1)
@@ -78,7 +84,8 @@ class Watcher(threading.Thread):
         while (found := self.first(after, check)) is None:
             if time.monotonic() > deadline:
                 raise SystemExit(
-                    f"the pool did not get there within {timeout_s:.0f} s; last: {self.samples[-1:]}"
+                    f"the pool did not get there within {timeout_s:.0f} s; "
+                    f"last: {self.samples[-1:]}"
                 )
             time.sleep(0.02)
         return found
@@ -130,8 +137,6 @@ def stop_pool(proc: subprocess.Popen) -> None:
 
 
 def burst(count: int, seconds: float) -> tuple[float, list]:
-    from sandboxes import queue as Q
-
     program = f"import time\ndef square(x):\n    time.sleep({seconds})\n    return x * x\n"
     batch = Q.submit([Q.python_tests(program, TESTS, "square") for _ in range(count)])
     return batch.submitted, batch.wait(timeout_s=300)
@@ -144,19 +149,15 @@ def main() -> None:
     parser.add_argument("--executions", type=int, default=16, help="executions in the burst")
     parser.add_argument("--seconds", type=float, default=1.0, help="each execution's own run time")
     parser.add_argument("--scale-down-delay", type=float, default=3.0)
-    args = parser.parse_args()
+    args = common.parse_args(
+        parser, {"max_workers": 2, "executions": 8, "seconds": 0.5, "scale_down_delay": 1.0}
+    )
+    with common.private_var_dir(migrate=False):
+        out = measure(args)
+    print(json.dumps(out, indent=2))
 
-    import django
 
-    django.setup()
-    import redis
-    from django.conf import settings
-
-    from console.core.stack import Stack
-    from sandboxes import demand as D
-    from sandboxes import queue as Q
-    from sandboxes import result as R
-
+def measure(args) -> dict:
     floor_slots, ceiling_slots = args.concurrency, args.max_workers * args.concurrency
     with Stack() as stack:
         stack.redis()
@@ -233,33 +234,29 @@ def main() -> None:
             watcher.stopping.set()
             isolated.flushdb()
 
-    print(
-        json.dumps(
-            {
-                "backend": "local",
-                "pool": {
-                    "min_workers": 1,
-                    "max_workers": args.max_workers,
-                    "slots_per_worker": args.concurrency,
-                    "scale_interval_s": 0.5,
-                    "scale_down_delay_s": args.scale_down_delay,
-                    "execution_s": args.seconds,
-                    "cpus": os.cpu_count(),
-                },
-                "first_worker_ready_ms": first_ready_ms,
-                "announced": announced,
-                "burst": elastic,
-                "fixed_floor_pool": {
-                    "executions": args.executions,
-                    "all_answered_ms": fixed_ms,
-                    "lost": fixed_lost,
-                },
-                "burst_speedup_elastic_over_fixed": round(fixed_ms / elastic["all_answered_ms"], 3),
-                "requests_left_in_queue": left_behind,
-            },
-            indent=2,
-        )
-    )
+    return {
+        "quick": args.quick,
+        "backend": "local",
+        "pool": {
+            "min_workers": 1,
+            "max_workers": args.max_workers,
+            "slots_per_worker": args.concurrency,
+            "scale_interval_s": 0.5,
+            "scale_down_delay_s": args.scale_down_delay,
+            "execution_s": args.seconds,
+            "cpus": os.cpu_count(),
+        },
+        "first_worker_ready_ms": first_ready_ms,
+        "announced": announced,
+        "burst": elastic,
+        "fixed_floor_pool": {
+            "executions": args.executions,
+            "all_answered_ms": fixed_ms,
+            "lost": fixed_lost,
+        },
+        "burst_speedup_elastic_over_fixed": round(fixed_ms / elastic["all_answered_ms"], 3),
+        "requests_left_in_queue": left_behind,
+    }
 
 
 if __name__ == "__main__":

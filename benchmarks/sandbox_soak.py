@@ -8,38 +8,33 @@ prints JSON: executions by status, false passes, honest failures, and before/aft
 figures for processes of the sandbox user, host mounts, crucible cgroups and the workers'
 resident memory (RSS of each worker and its sandboxes).
 
-Run: ``.venv/bin/python benchmarks/sandbox_soak.py --minutes 10``.
+The hostile programs are the sandbox tests' corpus (``tests/sandboxes``, which imports pytest:
+install ``requirements-dev.txt``).
+
+Run: ``.venv/bin/python benchmarks/sandbox_soak.py --minutes 10``; ``--quick`` (what CI runs) is
+the same workload and checks for 0.1 minute (a few batches of 32).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import gzip
+import contextlib
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-
-import django  # noqa: E402
-
-django.setup()
-
-from console.core.stack import Stack  # noqa: E402
-from sandboxes import cgroups  # noqa: E402
-from sandboxes import result as R  # noqa: E402
-from sandboxes.process import Limits  # noqa: E402
-from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
-from tasks_library.importers.humaneval import default_path  # noqa: E402
-from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
-from tests.sandboxes.test_adversarial_corpus import CORPUS, TESTS  # noqa: E402
+from benchmarks import common
+from console.core.stack import Stack
+from sandboxes import cgroups
+from sandboxes import result as R
+from sandboxes.process import Limits
+from sandboxes.queue import javascript_tests, python_tests, run_many
 
 BROKEN_JS = {"JavaScript/112", "JavaScript/155", "JavaScript/162"}  # fail under plain node too
 HOSTILE_LIMITS = Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2)
@@ -58,10 +53,11 @@ def host_state(worker_pids: list[int]) -> dict:
     )
     rss = 0
     for pid in worker_pids:
-        for each in [pid, *_children(pid)]:
-            for line in Path(f"/proc/{each}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    rss += int(line.split()[1]) * 1024
+        for each in [pid, *common.descendants(pid)]:
+            with contextlib.suppress(FileNotFoundError):  # a tree that just ended
+                for line in Path(f"/proc/{each}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        rss += int(line.split()[1]) * 1024
     return {
         "sandbox_user_processes": len(ps),
         "host_mounts": mounts,
@@ -70,21 +66,24 @@ def host_state(worker_pids: list[int]) -> dict:
     }
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        out += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-    return out
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
-    args = parser.parse_args()
-    with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
-        python_rows = [json.loads(line) for line in handle]
-    with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
-        js_rows = [json.loads(line) for line in handle]
+    args = common.parse_args(parser, {"minutes": 0.1})
+    with common.private_var_dir(migrate=False), Stack() as stack:
+        out = soak(stack, args)
+    print(json.dumps(out, indent=2))
+
+
+def soak(stack, args) -> dict:
+    # the corpus of hostile programs lives with the sandbox tests
+    from tests.sandboxes.test_adversarial_corpus import (  # noqa: PLC0415 (after django.setup)
+        CORPUS,
+        TESTS,
+    )
+
+    python_rows = common.humaneval_rows()
+    js_rows = common.humaneval_js_rows()
     honest = [
         (
             python_tests(
@@ -98,14 +97,13 @@ def main() -> None:
         for r in python_rows
     ]
     for row in js_rows:
-        entry = re.search(r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]).group(1)
         kind = "broken-dataset" if row["task_id"] in BROKEN_JS else "honest"
         honest.append(
             (
                 javascript_tests(
                     row["prompt"] + row["canonical_solution"],
                     row["test"],
-                    entry,
+                    row["entry_point"],
                     prompt=row["prompt"],
                 ),
                 kind,
@@ -118,47 +116,39 @@ def main() -> None:
     rng = random.Random(0)
     counts: collections.Counter = collections.Counter()
     false_passes, honest_failures = [], []
-    with Stack() as stack:
-        stack.redis()
-        if live_workers("python") or live_workers("node"):
-            sys.exit("a sandbox worker is already running; stop it so the soak measures its own")
-        stack.sandbox_workers("python", concurrency=2)
-        stack.sandbox_workers("node", concurrency=2)
-        workers = [proc.pid for name, proc in stack.started if name.startswith("sandbox-")]
-        run_many([item for item, _ in honest[:4]])  # warm
-        before = host_state(workers)
-        deadline = time.monotonic() + args.minutes * 60
-        batches = 0
-        while time.monotonic() < deadline:
-            batch = rng.sample(honest, 24) + rng.sample(hostile, 8)
-            rng.shuffle(batch)
-            for (item, kind), result in zip(batch, run_many([item for item, _ in batch])):
-                counts[result.status] += 1
-                if kind == "hostile" and result.status == R.OK:
-                    false_passes.append(result.to_dict())
-                if kind == "honest" and result.status != R.OK:
-                    honest_failures.append({"status": result.status, "detail": result.detail[:200]})
-            batches += 1
-        time.sleep(3)  # let the last trees' teardown finish
-        after = host_state(workers)
-    print(
-        json.dumps(
-            {
-                "minutes": args.minutes,
-                "batches": batches,
-                "executions": sum(counts.values()),
-                "by_status": dict(counts),
-                "false_passes": len(false_passes),
-                "honest_failures": honest_failures[:20],
-                "honest_failure_count": len(honest_failures),
-                "before": before,
-                "after": after,
-                "workers_rss_growth_bytes": after["workers_rss_bytes"]
-                - before["workers_rss_bytes"],
-            },
-            indent=2,
-        )
-    )
+    workers = [
+        common.own_sandbox_workers(stack, "python", 2),
+        common.own_sandbox_workers(stack, "node", 2),
+    ]
+    run_many([item for item, _ in honest[:4]])  # warm
+    before = host_state(workers)
+    deadline = time.monotonic() + args.minutes * 60
+    batches = 0
+    while time.monotonic() < deadline:
+        batch = rng.sample(honest, 24) + rng.sample(hostile, 8)
+        rng.shuffle(batch)
+        for (_item, kind), result in zip(batch, run_many([item for item, _ in batch]), strict=True):
+            counts[result.status] += 1
+            if kind == "hostile" and result.status == R.OK:
+                false_passes.append(result.to_dict())
+            if kind == "honest" and result.status != R.OK:
+                honest_failures.append({"status": result.status, "detail": result.detail[:200]})
+        batches += 1
+    time.sleep(3)  # let the last trees' teardown finish
+    after = host_state(workers)
+    return {
+        "quick": args.quick,
+        "minutes": args.minutes,
+        "batches": batches,
+        "executions": sum(counts.values()),
+        "by_status": dict(counts),
+        "false_passes": len(false_passes),
+        "honest_failures": honest_failures[:20],
+        "honest_failure_count": len(honest_failures),
+        "before": before,
+        "after": after,
+        "workers_rss_growth_bytes": after["workers_rss_bytes"] - before["workers_rss_bytes"],
+    }
 
 
 if __name__ == "__main__":

