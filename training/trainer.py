@@ -279,7 +279,9 @@ def _setup(
 
     Raises:
         RuntimeError: a runtime of the run's tasks has no live sandbox worker.
-        ResumeError: see :func:`_resume_policy` and :func:`_reference_model`.
+        ArtifactStoreError: the run's artefact store cannot be written or read.
+        ResumeError, CheckpointError: see :func:`_resume_policy`, :func:`_resume_state` and
+            :func:`_reference_model`.
         ValueError: no task prompt fits ``max_prompt_tokens`` (training pool or held-out set).
     """
     versions = _run_versions(run)
@@ -300,10 +302,7 @@ def _setup(
     reference = _reference(policy, directory, config, ranks, resumed=resume_from is not None)
     specs = _training_pool(policy, versions, config)
     model = distributed.wrap(policy.model, ranks)
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0
-    )
-    scheduler = _scheduler(optimizer, config)
+    optimizer, scheduler = _optimizer(model, config)
     state = TrainerState.fresh(
         specs,
         buckets={v.pk: pass_rate(v).bucket for v in versions},
@@ -617,14 +616,19 @@ def _training_pool(
     return specs
 
 
-def _scheduler(
-    optimizer: torch.optim.Optimizer, config: RunConfig
-) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up over ``lr_warmup_steps`` steps, then a constant learning rate."""
+def _optimizer(
+    model: torch.nn.Module, config: RunConfig
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over ``model``'s trainable parameters (learning rate ``lr``, no weight decay) and
+    its schedule: linear warm-up over ``lr_warmup_steps`` steps, then a constant rate."""
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0
+    )
     warmup = config.lr_warmup_steps
-    return torch.optim.lr_scheduler.LambdaLR(
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
     )
+    return optimizer, scheduler
 
 
 def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
