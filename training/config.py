@@ -8,7 +8,8 @@ from pathlib import Path
 
 from console.core.errors import InputError
 
-# The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the estimators).
+# The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the
+# estimators).
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
@@ -19,7 +20,8 @@ class ConfigError(InputError):
 
 
 def parse_overrides(pairs: list[str]) -> dict:
-    """``["lr=1e-4", "max_turns=3"]`` -> ``{"lr": 0.0001, "max_turns": 3}`` (values read as JSON, else text).
+    """``["lr=1e-4", "max_turns=3"]`` -> ``{"lr": 0.0001, "max_turns": 3}`` (values read as JSON,
+    else text).
 
     Raises:
         ConfigError: a pair is not ``KEY=VALUE``.
@@ -81,7 +83,8 @@ class RunConfig:
     clip_high: float = 0.2
     ppo_epochs: int = 1
     loss_aggregation: str = "seq-mean-token-mean"
-    # KL penalty (k3 estimator) against the frozen initial policy after SFT; 0 keeps no reference model.
+    # KL penalty (k3 estimator) against the frozen initial policy after SFT; 0 keeps no reference
+    # model.
     kl_coef: float = 0.0
     # DAPO soft overlong shaping over the last ``overlong_cache_tokens`` of the sampled-token budget
     # (max_turns * max_new_tokens); 0 turns it off.
@@ -89,18 +92,22 @@ class RunConfig:
     lr_warmup_steps: int = 0
     grad_clip: float = 1.0
     sandbox_parallelism: int = 2
-    # Wall-clock budget of one rollout (all its turns), seconds: past it the rollout ends ``timeout``.
+    # Wall-clock budget of one rollout (all its turns), seconds: past it the rollout ends
+    # ``timeout``.
     rollout_timeout_s: float = 300.0
     # Checkpoints: written every ``checkpoint_every`` steps (and at the last), the newest
     # ``keep_checkpoints`` kept. A relaunched run resumes from the newest one.
     checkpoint_every: int = 1
     keep_checkpoints: int = 2
-    # Data-parallel ranks of the local backend (torchrun --nproc-per-node); groups are sharded across them.
+    # Data-parallel ranks of the local backend (torchrun --nproc-per-node); groups are sharded
+    # across them.
     nproc_per_node: int = 1
-    # Relaunch an interrupted run from its last checkpoint (reconcile loop), at most ``max_resumes`` times.
+    # Relaunch an interrupted run from its last checkpoint (reconcile loop), at most
+    # ``max_resumes`` times.
     resume_on_interrupt: bool = True
     max_resumes: int = 2
-    # Launch spec of the kubernetes backend (training.kubernetes.KubernetesSpec); empty for local runs.
+    # Launch spec of the kubernetes backend (training.kubernetes.KubernetesSpec); empty for local
+    # runs.
     kubernetes: dict = field(default_factory=dict)
     # Reward components (training/rewards registry) and their weights; the reward is their
     # weighted mean, each component in [0, 1].
@@ -115,9 +122,11 @@ class RunConfig:
     eval_samples: int = 4
     # Drift and onset alert thresholds (training.drift.DriftConfig); empty: documented defaults.
     drift: dict = field(default_factory=dict)
-    # An LLM monitor on an OpenAI-compatible endpoint (training.monitors.LlmMonitorConfig); empty: rules only.
+    # An LLM monitor on an OpenAI-compatible endpoint (training.monitors.LlmMonitorConfig); empty:
+    # rules only.
     llm_monitor: dict = field(default_factory=dict)
-    # LoRA adapters through peft for a model loaded from model_path: {"r": 8, "alpha": 16, ...}; empty: full fine-tuning.
+    # LoRA adapters through peft for a model loaded from model_path: {"r": 8, "alpha": 16, ...};
+    # empty: full fine-tuning.
     lora: dict = field(default_factory=dict)
     n_embd: int = 128
     n_layer: int = 2
@@ -131,9 +140,11 @@ class RunConfig:
 
     def _check_plugins(self) -> None:
         """The keys whose meaning lives in a plug-in module: each module checks its own."""
-        from training.drift import DriftConfig
-        from training.monitors import LlmMonitorConfig
-        from training.rewards.registry import check_weights
+        # The plug-ins (river and scipy among them) load when a config is checked, not when this
+        # module is imported.
+        from training.drift import DriftConfig  # noqa: PLC0415 (a plug-in, loaded when checked)
+        from training.monitors import LlmMonitorConfig  # noqa: PLC0415 (a plug-in, as above)
+        from training.rewards.registry import check_weights  # noqa: PLC0415 (a plug-in, as above)
 
         check_weights(self.reward_weights)  # raises ConfigError naming the component
         DriftConfig.from_config(self.drift)
@@ -152,7 +163,8 @@ class RunConfig:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ConfigError(
-                f"unknown config key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+                f"unknown config key(s) {', '.join(unknown)}; "
+                f"known keys: {', '.join(sorted(known))}"
             )
         values = {}
         for key, value in data.items():
@@ -205,7 +217,8 @@ class RunConfig:
                 raise ConfigError(f"config key {key!r} must be 0 or more, got {getattr(self, key)}")
         if self.group_size < 2:
             raise ConfigError(
-                "config key 'group_size' must be at least 2: GRPO compares trajectories within a group"
+                "config key 'group_size' must be at least 2: "
+                "GRPO compares trajectories within a group"
             )
         for key in ("lr", "sft_lr", "temperature", "rollout_timeout_s", "grad_clip"):
             if not getattr(self, key) > 0:
@@ -223,14 +236,17 @@ class RunConfig:
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(
-                    f"config key {key!r} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}"
+                    f"config key {key!r} must be one of {', '.join(allowed)}, "
+                    f"got {getattr(self, key)!r}"
                 )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
-                f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) must not exceed the "
-                f"sampled-token budget max_turns * max_new_tokens ({self.max_turns * self.max_new_tokens})"
+                f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) "
+                f"must not exceed the sampled-token budget max_turns * max_new_tokens "
+                f"({self.max_turns * self.max_new_tokens})"
             )
-        from tasks_library.difficulty import BUCKET_NAMES
+        # The task library's buckets come with Django's ORM: loaded when a config is checked.
+        from tasks_library.difficulty import BUCKET_NAMES  # noqa: PLC0415 (see above)
 
         for name, weight in self.difficulty_weights.items():
             if (
@@ -259,14 +275,16 @@ class RunConfig:
             raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
         if self.lora and not self.model_path:
             raise ConfigError(
-                "config key 'lora' needs 'model_path': LoRA adapts a loaded model, not the small default one"
+                "config key 'lora' needs 'model_path': "
+                "LoRA adapts a loaded model, not the small default one"
             )
         if self.eval_every and not self.eval_task_set:
             raise ConfigError(
-                "config key 'eval_every' needs 'eval_task_set': the held-out task set to evaluate on"
+                "config key 'eval_every' needs 'eval_task_set': "
+                "the held-out task set to evaluate on"
             )
         self._check_plugins()
         if self.kubernetes:
-            from training.kubernetes import KubernetesSpec
+            from training.kubernetes import KubernetesSpec  # noqa: PLC0415 (it imports this module)
 
             KubernetesSpec.from_config(self.kubernetes)  # raises ConfigError naming the key

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -28,6 +28,7 @@ from sandboxes.process import Limits
 from sandboxes.queue import run_many, submit
 from sandboxes.suites import harness
 from training import flags
+from training.config import RunConfig
 from training.generation import sample_batch
 from training.policy import Policy
 from training.scoring import Scorer
@@ -48,9 +49,8 @@ class TaskSpec:
     harness: str = "python-check"  # the test suite's harness: which runtime runs the code
     files: dict = field(default_factory=dict)  # workspace files beside the program
     test_timeout_s: float | None = None  # per-test limit of the suite, if any
-    reference_solution: str = (
-        ""  # the task version's reference (baselines for rewards and detectors)
-    )
+    # The task version's reference (baselines for rewards and detectors).
+    reference_solution: str = ""
 
 
 @dataclass
@@ -115,6 +115,11 @@ class Rollout:
         return ids, mask
 
 
+RUN_KEY = "run_key"
+"""Metadata key of a :class:`RolloutConfig` field: the :class:`~training.config.RunConfig` key it
+is read from when that key's name differs from the field's, None when it is no run setting."""
+
+
 @dataclass
 class RolloutConfig:
     """How trajectories are rolled out. Units: tokens, seconds.
@@ -122,15 +127,29 @@ class RolloutConfig:
     ``overlap_chunks`` splits the groups into that many chunks that take turns: while the
     sandboxes run one chunk's code, the policy generates for the next.
     ``timeout_s`` is one rollout's wall-clock budget over all its turns.
+
+    A run's rollout settings are its :class:`~training.config.RunConfig` keys of the same
+    names (:meth:`from_run_config`); the defaults are that class's. A new rollout setting is a
+    field here and its key (with its check) in ``RunConfig``; nothing copies it by hand.
     """
 
-    group_size: int = 8
-    max_turns: int = 2
-    max_new_tokens: int = 96
-    temperature: float = 1.0
-    top_p: float = 1.0
-    timeout_s: float = 300.0
-    overlap_chunks: int = 2
+    group_size: int = RunConfig.group_size
+    max_turns: int = RunConfig.max_turns
+    max_new_tokens: int = RunConfig.max_new_tokens
+    temperature: float = RunConfig.temperature
+    top_p: float = RunConfig.top_p
+    timeout_s: float = field(
+        default=RunConfig.rollout_timeout_s, metadata={RUN_KEY: "rollout_timeout_s"}
+    )
+    overlap_chunks: int = field(default=2, metadata={RUN_KEY: None})  # not a run setting
+
+    @classmethod
+    def from_run_config(cls, config: RunConfig) -> RolloutConfig:
+        """The rollout settings of run configuration ``config``: each field read from the key of
+        the same name, or from the key its :data:`RUN_KEY` metadata names; a field whose key is
+        None keeps its default."""
+        keys = {f.name: f.metadata.get(RUN_KEY, f.name) for f in fields(cls)}
+        return cls(**{name: getattr(config, key) for name, key in keys.items() if key is not None})
 
 
 @dataclass
@@ -173,7 +192,8 @@ def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
 def _retry_infra_errors(
     items: list[tuple[str, str, TaskSpec]], results: list[R.ExecutionResult]
 ) -> list[R.ExecutionResult]:
-    """Run the items whose result is ``infra_error`` once more; what fails again stays ``infra_error``.
+    """Run the items whose result is ``infra_error`` once more; what fails again stays
+    ``infra_error``.
 
     (The queue already retries a request whose worker died on another worker; this
     second chance covers a batch that found no live worker for a moment.)
@@ -183,13 +203,14 @@ def _retry_infra_errors(
         return results
     retried = run_many(_requests([items[i] for i in again]))
     results = list(results)
-    for i, result in zip(again, retried):
+    for i, result in zip(again, retried, strict=True):
         results[i] = result
     return results
 
 
 def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
-    """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once, retrying infra errors once."""
+    """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once, retrying
+    infra errors once."""
     return _retry_infra_errors(items, run_many(_requests(items)))
 
 
@@ -204,7 +225,8 @@ def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
 def observation_text(result: R.ExecutionResult) -> str:
     """What the policy is shown after running its code on the visible tests."""
     lines = [
-        f"\n# sandbox: {result.status}, visible tests passed {result.tests_passed}/{result.tests_total}"
+        f"\n# sandbox: {result.status}, "
+        f"visible tests passed {result.tests_passed}/{result.tests_total}"
     ]
     for test in result.tests:
         if not test.passed:
@@ -239,7 +261,7 @@ def _generate(
         generator=generator,
     )
     times.generation_s += time.monotonic() - started
-    for rollout, sample in zip(active, samples):
+    for rollout, sample in zip(active, samples, strict=True):
         text = policy.decode(sample.token_ids)
         times.generated_tokens += len(sample.token_ids)
         rollout.turns.append(
@@ -346,7 +368,7 @@ def collect_rollouts(
             results = _retry_infra_errors(items, batch.wait())
             times.sandbox_s += time.monotonic() - waited
             times.sandbox_busy_s += sum(result.wall_ms for result in results) / 1000
-            for rollout, result in zip(active, results):
+            for rollout, result in zip(active, results, strict=True):
                 _observe(
                     policy,
                     rollout,
@@ -367,7 +389,7 @@ def collect_rollouts(
         rollout.final_code = rollout.turns[-1].code if rollout.turns else ""
     grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])
     scored, scored_grades = [], []
-    for rollout, grade in zip(to_grade, grades):
+    for rollout, grade in zip(to_grade, grades, strict=True):
         rollout.status = grade.status
         if grade.status == R.INFRA_ERROR:
             rollout.flags.append(flags.INFRA_ERROR)

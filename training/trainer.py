@@ -1,17 +1,31 @@
 """The trainer loop: SFT warm start, then GRPO-family steps over multi-turn rollouts.
 
-One step: sample tasks (dropped tasks of earlier steps are replayed first) -> roll out
-a group per task on this rank's share (policy writes code, the sandbox runs the visible
-tests, the policy may revise, up to K turns) -> grade in a fresh sandbox on the hidden
-tests -> shape rewards, advantages, clipped update (training/update.py) -> persist the
-step and broadcast it -> checkpoint.
+It reads top to bottom, as cleanrl's single files do:
 
-Resume: a relaunched run continues from its newest checkpoint. Records of steps after
-it (a step whose record landed but whose checkpoint did not) are rewound first, so
-the resumed run writes exactly the steps that remain, none twice; a resume with no
-step left is an error. A run of 6 steps killed with SIGKILL after step 3 and resumed
-ends with the same parameters and records as an uninterrupted one
-(tests/training/test_resume_after_sigkill.py).
+1. **Setup** (:func:`_setup`): the run's task versions, the policy (built or loaded), the
+   SFT warm start, the frozen KL reference, the training pool, the optimizer and
+   learning-rate schedule, the task sampler's state, the scorer and the held-out set, all
+   held by one :class:`Trainer`.
+2. **Resume** (:func:`_resume_policy`, :func:`_resume_state`): a relaunched run continues
+   from its newest checkpoint. Records of steps after it (a step whose record landed but
+   whose checkpoint did not) are rewound first, so the resumed run writes exactly the steps
+   that remain, none twice; a resume with no step left is an error. A run of 6 steps killed
+   with SIGKILL after step 3 and resumed ends with the same parameters and records as an
+   uninterrupted one (tests/training/test_resume_after_sigkill.py).
+3. **The loop** (:func:`_train`): for each step left, stop if the run was cancelled, then
+   the step's phases.
+4. **Each step's phases** (:func:`_step` and after it): sample tasks (dropped tasks of
+   earlier steps are replayed first) -> roll out a group per task on this rank's share
+   (policy writes code, the sandbox runs the visible tests, the policy may revise, up to K
+   turns) and grade in a fresh sandbox on the hidden tests (training/rollout.py) -> shape
+   rewards, advantages, clipped update (training/update.py) -> record the step and
+   broadcast it -> drift detectors -> held-out evaluation (when due) -> checkpoint (when
+   due).
+
+Every rank runs the same code; rank 0 alone writes the database and the checkpoint's shared
+files (training/distributed.py). The order of the calls that draw random numbers (policy
+build, SFT, rollouts, update) is part of the behaviour: a resumed run draws what the
+uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -52,131 +66,20 @@ from training.models import TrainingRun
 from training.paths import run_dir
 from training.phase import PhaseTracker
 from training.policy import Policy, build_default_policy, load_policy
-from training.rollout import RolloutConfig, TaskSpec, collect_rollouts, sandbox_demand
+from training.rollout import (
+    Rollout,
+    RolloutConfig,
+    RolloutTimes,
+    TaskSpec,
+    collect_rollouts,
+    sandbox_demand,
+)
 from training.scoring import Scorer
 from training.update import grpo_update
 
 __all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError"]
 
 log = logging.getLogger(__name__)
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, numpy and torch (each rank's sampling generator is seeded apart)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[tuple[str, str]]:
-    """``(prompt, completion)`` pairs of the warm start: the task versions' reference solutions,
-    or the lines of ``config.sft_data`` (``{"task_id", "completion"}`` JSONL, as evaluate_samples
-    reads) for the run's tasks.
-
-    Raises:
-        ValueError: ``sft_data`` names no task of the run (the message says which file).
-    """
-    if not config.sft_data:
-        return [(v.prompt, v.reference_solution) for v in versions]
-    from tasks_library.evaluation import read_samples
-
-    by_task = {v.task.task_id: v for v in versions}
-    pairs = [
-        (by_task[row["task_id"]].prompt, row["completion"])
-        for row in read_samples(Path(config.sft_data))
-        if row["task_id"] in by_task
-    ]
-    if not pairs:
-        raise ValueError(
-            f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks"
-        )
-    return pairs
-
-
-def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> dict:
-    """Cross-entropy on demonstrations (:func:`sft_demonstrations`), prompt tokens masked.
-
-    Returns:
-        ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``.
-    """
-    started = time.monotonic()
-    limit = policy.n_positions
-    examples = []
-    for prompt_text, completion in sft_demonstrations(versions, config):
-        prompt = [policy.bos_id, *policy.encode(prompt_text)]
-        solution = [*policy.encode(completion), policy.end_id]
-        ids = (prompt + solution)[:limit]
-        mask = ([0] * len(prompt) + [1] * len(solution))[:limit]
-        if any(mask):
-            examples.append((ids, mask))
-    summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
-    if not examples or config.sft_epochs == 0:
-        return summary
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
-    total = config.sft_epochs * (
-        (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
-    )
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=config.sft_lr, total_steps=total, pct_start=0.1
-    )
-    rng = random.Random(config.seed)
-    policy.model.train()
-    losses = []
-    for _epoch in range(config.sft_epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        epoch_losses = []
-        for start in range(0, len(order), config.sft_batch_size):
-            batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
-            ids, attention, mask = pad_batch(
-                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
-            )
-            logprobs, _ = token_logprobs(
-                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
-            )
-            loss = sft_loss(logprobs, mask)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            epoch_losses.append(loss.item())
-        losses.append(sum(epoch_losses) / len(epoch_losses))
-    summary.update(
-        {
-            "sft/loss_first": losses[0],
-            "sft/loss_last": losses[-1],
-            "sft/seconds": time.monotonic() - started,
-        }
-    )
-    return summary
-
-
-def _task_specs(
-    policy: Policy, versions: list[TaskVersion], config: RunConfig, *, cap: int | None = None
-) -> list[TaskSpec]:
-    """A task pool: prompts that fit the context, shortest first, capped at ``cap`` (default ``train_tasks``)."""
-    sized = []
-    for v in versions:
-        length = len(policy.encode(v.prompt))
-        if length <= config.max_prompt_tokens:
-            sized.append((length, v))
-    sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
-    return [
-        TaskSpec(
-            task_version_id=v.pk,
-            prompt=v.prompt,
-            entry_point=v.entry_point,
-            visible_tests=v.test_suite.visible_tests,
-            hidden_tests=v.test_suite.hidden_tests,
-            timeout_s=v.test_suite.timeout_s,
-            harness=v.test_suite.harness,
-            files=v.files,
-            test_timeout_s=v.test_suite.test_timeout_s,
-            reference_solution=v.reference_solution,
-        )
-        for _length, v in sized[: config.train_tasks if cap is None else cap]
-    ]
 
 
 class ResumeError(RuntimeError):
@@ -195,6 +98,20 @@ class TrainerState:
     sampler: DifficultySampler
     buckets: dict[int, str]
     replay: list[int] = field(default_factory=list)
+
+    @classmethod
+    def fresh(
+        cls, specs: list[TaskSpec], *, buckets: dict[int, str], weights: dict, seed: int
+    ) -> TrainerState:
+        """The state at a run's start: a sampler over ``specs`` (seeded with ``seed``) that reads
+        each task's bucket from the state's own ``buckets`` (which a resume replaces)."""
+        state = cls(
+            sampler=DifficultySampler(
+                specs, lambda spec: state.buckets[spec.task_version_id], weights, seed
+            ),
+            buckets=buckets,
+        )
+        return state
 
     def to_dict(self) -> dict:
         return {
@@ -239,16 +156,39 @@ class TrainerState:
                 self.replay.append(members[0].task.task_version_id)
 
 
-def _record_attempts(rollouts: list) -> None:
-    """Feed each task version's hidden-test results into its pass-rate counts."""
-    by_version: dict[int, list] = {}
-    for rollout in rollouts:
-        if not rollout.dropped and flags.ROLLOUT_TIMEOUT not in rollout.flags:
-            by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
-    for version_id, members in by_version.items():
-        task_version_record_attempts(
-            version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
-        )
+@dataclass
+class Trainer:
+    """Everything a step needs, built once by :func:`_setup` (and restored from a checkpoint).
+
+    ``model`` is ``policy.model``, under DistributedDataParallel when there are several ranks
+    (the update runs through it; generation and checkpoints use ``policy.model``).
+    ``generator`` is this rank's sampling generator (seeded ``seed + 7919 * rank``).
+    ``reference`` is the frozen post-SFT policy of the KL penalty (None when ``kl_coef`` is 0).
+    ``specs`` is the training pool, ``heldout`` the held-out set's tasks (empty: no evaluation).
+    Steps ``start_step + 1 .. config.steps`` remain to be trained.
+    """
+
+    run: TrainingRun
+    config: RunConfig
+    ranks: distributed.Ranks
+    tracker: PhaseTracker
+    directory: Path
+    policy: Policy
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    reference: torch.nn.Module | None
+    generator: torch.Generator
+    state: TrainerState
+    specs: list[TaskSpec]
+    rollout_config: RolloutConfig
+    scorer: Scorer
+    heldout: list[TaskSpec]
+    drift_config: DriftConfig
+    start_step: int
+
+
+# --- the entry point and the loop -----------------------------------------------------------------
 
 
 def train_run(run_id: int) -> None:
@@ -293,7 +233,161 @@ def train_run(run_id: int) -> None:
         distributed.teardown()
 
 
+def _train(
+    run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker
+) -> None:
+    """Setup (and resume), the steps that remain, then the final checkpoint.
+
+    A cancelled run stops between two steps and returns (its status is the canceller's).
+    """
+    trainer = _setup(run, config, ranks, tracker)
+    for step in range(trainer.start_step + 1, config.steps + 1):
+        log_context_bind(step=step)
+        if _cancelled(trainer):
+            return
+        _step(trainer, step)
+        if ranks.is_main:
+            drift_step(run.pk, step, trainer.drift_config)
+        if trainer.heldout and ranks.is_main and _due(step, config.eval_every, config.steps):
+            _evaluate_heldout(trainer, step)
+        if _due(step, config.checkpoint_every, config.steps):
+            _checkpoint(trainer, step)
+        tracker.set("idle")
+    _finish(trainer)
+
+
+def _due(step: int, every: int, last: int) -> bool:
+    """Whether a periodic action (held-out evaluation, checkpoint) runs after ``step``: every
+    ``every`` steps and after the ``last`` one."""
+    return step % every == 0 or step == last
+
+
+# --- setup ----------------------------------------------------------------------------------------
+
+
+def _setup(
+    run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker
+) -> Trainer:
+    """Build the :class:`Trainer` of a run, from its start or from its newest checkpoint.
+
+    In this order (the random draws of a resumed run follow an uninterrupted one's): the
+    task versions (failing if a runtime has no sandbox worker), the run's directory, the
+    checkpoint to resume from (rank 0 finds it, every rank gets it), the seeds, the policy,
+    then the SFT warm start (fresh run) or the checkpoint's weights (resume), the KL
+    reference, the training pool, the optimizer and schedule, the sampler's state, then
+    the checkpoint's optimizer, schedule, RNG and sampler states (resume).
+
+    Raises:
+        RuntimeError: a runtime of the run's tasks has no live sandbox worker.
+        ArtifactStoreError: the run's artefact store cannot be written or read.
+        ResumeError, CheckpointError: see :func:`_resume_policy`, :func:`_resume_state` and
+            :func:`_reference_model`.
+        ValueError: no task prompt fits ``max_prompt_tokens`` (training pool or held-out set).
+    """
+    versions = _run_versions(run)
+    tracker.start(runtimes_of(versions))
+    directory = _run_directory(run.pk, ranks)
+    # Rank 0 finds (and, from object storage, downloads) the checkpoint; the others read its copy.
+    resume_from = distributed.broadcast_value(
+        latest_checkpoint(directory) if ranks.is_main else None
+    )
+    seed_everything(config.seed)
+    generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
+    policy = _build_policy(config, versions, ranks.device)
+    if resume_from is None:
+        start_step = 0
+        _warm_start(run.pk, policy, versions, config=config, ranks=ranks, tracker=tracker)
+    else:
+        start_step = _resume_policy(policy, resume_from, steps=config.steps)
+    reference = _reference(policy, directory, config, ranks, resumed=resume_from is not None)
+    specs = _training_pool(policy, versions, config)
+    model = distributed.wrap(policy.model, ranks)
+    optimizer, scheduler = _optimizer(model, config)
+    state = TrainerState.fresh(
+        specs,
+        buckets={v.pk: pass_rate(v).bucket for v in versions},
+        weights=config.difficulty_weights,
+        seed=config.seed,
+    )
+    if resume_from is not None:
+        _resume_state(
+            resume_from,
+            rank=ranks.rank,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            generator=generator,
+            state=state,
+        )
+        if ranks.is_main:
+            _resume_records(run.pk, start_step)
+    elif ranks.is_main:
+        services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
+    return Trainer(
+        run=run,
+        config=config,
+        ranks=ranks,
+        tracker=tracker,
+        directory=directory,
+        policy=policy,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        reference=reference,
+        generator=generator,
+        state=state,
+        specs=specs,
+        rollout_config=RolloutConfig.from_run_config(config),
+        scorer=_scorer(config, versions),
+        heldout=_heldout_specs(run, policy, config),
+        drift_config=DriftConfig.from_config(config.drift),
+        start_step=start_step,
+    )
+
+
+def _run_versions(run: TrainingRun) -> list[TaskVersion]:
+    """The run's task versions (ordered by task id), once every runtime they need has a worker.
+
+    Raises:
+        RuntimeError: a runtime has no live sandbox worker (the message says how to start one).
+    """
+    versions = list(
+        run.task_versions.select_related("task", "test_suite").order_by("task__task_id")
+    )
+    for runtime in runtimes_of(versions):
+        if not live_workers(runtime):
+            # Without workers every rollout would come back infra_error: fail now, saying why.
+            raise RuntimeError(
+                f"no {runtime} sandbox worker is running; start one with "
+                f"`python manage.py sandbox_worker --runtime {runtime}`"
+            )
+    return versions
+
+
+def _run_directory(run_id: int, ranks: distributed.Ranks) -> Path:
+    """The run's directory (checkpoints, the KL reference), created; rank 0 checks the artefact
+    store now, so a misconfigured store fails the run before the first checkpoint.
+
+    Raises:
+        ArtifactStoreError: the store cannot be written (rank 0; the message says why).
+    """
+    directory = run_dir(run_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    if ranks.is_main:
+        store = artifacts.default_store()
+        store.check(store.key_of(directory))
+    return directory
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (each rank's sampling generator is seeded apart)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
 def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
+    """The policy loaded from ``model_path`` (optionally under LoRA), or the small default one
+    built here (tokenizer trained on the prompts and reference solutions, weights seeded)."""
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
@@ -313,19 +407,146 @@ def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.
     )
 
 
-def _scheduler(optimizer: torch.optim.Optimizer, config: RunConfig):
-    """Linear warm-up over ``lr_warmup_steps`` steps, then a constant learning rate."""
-    warmup = config.lr_warmup_steps
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
+def _warm_start(
+    run_id: int,
+    policy: Policy,
+    versions: list[TaskVersion],
+    *,
+    config: RunConfig,
+    ranks: distributed.Ranks,
+    tracker: PhaseTracker,
+) -> None:
+    """The ``sft`` phase of a fresh run (:func:`sft_warm_start`); rank 0 records its summary."""
+    tracker.set("sft")
+    sft = sft_warm_start(policy, versions, config)
+    tracker.set("idle")
+    if ranks.is_main:
+        services.run_summary_update(
+            run_id=run_id, **sft, device=str(policy.device), ranks=ranks.world
+        )
+
+
+def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[tuple[str, str]]:
+    """``(prompt, completion)`` pairs of the warm start: the task versions' reference solutions,
+    or the lines of ``config.sft_data`` (``{"task_id", "completion"}`` JSONL, as evaluate_samples
+    reads) for the run's tasks.
+
+    Raises:
+        ValueError: ``sft_data`` names no task of the run (the message says which file).
+    """
+    if not config.sft_data:
+        return [(v.prompt, v.reference_solution) for v in versions]
+    from tasks_library.evaluation import read_samples  # noqa: PLC0415 (read only with sft_data)
+
+    by_task = {v.task.task_id: v for v in versions}
+    pairs = [
+        (by_task[row["task_id"]].prompt, row["completion"])
+        for row in read_samples(Path(config.sft_data))
+        if row["task_id"] in by_task
+    ]
+    if not pairs:
+        raise ValueError(
+            f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks"
+        )
+    return pairs
+
+
+def _sft_examples(
+    policy: Policy, versions: list[TaskVersion], config: RunConfig
+) -> list[tuple[list[int], list[int]]]:
+    """The demonstrations as ``(ids, mask)`` pairs: ``[bos] + prompt + completion + [end]``
+    cut to ``n_positions`` tokens, the mask 1 on completion tokens; pairs cut to no completion
+    token are left out."""
+    limit = policy.n_positions
+    examples = []
+    for prompt_text, completion in sft_demonstrations(versions, config):
+        prompt = [policy.bos_id, *policy.encode(prompt_text)]
+        solution = [*policy.encode(completion), policy.end_id]
+        ids = (prompt + solution)[:limit]
+        mask = ([0] * len(prompt) + [1] * len(solution))[:limit]
+        if any(mask):
+            examples.append((ids, mask))
+    return examples
+
+
+def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> dict:
+    """Cross-entropy on demonstrations (:func:`sft_demonstrations`), prompt tokens masked.
+
+    ``sft_epochs`` epochs of shuffled batches of ``sft_batch_size`` sequences (padded to
+    ``[batch, tokens]``), AdamW under a one-cycle schedule peaking at ``sft_lr``.
+
+    Returns:
+        ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``
+        (the losses are per-epoch means in nats per token; only the first two keys when
+        there is nothing to train).
+    """
+    started = time.monotonic()
+    examples = _sft_examples(policy, versions, config)
+    summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
+    if not examples or config.sft_epochs == 0:
+        return summary
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
+    batches = (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=config.sft_lr, total_steps=config.sft_epochs * batches, pct_start=0.1
     )
+    rng = random.Random(config.seed)
+    policy.model.train()
+    losses = []
+    for _epoch in range(config.sft_epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        epoch_losses = []
+        for start in range(0, len(order), config.sft_batch_size):
+            batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
+            ids, attention, mask = pad_batch(
+                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
+            )
+            logprobs, _ = token_logprobs(
+                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
+            )
+            loss = sft_loss(logprobs, mask)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            epoch_losses.append(loss.item())
+        losses.append(sum(epoch_losses) / len(epoch_losses))
+    summary.update(
+        {
+            "sft/loss_first": losses[0],
+            "sft/loss_last": losses[-1],
+            "sft/seconds": time.monotonic() - started,
+        }
+    )
+    return summary
 
 
-def _reference_model(policy: Policy, directory: Path, *, write: bool):
+def _reference(
+    policy: Policy, directory: Path, config: RunConfig, ranks: distributed.Ranks, *, resumed: bool
+) -> torch.nn.Module | None:
+    """The frozen KL reference (:func:`_reference_model`), or None when ``kl_coef`` is 0.
+
+    Rank 0 writes it at the run's first start (not ``resumed``); then every rank reads the
+    written copy, so all ranks, and every resume, penalise against the same weights.
+    """
+    if not config.kl_coef > 0:
+        return None
+    if ranks.is_main and not resumed:
+        _reference_model(policy, directory, write=True)
+    distributed.barrier()
+    return _reference_model(policy, directory, write=False)
+
+
+def _reference_model(policy: Policy, directory: Path, *, write: bool) -> torch.nn.Module:
     """The frozen reference for the KL penalty: the policy as it was after SFT.
 
     Written once to ``reference-model.pt`` (temporary file, then rename) so a resumed
     run penalises against the same model; read back from there on resume.
+
+    Raises:
+        ResumeError: reading, and the file is in neither the run's directory nor the store.
     """
     reference = copy.deepcopy(policy.model)
     path = directory / "reference-model.pt"
@@ -337,9 +558,8 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
         store.put_file(store.key_of(path))
     else:
         try:
-            store.fetch_file(
-                store.key_of(path)
-            )  # a resume on a fresh disk reads it back from the store
+            # A resume on a fresh disk reads it back from the store.
+            store.fetch_file(store.key_of(path))
         except artifacts.ArtifactNotFound:
             raise ResumeError(
                 f"{store.location(store.key_of(path))} is missing: the KL reference of this run "
@@ -352,179 +572,63 @@ def _reference_model(policy: Policy, directory: Path, *, write: bool):
     return reference
 
 
-def _train(
-    run: TrainingRun, config: RunConfig, ranks: distributed.Ranks, tracker: PhaseTracker
-) -> None:
-    versions = list(
-        run.task_versions.select_related("task", "test_suite").order_by("task__task_id")
-    )
-    for runtime in runtimes_of(versions):
-        if not live_workers(runtime):
-            # Without workers every rollout would come back infra_error: fail now, saying why.
-            raise RuntimeError(
-                f"no {runtime} sandbox worker is running; start one with "
-                f"`python manage.py sandbox_worker --runtime {runtime}`"
-            )
-    tracker.start(runtimes_of(versions))
-    directory = run_dir(run.pk)
-    directory.mkdir(parents=True, exist_ok=True)
-    if ranks.is_main:  # a misconfigured store fails the run now, not at the first checkpoint
-        store = artifacts.default_store()
-        store.check(store.key_of(directory))
-    # Rank 0 finds (and, from object storage, downloads) the checkpoint; the others read its copy.
-    resume_from = distributed.broadcast_value(
-        latest_checkpoint(directory) if ranks.is_main else None
-    )
-    seed_everything(config.seed)
-    generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
-    policy = _build_policy(config, versions, ranks.device)
-    start_step = 0
-    if resume_from is not None:
-        start_step = checkpoint_step(resume_from)
-        if start_step >= config.steps:
-            raise ResumeError(
-                f"checkpoint {resume_from} already holds step {start_step} of {config.steps}: "
-                f"a resume would train 0 steps"
-            )
-        missing, unexpected = policy.model.load_state_dict(
-            read_model_state(resume_from), strict=not policy.is_lora
+def _task_specs(
+    policy: Policy, versions: list[TaskVersion], config: RunConfig, *, cap: int | None = None
+) -> list[TaskSpec]:
+    """A task pool: prompts that fit the context, shortest first, capped at ``cap`` (default
+    ``train_tasks``)."""
+    sized = []
+    for v in versions:
+        length = len(policy.encode(v.prompt))
+        if length <= config.max_prompt_tokens:
+            sized.append((length, v))
+    sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
+    return [
+        TaskSpec(
+            task_version_id=v.pk,
+            prompt=v.prompt,
+            entry_point=v.entry_point,
+            visible_tests=v.test_suite.visible_tests,
+            hidden_tests=v.test_suite.hidden_tests,
+            timeout_s=v.test_suite.timeout_s,
+            harness=v.test_suite.harness,
+            files=v.files,
+            test_timeout_s=v.test_suite.test_timeout_s,
+            reference_solution=v.reference_solution,
         )
-        if unexpected or any(
-            p.requires_grad for name, p in policy.model.named_parameters() if name in set(missing)
-        ):
-            raise ResumeError(
-                f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
-                f"missing trainable {[m for m in missing][:3]})"
-            )
-        # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
-        policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
-    else:
-        tracker.set("sft")
-        sft = sft_warm_start(policy, versions, config)
-        tracker.set("idle")
-        if ranks.is_main:
-            services.run_summary_update(
-                run_id=run.pk, **sft, device=str(policy.device), ranks=ranks.world
-            )
-    reference = None
-    if config.kl_coef > 0:
-        if ranks.is_main and resume_from is None:
-            _reference_model(policy, directory, write=True)
-        distributed.barrier()
-        reference = _reference_model(policy, directory, write=False)
+        for _length, v in sized[: config.train_tasks if cap is None else cap]
+    ]
 
+
+def _training_pool(
+    policy: Policy, versions: list[TaskVersion], config: RunConfig
+) -> list[TaskSpec]:
+    """The RL stage's task pool (:func:`_task_specs`, at most ``train_tasks``).
+
+    Raises:
+        ValueError: no task prompt fits ``max_prompt_tokens``.
+    """
     specs = _task_specs(policy, versions, config)
     if not specs:
         raise ValueError(
             f"no task prompt fits max_prompt_tokens={config.max_prompt_tokens}; raise it"
         )
-    model = distributed.wrap(policy.model, ranks)
+    return specs
+
+
+def _optimizer(
+    model: torch.nn.Module, config: RunConfig
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over ``model``'s trainable parameters (learning rate ``lr``, no weight decay) and
+    its schedule: linear warm-up over ``lr_warmup_steps`` steps, then a constant rate."""
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=0.0
     )
-    scheduler = _scheduler(optimizer, config)
-    buckets = {v.pk: pass_rate(v).bucket for v in versions}
-    state = TrainerState(
-        sampler=DifficultySampler(
-            specs,
-            lambda spec: state.buckets[spec.task_version_id],
-            config.difficulty_weights,
-            config.seed,
-        ),
-        buckets=buckets,
+    warmup = config.lr_warmup_steps
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
     )
-    if resume_from is not None:
-        saved = read_rank_state(resume_from, ranks.rank)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        rng_restore(saved["rng"], generator)
-        state.restore(saved["trainer"])
-        if ranks.is_main:
-            rewound = services.run_rewind(run_id=run.pk, to_step=start_step)
-            services.run_summary_update(
-                run_id=run.pk, resumed_from_step=start_step, rewound_steps=rewound
-            )
-    elif ranks.is_main:
-        services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
-    rollout_config = RolloutConfig(
-        group_size=config.group_size,
-        max_turns=config.max_turns,
-        max_new_tokens=config.max_new_tokens,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        timeout_s=config.rollout_timeout_s,
-    )
-    scorer = _scorer(config, versions)
-    heldout = _heldout_specs(run, policy, config)
-    drift_config = DriftConfig.from_config(config.drift)
-    for step in range(start_step + 1, config.steps + 1):
-        log_context_bind(step=step)
-        cancelled = (
-            ranks.is_main
-            and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
-        )
-        if distributed.broadcast_value(cancelled):
-            return
-        _step(
-            run.pk,
-            step,
-            policy,
-            model,
-            optimizer,
-            scheduler,
-            reference,
-            state,
-            specs,
-            rollout_config,
-            config,
-            ranks,
-            generator,
-            scorer,
-            tracker=tracker,
-        )
-        if ranks.is_main:
-            drift_step(run.pk, step, drift_config)
-        if heldout and ranks.is_main and (step % config.eval_every == 0 or step == config.steps):
-            tracker.set("eval", sandbox_demand(heldout, each=config.eval_samples))
-            result = heldout_evaluate(
-                policy,
-                heldout,
-                samples=config.eval_samples,
-                rollout_config=rollout_config,
-                seed=config.seed * 1_000_003 + step,
-                scorer=scorer,
-            )
-            services.evaluation_record(
-                run_id=run.pk,
-                step=step,
-                task_set_id=run.eval_task_set_id,
-                samples_per_task=config.eval_samples,
-                result=result,
-            )
-            drift_step(
-                run.pk, step, drift_config
-            )  # again: the held-out onset signal reads the evaluation
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            tracker.set("checkpoint")
-            _checkpoint(
-                directory, step, policy, optimizer, scheduler, generator, state, config, ranks
-            )
-        tracker.set("idle")
-    if ranks.is_main:
-        final = directory / "checkpoint-final"
-        policy.save(final)
-        store = artifacts.default_store()
-        services.run_summary_update(
-            run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final))
-        )
-        services.run_transition(
-            run_id=run.pk,
-            to_status=TrainingRun.SUCCEEDED,
-            reason=f"trained steps {start_step + 1}..{config.steps}",
-        )
-    # Every rank leaves together, before the process group goes (a DDP wrapper freed after
-    # its group was destroyed can hang the rank that still holds it).
-    distributed.barrier()
+    return optimizer, scheduler
 
 
 def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
@@ -532,7 +636,8 @@ def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
     references' profiles, measured once per task version in the sandbox and kept."""
     references = {}
     if "efficiency" in config.reward_weights:
-        from training.rewards.reference import reference_profiles_ensure
+        # Only runs that weigh efficiency measure reference profiles (sandbox runs).
+        from training.rewards.reference import reference_profiles_ensure  # noqa: PLC0415
 
         references = reference_profiles_ensure(versions)
     return Scorer(
@@ -541,7 +646,11 @@ def _scorer(config: RunConfig, versions: list[TaskVersion]) -> Scorer:
 
 
 def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[TaskSpec]:
-    """The held-out set's trainable versions as they are at the run's (re)start."""
+    """The held-out set's trainable versions as they are at the run's (re)start.
+
+    Raises:
+        ValueError: no prompt of the held-out set fits ``max_prompt_tokens``.
+    """
     if not (config.eval_every and run.eval_task_set_id):
         return []
     versions = list(
@@ -558,96 +667,249 @@ def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[
     return specs
 
 
-def _step(
-    run_id,
-    step,
-    policy,
-    model,
-    optimizer,
-    scheduler,
-    reference,
-    state,
-    specs,
-    rollout_config,
-    config,
-    ranks,
-    generator,
-    scorer,
-    *,
-    tracker: PhaseTracker,
-) -> None:
-    """One RL step on every rank; rank 0 records it (with the step's phases and sandbox pool timeline)."""
-    tasks = state.next_tasks(specs, min(config.tasks_per_step, len(specs)))
-    mine = ranks.shard(len(tasks))
-    local, times = collect_rollouts(
-        policy,
-        tasks[mine.start : mine.stop],
-        rollout_config,
-        generator=generator,
-        first_group=mine.start,
-        scorer=scorer,
-        on_phase=tracker.set,
+# --- resume ---------------------------------------------------------------------------------------
+
+
+def _resume_policy(policy: Policy, resume_from: Path, *, steps: int) -> int:
+    """Load checkpoint ``resume_from``'s weights and tokenizer into ``policy``.
+
+    Returns:
+        The step the checkpoint was written after (training goes on from the next one).
+
+    Raises:
+        ResumeError: the checkpoint already holds step ``steps`` (a resume would train 0
+            steps), or its weights do not fit the model (unexpected or missing trainable keys).
+        CheckpointError: the checkpoint holds no ``model.pt``.
+    """
+    start_step = checkpoint_step(resume_from)
+    if start_step >= steps:
+        raise ResumeError(
+            f"checkpoint {resume_from} already holds step {start_step} of {steps}: "
+            f"a resume would train 0 steps"
+        )
+    # Under LoRA the checkpoint holds only the adapters: the frozen base comes from model_path.
+    missing, unexpected = policy.model.load_state_dict(
+        read_model_state(resume_from), strict=not policy.is_lora
     )
-    tracker.set("update")  # no sandbox demand: the pool may fall back to its floor
+    if unexpected or any(
+        p.requires_grad for name, p in policy.model.named_parameters() if name in set(missing)
+    ):
+        raise ResumeError(
+            f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
+            f"missing trainable {[m for m in missing][:3]})"
+        )
+    # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
+    policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
+    return start_step
+
+
+def _resume_state(
+    resume_from: Path,
+    *,
+    rank: int,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    generator: torch.Generator,
+    state: TrainerState,
+) -> None:
+    """Put back rank ``rank``'s part of checkpoint ``resume_from``: the optimizer, the schedule,
+    the RNG states (Python, numpy, torch and the sampling ``generator``) and the sampler's
+    state (:meth:`TrainerState.restore`).
+
+    Raises:
+        CheckpointError: the checkpoint holds no file of this rank (other world size).
+    """
+    saved = read_rank_state(resume_from, rank)
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    rng_restore(saved["rng"], generator)
+    state.restore(saved["trainer"])
+
+
+def _resume_records(run_id: int, start_step: int) -> None:
+    """Rank 0: delete the records of steps after ``start_step`` (their checkpoint never landed)
+    and note the resume in the run's summary."""
+    rewound = services.run_rewind(run_id=run_id, to_step=start_step)
+    services.run_summary_update(run_id=run_id, resumed_from_step=start_step, rewound_steps=rewound)
+
+
+# --- each step's phases ---------------------------------------------------------------------------
+
+
+def _cancelled(trainer: Trainer) -> bool:
+    """Whether the run was cancelled: rank 0 reads the database, every rank gets its answer."""
+    run, ranks = trainer.run, trainer.ranks
+    cancelled = (
+        ranks.is_main
+        and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+    )
+    return distributed.broadcast_value(cancelled)
+
+
+def _step(trainer: Trainer, step: int) -> None:
+    """One RL step on every rank: sample tasks, roll out and grade this rank's share of the
+    groups, update; rank 0 records the step (with its phases and sandbox pool timeline)."""
+    config, state = trainer.config, trainer.state
+    tasks = state.next_tasks(trainer.specs, min(config.tasks_per_step, len(trainer.specs)))
+    local, times = _roll_out(trainer, tasks)
+    update_metrics, update_s = _update(trainer, local)
+    phase_metrics, timeline = trainer.tracker.take_step()
+    rollouts = distributed.gather_lists(local)  # every rank's, in rank (and so group) order
+    state.after_step(rollouts)
+    if not trainer.ranks.is_main:
+        return
+    metrics = _step_metrics(
+        rollouts, state, update=update_metrics, times=times, update_s=update_s, phases=phase_metrics
+    )
+    _record(trainer, step, rollouts, metrics=metrics, timeline=timeline)
+
+
+def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], RolloutTimes]:
+    """Roll out and grade this rank's contiguous share of ``tasks`` (one group of ``group_size``
+    trajectories per task; group numbers are global), announcing the ``rollout`` and
+    ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
+    mine = trainer.ranks.shard(len(tasks))
+    return collect_rollouts(
+        trainer.policy,
+        tasks[mine.start : mine.stop],
+        trainer.rollout_config,
+        generator=trainer.generator,
+        first_group=mine.start,
+        scorer=trainer.scorer,
+        on_phase=trainer.tracker.set,
+    )
+
+
+def _update(trainer: Trainer, rollouts: list[Rollout]) -> tuple[dict, float]:
+    """The ``update`` phase: shape rewards, advantages, the clipped update on this rank's
+    rollouts (:func:`training.update.grpo_update`; gradients all-reduced across ranks).
+
+    Returns:
+        ``(metrics, seconds)``: the update's metrics (``loss/*``, ``policy/*``, ...) and its
+        wall-clock time.
+    """
+    trainer.tracker.set("update")  # no sandbox demand: the pool may fall back to its floor
     started = time.monotonic()
     metrics = grpo_update(
-        policy, optimizer, local, config, model=model, reference=reference, scheduler=scheduler
+        trainer.policy,
+        trainer.optimizer,
+        rollouts,
+        trainer.config,
+        model=trainer.model,
+        reference=trainer.reference,
+        scheduler=trainer.scheduler,
     )
     update_s = time.monotonic() - started
-    tracker.set("idle")
-    phase_metrics, timeline = tracker.take_step()
-    rollouts = distributed.gather_lists(local)
-    state.after_step(rollouts)
-    if not ranks.is_main:
-        return
-    _record_attempts(rollouts)
+    trainer.tracker.set("idle")
+    return metrics, update_s
+
+
+def _step_metrics(
+    rollouts: list[Rollout],
+    state: TrainerState,
+    *,
+    update: dict,
+    times: RolloutTimes,
+    update_s: float,
+    phases: dict,
+) -> dict:
+    """The step's metrics: the update's, then the batch's (``reward/*``, ``rollouts/*``,
+    ``flags/rate``, ``sampler/*``, ``timing/*`` in seconds, ``tokens/generated``), then the
+    seconds per phase (``timing/phase_<name>_s``). Rates are shares of the scored
+    (not dropped) trajectories."""
     scored = [r for r in rollouts if not r.dropped]
-    metrics.update(
-        {
-            "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
-            "rollouts/dropped": len(rollouts) - len(scored),
-            "rollouts/timeout": sum(flags.ROLLOUT_TIMEOUT in r.flags for r in rollouts),
-            # share of scored trajectories with at least one reward-hacking flag
-            "flags/rate": sum(bool(r.flag_evidence) for r in scored) / max(1, len(scored)),
-            "rollouts/replay_queue": len(state.replay),
-            "sampler/groups_skipped": state.sampler.groups_skipped,
-            "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
-            # rank 0's own split; ranks run their shares at the same time
-            "timing/generation_s": times.generation_s,
-            "timing/sandbox_s": times.sandbox_s,
-            "timing/sandbox_busy_s": times.sandbox_busy_s,
-            "timing/grading_s": times.grading_s,
-            "timing/update_s": update_s,
-            "tokens/generated": times.generated_tokens,
-        }
-    )
+    metrics = {
+        **update,
+        "reward/pass_rate": sum(r.passed for r in scored) / max(1, len(scored)),
+        "rollouts/dropped": len(rollouts) - len(scored),
+        "rollouts/timeout": sum(flags.ROLLOUT_TIMEOUT in r.flags for r in rollouts),
+        # share of scored trajectories with at least one reward-hacking flag
+        "flags/rate": sum(bool(r.flag_evidence) for r in scored) / max(1, len(scored)),
+        "rollouts/replay_queue": len(state.replay),
+        "sampler/groups_skipped": state.sampler.groups_skipped,
+        "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
+        # rank 0's own split; ranks run their shares at the same time
+        "timing/generation_s": times.generation_s,
+        "timing/sandbox_s": times.sandbox_s,
+        "timing/sandbox_busy_s": times.sandbox_busy_s,
+        "timing/grading_s": times.grading_s,
+        "timing/update_s": update_s,
+        "tokens/generated": times.generated_tokens,
+    }
     for name in sorted({k for r in scored for k in r.reward_components}):
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
-    metrics.update(phase_metrics)  # timing/phase_<name>_s
+    metrics.update(phases)  # timing/phase_<name>_s
+    return metrics
+
+
+def _record(
+    trainer: Trainer, step: int, rollouts: list[Rollout], *, metrics: dict, timeline: dict
+) -> None:
+    """Rank 0: count the tasks' attempts, persist the step (trajectories, metrics, pool
+    timeline) and broadcast it, export it to Prometheus, run the rule monitors, and queue the
+    LLM monitor when the run has one."""
+    run_id = trainer.run.pk
+    _record_attempts(rollouts)
     record = services.step_record(
         run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
     )
-    trainer_step_observe(
-        run_id=run_id, step=step, metrics=record.metrics
-    )  # Prometheus (console/core/metrics.py)
-    services.run_monitors_step(
-        run_id=run_id, step=step, include_llm=False
-    )  # the rules: milliseconds
-    if config.llm_monitor:
-        from training.tasks import run_llm_monitor_task
+    trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # console/core/metrics
+    services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # rules: milliseconds
+    if trainer.config.llm_monitor:
+        # The Celery task module (and its app) loads only for runs that have an LLM monitor.
+        from training.tasks import run_llm_monitor_task  # noqa: PLC0415
 
         run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
 
 
-def _checkpoint(
-    directory, step, policy, optimizer, scheduler, generator, state, config, ranks
-) -> None:
-    """Write the checkpoint of ``step`` from every rank, then publish it atomically (rank 0)."""
-    staging = checkpoint.staging_dir(directory, step)
+def _record_attempts(rollouts: list[Rollout]) -> None:
+    """Feed each task version's hidden-test results into its pass-rate counts (dropped and
+    timed-out trajectories were never graded, so they do not count)."""
+    by_version: dict[int, list] = {}
+    for rollout in rollouts:
+        if not rollout.dropped and flags.ROLLOUT_TIMEOUT not in rollout.flags:
+            by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
+    for version_id, members in by_version.items():
+        task_version_record_attempts(
+            version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
+        )
+
+
+def _evaluate_heldout(trainer: Trainer, step: int) -> None:
+    """Rank 0, the ``eval`` phase: ``eval_samples`` trajectories per held-out task with their
+    own RNG (:func:`training.heldout.heldout_evaluate`), recorded, then the drift detectors
+    again (the held-out onset signal reads the evaluation)."""
+    config, run = trainer.config, trainer.run
+    trainer.tracker.set("eval", sandbox_demand(trainer.heldout, each=config.eval_samples))
+    result = heldout_evaluate(
+        trainer.policy,
+        trainer.heldout,
+        samples=config.eval_samples,
+        rollout_config=trainer.rollout_config,
+        seed=config.seed * 1_000_003 + step,
+        scorer=trainer.scorer,
+    )
+    services.evaluation_record(
+        run_id=run.pk,
+        step=step,
+        task_set_id=run.eval_task_set_id,
+        samples_per_task=config.eval_samples,
+        result=result,
+    )
+    drift_step(run.pk, step, trainer.drift_config)
+
+
+def _checkpoint(trainer: Trainer, step: int) -> None:
+    """The ``checkpoint`` phase: write the checkpoint of ``step`` from every rank (rank 0 the
+    model and tokenizer, each rank its optimizer, schedule, RNG and sampler states), then
+    publish it atomically (rank 0) and keep the newest ``keep_checkpoints``."""
+    trainer.tracker.set("checkpoint")
+    ranks, policy = trainer.ranks, trainer.policy
+    staging = checkpoint.staging_dir(trainer.directory, step)
     if ranks.is_main:
-        checkpoint.prepare_staging(directory, step)
+        checkpoint.prepare_staging(trainer.directory, step)
         checkpoint.write_model(
             staging, model=policy.model, tokenizer=policy.tokenizer, trainable_only=policy.is_lora
         )
@@ -656,12 +918,38 @@ def _checkpoint(
         staging,
         rank=ranks.rank,
         step=step,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        generator=generator,
-        trainer_state=state.to_dict(),
+        optimizer=trainer.optimizer,
+        scheduler=trainer.scheduler,
+        generator=trainer.generator,
+        trainer_state=trainer.state.to_dict(),
     )
     distributed.barrier()
     if ranks.is_main:
-        checkpoint.publish(staging, step=step, keep=config.keep_checkpoints)
+        checkpoint.publish(staging, step=step, keep=trainer.config.keep_checkpoints)
+    distributed.barrier()
+
+
+def _finish(trainer: Trainer) -> None:
+    """After the last step: rank 0 saves ``checkpoint-final`` (the policy as a loadable model
+    directory) through the artefact store and marks the run ``succeeded``; then every rank
+    leaves together.
+
+    Raises:
+        ArtifactStoreError: the store refused the final checkpoint (rank 0).
+    """
+    run, config = trainer.run, trainer.config
+    if trainer.ranks.is_main:
+        final = trainer.directory / "checkpoint-final"
+        trainer.policy.save(final)
+        store = artifacts.default_store()
+        services.run_summary_update(
+            run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final))
+        )
+        services.run_transition(
+            run_id=run.pk,
+            to_status=TrainingRun.SUCCEEDED,
+            reason=f"trained steps {trainer.start_step + 1}..{config.steps}",
+        )
+    # Every rank leaves together, before the process group goes (a DDP wrapper freed after
+    # its group was destroyed can hang the rank that still holds it).
     distributed.barrier()
