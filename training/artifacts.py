@@ -507,7 +507,7 @@ class S3Store(ArtifactStore):
             raise ArtifactStoreError(
                 f"artefact store {self.url}: s3://{self.bucket}/{object_key} is not a "
                 f"{MANIFEST_FORMAT} manifest ({exc}); delete the directory and write it again"
-            )
+            ) from exc
         return manifest
 
     # -- the interface --

@@ -836,7 +836,7 @@ def drift_step(run_id: int, step: int, config: DriftConfig | None = None) -> lis
     """
     try:
         return _drift_step(run_id, step, config or DriftConfig())
-    except Exception:  # noqa: BLE001 - alerts are advisory; the step is already recorded
+    except Exception:  # alerts are advisory; the step is already recorded
         log.exception("drift detection failed at step %s of run %s", step, run_id)
         forget_monitor(run_id)
         return []

@@ -139,7 +139,7 @@ def mutate_inputs(seeds: list[tuple], *, count: int, seed: int = 0) -> list[tupl
 
 
 def _call(args: tuple) -> str:
-    return "candidate(%s)" % ", ".join(repr(a) for a in args)
+    return f"candidate({', '.join(repr(a) for a in args)})"
 
 
 def assertion(args: tuple, output: str) -> str | None:

@@ -11,14 +11,14 @@ from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
-
-# The main job validates every task on the way to training, so it runs a lighter pipeline
-# than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
-UP_VALIDATION = Options(reference_runs=2, mutants=10)
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
+
+# The main job validates every task on the way to training, so it runs a lighter pipeline
+# than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
+UP_VALIDATION = Options(reference_runs=2, mutants=10)
 
 # The demo trains on the shortest valid HumanEval tasks so that a CPU-only laptop
 # sees the reward move within minutes; `train --taskset humaneval` uses all of them.
