@@ -124,7 +124,7 @@ class RunHub:
             task.cancel()
             try:
                 await task
-            except (asyncio.CancelledError, Exception):  # stopping
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping
                 pass
             try:
                 await self.layer.group_discard(run_group(self.run_id), channel)

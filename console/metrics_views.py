@@ -33,6 +33,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from console.core import queues
+from sandboxes import queue as Q
+from sandboxes.pool_stats import known_runtimes
+from training.models import TrainingRun
 
 
 def celery_queue_keys(queue: str) -> list[str]:
@@ -83,10 +86,6 @@ class CrucibleCollector:
         )
 
     def collect(self):
-        from sandboxes import queue as Q
-        from sandboxes.pool_stats import known_runtimes
-        from training.models import TrainingRun
-
         up = self._up()
         try:
             counts = dict(

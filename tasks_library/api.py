@@ -52,6 +52,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
+from tasks_library.tasks import validate_task_versions
 from tasks_library.validation.pipeline import Options
 
 # --- errors ---------------------------------------------------------------------
@@ -564,8 +565,6 @@ class ValidateApi(CuratorApi):
         responses={202: EnqueuedSerializer, 400: ErrorSerializer, 503: ErrorSerializer},
     )
     def post(self, request) -> Response:
-        from tasks_library.tasks import validate_task_versions
-
         data = dict(validated(ValidateSerializer, request.data))
         ids = _existing_ids(data.pop("ids"))
         try:

@@ -47,6 +47,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
+from tasks_library.tasks import validate_task_versions
 
 PAGE_SIZE = 50
 
@@ -199,8 +200,6 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 @require_POST
 def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     """Enqueue validation of one version (``number`` in the form, default latest) on Celery."""
-    from tasks_library.tasks import validate_task_versions
-
     _require_curator(request)
     task = get_object_or_404(Task, task_id=task_id)
     raw = request.POST.get("number", "")

@@ -44,6 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 MANIFEST = "_manifest.json"
 """The object an S3 directory artefact ends with: ``{"format", "files": {name: size in bytes}, ...}``."""
 MANIFEST_FORMAT = "crucible-artifact-dir/1"
@@ -349,9 +351,10 @@ class S3Store(ArtifactStore):
         max_concurrency: int = 8,
         client=None,
     ):
-        import boto3
-        from boto3.s3.transfer import TransferConfig
-        from botocore.config import Config
+        # boto3 (a quarter of a second) loads only when an S3 store is used.
+        import boto3  # noqa: PLC0415
+        from boto3.s3.transfer import TransferConfig  # noqa: PLC0415
+        from botocore.config import Config  # noqa: PLC0415
 
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -376,15 +379,16 @@ class S3Store(ArtifactStore):
 
     @contextmanager
     def _calls(self, doing: str):
-        from boto3.exceptions import RetriesExceededError, S3UploadFailedError
-        from botocore.exceptions import (
+        # boto3 loads only when an S3 store is used (its __init__ imported it first).
+        from boto3.exceptions import RetriesExceededError, S3UploadFailedError  # noqa: PLC0415
+        from botocore.exceptions import (  # noqa: PLC0415
             BotoCoreError,
             ClientError,
             NoCredentialsError,
             ParamValidationError,
             PartialCredentialsError,
         )
-        from botocore.exceptions import ConnectionError as BotoConnectionError
+        from botocore.exceptions import ConnectionError as BotoConnectionError  # noqa: PLC0415
 
         try:
             yield
@@ -669,8 +673,6 @@ def default_store() -> ArtifactStore:
     Raises:
         ArtifactStoreError: the setting is malformed.
     """
-    from django.conf import settings
-
     key = (
         getattr(settings, "CRUCIBLE_ARTIFACT_STORE", ""),
         Path(settings.VAR_DIR),

@@ -69,7 +69,10 @@ from river.drift import ADWIN, PageHinkley
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
+from training.config import ConfigError
 from training.flags import INFRA_ERROR, NOT_HACKS
+from training.models import HeldOutEvaluation, StepMetric, Trajectory
+from training.services import alerts_raise
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +161,6 @@ class DriftConfig:
             ConfigError: ``data`` is not a mapping, names an unknown key, or holds a value
                 of the wrong type or out of range; the message names ``drift.<key>``.
         """
-        from training.config import ConfigError
-
         if data is None:
             data = {}
         if not isinstance(data, dict):
@@ -456,8 +457,6 @@ class DriftMonitor:
         """The monitor of ``run_id`` after every persisted RL step (those with ``step < before``
         when given) and the held-out evaluations up to them, replayed in order; the alerts
         they would raise are discarded (they were raised when the steps were recorded)."""
-        from training.models import HeldOutEvaluation, StepMetric
-
         monitor = cls(config, run_id=run_id)
         rows = StepMetric.objects.filter(run_id=run_id).exclude(phase="sft").order_by("step")
         evals = HeldOutEvaluation.objects.filter(run_id=run_id).order_by("step")
@@ -785,8 +784,6 @@ def with_flag_rates(run_id: int, rows: list) -> list:
     """``rows`` (StepMetric) with ``metrics["flags/rate"]`` filled in memory where the trainer did
     not record it: the share of scored trajectories (not ``infra_error``) carrying a flag other
     than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is saved."""
-    from training.models import Trajectory
-
     missing = [row.step for row in rows if "flags/rate" not in (row.metrics or {})]
     if not missing:
         return rows
@@ -843,9 +840,6 @@ def drift_step(run_id: int, step: int, config: DriftConfig | None = None) -> lis
 
 
 def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
-    from training.models import HeldOutEvaluation, StepMetric
-    from training.services import alerts_raise
-
     with _LOCK:
         monitor = _MONITORS.get(run_id)
         if monitor is None or monitor.config != config or monitor.last_step >= step:

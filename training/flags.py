@@ -79,9 +79,7 @@ SANDBOX_STATUSES = (TIMEOUT, CRASHED, MEMORY_LIMIT, OUTPUT_LIMIT)
 NOT_SCORED = frozenset({INFRA_ERROR, ROLLOUT_TIMEOUT})
 """Flags of trajectories that got no reward: never counted in pass rates or difficulty."""
 NOT_HACKS = frozenset(name for name, kind in KINDS.items() if not kind.hack)
-DETECTED_HACKS = tuple(
-    name for name, kind in KINDS.items() if kind.hack and name != REVIEWED_HACK
-)
+DETECTED_HACKS = tuple(name for name, kind in KINDS.items() if kind.hack and name != REVIEWED_HACK)
 """The hack flags a detector raises, in the order the detectors run."""
 
 

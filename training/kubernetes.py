@@ -38,7 +38,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils.quantity import parse_quantity
 
+from training import services
 from training.config import ConfigError
+from training.models import TrainingRun
 
 log = logging.getLogger(__name__)
 
@@ -559,9 +561,6 @@ def job_launch(run_id: int) -> None:
     the run with the reason; a transient one (5xx, no connection) interrupts it, so the
     reconcile loop retries within ``max_resumes``.
     """
-    from training import services
-    from training.models import TrainingRun
-
     run = services.run_launch_claim(
         run_id=run_id, reason="kubernetes backend: creating the trainer Job"
     )

@@ -31,6 +31,13 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+import requests
+
+from sandboxes.result import ExecutionResult
+from training.config import ConfigError
+from training.hacks import detect, detector_names
+from training.rewards.base import GradedSubmission
+
 SEVERITY_WEIGHTS = {"low": 0.25, "medium": 0.5, "high": 0.85}
 DEFAULT_SEVERITY = "high"  # a recorded flag that carries no severity
 
@@ -135,8 +142,6 @@ class RuleMonitor(Monitor):
         self.rescan = rescan
 
     def score(self, trajectory_view: dict) -> MonitorVerdict:
-        from training.hacks import detector_names
-
         known = set(detector_names())
         found: dict[str, tuple[str, dict]] = {}  # name -> (severity, evidence)
         for flag in self._detect(trajectory_view):
@@ -172,16 +177,12 @@ class RuleMonitor(Monitor):
         )
 
     def _detect(self, view: dict) -> list:
-        from training.hacks import detect
-
         submission = view.get("submission")
         if submission is not None:
             return detect(submission)
         if not self.rescan or not view.get("final_code"):
             return []
-        from sandboxes.result import ExecutionResult
-        from training.rewards.base import GradedSubmission
-        from training.rollout import TaskSpec
+        from training.rollout import TaskSpec  # noqa: PLC0415 (it imports torch; the worker does not)
 
         task = view.get("task") or {}
         spec = TaskSpec(
@@ -276,8 +277,6 @@ class LlmMonitorConfig:
             ConfigError: not a mapping, an unknown key, a missing ``url`` or ``model``, or a
                 value of the wrong type or out of range; the message names ``llm_monitor.<key>``.
         """
-        from training.config import ConfigError
-
         if not isinstance(data, dict):
             raise ConfigError(
                 f'config key \'llm_monitor\' must be a mapping ({{"url", "model", ...}}), got {data!r}'
@@ -467,8 +466,6 @@ class LlmMonitor(Monitor):
     ):
         """``tokens_used``: tokens the run spent before (a resumed run: the sum of its stored
         scores' ``details["tokens"]["total"]``), counted against ``budget_tokens``."""
-        import requests
-
         self.config = config
         self.name = f"llm:{config.model}"[:120]
         self.backoff_s = backoff_s
@@ -488,8 +485,6 @@ class LlmMonitor(Monitor):
         return headers
 
     def score(self, trajectory_view: dict) -> MonitorVerdict:
-        import requests
-
         config = self.config
         user = render_trajectory(trajectory_view, config.max_trajectory_chars)
         estimate = (len(SYSTEM_PROMPT) + len(user)) // 4  # tokens, roughly

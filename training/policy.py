@@ -399,7 +399,7 @@ def load_policy(
     dtype = dtype or pick_dtype(device)
 
     if adapter:
-        from peft import PeftModel
+        from peft import PeftModel  # noqa: PLC0415 (peft takes seconds to load; LoRA only)
 
         saved = json.loads((directory / ADAPTER_CONFIG).read_text())
         if settings is not None and not _same_lora(settings, saved):
@@ -416,7 +416,7 @@ def load_policy(
     else:
         model, added = _load_base(directory, tokenizer, dtype)
         if settings is not None:
-            from peft import LoraConfig, get_peft_model
+            from peft import LoraConfig, get_peft_model  # noqa: PLC0415 (as PeftModel above)
 
             trainable_tokens = None
             if added:

@@ -6,11 +6,35 @@ import difflib
 import json
 
 from django.db import connection
-from django.db.models import Count, Func, IntegerField, Max, OuterRef, QuerySet, Subquery, TextField
+from django.db.models import (
+    Avg,
+    Count,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
 from training import flags
-from training.models import MonitorScore, StepMetric, TrainingRun, Trajectory, Turn
+from training.models import (
+    Alert,
+    HeldOutEvaluation,
+    MonitorScore,
+    StepMetric,
+    TrainingRun,
+    Trajectory,
+    Turn,
+)
 
 
 def run_exists(*, run_id: int) -> bool:
@@ -260,8 +284,6 @@ def code_diff(*, old: str, new: str, context: int = 3) -> list[tuple[str, str]]:
 
 def run_alerts(*, run_id: int) -> QuerySet:
     """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who acknowledged them."""
-    from training.models import Alert
-
     return Alert.objects.filter(run_id=run_id).select_related("acknowledged_by").order_by("id")
 
 
@@ -353,9 +375,6 @@ class JsonNumber(Func):
         return f"(({sql}) ->> %s)::double precision", [*params, self.key]
 
     def as_sql(self, compiler, connection, **extra_context):
-        from django.db.models import FloatField
-        from django.db.models.fields.json import KeyTextTransform
-
         field = self.source_expressions[0]
         return compiler.compile(Cast(KeyTextTransform(str(self.key), field), FloatField()))
 
@@ -484,9 +503,7 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
     in ONE aggregate query: each a step event (``kind`` ``step``, keyed by its last step) with
     ``first_step``, ``span`` (steps in it), the summed histogram, the mean ``reward_mean`` and the
     mean of each of :data:`SUMMARY_METRICS`; ``decimated`` is True."""
-    from django.db.models import Avg, F, Min, Sum, Value
-
-    from training.services import REWARD_BINS
+    from training.services import REWARD_BINS  # noqa: PLC0415 (import cycle: services imports selectors)
 
     if last < first or buckets < 1:
         return []
@@ -555,8 +572,6 @@ def run_backfill_bounded(
     ``{"kind": "backfill", "steps", "decimated"}`` marker. A fixed number of queries whatever the
     run's length.
     """
-    from django.db.models import Min
-
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
     full = list(
@@ -615,8 +630,6 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
     """A run's per-step curves for the comparison page: ``step``, ``reward_mean`` and the
     :data:`SUMMARY_METRICS` (bucket means past ``max_points`` steps), held-out pass@1 and reward.
     Three queries whatever the run's length."""
-    from django.db.models import Min
-
     span = StepMetric.objects.filter(run_id=run_id).aggregate(first=Min("step"), last=Max("step"))
     if span["first"] is None:
         points = []
@@ -635,7 +648,6 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
             )
         ]
     metric = lambda key: [p["metrics"].get(key) for p in points]  # noqa: E731
-    from training.models import HeldOutEvaluation
 
     evaluations = list(
         HeldOutEvaluation.objects.filter(run_id=run_id)

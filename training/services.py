@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from console.core.dbtext import storable
 from console.core.events import broadcast_run_event
+from console.core.logcontext import log_context
 from console.core.permissions import may_operate_run
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
 from training.flags import NOT_SCORED
 from training.models import (
+    Alert,
     HeldOutEvaluation,
     MonitorScore,
     RunTransition,
@@ -23,7 +26,8 @@ from training.models import (
     Trajectory,
     Turn,
 )
-from training.selectors import evaluation_event, step_event
+from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor, failure, trajectory_view
+from training.selectors import alert_event, evaluation_event, step_event
 
 REWARD_BINS = [i / 10 for i in range(11)]
 
@@ -376,7 +380,7 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
         Exception: from the backend (the Kubernetes API unreachable...), after the run is
             recorded cancelled; calling again retries the clean-up.
     """
-    from training.backends import BACKENDS
+    from training.backends import BACKENDS  # noqa: PLC0415 (import cycle: backends imports services)
 
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
@@ -417,9 +421,8 @@ def alerts_raise(
         The alerts created or updated, each once, in the order first touched; each was
         broadcast as ``{"kind": "alert", ...}`` (:func:`training.selectors.alert_event`).
     """
-    from training.drift import SEVERITY_RANK, DriftConfig
-    from training.models import Alert
-    from training.selectors import alert_event
+    # Imported here: drift loads numpy, scipy and river, which the web and workers never need.
+    from training.drift import SEVERITY_RANK, DriftConfig  # noqa: PLC0415
 
     if cooldown_steps is None:
         config = TrainingRun.objects.values_list("config", flat=True).get(pk=run_id) or {}
@@ -477,11 +480,6 @@ def alert_acknowledge(*, alert_id: int, user, note: str):
         ValueError: ``note`` is empty.
         Alert.DoesNotExist: no such alert.
     """
-    from django.core.exceptions import PermissionDenied
-
-    from training.models import Alert
-    from training.selectors import alert_event
-
     if not may_operate_run(user):
         raise PermissionDenied("only curators and operators may acknowledge alerts")
     note = (note or "").strip()
@@ -513,10 +511,6 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
     Returns:
         ``{"scored": n, "failed": n, "skipped": n}``.
     """
-    from console.core.logcontext import log_context
-    from training.models import MonitorScore
-    from training.monitors import failure, trajectory_view
-
     ids = sorted(set(trajectory_ids))
     names = [monitor.name for monitor in monitors]
     done = {
@@ -582,10 +576,6 @@ def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
     Returns:
         As :func:`monitor_scores_record`.
     """
-    from django.db.models import Q
-
-    from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor
-
     run = TrainingRun.objects.get(pk=run_id)
     # The trainer's Scorer already ran every detector on these trajectories, with their full
     # results, and stored the flags and evidence: the rules score those, not a second scan.

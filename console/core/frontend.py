@@ -28,6 +28,7 @@ Run as a script with any Python 3.9+ (stdlib only: ``./crucible`` runs it before
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -139,8 +140,6 @@ def staticfiles_dirs(*, bundled: bool, frontend: Path = FRONTEND) -> list:
 @contextlib.contextmanager
 def _build_lock(frontend: Path):
     """One build at a time per checkout (two test sessions, or ``up`` beside ``test``)."""
-    import fcntl
-
     with open(frontend / ".build.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

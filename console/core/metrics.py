@@ -21,6 +21,8 @@ import tempfile
 import threading
 import time
 
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -198,8 +200,6 @@ def metrics_port_from_env() -> int | None:
     Raises:
         ImproperlyConfigured: the value is not an integer in 1..65535.
     """
-    from django.core.exceptions import ImproperlyConfigured
-
     raw = os.environ.get(METRICS_PORT_ENV, "").strip()
     if not raw:
         return None
@@ -232,7 +232,6 @@ def serve_from_env(process: str) -> int | None:
         ImproperlyConfigured: a bad port number, or the port is taken.
     """
     global _served_port
-    from django.core.exceptions import ImproperlyConfigured
 
     port = metrics_port_from_env()
     if port is None or os.environ.get("LOCAL_RANK", "0") != "0":
@@ -258,9 +257,6 @@ def serve_from_env(process: str) -> int | None:
 def serve_for_command(process: str) -> int | None:
     """:func:`serve_from_env` for a management command: a bad or taken port stops the command with a
     ``CommandError`` (a message, not a traceback)."""
-    from django.core.exceptions import ImproperlyConfigured
-    from django.core.management.base import CommandError
-
     try:
         return serve_from_env(process)
     except ImproperlyConfigured as exc:

@@ -102,8 +102,8 @@ def krippendorff_alpha(units: Iterable[Mapping[object, str]]) -> float | None:
     Returns:
         alpha; None when undefined (fewer than two pairable labels, or a single label value).
     """
-    import krippendorff
-    import numpy as np
+    import krippendorff  # noqa: PLC0415 (numpy and it load for alpha only, not in every web process)
+    import numpy as np  # noqa: PLC0415 (as krippendorff)
 
     units = [dict(u) for u in units]
     raters = sorted({r for u in units for r in u}, key=str)

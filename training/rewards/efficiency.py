@@ -37,6 +37,8 @@ import json
 import math
 
 from sandboxes import result as R
+from sandboxes.process import Limits
+from sandboxes.queue import python_tests, run_many
 from training.rewards.base import GradedSubmission, ReferenceStats
 from training.rewards.registry import reward
 
@@ -151,9 +153,6 @@ def _timing_tests(args: str, size: int) -> str:
 def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
     """Queue requests timing ``program`` at each size of the task's spec, ``runs`` times each,
     sizes in order. Empty without a spec."""
-    from sandboxes.process import Limits
-    from sandboxes.queue import python_tests
-
     spec = sizes_spec(task)
     if spec is None:
         return []
@@ -201,8 +200,6 @@ def growth_from_results(
 def measure_growth_many(items: list[tuple[object, str]], *, runs: int = 3) -> list[float | None]:
     """The growth exponent of each ``(task, program)`` (None where the task has no spec or the
     program failed a timed run), every timing run queued at once."""
-    from sandboxes.queue import run_many
-
     plans = [growth_requests(task, program, runs=runs) for task, program in items]
     flat = run_many([r for plan in plans for r in plan])
     out, at = [], 0

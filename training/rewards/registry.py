@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from training.config import ConfigError
 from training.rewards.base import GradedSubmission
 
 RewardFunction = Callable[[GradedSubmission], float]
@@ -40,8 +41,6 @@ def _load_builtin() -> None:
 def check_weights(weights: dict) -> None:
     """Raises ConfigError naming an unknown component or a weight that is not a number >= 0,
     or weights that are all 0."""
-    from training.config import ConfigError
-
     _load_builtin()
     if not weights:
         raise ConfigError(

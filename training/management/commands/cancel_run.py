@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from tasks_library.services import command_line_author
 from training.models import TrainingRun
 from training.services import InvalidTransition, run_cancel
 
@@ -17,8 +18,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, run_id: int, reason: str, **options):
-        from tasks_library.services import command_line_author
-
         if not TrainingRun.objects.filter(pk=run_id).exists():
             raise CommandError(f"run {run_id} does not exist")
         reason = reason.strip() or f"cancelled with cancel_run by {command_line_author()}"
