@@ -70,7 +70,7 @@ def serve_console(**env_extra: str):
 @pytest.fixture
 def browser_page():
     """A chromium page (1440 x 900) that collects the page's JavaScript errors in ``page.errors``."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 (only browser tests load it)
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import sync_playwright
 
 from console.core.events import broadcast_run_event
 from tasks_library.models import TaskSet
@@ -89,8 +90,6 @@ def train_on(run_id: int, steps: range, p: float, seed: int):
 
 
 def test_alert_appears_live_and_acknowledgement_reaches_other_viewers(console_server, watched_run):
-    from playwright.sync_api import sync_playwright
-
     run = watched_run
     raise_alert(
         run.pk, 12, severity="info", detector="adwin", stream="reward/pass_rate"

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from console.core import frontend
 from sandboxes.result import OK
@@ -73,8 +74,6 @@ def record_step(run, spec, step: int, rewards: list[float]):
 
 
 def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_run):
-    from playwright.sync_api import sync_playwright
-
     run, spec = running_run
     record_step(run, spec, 1, [0.0, 0.25, 0.5, 1.0])
     ARTIFACTS.mkdir(exist_ok=True)

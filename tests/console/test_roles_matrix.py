@@ -16,8 +16,10 @@ from console.review import models as m
 from console.review.services import review_assign, review_queue_create, task_draft_create
 from tasks_library.forms import EditForm
 from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.tasks import validate_task_versions
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import Alert
+from training.tasks import run_cancel_task
 
 pytestmark = pytest.mark.django_db
 
@@ -40,9 +42,6 @@ REVIEWING = {"admin", "curator", "reviewer"}  # label their assigned items, writ
 
 @pytest.fixture
 def world(humaneval, monkeypatch):
-    from tasks_library.tasks import validate_task_versions
-    from training.tasks import run_cancel_task
-
     make_roles()
     users = {role: make_user(name, role) for role, name in USERNAMES.items()}
     olga = make_user("olga", "reviewer")

@@ -9,9 +9,15 @@ import shlex
 from pathlib import Path
 
 import pytest
+from celery.bin.base import CLIContext
+from celery.bin.celery import celery as celery_cli
+from django.core.management import get_commands, load_command_class
+from django.utils.module_loading import import_string
 from docker.utils.build import PatternMatcher
 from dockerfile_parse import DockerfileParser
 
+import console.celery
+from sandboxes.runtimes import EXECUTORS
 from tests.deploy.manifests import ROOT
 
 DOCKER = ROOT / "deploy" / "docker"
@@ -142,14 +148,6 @@ def _cmd(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", IMAGES)
 def test_cmd_runs_something_real(name):
-    from celery.bin.base import CLIContext
-    from celery.bin.celery import celery as celery_cli
-    from django.core.management import get_commands, load_command_class
-    from django.utils.module_loading import import_string
-
-    import console.celery
-    from sandboxes.runtimes import EXECUTORS
-
     command = _cmd(name)
     if command[:2] == ["python", "manage.py"]:
         subcommand, *args = command[2:]

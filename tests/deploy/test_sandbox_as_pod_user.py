@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.deploy.manifests import ROOT
 
@@ -68,8 +69,6 @@ print(json.dumps({"me": os.getuid(), "caps": open("/proc/self/status").read().sp
 def _grade_as_pod_user(*, mask_proc: bool) -> dict:
     """Run PROBE as the pod's user; with ``mask_proc``, under /proc masked as runc masks it
     (files bound over with /dev/null, /proc/sys read-only) in a mount namespace of its own."""
-    from django.conf import settings
-
     port = 6379
     if settings.REDIS_URL.startswith("redis://"):
         port = int(settings.REDIS_URL.split(":")[2].split("/")[0])

@@ -13,6 +13,7 @@ from console.review.sampling import Candidate
 from console.review.services import review_queue_create
 from tasks_library.models import TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from training.models import Trajectory
 
 pytestmark = pytest.mark.django_db
 
@@ -135,8 +136,6 @@ def world(humaneval):
 
 
 def test_candidates_read_from_the_database(world):
-    from training.models import Trajectory
-
     run, versions, trajectories = world
     found = {c.id: c for c in rs.candidates(Trajectory.objects.filter(run=run))}
     first = found[trajectories[0].pk]
@@ -158,8 +157,6 @@ def label(trajectory, reviewer, value, queue):
 
 
 def test_verifier_disagreement_picks_tasks_whose_labels_contradicted_the_reward(world):
-    from training.models import Trajectory
-
     run, versions, t = world
     rita = make_user("rita", "reviewer")
     queue = m.ReviewQueue.objects.create(name="earlier", run=run, strategy=m.UNIFORM, size=3)

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from console.celery import app
 from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 
@@ -101,8 +102,6 @@ def library(humaneval, write_jsonl) -> list[TaskVersion]:
 @pytest.fixture
 def eager_celery():
     """Run Celery tasks in-process (Celery's own test mode) so a validation really runs here."""
-    from console.celery import app
-
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield

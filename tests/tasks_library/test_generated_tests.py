@@ -7,6 +7,7 @@ import pytest
 from django.core.management import call_command
 
 from sandboxes.grading import expected_test_ids
+from sandboxes.queue import python_tests, run_many
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import
@@ -105,8 +106,6 @@ def test_generated_tests_catch_a_hard_coded_answer_that_the_thin_suite_passes():
     slow = generated["slow"]
     assert slow.new_version is not None and slow.kept == picky.kept < slow.candidates
     assert "candidate(-" not in slow.new_version.test_suite.hidden_tests
-
-    from sandboxes.queue import python_tests, run_many
 
     hard_coded = "def add(a, b):\n    return 5\n"
     old, new = run_many(

@@ -1,6 +1,7 @@
 """import_tasks humaneval: 164 tasks with their ids, idempotent, versioned, all-or-nothing."""
 
 import json
+from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,8 +10,6 @@ from tasks_library.models import Task, TaskSet, TaskVersion, TestSuiteVersion
 
 
 def run_import(*args) -> dict:
-    from io import StringIO
-
     out = StringIO()
     call_command("import_tasks", "humaneval", "--json", *args, stdout=out)
     return json.loads(out.getvalue())

@@ -3,7 +3,7 @@
 import pytest
 
 from tasks_library.models import TaskVersion
-from tasks_library.services import task_versions_approve, tasks_import
+from tasks_library.services import task_versions_approve, task_versions_quarantine, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 
 PROMPT = 'def inc(x):\n    """Add one.\n    >>> inc(1)\n    2\n    """\n'
@@ -122,8 +122,6 @@ def test_impossible_options_are_refused():
 
 @pytest.mark.django_db
 def test_a_curators_quarantine_survives_revalidation_with_its_reason(validated):
-    from tasks_library.services import task_versions_quarantine
-
     valid = validated["valid"]
     task_versions_quarantine(
         version_ids=[valid.pk], author="heidi", reason="prompt is ambiguous about negatives"

@@ -9,8 +9,10 @@ import logging
 
 import pytest
 
+from sandboxes.grading import expected_test_ids
 from sandboxes.result import ExecutionResult
 from sandboxes.result import TestResult as Outcome
+from tasks_library.testsplit import visible_subset
 from training.hacks import (
     DETECTORS,
     HIGH,
@@ -653,9 +655,6 @@ def test_audit_events_read_the_harness_format():
 def test_no_canonical_humaneval_solution_raises_a_flag(humaneval):
     """The 164 canonical solutions, once passing and once as if they had failed the hidden tests
     after passing the visible ones (the hard-coded-outputs detector's one chance): no flag."""
-    from sandboxes.grading import expected_test_ids
-    from tasks_library.testsplit import visible_subset
-
     flagged = []
     for row in humaneval:
         ids = expected_test_ids(row["test"])

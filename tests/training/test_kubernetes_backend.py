@@ -22,6 +22,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from kubernetes import client
 
+from console.celery import app
 from tests.training.conftest import one_task_run
 from training import kubernetes as k8s
 from training.config import ConfigError
@@ -234,8 +235,6 @@ def _configuration(host: str) -> client.Configuration:
 @pytest.fixture
 def eager_celery():
     """Celery's own test mode: the launch the reconcile loop dispatches runs here, in-process."""
-    from console.celery import app
-
     before = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     yield

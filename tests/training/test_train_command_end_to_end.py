@@ -3,8 +3,10 @@ embedded Redis and a Celery worker for its own duration and stopping them after.
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,9 +138,6 @@ def _answers(sock: Path) -> bool:
 
 @pytest.mark.slow
 def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
-    import signal
-    import time
-
     manage, var = fresh_home
     manage("validate_tasks", "--taskset", "humaneval")
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
