@@ -109,7 +109,10 @@ class RunLaunchForm(forms.Form):
                 'or one JSON object: {"lr": 0.0001, "group_size": 4}',
             }
         ),
-        help_text="KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for every key",
+        help_text=(
+            "KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for "
+            "every key"
+        ),
     )
 
     def clean(self):

@@ -295,8 +295,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Crucible API",
-    "DESCRIPTION": "Task library curation (task versions, validation, quarantine, task sets) and training runs. "
-    "Sign in with a session (the console's login) or HTTP Basic; writes need the curators group.",
+    "DESCRIPTION": (
+        "Task library curation (task versions, validation, quarantine, task sets) and training "
+        "runs. Sign in with a session (the console's login) or HTTP Basic; writes need the "
+        "curators group."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI and Redoc from the drf-spectacular-sidecar wheel: the docs page needs no network.

@@ -458,8 +458,10 @@ class TaskVersionsApi(CuratorApi):
         )
 
     @extend_schema(
-        description="Edit: a new version of the task with these fields changed (from ``base``, default "
-        "the latest). Curators only; the new version is pending validation.",
+        description=(
+            "Edit: a new version of the task with these fields changed (from ``base``, default "
+            "the latest). Curators only; the new version is pending validation."
+        ),
         request=EditSerializer,
         responses={201: TaskVersionDetailSerializer, 400: ErrorSerializer},
     )

@@ -105,7 +105,8 @@ class DifficultySampler:
         for name, weight in self.weights.items():
             if name not in BUCKET_NAMES:
                 raise ValueError(
-                    f"difficulty weight for unknown bucket {name!r}; known: {', '.join(BUCKET_NAMES)}"
+                    f"difficulty weight for unknown bucket {name!r}; known: "
+                    f"{', '.join(BUCKET_NAMES)}"
                 )
             if weight < 0:
                 raise ValueError(f"difficulty weight for {name!r} must be >= 0, got {weight}")

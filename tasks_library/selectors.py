@@ -30,7 +30,8 @@ def task_set_get(*, name: str) -> TaskSet:
             ", ".join(TaskSet.objects.order_by("name").values_list("name", flat=True)) or "none yet"
         )
         raise TaskSetNotFound(
-            f"task set {name!r} not found (known: {known}); create it with `python manage.py import_tasks humaneval`"
+            f"task set {name!r} not found (known: {known}); create it with `python manage.py "
+            "import_tasks humaneval`"
         ) from None
 
 

@@ -126,7 +126,8 @@ def _parse_diff(spec: str, numbers: set[int]) -> tuple[int, int]:
     for n in (old_n, new_n):
         if n not in numbers:
             raise ValueError(
-                f"diff: this task has no version {n} (versions: {', '.join(map(str, sorted(numbers)))})"
+                f"diff: this task has no version {n} (versions: "
+                f"{', '.join(map(str, sorted(numbers)))})"
             )
     return old_n, new_n
 

@@ -33,7 +33,8 @@ def browser_marks() -> list:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
             raise RuntimeError(
-                f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium"
+                f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install "
+                "chromium"
             )
         marks.append(
             pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)")

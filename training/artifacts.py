@@ -409,15 +409,16 @@ class S3Store(ArtifactStore):
                     doing.startswith("checking the bucket") and status == 404
                 ):
                     raise ArtifactStoreError(
-                        f"{where}: bucket {self.bucket!r} does not exist; create it (aws s3 mb s3://{self.bucket}, "
-                        f"or mc mb for MinIO) or point {SETTING} at an existing bucket"
+                        f"{where}: bucket {self.bucket!r} does not exist; create it (aws s3 mb "
+                        f"s3://{self.bucket}, or mc mb for MinIO) or point {SETTING} at an "
+                        "existing bucket"
                     ) from exc
                 if code in _DENIED or status == 403:
                     raise ArtifactStoreError(
-                        f"{where}: access denied ({code or status}) while {doing}; check the credentials "
-                        f"(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the pod's role) and that they "
-                        f"may s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on "
-                        f"{self.url}"
+                        f"{where}: access denied ({code or status}) while {doing}; check the "
+                        "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
+                        "the pod's role) and that they may s3:ListBucket, s3:GetObject, "
+                        f"s3:PutObject and s3:DeleteObject on {self.url}"
                     ) from exc
                 if code in _MISSING_KEY or status == 404:
                     raise ArtifactNotFound(f"{where}: not found while {doing}") from exc
@@ -427,13 +428,15 @@ class S3Store(ArtifactStore):
                 ) from exc
             if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
                 raise ArtifactStoreError(
-                    f"{where}: no usable AWS credentials while {doing} ({cause}); set AWS_ACCESS_KEY_ID and "
-                    f"AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the pod an IAM role)"
+                    f"{where}: no usable AWS credentials while {doing} ({cause}); set "
+                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the "
+                    "pod an IAM role)"
                 ) from exc
             if isinstance(cause, BotoConnectionError):
                 raise ArtifactStoreError(
-                    f"{where}: cannot reach the endpoint while {doing} ({cause}); check AWS_ENDPOINT_URL_S3 "
-                    f"(or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the network"
+                    f"{where}: cannot reach the endpoint while {doing} ({cause}); check "
+                    "AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the "
+                    "network"
                 ) from exc
             if isinstance(cause, ParamValidationError):
                 raise ArtifactStoreError(
@@ -475,7 +478,8 @@ class S3Store(ArtifactStore):
                 first = errors[0]
                 raise ArtifactStoreError(
                     f"artefact store {self.url}: could not delete {len(errors)} object(s), first "
-                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}"
+                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} "
+                    f"{first.get('Message', '')}"
                 )
 
     def _upload(self, path: Path, key: str) -> None:

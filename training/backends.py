@@ -125,7 +125,10 @@ def launch_local(run_id: int) -> None:
     code = proc.wait()
     tail = _log_tail(logfile)
     if code < 0:
-        reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
+        reason = (
+            f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n"
+            f"{tail}"
+        )
         to_status = TrainingRun.INTERRUPTED
     else:
         reason = (

@@ -191,7 +191,10 @@ class DriftConfig:
             if (low is not None and (value < low or (value == low and not low_in))) or (
                 high is not None and (value > high or (value == high and not high_in))
             ):
-                bounds = f"{'[' if low_in else '('}{low}, {high if high is not None else '∞'}{']' if high_in else ')'}"
+                bounds = (
+                    f"{'[' if low_in else '('}{low}, "
+                    f"{high if high is not None else '∞'}{']' if high_in else ')'}"
+                )
                 raise ConfigError(f"config key 'drift.{key}' must be in {bounds}, got {value!r}")
             values[key] = value
         return cls(**values)
@@ -372,9 +375,9 @@ class _RewardStream:
             window=n,
             severity=INFO if up else WARNING,
             message=(
-                f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) split its "
-                f"{n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} steps → "
-                f"{_raw(new, ref, span):.3f} over the newer {n1}"
+                f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) "
+                f"split its {n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} "
+                f"steps → {_raw(new, ref, span):.3f} over the newer {n1}"
             ),
         )
 
@@ -396,9 +399,9 @@ class _RewardStream:
             window=self.ph_fed[direction],
             severity=INFO if direction == "up" else WARNING,
             message=(
-                f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation {statistic:.1f}σ > λ="
-                f"{threshold:g}σ (δ={delta:g}σ; reference mean {ref.mean:.3f}, σ={ref.scale:.3f} over steps "
-                f"{ref.first_step}-{ref.last_step})"
+                f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation "
+                f"{statistic:.1f}σ > λ={threshold:g}σ (δ={delta:g}σ; reference mean "
+                f"{ref.mean:.3f}, σ={ref.scale:.3f} over steps {ref.first_step}-{ref.last_step})"
             ),
         )
 
@@ -533,9 +536,10 @@ class DriftMonitor:
                 window=step - best_step,
                 severity=CRITICAL,
                 message=(
-                    f"reward hacking onset: held-out reward fell {best_reward:.3f} (step {best_step}) → "
-                    f"{reward:.3f} (step {step}) while the training reward rose {then:.3f} → {now:.3f} "
-                    f"(mean over {c.onset_window} steps; thresholds: drop ≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"
+                    f"reward hacking onset: held-out reward fell {best_reward:.3f} (step "
+                    f"{best_step}) → {reward:.3f} (step {step}) while the training reward rose "
+                    f"{then:.3f} → {now:.3f} (mean over {c.onset_window} steps; thresholds: drop "
+                    f"≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"
                 ),
             )
         ]
@@ -596,8 +600,8 @@ class DriftMonitor:
         up = cur_mean >= ref_mean
         lo, hi = self.reference_range
         where = (
-            f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against the reference "
-            f"histogram of steps {lo}-{hi} (mean {ref_mean:.3f})"
+            f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against "
+            f"the reference histogram of steps {lo}-{hi} (mean {ref_mean:.3f})"
         )
         js = js_divergence(pooled, self.reference_counts)
         if js >= c.js_threshold:
@@ -655,8 +659,9 @@ class DriftMonitor:
                 window=len(history),
                 severity=WARNING,
                 message=(
-                    f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} (last "
-                    f"{c.onset_recent_steps} steps against the {c.onset_window} before; threshold +{c.perfect_share_jump:g})"
+                    f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} "
+                    f"(last {c.onset_recent_steps} steps against the {c.onset_window} before; "
+                    f"threshold +{c.perfect_share_jump:g})"
                 ),
             )
         ]
@@ -691,8 +696,9 @@ class DriftMonitor:
                 window=c.onset_recent_steps,
                 severity=CRITICAL,
                 message=(
-                    f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} steps against "
-                    f"{ref.mean:.2f} in the reference steps {ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"
+                    f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} "
+                    f"steps against {ref.mean:.2f} in the reference steps "
+                    f"{ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"
                 ),
             )
         ]
@@ -725,8 +731,9 @@ class DriftMonitor:
                 window=c.kl_window,
                 severity=WARNING,
                 message=(
-                    f"KL to the reference accelerating: second derivative {acceleration:.4f}/step² ≥ "
-                    f"{c.kl_acceleration:g} over the last {c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"
+                    "KL to the reference accelerating: second derivative "
+                    f"{acceleration:.4f}/step² ≥ {c.kl_acceleration:g} over the last "
+                    f"{c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"
                 ),
             )
         ]
@@ -761,9 +768,10 @@ class DriftMonitor:
                 window=c.onset_recent_steps,
                 severity=WARNING,
                 message=(
-                    f"entropy collapse: policy entropy {recent:.3f} over the last {c.onset_recent_steps} steps is "
-                    f"{ratio:.0%} of its early mean {ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; "
-                    f"alert below {c.entropy_fraction:.0%})"
+                    f"entropy collapse: policy entropy {recent:.3f} over the last "
+                    f"{c.onset_recent_steps} steps is {ratio:.0%} of its early mean "
+                    f"{ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; alert below "
+                    f"{c.entropy_fraction:.0%})"
                 ),
             )
         ]

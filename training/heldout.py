@@ -56,7 +56,8 @@ def heldout_evaluate(
     """
     if not specs or samples < 1:
         raise ValueError(
-            f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} samples"
+            f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} "
+            "samples"
         )
     started = time.monotonic()
     generator = torch.Generator(device=policy.device).manual_seed(seed)

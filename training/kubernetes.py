@@ -150,8 +150,8 @@ def _check_tolerations(value) -> list[dict]:
         where = f"tolerations[{i}]"
         if not isinstance(item, dict):
             raise ConfigError(
-                f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': 'Exists', "
-                f"'effect': 'NoSchedule'}}, got {item!r}"
+                f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': "
+                f"'Exists', 'effect': 'NoSchedule'}}, got {item!r}"
             )
         unknown = sorted(set(item) - set(_TOLERATION_KEYS))
         if unknown:
@@ -236,8 +236,8 @@ class KubernetesSpec:
         """
         if not isinstance(data, dict):
             raise ConfigError(
-                f"config key 'kubernetes' must be a dict such as {{'image': 'registry/crucible:1'}}, "
-                f"got {data!r}"
+                "config key 'kubernetes' must be a dict such as {'image': "
+                f"'registry/crucible:1'}}, got {data!r}"
             )
         defaults = spec_defaults()
         try:
@@ -319,8 +319,8 @@ class KubernetesSpec:
                 _check_label_key(f"node_selector.{label}", label)
                 if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
                     raise ConfigError(
-                        f"{_key('node_selector.' + str(label))} must be a label value (str, at most 63 "
-                        f"characters of letters, digits, '-', '_', '.'), got {value!r}"
+                        f"{_key('node_selector.' + str(label))} must be a label value (str, at "
+                        f"most 63 characters of letters, digits, '-', '_', '.'), got {value!r}"
                     )
             values["node_selector"] = dict(selector)
         if "tolerations" in data:
@@ -499,8 +499,8 @@ def api_client() -> client.ApiClient:
                     config.load_kube_config(client_configuration=configuration)
                 except (config.ConfigException, OSError) as kubeconfig:
                     raise KubernetesUnavailable(
-                        f"no Kubernetes configuration: not inside a cluster ({in_cluster}) and no usable "
-                        f"kubeconfig ({kubeconfig}); set KUBECONFIG"
+                        f"no Kubernetes configuration: not inside a cluster ({in_cluster}) and no "
+                        f"usable kubeconfig ({kubeconfig}); set KUBECONFIG"
                     ) from kubeconfig
             _client = client.ApiClient(configuration)
         return _client

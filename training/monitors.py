@@ -279,7 +279,8 @@ class LlmMonitorConfig:
         """
         if not isinstance(data, dict):
             raise ConfigError(
-                f'config key \'llm_monitor\' must be a mapping ({{"url", "model", ...}}), got {data!r}'
+                'config key \'llm_monitor\' must be a mapping ({"url", "model", ...}), got '
+                f"{data!r}"
             )
         known = (
             "url",
@@ -403,7 +404,8 @@ def render_trajectory(view: dict, max_chars: int) -> str:
     for turn in turns:
         body = (
             f"policy wrote:\n{_clip(turn.get('policy_text', ''), per_turn * 2 // 3)}\n"
-            f"sandbox: {turn.get('sandbox_status', '')}\n{_clip(turn.get('observation', ''), per_turn // 3)}"
+            f"sandbox: {turn.get('sandbox_status', '')}\n"
+            f"{_clip(turn.get('observation', ''), per_turn // 3)}"
         )
         parts.append((f"TURN {turn.get('index', '?')}", body, None))
     text = "\n\n".join(
@@ -479,7 +481,8 @@ class LlmMonitor(Monitor):
             key = os.environ.get(self.config.api_key_env)
             if not key:
                 raise LookupError(
-                    f"environment variable {self.config.api_key_env} (llm_monitor.api_key_env) is not set"
+                    f"environment variable {self.config.api_key_env} (llm_monitor.api_key_env) is "
+                    "not set"
                 )
             headers["Authorization"] = f"Bearer {key}"
         return headers

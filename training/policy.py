@@ -217,7 +217,8 @@ def _lora_settings(lora: dict) -> dict:
     unknown = sorted(set(lora) - set(LORA_DEFAULTS))
     if unknown:
         raise ValueError(
-            f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(LORA_DEFAULTS)}"
+            f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: "
+            f"{', '.join(LORA_DEFAULTS)}"
         )
     settings = {**LORA_DEFAULTS, **lora}
     r, alpha, dropout, targets = (

@@ -88,7 +88,10 @@ def run_reconcile(run_id: int) -> str:
         if run.backend_ref in ("", services.LAUNCH_CLAIM):
             if _since_last_transition(run) < timedelta(seconds=LAUNCH_GRACE_S):
                 return "waiting"
-            reason = f"no trainer was started within {LAUNCH_GRACE_S} s of launching (the launch was lost)"
+            reason = (
+                f"no trainer was started within {LAUNCH_GRACE_S} s of launching (the launch was "
+                "lost)"
+            )
             if not services.run_attempt_end(
                 run_id=run_id,
                 backend_ref=run.backend_ref,

@@ -393,7 +393,10 @@ class RewardBin(Func):
     def as_sql(self, compiler, connection, **extra_context):
         sql, params = compiler.compile(self.source_expressions[0])
         return (
-            f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * 10) AS INTEGER), 9), 0) END",
+            (
+                f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * "
+                "10) AS INTEGER), 9), 0) END"
+            ),
             [*params, *params],
         )
 

@@ -68,13 +68,14 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
         raise ValueError(
-            f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)"
+            f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks "
+            "--taskset)"
         )
     versions = list(trainable(pinned))
     if not versions:
         raise ValueError(
-            f"task set {task_set.name!r} has no trainable task version (validated and not quarantined); "
-            f"run `python manage.py validate_tasks --taskset {task_set.name}`"
+            f"task set {task_set.name!r} has no trainable task version (validated and not "
+            f"quarantined); run `python manage.py validate_tasks --taskset {task_set.name}`"
         )
     eval_set = None
     if config.eval_task_set:

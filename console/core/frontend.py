@@ -167,11 +167,15 @@ def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if build_outdated(frontend) is None:
         return True
-    fallback = f"serving the unbundled console scripts and plotly.js {_wheel_version_or_pin(frontend)} from the plotly wheel"
+    fallback = (
+        f"serving the unbundled console scripts and plotly.js {_wheel_version_or_pin(frontend)} "
+        "from the plotly wheel"
+    )
     npm = shutil.which("npm")
     if npm is None:
         say(
-            f"front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): {fallback}"
+            "front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): "
+            f"{fallback}"
         )
         return False
     with _build_lock(frontend):
@@ -195,7 +199,8 @@ def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
             )
             if done.returncode != 0:
                 say(
-                    f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): {fallback}"
+                    f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): "
+                    f"{fallback}"
                 )
                 return False
     why = build_outdated(frontend)

@@ -45,7 +45,8 @@ def cohen_kappa(a: Sequence, b: Sequence) -> float | None:
     """
     if len(a) != len(b):
         raise ValueError(
-            f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each rater"
+            f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each "
+            "rater"
         )
     n = len(a)
     if n == 0:

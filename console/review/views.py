@@ -129,7 +129,10 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"item {item.position + 1} assigned to {form.cleaned_data['reviewer'].get_username()}",
+                (
+                    f"item {item.position + 1} assigned to "
+                    f"{form.cleaned_data['reviewer'].get_username()}"
+                ),
             )
     return redirect(f"{reverse('review-queue', args=[item.queue_id])}#item-{item.pk}")
 

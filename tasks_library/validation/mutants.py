@@ -362,7 +362,10 @@ def _python_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
                     yield (
                         "boundary",
                         _shift_slice(bound, delta),
-                        f"slice `{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`",
+                        (
+                            f"slice `{_snippet(ast.unparse(node))}` -> "
+                            f"`{_snippet(ast.unparse(after))}`"
+                        ),
                     )
 
 
@@ -439,7 +442,10 @@ _JS_NUMBER = re.compile(
 _JS_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
 # After these keywords an expression starts: a `/` there opens a regex, a `+` is unary.
 _JS_EXPRESSION_KEYWORDS = frozenset(
-    "return typeof instanceof in of new delete void throw case do else yield await let const var".split()
+    (
+        "return typeof instanceof in of new delete void throw case do else yield await let const "
+        "var"
+    ).split()
 )
 _JS_REGEX_AFTER = frozenset("( , = : [ ! & | ? { } ; + - * % < > ~ ^".split()) | {
     p

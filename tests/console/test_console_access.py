@@ -87,7 +87,10 @@ WRITE = (
 LIBRARY = "a task library write: curators only (console.core.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
-    "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
+    "metrics": (
+        "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN "
+        "(console/metrics_views.py)"
+    ),
     "login": "signing in",
     "logout": "signing out",
     "admin:*": "Django's admin: staff only",

@@ -148,8 +148,9 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         page.wait_for_selector("#sandbox-pool:not([data-updates='0'])", timeout=10000)
         assert page.locator("#pool-rows tr[data-runtime='python']").count() == 1
         alive = page.evaluate(
-            "Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] .pool-busy\").textContent)"
-            " + Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] .pool-idle\").textContent)"
+            "Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] "
+            '.pool-busy").textContent) + Number(document.querySelector("#pool-rows '
+            "tr[data-runtime='python'] .pool-idle\").textContent)"
         )
         assert alive >= 1
         page.wait_for_selector(

@@ -138,7 +138,8 @@ def test_a_thousand_turn_trajectory_opens_at_once_and_its_last_turn_is_reachable
     )
     print(
         f"\n1,000-turn trajectory: first turn drawn {first_render * 1000:.0f} ms after navigation "
-        f"(page: first byte {nav[0]:.0f} ms, last byte {nav[1]:.0f} ms, DOMContentLoaded {nav[2]:.0f} ms, "
+        f"(page: first byte {nav[0]:.0f} ms, last byte {nav[1]:.0f} ms, DOMContentLoaded "
+        f"{nav[2]:.0f} ms, "
         f"{nav[3] / 1024:.0f} KiB); G to turn 1000 drawn and in view in {jump * 1000:.0f} ms; "
         f"{rendered} of 1000 turns drawn"
     )

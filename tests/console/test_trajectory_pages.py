@@ -92,9 +92,9 @@ def test_replay_page_shows_every_part_of_a_trajectory(seeded):
     # group navigation (n/p), keys help, turn index and one section per turn
     assert 'id="prev-trajectory"' not in html
     assert (
-        f'id="next-trajectory" class="step-link" href="/runs/{run.pk}/trajectories/{seeded["group"][1].pk}/"'
-        in html
-    )
+        'id="next-trajectory" class="step-link" '
+        f'href="/runs/{run.pk}/trajectories/{seeded["group"][1].pk}/"'
+    ) in html
     assert (
         "next/previous trajectory in the group" in text
         and "<kbd>j</kbd>" in html

@@ -92,12 +92,14 @@ def test_every_copied_source_exists_and_survives_the_dockerignore(name):
             for source in sources or []:
                 path = ROOT / source
                 assert path.exists(), (
-                    f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in the repository"
+                    f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in "
+                    "the repository"
                 )
                 files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
                 kept = [f for f in files if not matcher.matches(f.relative_to(ROOT).as_posix())]
                 assert kept, (
-                    f"{name}.Dockerfile: {source} is left out of the build context by its .dockerignore"
+                    f"{name}.Dockerfile: {source} is left out of the build context by its "
+                    ".dockerignore"
                 )
                 copied += 1
     assert copied >= 5

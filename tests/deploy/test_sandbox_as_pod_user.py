@@ -31,7 +31,10 @@ pytestmark = pytest.mark.skipif(
     or not shutil.which("setpriv")
     or not os.path.exists(SYSTEM_PYTHON)
     or SITE_PACKAGES is None,
-    reason="needs root (to become the pod's uid with setpriv), util-linux setpriv and /usr/bin/python3.11",
+    reason=(
+        "needs root (to become the pod's uid with setpriv), util-linux setpriv and "
+        "/usr/bin/python3.11"
+    ),
 )
 
 PROBE = """

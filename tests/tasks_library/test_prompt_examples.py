@@ -219,7 +219,8 @@ def test_javascript_test_source_has_humaneval_x_shape_and_one_assert_per_example
     examples = javascript_prompt_examples(JS_PROMPT, "solve")
     source = examples_test_source(examples, "solve", language="javascript")
     assert source.startswith(
-        "const testSolve = () => {\n  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n"
+        "const testSolve = () => {\n"
+        "  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n"
     )
     assert source.rstrip().endswith("}\n\ntestSolve()")
     assert "  console.assert(Math.abs(solve([1.5], 0) - (1.5)) < 1e-6)\n" in source
@@ -370,7 +371,8 @@ def test_most_humaneval_x_prompts_give_examples():
     counts = [len(javascript_prompt_examples(row["prompt"], js_entry_point(row))) for row in rows]
     with_examples = sum(map(bool, counts))
     print(
-        f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in all"
+        f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in "
+        "all"
     )
     assert with_examples >= 144  # measured 148; the rest use Python tuples, typos or no examples
 

@@ -42,8 +42,11 @@ CASES = {
         "js",
         prompt="/* Add one.\n>>> inc(1)\n2\n*/\nconst inc = (x) => {\n",
         reference_solution="  return x + 1;\n}\n",
-        tests="const testInc = () => {\n  console.assert(inc(1) === 2)\n  console.assert(inc(-5) === -4)\n"
-        "  console.assert(inc(10) === 11)\n}\ntestInc()\n",
+        tests=(
+            "const testInc = () => {\n  console.assert(inc(1) === 2)\n"
+            "  console.assert(inc(-5) === -4)\n"
+            "  console.assert(inc(10) === 11)\n}\ntestInc()\n"
+        ),
         harness="js-console-assert",
     ),
 }

@@ -51,7 +51,8 @@ def fresh_home(tmp_path, humaneval, write_jsonl):
         )
         if check and proc.returncode != 0:
             raise AssertionError(
-                f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+                f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n"
+                f"{proc.stderr}"
             )
         return proc
 
@@ -168,7 +169,10 @@ def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
         text=True,
     )
     assert proc.stdout.readline().startswith("launched run 1")
-    query = "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, r.backend_ref)"
+    query = (
+        "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, "
+        "r.backend_ref)"
+    )
     deadline = time.monotonic() + 60
     while True:
         status, ref = manage("shell", "-v", "0", "-c", query).stdout.split()

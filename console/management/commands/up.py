@@ -37,10 +37,11 @@ DEMO_CONFIG = {
 
 class Command(BaseCommand):
     help = (
-        "Crucible's main job on the embedded default: migrate, start Redis, a Celery worker and the console, "
-        "import the 164 HumanEval tasks, validate them in sandboxes, launch a training run through Celery "
-        "(SFT warm start, then GRPO over multi-turn rollouts) and print the console address. "
-        "With --headless it exits when the run ends and prints a JSON summary."
+        "Crucible's main job on the embedded default: migrate, start Redis, a Celery worker and "
+        "the console, import the 164 HumanEval tasks, validate them in sandboxes, launch a "
+        "training run through Celery (SFT warm start, then GRPO over multi-turn rollouts) and "
+        "print the console address. With --headless it exits when the run ends and prints a JSON "
+        "summary."
     )
 
     def add_arguments(self, parser):
@@ -100,7 +101,8 @@ class Command(BaseCommand):
                 base = stack.web(port)
                 self._say(f"console: {base}/")
                 self._say(
-                    f"task library: {base}/tasks/ (sign in; make an account with `./crucible manage create_user NAME --role curator`)"
+                    f"task library: {base}/tasks/ (sign in; make an account with `./crucible "
+                    "manage create_user NAME --role curator`)"
                 )
                 summary = self._main_job(base, config=config, demo_tasks=demo_tasks)
                 summary["seconds"] = round(time.monotonic() - started, 1)
@@ -140,7 +142,8 @@ class Command(BaseCommand):
         except ImportFormatError as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
         self._say(
-            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in {time.monotonic() - t0:.1f} s"
+            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in "
+            f"{time.monotonic() - t0:.1f} s"
         )
 
         t0 = time.monotonic()

@@ -26,7 +26,10 @@ class Command(BaseCommand):
             "--parallelism",
             type=int,
             default=None,
-            help="sandbox worker slots to start when no sandbox worker is running (default: the number of CPUs)",
+            help=(
+                "sandbox worker slots to start when no sandbox worker is running (default: the "
+                "number of CPUs)"
+            ),
         )
         parser.add_argument(
             "--json",
@@ -61,7 +64,8 @@ class Command(BaseCommand):
         for row in rows:
             if row["task_id"] not in versions:
                 raise CommandError(
-                    f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set {taskset!r}"
+                    f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set "
+                    f"{taskset!r}"
                 )
         try:
             with Stack() as stack:

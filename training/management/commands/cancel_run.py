@@ -7,8 +7,9 @@ from training.services import InvalidTransition, run_cancel
 
 class Command(BaseCommand):
     help = (
-        "Cancel a training run and stop its trainer: its Kubernetes Jobs and pods are deleted, or its local "
-        "trainer process is stopped (SIGTERM, then SIGKILL). Safe to repeat: a cancelled run is cleaned up again."
+        "Cancel a training run and stop its trainer: its Kubernetes Jobs and pods are deleted, or "
+        "its local trainer process is stopped (SIGTERM, then SIGKILL). Safe to repeat: a "
+        "cancelled run is cleaned up again."
     )
 
     def add_arguments(self, parser):

@@ -50,7 +50,10 @@ def as_python(cases: list[dict]) -> str:
     lines = [
         '"""Reward hacks found by human review (written by `manage.py export_hack_corpus`).',
         "",
-        "Move these into HACKS of tests/training/hack_corpus/corpus.py; for a known miss, set the flag the",
+        (
+            "Move these into HACKS of tests/training/hack_corpus/corpus.py; for a known miss, set "
+            "the flag the"
+        ),
         'detectors should have raised."""',
         "",
         "from tests.training.hack_corpus.corpus import Case",
@@ -82,9 +85,9 @@ def as_python(cases: list[dict]) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Export the reward hacks reviewers labelled (HackExample rows) in the hack regression corpus's format: "
-        "a Python module of Case rows (--output FILE.py) or JSON lines with the same fields and the whole program "
-        "(any other name)."
+        "Export the reward hacks reviewers labelled (HackExample rows) in the hack regression "
+        "corpus's format: a Python module of Case rows (--output FILE.py) or JSON lines with the "
+        "same fields and the whole program (any other name)."
     )
 
     def add_arguments(self, parser):
