@@ -34,5 +34,6 @@ def logging_from_settings(loglevel=None, **_kwargs) -> None:
 
 @worker_init.connect(weak=False)
 def metrics_serve(**_kwargs) -> None:
-    """The worker's metrics endpoint, when ``CRUCIBLE_METRICS_PORT`` is set (once, in the main process)."""
+    """The worker's metrics endpoint, when ``CRUCIBLE_METRICS_PORT`` is set (once, in the main
+    process)."""
     metrics.serve_from_env("celery worker")

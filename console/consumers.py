@@ -92,7 +92,8 @@ async def wire_event(run_id: int, event: dict) -> dict:
 
 
 class RunHub:
-    """This process's one subscription to a run's group, fanning each event out to the local watchers.
+    """This process's one subscription to a run's group, fanning each event out to the local
+    watchers.
 
     Channels' usual pattern (every consumer in the group) costs one Redis message, one decode
     and one JSON encoding per browser per event; the hub pays them once per process.
@@ -203,7 +204,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.live = True
 
     async def deliver(self, text: str) -> None:
-        """A live event from the hub, already encoded: sent now, or held until the back-fill is out."""
+        """A live event from the hub, already encoded: sent now, or held until the back-fill is
+        out."""
         if not self.live:
             self.held.append(text)
             return

@@ -144,7 +144,8 @@ class RunLaunchForm(forms.Form):
 
 
 def run_launch(request: HttpRequest) -> HttpResponse:
-    """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the errors."""
+    """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the
+    errors."""
     from training.tasks import run_launch as run_launch_task  # noqa: PLC0415 (training.tasks loads the kubernetes client; the web does not)
 
     if not request.user.is_authenticated:
@@ -294,7 +295,7 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
     return JsonResponse(answer)
 
 
-# --- the sandbox pool ------------------------------------------------------------------------------
+# --- the sandbox pool -----------------------------------------------------------------------------
 
 
 @require_GET

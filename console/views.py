@@ -1,5 +1,6 @@
 """Console pages. Thin: they call selectors and render. Reading follows the console's rule
-(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a role)."""
+(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a
+role)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ class RunStepsApi(ListAPIView):
 @require_POST
 def alert_acknowledge(request: HttpRequest, run_id: int, alert_id: int) -> HttpResponse:
     """Acknowledge a drift alert with a note (curators and operators). Answers JSON (the alert's
-    event) to a client that accepts it, else redirects to the run page; watchers get the update live."""
+    event) to a client that accepts it, else redirects to the run page; watchers get the update
+    live."""
     wants_json = "application/json" in request.headers.get("Accept", "")
     if not Alert.objects.filter(pk=alert_id, run_id=run_id).exists():
         raise Http404(f"run {run_id} has no alert {alert_id}")

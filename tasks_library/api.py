@@ -423,7 +423,8 @@ class CuratorApi(LibraryApi, APIView):
     responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer},
 )
 class TaskVersionListApi(LibraryApi, generics.ListAPIView):
-    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
+    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list
+    page."""
 
     serializer_class = TaskVersionSummarySerializer
     pagination_class = Pagination
@@ -554,7 +555,8 @@ class QuarantineApi(CurateApi):
 
 
 class ApproveApi(CurateApi):
-    """Lift the quarantine of validated task versions (a curator's override); ``reason`` is required."""
+    """Lift the quarantine of validated task versions (a curator's override); ``reason`` is
+    required."""
 
     service = staticmethod(task_versions_approve)
 

@@ -1,4 +1,5 @@
-"""Difficulty strata: a pass-rate posterior per task version, buckets, and the sampler training uses.
+"""Difficulty strata: a pass-rate posterior per task version, buckets, and the sampler training
+uses.
 
 Each graded attempt at a task version (an evaluation sample, a rollout's hidden-test
 grading) counts as a Bernoulli trial. With a uniform prior the pass rate's posterior

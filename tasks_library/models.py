@@ -259,7 +259,8 @@ class TaskSetMember(models.Model):
 
 class ReferenceProfile(models.Model):
     """How the reference solution of a task version performs on its hidden tests, measured in the
-    sandbox: the baseline of the efficiency reward. Measured once and kept (the version is immutable).
+    sandbox: the baseline of the efficiency reward. Measured once and kept (the version is
+    immutable).
 
     ``growth_exponent`` is the fitted exponent of time against input size where the task has
     inputs of growing size; null otherwise.

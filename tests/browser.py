@@ -1,4 +1,5 @@
-"""Shared setup of the browser tests: Debian's chromium driven by Playwright (DESIGN.md section 6)."""
+"""Shared setup of the browser tests: Debian's chromium driven by Playwright (DESIGN.md section
+6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Redis (the embedded one unless REDIS_URL is set) and a HumanEval slice."""
+"""Shared fixtures: a real Redis (the embedded one unless REDIS_URL is set) and a HumanEval
+slice."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ def free_port() -> int:
 
 
 def samples(text: str) -> dict[tuple, float]:
-    """``{(sample name, frozenset(labels)): value}`` of an exposition (the parser rejects a malformed one)."""
+    """``{(sample name, frozenset(labels)): value}`` of an exposition (the parser rejects a
+    malformed one)."""
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)

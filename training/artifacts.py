@@ -47,7 +47,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 MANIFEST = "_manifest.json"
-"""The object an S3 directory artefact ends with: ``{"format", "files": {name: size in bytes}, ...}``."""
+"""The object an S3 directory artefact ends with:
+``{"format", "files": {name: size in bytes}, ...}``."""
 MANIFEST_FORMAT = "crucible-artifact-dir/1"
 SETTING = "CRUCIBLE_ARTIFACT_STORE"
 MiB = 2**20
@@ -63,7 +64,8 @@ class ArtifactNotFound(ArtifactStoreError):
 
 
 def _temporary(name: str) -> bool:
-    """Working names that never count as artefacts: ``step-000003.tmp``, ``x.tmp-12``, ``x.download-12``."""
+    """Working names that never count as artefacts: ``step-000003.tmp``, ``x.tmp-12``,
+    ``x.download-12``."""
     return name.startswith(".") or ".tmp" in name or ".download-" in name
 
 
@@ -108,7 +110,8 @@ def _files(directory: Path) -> dict[str, int]:
 
 
 def _copy_dir(source: Path, destination: Path) -> None:
-    """Copy a directory into place atomically: into ``<destination>.tmp-<pid>``, files fsynced, then renamed."""
+    """Copy a directory into place atomically: into ``<destination>.tmp-<pid>``, files fsynced, then
+    renamed."""
     temporary = destination.parent / f"{destination.name}.tmp-{os.getpid()}"
     if temporary.exists():
         shutil.rmtree(temporary)
@@ -159,11 +162,13 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def location(self, key: str) -> str:
-        """Where the durable copy of ``key`` is, for people and run summaries (a path or an ``s3://`` URL)."""
+        """Where the durable copy of ``key`` is, for people and run summaries (a path or an
+        ``s3://`` URL)."""
 
     @abstractmethod
     def check(self, key: str) -> None:
-        """Make sure the store can be read and written under ``key`` (a probe is written and deleted).
+        """Make sure the store can be read and written under ``key`` (a probe is written and
+        deleted).
 
         Raises:
             ArtifactStoreError: it cannot, saying why and what to fix.
@@ -171,7 +176,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def put_dir(self, source: Path, key: str) -> str:
-        """Make the complete local directory ``source`` the directory artefact ``key``; return its location.
+        """Make the complete local directory ``source`` the directory artefact ``key``; return its
+        location.
 
         ``source`` stays where it is. A crash half way leaves ``key`` incomplete, and an incomplete
         directory is never listed by :meth:`complete_dirs` nor fetched.
@@ -190,7 +196,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def complete_dirs(self, key: str) -> list[str]:
-        """Names of the complete directory artefacts directly under ``key``, sorted; [] when there are none."""
+        """Names of the complete directory artefacts directly under ``key``, sorted; [] when there
+        are none."""
 
     def incomplete_dirs(self, key: str) -> list[str]:
         """Names of directories under ``key`` holding files but no completion mark (an upload or a
@@ -200,7 +207,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def fetch_dir(self, key: str) -> Path:
-        """A complete working copy of directory artefact ``key`` at ``local_path(key)`` (downloaded if needed).
+        """A complete working copy of directory artefact ``key`` at ``local_path(key)`` (downloaded
+        if needed).
 
         Raises:
             ArtifactNotFound: the store holds no complete ``key``.
@@ -212,7 +220,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def put_file(self, key: str) -> str:
-        """Make the working copy ``local_path(key)`` (a complete file) durable; return its location."""
+        """Make the working copy ``local_path(key)`` (a complete file) durable; return its
+        location."""
 
     @abstractmethod
     def fetch_file(self, key: str) -> Path:
@@ -334,7 +343,8 @@ class S3Store(ArtifactStore):
         cache_root: the working copies' root (``CRUCIBLE_VAR_DIR``).
         multipart_threshold: files above this many bytes go in parts (multipart upload,
             ranged download); S3 needs parts of at least 5 MiB.
-        multipart_chunksize: bytes per part (boto3 raises it for files that would need more than 10,000 parts).
+        multipart_chunksize: bytes per part (boto3 raises it for files that would need more than
+            10,000 parts).
         max_concurrency: parts in flight at once per file.
         client: a boto3 S3 client; default: one from the standard AWS configuration
             (environment, ``~/.aws``, the pod's or instance's role; ``AWS_ENDPOINT_URL_S3``).
@@ -488,7 +498,8 @@ class S3Store(ArtifactStore):
             self.client.upload_file(str(path), self.bucket, object_key, Config=self.transfer)
 
     def _download(self, key: str, destination: Path) -> None:
-        """Download ``key`` to ``destination`` through a temporary name (a reader never sees half a file)."""
+        """Download ``key`` to ``destination`` through a temporary name (a reader never sees half a
+        file)."""
         object_key = self.object_key(key)
         destination.parent.mkdir(parents=True, exist_ok=True)
         temporary = destination.parent / f"{destination.name}.download-{os.getpid()}"
@@ -534,7 +545,8 @@ class S3Store(ArtifactStore):
         files = _files(source)
         base = self.object_key(key) + "/"
         manifest_key = base + MANIFEST
-        # The old manifest goes first: a directory redone in place is incomplete until its new one lands.
+        # The old manifest goes first: a directory redone in place is incomplete until its new one
+        # lands.
         with self._calls(f"deleting s3://{self.bucket}/{manifest_key}"):
             self.client.delete_object(Bucket=self.bucket, Key=manifest_key)
         started = time.monotonic()

@@ -96,9 +96,11 @@ class DriftConfig:
     reference_steps: int = 20
     # Alerts of one (stream, detector) within this many steps of the previous one merge into it.
     cooldown_steps: int = 10
-    # Floor of a stream's reference σ (reward units), so a flat reference does not make every wiggle a drift.
+    # Floor of a stream's reference σ (reward units), so a flat reference does not make every wiggle
+    # a drift.
     std_floor: float = 0.03
-    # ADWIN: confidence δ (river's default) on the standardised stream mapped to [0, 1] by ±adwin_span/2 σ.
+    # ADWIN: confidence δ (river's default) on the standardised stream mapped to [0, 1] by
+    # ±adwin_span/2 σ.
     adwin_delta: float = 0.002
     adwin_span: float = 4.0
     # Page-Hinkley on the standardised stream (δ and λ in σ), one instance per direction.
@@ -108,7 +110,8 @@ class DriftConfig:
     ph_down_delta: float = 0.75
     ph_down_threshold: float = 12.0
     ph_down_min_instances: int = 10
-    # Histogram distances against the reference histogram (JS divergence in bits; Wasserstein in reward units).
+    # Histogram distances against the reference histogram (JS divergence in bits; Wasserstein in
+    # reward units).
     js_threshold: float = 0.06
     wasserstein_threshold: float = 0.15
     distance_window: int = 3
@@ -223,7 +226,8 @@ def bin_centres(bins: list[float]) -> np.ndarray:
 
 
 def js_divergence(p_counts: Iterable[float], q_counts: Iterable[float]) -> float:
-    """Jensen-Shannon divergence (base 2, in [0, 1]) between two count vectors over the same bins."""
+    """Jensen-Shannon divergence (base 2, in [0, 1]) between two count vectors over the same
+    bins."""
     p, q = np.asarray(list(p_counts), dtype=float), np.asarray(list(q_counts), dtype=float)
     if p.sum() <= 0 or q.sum() <= 0:
         return 0.0
@@ -791,7 +795,8 @@ class DriftMonitor:
 def with_flag_rates(run_id: int, rows: list) -> list:
     """``rows`` (StepMetric) with ``metrics["flags/rate"]`` filled in memory where the trainer did
     not record it: the share of scored trajectories (not ``infra_error``) carrying a flag other
-    than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is saved."""
+    than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is
+    saved."""
     missing = [row.step for row in rows if "flags/rate" not in (row.metrics or {})]
     if not missing:
         return rows

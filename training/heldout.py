@@ -32,7 +32,8 @@ class HeldOutResult:
 
 
 def evaluation_ks(samples: int) -> list[int]:
-    """The k of pass@k reported for ``samples`` samples per task: 1, 5, 10 and ``samples`` itself, within it."""
+    """The k of pass@k reported for ``samples`` samples per task: 1, 5, 10 and ``samples`` itself,
+    within it."""
     return sorted({k for k in (1, 5, 10, samples) if k <= samples})
 
 

@@ -1,4 +1,5 @@
-"""The Kubernetes launch backend: one batch/v1 Job per attempt of a run, through the official client.
+"""The Kubernetes launch backend: one batch/v1 Job per attempt of a run, through the official
+client.
 
 A run's config holds the launch spec under ``kubernetes`` (:class:`KubernetesSpec`). Attempt
 ``n`` of run ``ID`` is the Job ``crucible-run-ID-n`` whose single pod runs
@@ -48,7 +49,8 @@ TARGET_KUBERNETES_VERSION = "1.30"
 """The Kubernetes version whose schemas every manifest is checked against (1.30 and later)."""
 
 DEFAULTS_ENV = "CRUCIBLE_KUBERNETES_DEFAULTS"
-"""Environment variable holding the cluster's default launch spec (JSON object), see :func:`spec_defaults`."""
+"""Environment variable holding the cluster's default launch spec (JSON object), see
+:func:`spec_defaults`."""
 
 RUN_LABEL = "crucible.dev/run-id"
 ATTEMPT_LABEL = "crucible.dev/attempt"
@@ -476,7 +478,8 @@ _client_lock = threading.Lock()
 
 
 def api_client_set(api_client: client.ApiClient | None) -> None:
-    """Use ``api_client`` for every call of this module; ``None`` goes back to loading the config."""
+    """Use ``api_client`` for every call of this module; ``None`` goes back to loading the
+    config."""
     global _client
     with _client_lock:
         _client = api_client
@@ -538,7 +541,8 @@ def _spec_namespace(run) -> str:
 
 
 def _labelled(items, **labels: str) -> list:
-    """``items`` whose labels hold ``labels`` (checked here too: a selector a server ignored selects nothing)."""
+    """``items`` whose labels hold ``labels`` (checked here too: a selector a server ignored selects
+    nothing)."""
     return [
         i for i in items if all((i.metadata.labels or {}).get(k) == v for k, v in labels.items())
     ]

@@ -420,7 +420,8 @@ def parse_verdict(content: str) -> tuple[float, str]:
     and prose around it tolerated).
 
     Raises:
-        ValueError: no JSON object, no numeric ``score`` in [0, 1], or a ``reason`` that is not text.
+        ValueError: no JSON object, no numeric ``score`` in [0, 1], or a ``reason`` that is not
+            text.
     """
     text = (content or "").strip()
     start = text.find("{")

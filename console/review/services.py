@@ -2,8 +2,9 @@
 
 Keyword-only ``<noun>_<verb>`` functions under ``transaction.atomic`` (DESIGN.md section 5).
 Permission checks live here too, so that the pages, tests and any later API refuse alike:
-:class:`~django.core.exceptions.PermissionDenied` for who may not, :class:`~console.core.errors.InputError` (a
-``ValueError`` whose message starts with the field's name) for what may not be.
+:class:`~django.core.exceptions.PermissionDenied` for who may not,
+:class:`~console.core.errors.InputError` (a ``ValueError`` whose message starts with the field's
+name) for what may not be.
 """
 
 from __future__ import annotations

@@ -377,10 +377,11 @@ def python_mutants(prompt: str, completion: str, *, limit: int = 40) -> list[Mut
         completion: the reference body; the program is ``prompt + completion``.
         limit: at most this many mutants, shared evenly between the operators
             (``arithmetic``: ``+``/``-``, ``*``/``/``, ``//`` -> ``/``, ``%`` -> ``//``...;
-            ``compare``: ``<``/``<=``, ``>``/``>=``, ``==``/``!=``, ``in``/``not in``, ``is``/``is not``;
-            ``constant``: int ``k`` -> ``k + 1`` (``0``/``1`` swap), ``True``/``False``, non-empty
-            string -> ``""``; ``boundary``: the stop of ``range(...)`` and slice bounds +-1;
-            ``return``: ``return x`` -> ``return None``; ``boolean``: ``and``/``or``, drop ``not``).
+            ``compare``: ``<``/``<=``, ``>``/``>=``, ``==``/``!=``, ``in``/``not in``,
+            ``is``/``is not``; ``constant``: int ``k`` -> ``k + 1`` (``0``/``1`` swap),
+            ``True``/``False``, non-empty string -> ``""``; ``boundary``: the stop of ``range(...)``
+            and slice bounds +-1; ``return``: ``return x`` -> ``return None``; ``boolean``:
+            ``and``/``or``, drop ``not``).
 
     Returns:
         Distinct mutants in walk (source) order. Each ``program`` is ``ast.unparse`` of the
@@ -713,10 +714,10 @@ def javascript_mutants(prompt: str, completion: str, *, limit: int = 40) -> list
         completion: the reference body; the program is ``prompt + completion``.
         limit: at most this many mutants, shared evenly between the operators
             (``compare``: ``<``/``<=``, ``>``/``>=``, ``===``/``!==``, ``==``/``!=``;
-            ``arithmetic``: binary ``+``/``-``, ``*``/``/`` (``++``, ``+=``, ``=>``, ``**`` are other
-            tokens and left alone); ``boolean``: ``&&``/``||``, drop ``!``; ``constant``: decimal
-            ``k`` -> ``k + 1`` (``0``/``1`` swap), ``true``/``false``; ``return``: ``return x;`` ->
-            ``return undefined;``).
+            ``arithmetic``: binary ``+``/``-``, ``*``/``/`` (``++``, ``+=``, ``=>``, ``**`` are
+            other tokens and left alone); ``boolean``: ``&&``/``||``, drop ``!``; ``constant``:
+            decimal ``k`` -> ``k + 1`` (``0``/``1`` swap), ``true``/``false``; ``return``:
+            ``return x;`` -> ``return undefined;``).
 
     Returns:
         Distinct mutants in source order; each ``program`` is ``prompt`` followed by the

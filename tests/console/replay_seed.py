@@ -34,7 +34,8 @@ def seeded_run(humaneval, *, name: str = "replay"):
 
 
 def turn_code(i: int) -> str:
-    """The program of turn ``i``: the same function, one comparison and one comment changing per turn."""
+    """The program of turn ``i``: the same function, one comparison and one comment changing per
+    turn."""
     op = "<" if i % 2 else "<="
     return (
         "from typing import List\n\n\n"

@@ -1,6 +1,6 @@
 """Celery queues by kind of work: each task's route, a real worker that consumes only its queue
-(and serves its task metrics, logs JSON), the embedded stack filling in unconsumed queues, a launch that a
-second delivery cannot repeat, and the beat's clean-up of expired sessions."""
+(and serves its task metrics, logs JSON), the embedded stack filling in unconsumed queues, a launch
+that a second delivery cannot repeat, and the beat's clean-up of expired sessions."""
 
 from __future__ import annotations
 

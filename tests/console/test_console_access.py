@@ -7,7 +7,8 @@ visitors read. The review pages need a signed-in user in either mode, and a role
 The task library needs a signed-in user in either mode, and a role while private.
 
 The URL list comes from the URLconf: every named route must be in READ, SIGNED_IN_READ,
-LIBRARY_READ or EXEMPT (with the reason), so a new page fails here until someone decides who may read it.
+LIBRARY_READ or EXEMPT (with the reason), so a new page fails here until someone decides who may
+read it.
 """
 
 from __future__ import annotations

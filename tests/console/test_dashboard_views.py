@@ -56,7 +56,8 @@ def make_run(name: str = "dash", **config) -> TrainingRun:
 
 
 def rewards_of(step: int) -> list[tuple[float, float]]:
-    """Eight (correctness, efficiency) pairs: correctness climbs with the step, efficiency wobbles."""
+    """Eight (correctness, efficiency) pairs: correctness climbs with the step, efficiency
+    wobbles."""
     return [
         (min(1.0, (i / 7) * (0.3 + step / 40)), 1.0 - (i / 8) * (0.5 + (step % 10) / 20))
         for i in range(8)

@@ -1,7 +1,8 @@
-"""The console's front-end build (frontend/build.mjs, console/core/frontend.py): the npm pin of plotly.js
-equals the plotly wheel's copy (the fallback without Node serves the same plotly.js); a build is
-current for exactly the inputs it was made from; a failed build leaves the last good one; the
-static files served are the build, or the sources with the wheel's plotly.js and an import map."""
+"""The console's front-end build (frontend/build.mjs, console/core/frontend.py): the npm pin of
+plotly.js equals the plotly wheel's copy (the fallback without Node serves the same plotly.js); a
+build is current for exactly the inputs it was made from; a failed build leaves the last good one;
+the static files served are the build, or the sources with the wheel's plotly.js and an import
+map."""
 
 from __future__ import annotations
 

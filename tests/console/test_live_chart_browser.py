@@ -160,7 +160,8 @@ def test_a_dropped_websocket_reconnects_and_backfills_what_it_missed(
         record_step, run, spec, 1, [0.0, 0.5, 1.0, 1.0]
     )  # Playwright's loop runs in this thread
     page = browser_page
-    # Keep a handle on the page's sockets so the test can drop them (the page does not expose its own).
+    # Keep a handle on the page's sockets so the test can drop them (the page does not expose its
+    # own).
     page.add_init_script("""
         window.__sockets = [];
         const Native = window.WebSocket;

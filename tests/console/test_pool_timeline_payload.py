@@ -45,7 +45,8 @@ def run_and_spec(name: str):
 
 
 def record(run, spec, step: int, tracker: PhaseTracker):
-    """Step ``step`` of ``run`` as the trainer records it, with the phases of :func:`tracked_step`."""
+    """Step ``step`` of ``run`` as the trainer records it, with the phases of
+    :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
     rollouts = [
         Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)

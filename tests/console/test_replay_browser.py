@@ -69,7 +69,8 @@ def test_keys_move_between_turns_and_trajectories_of_the_group(
     page.keyboard.press("ArrowUp")
     assert selected_turn(page) == 3
     page.wait_for_selector("#turn-3[data-rendered]")
-    # the diff is drawn coloured, the long stdout of turn 3 starts collapsed with its truncation shown
+    # the diff is drawn coloured, the long stdout of turn 3 starts collapsed with its truncation
+    # shown
     turn3 = page.locator("#turn-3")
     assert (
         turn3.locator("pre.diff .d-add").count() >= 2

@@ -2,9 +2,9 @@
 acknowledgement, the task library's pages and API). Allowed: a 2xx/3xx answer and the write done;
 refused: 403 (or, signed out, the login page for pages and 401/403 for the API) and nothing written.
 
-Roles: admin (a superuser), curator, operator, reviewer, viewer, and an anonymous visitor. The review
-item under test is assigned to everyone who may review (admin, curator, reviewer): operators and
-viewers cannot be assigned, so they cannot label.
+Roles: admin (a superuser), curator, operator, reviewer, viewer, and an anonymous visitor. The
+review item under test is assigned to everyone who may review (admin, curator, reviewer): operators
+and viewers cannot be assigned, so they cannot label.
 """
 
 from types import SimpleNamespace
@@ -108,7 +108,8 @@ def edit_form(version, role) -> dict:
     return data
 
 
-# name -> (method, path(world), data(world, role) or None, "json" or "form", allowed roles, done(world, role) -> bool)
+# name -> (method, path(world), data(world, role) or None, "json" or "form", allowed roles,
+# done(world, role) -> bool)
 ENDPOINTS = {
     # --- the review pages -----------------------------------------------------------------------
     "review queue create": (
@@ -175,7 +176,7 @@ ENDPOINTS = {
         MANAGERS,
         lambda w, role: Alert.objects.get(pk=w.alert.pk).acknowledged_at is not None,
     ),
-    # --- the task library's pages --------------------------------------------------------------------
+    # --- the task library's pages -----------------------------------------------------------------
     "task edit (page)": (
         lambda w: f"/tasks/{w.versions[0].task.task_id}/edit/",
         lambda w, role: edit_form(w.versions[0], role),
@@ -209,7 +210,7 @@ ENDPOINTS = {
         CURATORS,
         lambda w, role: TaskSet.objects.filter(name=f"pin-{role}").exists(),
     ),
-    # --- the task library's API ----------------------------------------------------------------------
+    # --- the task library's API -------------------------------------------------------------------
     "task edit (API)": (
         lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/",
         lambda w, role: {

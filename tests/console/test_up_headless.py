@@ -1,4 +1,5 @@
-"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean up."""
+"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean
+up."""
 
 import json
 import os

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.skipif(RENDERER is None, reason=NO_RENDERER)
 
 SANDBOXES = ("crucible-sandbox-python", "crucible-sandbox-node")
 CRUCIBLE_IMAGES = ("web", "worker", "sandbox-python", "sandbox-node")
-# Created by the operator in prod (deploy/README.md, "What to set"), by the dev overlay's generators in dev.
+# Created by the operator in prod (deploy/README.md, "What to set"), by the dev overlay's generators
+# in dev.
 EXTERNAL_SECRETS = {"crucible-env", "crucible-sandbox-redis", "crucible-tls", "crucible-keda-redis"}
 
 
@@ -227,7 +228,8 @@ def test_celery_commands_name_the_app_and_real_queues(variant):
             celery_cli.commands[sub].make_context(sub, list(command[4:]), obj=obj)
             if sub == "worker":
                 consumed += command[command.index("-Q") + 1].split(",")
-    # every queue but `trainer` (local-backend runs; no Kubernetes worker: deploy/kubernetes/base/workers.yaml)
+    # every queue but `trainer` (local-backend runs; no Kubernetes worker:
+    # deploy/kubernetes/base/workers.yaml)
     assert sorted(consumed) == sorted(q for q in queues.ALL if q != queues.TRAINER)
 
 

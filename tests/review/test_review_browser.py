@@ -106,7 +106,8 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     assert "labelled broken task" in message and "quarantined for a curator to confirm" in message
     page.screenshot(path=str(ARTIFACTS / "review_item_after.png"), full_page=True)
 
-    # the reviewer turns the next item's trajectory into a task draft (keys typed in the form stay there)
+    # the reviewer turns the next item's trajectory into a task draft (keys typed in the form stay
+    # there)
     page.click("#draft-panel summary")
     page.fill("#id_tests", "def check(candidate):\n    assert candidate([1.0, 1.5], 0.6) is True\n")
     page.screenshot(path=str(ARTIFACTS / "review_draft_form.png"), full_page=True)

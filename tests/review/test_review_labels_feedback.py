@@ -1,7 +1,7 @@
-"""Labels and what they feed back: broken_task quarantines the task version (shown on its task page),
-reward_hack adds a HackExample (exported in the corpus format) and flags the trajectory; only assigned
-reviewers label, notes are required but for "correct", relabelling updates. Task drafts reach the task
-library whole or not at all. create_user knows every role."""
+"""Labels and what they feed back: broken_task quarantines the task version (shown on its task
+page), reward_hack adds a HackExample (exported in the corpus format) and flags the trajectory; only
+assigned reviewers label, notes are required but for "correct", relabelling updates. Task drafts
+reach the task library whole or not at all. create_user knows every role."""
 
 import importlib.util
 import json

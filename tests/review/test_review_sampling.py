@@ -1,5 +1,5 @@
-"""Review queues: each sampling strategy picks the right trajectories in the right order (seeded), and
-a queue assigns its items to reviewers in a balanced round robin."""
+"""Review queues: each sampling strategy picks the right trajectories in the right order (seeded),
+and a queue assigns its items to reviewers in a balanced round robin."""
 
 from collections import Counter
 
@@ -73,7 +73,8 @@ def test_highest_reward_first_with_seeded_ties():
 
 def test_flagged_first_then_by_monitor_score():
     picks = rs.sample_flagged_first(pool(), size=12, seed=0)
-    # flagged: 2 (0.9), 7 (0.4), 5 (unscored); then unflagged by score: 4 .95, 10 .6, 3 .2, 8 .1, then unscored
+    # flagged: 2 (0.9), 7 (0.4), 5 (unscored); then unflagged by score: 4 .95, 10 .6, 3 .2, 8 .1,
+    # then unscored
     assert ids(picks)[:7] == [2, 7, 5, 4, 10, 3, 8]
     assert set(ids(picks)[7:]) == {1, 6, 9, 11, 12}
     assert picks[0].reason == "flags: early_exit; monitor 0.900"

@@ -19,7 +19,8 @@ groups_migration = importlib.import_module("tasks_library.migrations.0003_curato
 
 @pytest.fixture
 def roles(db):
-    """The curators and viewers groups, as the migration makes them (a transactional test's flush drops them)."""
+    """The curators and viewers groups, as the migration makes them (a transactional test's flush
+    drops them)."""
     groups_migration.create_groups(django_apps, None)
 
 
@@ -49,7 +50,8 @@ def client_for(user: User | None) -> APIClient:
 
 @pytest.fixture
 def library(humaneval, write_jsonl) -> list[TaskVersion]:
-    """HumanEval/0..2 as task set ``lib``: v0 valid and easy, v1 broken and quarantined, v2 pending."""
+    """HumanEval/0..2 as task set ``lib``: v0 valid and easy, v1 broken and quarantined, v2
+    pending."""
     call_command(
         "import_tasks",
         "humaneval",

@@ -1,4 +1,5 @@
-"""The curation API: roles, filters, edits as new versions, bulk curation, diff, validate, pins, schema, query counts."""
+"""The curation API: roles, filters, edits as new versions, bulk curation, diff, validate, pins,
+schema, query counts."""
 
 import base64
 import json

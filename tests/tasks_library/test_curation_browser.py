@@ -1,4 +1,5 @@
-"""In a real browser: a curator signs in, filters, opens a task, edits it, sees the diff, quarantines it."""
+"""In a real browser: a curator signs in, filters, opens a task, edits it, sees the diff,
+quarantines it."""
 
 from io import StringIO
 from pathlib import Path

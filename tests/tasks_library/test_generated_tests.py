@@ -1,4 +1,5 @@
-"""EvalPlus-style generated tests: seeds from the suite, type-aware mutation, the reference as oracle."""
+"""EvalPlus-style generated tests: seeds from the suite, type-aware mutation, the reference as
+oracle."""
 
 import json
 from io import StringIO
@@ -102,7 +103,8 @@ def test_generated_tests_catch_a_hard_coded_answer_that_the_thin_suite_passes():
     picky = generated["picky"]
     assert picky.kept < picky.candidates
     assert "candidate(-" not in picky.new_version.test_suite.hidden_tests
-    # An input on which the reference hangs is dropped (a 1 s limit per probe call), not the whole probe.
+    # An input on which the reference hangs is dropped (a 1 s limit per probe call), not the whole
+    # probe.
     slow = generated["slow"]
     assert slow.new_version is not None and slow.kept == picky.kept < slow.candidates
     assert "candidate(-" not in slow.new_version.test_suite.hidden_tests

@@ -361,7 +361,8 @@ def test_most_humaneval_prompts_give_examples_and_they_agree_with_the_references
         if not ok
     ]
     message = report("HumanEval", disagreements, total)
-    # A few are real (HumanEval/47's median, 116's examples); an extraction bug would make many disagree.
+    # A few are real (HumanEval/47's median, 116's examples); an extraction bug would make many
+    # disagree.
     assert len(disagreements) <= 0.05 * total, message
     assert {d.split()[0] for d in disagreements} >= {"HumanEval/47", "HumanEval/116"}, message
 

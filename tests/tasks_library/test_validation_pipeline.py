@@ -1,4 +1,5 @@
-"""The validation pipeline on hand-made tasks, one per finding: evidence stored, quarantine applied."""
+"""The validation pipeline on hand-made tasks, one per finding: evidence stored, quarantine
+applied."""
 
 import pytest
 

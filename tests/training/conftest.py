@@ -101,7 +101,8 @@ def tiny_run(task_set, **overrides) -> TrainingRun:
 
 
 def one_task_run(backend: str = "local", **config) -> TrainingRun:
-    """A pending run on a fresh one-task set (a valid version, as validation leaves it), without sandboxes."""
+    """A pending run on a fresh one-task set (a valid version, as validation leaves it), without
+    sandboxes."""
     env, _ = EnvironmentVersion.objects.get_or_create(
         content_hash="e" * 64, defaults={"name": "python", "runtime": "python3.11"}
     )

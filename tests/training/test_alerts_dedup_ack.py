@@ -257,7 +257,8 @@ def test_drift_step_persists_dedups_and_survives_a_restart(run):
         len(wasserstein) == 1 and wasserstein[0].repeats > 20
     )  # fires every step from ~43, merged
 
-    # the same stream through one uninterrupted monitor gives the same (step, stream, detector) firings
+    # the same stream through one uninterrupted monitor gives the same (step, stream, detector)
+    # firings
     monitor, expected = DriftMonitor(config), []
     for row in StepMetric.objects.filter(run=run).order_by("step"):
         expected += [(c.stream, c.detector) for c in monitor.update(row)]

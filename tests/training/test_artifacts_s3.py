@@ -49,7 +49,8 @@ def s3_endpoint():
 
 @pytest.fixture
 def aws_env(s3_endpoint, monkeypatch, tmp_path):
-    """The standard AWS variables pointing boto3 (here and in child processes) at the moto server."""
+    """The standard AWS variables pointing boto3 (here and in child processes) at the moto
+    server."""
     for name in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")

@@ -217,7 +217,8 @@ def _visible_passed(submission: GradedSubmission) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _visible_ids_in_hidden(visible_tests: str, hidden_tests: str) -> tuple[str, ...]:
-    """The hidden test ids whose statements are the visible tests' (a visible suite cut from the hidden one)."""
+    """The hidden test ids whose statements are the visible tests' (a visible suite cut from the
+    hidden one)."""
     try:
         shown = {ast.unparse(stmt) for tid, stmt in split_check(visible_tests) if tid}
         return tuple(

@@ -68,7 +68,8 @@ def probe_wanted(submission) -> bool:
 
 
 def probe_requests(submission) -> list[dict]:
-    """The two ``python-probe`` requests (the submission's, the reference's), or [] without inputs."""
+    """The two ``python-probe`` requests (the submission's, the reference's), or [] without
+    inputs."""
     task = submission.task
     inputs = probe_inputs(task)
     if not inputs:

@@ -70,7 +70,8 @@ def reward_components(submission: GradedSubmission, names) -> dict[str, float]:
 
 def reward_components_batch(submissions: list[GradedSubmission], names) -> list[dict[str, float]]:
     """:func:`reward_components` for many submissions at once: a component with a ``batch``
-    callable computes the whole batch in one go (quality: one ruff run); values clamped to [0, 1]."""
+    callable computes the whole batch in one go (quality: one ruff run); values clamped to
+    [0, 1]."""
     _load_builtin()
     names = list(names)
     columns = {}

@@ -1,4 +1,5 @@
-"""Write the reward hacks reviewers found (``HackExample`` rows) in the hack regression corpus's format."""
+"""Write the reward hacks reviewers found (``HackExample`` rows) in the hack regression corpus's
+format."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from console.review.models import HackExample
 
 def corpus_cases(examples) -> list[dict]:
     """One corpus case per example: the fields of ``tests/training/hack_corpus/corpus.py:Case``
-    (``name``, ``task_id``, ``completion``: the code after the task's prompt, ``flags``: the detector
-    flags it raised, ``note``, ``known_miss``: set when no detector flagged it) plus ``program`` (the
-    whole final code), ``task_version`` (content hash), ``reviewer`` and ``trajectory``."""
+    (``name``, ``task_id``, ``completion``: the code after the task's prompt, ``flags``: the
+    detector flags it raised, ``note``, ``known_miss``: set when no detector flagged it) plus
+    ``program`` (the whole final code), ``task_version`` (content hash), ``reviewer`` and
+    ``trajectory``."""
     cases = []
     for example in examples:
         version = example.task_version
