@@ -146,7 +146,8 @@ class RunLaunchForm(forms.Form):
 def run_launch(request: HttpRequest) -> HttpResponse:
     """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the
     errors."""
-    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415 (training.tasks loads the kubernetes client; the web does not)
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
@@ -182,7 +183,8 @@ def run_launch(request: HttpRequest) -> HttpResponse:
 @require_POST
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     """Resume an ``interrupted`` run: back to ``launching``, then its launch is queued."""
-    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415 (training.tasks loads the kubernetes client; the web does not)
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
         return HttpResponseForbidden(
@@ -267,9 +269,9 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 @require_GET
 @console_read_json
 def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
-    """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {step: {name: counts}}}``
-    for steps ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``); ``sum=1`` leaves
-    ``steps`` out and only sums the span."""
+    """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {...}}`` for steps
+    ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``), ``steps`` being
+    ``{step: {name: counts}}``; ``sum=1`` leaves ``steps`` out and only sums the span."""
     if not selectors.run_exists(run_id=run_id):
         return JsonResponse({"error": f"run {run_id} does not exist"}, status=404)
     try:

@@ -53,7 +53,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue the cancellation of a run (the Celery worker that launched it stops its trainer)."""
-    from training.tasks import run_cancel_task  # noqa: PLC0415 (training.tasks loads the kubernetes client; the web does not)
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_cancel_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
         return HttpResponseForbidden("only curators and operators may cancel runs")

@@ -361,7 +361,7 @@ class S3Store(ArtifactStore):
         max_concurrency: int = 8,
         client=None,
     ):
-        # boto3 (a quarter of a second) loads only when an S3 store is used.
+        # Imported here: boto3 takes a quarter of a second to load, and only an S3 store needs it.
         import boto3  # noqa: PLC0415
         from boto3.s3.transfer import TransferConfig  # noqa: PLC0415
         from botocore.config import Config  # noqa: PLC0415
@@ -389,7 +389,7 @@ class S3Store(ArtifactStore):
 
     @contextmanager
     def _calls(self, doing: str):
-        # boto3 loads only when an S3 store is used (its __init__ imported it first).
+        # Imported here, as in __init__: only an S3 store needs boto3.
         from boto3.exceptions import RetriesExceededError, S3UploadFailedError  # noqa: PLC0415
         from botocore.exceptions import (  # noqa: PLC0415
             BotoCoreError,
@@ -646,7 +646,8 @@ def store_from_url(
     multipart_threshold: int = 64 * MiB,
     multipart_chunksize: int = 64 * MiB,
 ) -> ArtifactStore:
-    """The store ``url`` names: ``""`` (files under ``cache_root``), ``file:///path`` or ``s3://bucket/prefix``.
+    """The store ``url`` names: ``""`` (files under ``cache_root``), ``file:///path`` or
+    ``s3://bucket/prefix``.
 
     Raises:
         ArtifactStoreError: ``url`` is none of these (the message names the setting and the forms).

@@ -170,7 +170,7 @@ def _resume_or_fail(run: TrainingRun, backend) -> str:
         log.exception(
             "run %s: could not clean up the attempt before %s; launching anyway", run.pk, attempt
         )
-    from training.tasks import run_launch  # noqa: PLC0415 (import cycle: training.tasks imports this module)
+    from training.tasks import run_launch  # noqa: PLC0415 (a cycle: training.tasks imports us)
 
     run_launch.delay(run.pk)
     log.info("run %s resumed as attempt %s", run.pk, attempt)

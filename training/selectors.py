@@ -512,7 +512,7 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
     in ONE aggregate query: each a step event (``kind`` ``step``, keyed by its last step) with
     ``first_step``, ``span`` (steps in it), the summed histogram, the mean ``reward_mean`` and the
     mean of each of :data:`SUMMARY_METRICS`; ``decimated`` is True."""
-    from training.services import REWARD_BINS  # noqa: PLC0415 (import cycle: services imports selectors)
+    from training.services import REWARD_BINS  # noqa: PLC0415 (a cycle: services imports us)
 
     if last < first or buckets < 1:
         return []

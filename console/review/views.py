@@ -163,7 +163,9 @@ def _item_context(
     if draft_form is None:
         draft_form = DraftForm(
             initial={
-                "task_id": f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}",
+                "task_id": (
+                    f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}"
+                ),
                 "prompt": version.prompt,
                 "entry_point": version.entry_point,
                 "reference_solution": version.reference_solution,

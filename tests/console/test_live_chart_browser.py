@@ -162,12 +162,15 @@ def test_a_dropped_websocket_reconnects_and_backfills_what_it_missed(
     page = browser_page
     # Keep a handle on the page's sockets so the test can drop them (the page does not expose its
     # own).
-    page.add_init_script("""
+    page.add_init_script(
+        """
         window.__sockets = [];
         const Native = window.WebSocket;
-        window.WebSocket = function (...args) { const s = new Native(...args); window.__sockets.push(s); return s; };
+        window.WebSocket = function (...args) {"""
+        """ const s = new Native(...args); window.__sockets.push(s); return s; };
         window.WebSocket.prototype = Native.prototype;
-    """)
+    """
+    )
     urls = []
     page.on("websocket", lambda ws: urls.append(ws.url))
     page.goto(f"{console_server}/runs/{run.pk}/")

@@ -17,8 +17,10 @@ def selected_turn(page) -> int:
 
 
 def in_view(page, n: int) -> bool:
-    return page.evaluate(f"""(() => {{ const r = document.getElementById('turn-{n}').getBoundingClientRect();
-        return r.top >= -2 && r.top < window.innerHeight / 2; }})()""")
+    return page.evaluate(
+        f"(() => {{ const r = document.getElementById('turn-{n}').getBoundingClientRect();\n"
+        "        return r.top >= -2 && r.top < window.innerHeight / 2; })()"
+    )
 
 
 def test_keys_move_between_turns_and_trajectories_of_the_group(

@@ -37,7 +37,8 @@ pytestmark = pytest.mark.skipif(
     ),
 )
 
-PROBE = """
+PROBE = (
+    """
 import json, os, sys
 sys.path.insert(0, %(root)r)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -59,14 +60,19 @@ def look(path, port):
 '''
 CHECK = '''
 def check(candidate):
-    assert candidate(%(manage)r, %(port)d) == {"project": False, "uid": 0, "reached": False, "environ": []}
+    assert candidate(%(manage)r, %(port)d) == {"project": False, "uid": 0, "reached": False,"""
+    """ "environ": []}
 '''
-result = run_python_tests(SUBMISSION, CHECK, "look", limits=Limits())  # a failed sandbox: infra_error
-print(json.dumps({"me": os.getuid(), "caps": open("/proc/self/status").read().split("CapBnd:")[1].split()[0],
+result = run_python_tests(SUBMISSION, CHECK, "look", limits=Limits())"""
+    """  # a failed sandbox: infra_error
+print(json.dumps({"me": os.getuid(),"""
+    """ "caps": open("/proc/self/status").read().split("CapBnd:")[1].split()[0],
                   "status": result.status, "passed": [t.passed for t in result.tests],
                   "enforcement": result.enforcement, "readonly_root": result.readonly_root,
-                  "stderr": result.stderr[-2000:], "detail": result.detail[-2000:]}))
+                  "stderr": result.stderr[-2000:],"""
+    """ "detail": result.detail[-2000:]}))
 """
+)
 
 
 def _grade_as_pod_user(*, mask_proc: bool) -> dict:

@@ -65,16 +65,25 @@ def test_changed_task_gets_a_new_version_and_keeps_the_old(humaneval, write_json
     [
         (b"{not json", "not valid JSON"),
         (
-            b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", "test": "def check(c):\\n    assert c()\\n"}',
+            (
+                b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", '
+                b'"test": "def check(c):\\n    assert c()\\n"}'
+            ),
             "missing field 'canonical_solution'",
         ),
         (b'["a list"]', "expected a JSON object"),
         (
-            b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", "canonical_solution": "", "test": ""}',
+            (
+                b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", '
+                b'"canonical_solution": "", "test": ""}'
+            ),
             "not UTF-8",
         ),
         (
-            b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", "canonical_solution": "  return 1\\n", "test": "def check(:"}',
+            (
+                b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", '
+                b'"canonical_solution": "  return 1\\n", "test": "def check(:"}'
+            ),
             "field 'test'",
         ),
     ],

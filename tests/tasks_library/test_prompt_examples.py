@@ -255,7 +255,8 @@ def test_javascript_test_source_runs_and_fails_exactly_the_wrong_example():
 
 # --------------------------------------------------------------------------- the datasets
 
-RUNNER = r"""
+RUNNER = (
+    r"""
 import ast, contextlib, io, json, signal, sys
 def alarm(*_): raise TimeoutError("timeout")
 signal.signal(signal.SIGALRM, alarm)
@@ -276,7 +277,8 @@ for task in json.load(sys.stdin):
         try:
             signal.alarm(5)
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(ast.Module([stmt], []), "check", "exec"), {"candidate": namespace[task["entry_point"]]})
+                exec(compile(ast.Module([stmt], []), "check", "exec"),"""
+    r""" {"candidate": namespace[task["entry_point"]]})
             results.append(True)
         except BaseException:
             results.append(False)
@@ -285,20 +287,24 @@ for task in json.load(sys.stdin):
     out[task["task_id"]] = results
 print(json.dumps(out))
 """
+)
 
-JS_RUNNER = r"""
+JS_RUNNER = (
+    r"""
 const vm = require('vm');
 const out = {};
 for (const task of JSON.parse(require('fs').readFileSync(0, 'utf8'))) {
   out[task.task_id] = task.tests.map((test) => {
     let passed = null;
     const context = {console: {assert: (c) => { passed = !!c; }, log() {}, error() {}}};
-    try { vm.runInNewContext(task.program + '\n' + test, context, {timeout: 5000}); } catch (e) { passed = false; }
+    try { vm.runInNewContext(task.program + '\n' + test, context, {timeout: 5000}); }"""
+    r""" catch (e) { passed = false; }
     return passed === true;
   });
 }
 process.stdout.write(JSON.stringify(out));
 """
+)
 
 
 def js_rows() -> list[dict]:

