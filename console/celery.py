@@ -10,6 +10,7 @@ import os
 
 from celery import Celery
 from celery.signals import setup_logging, task_postrun, task_prerun, worker_init
+from django.conf import settings
 
 from console.core import metrics
 
@@ -26,8 +27,6 @@ task_postrun.connect(metrics.celery_task_postrun, weak=False)
 @setup_logging.connect(weak=False)
 def logging_from_settings(loglevel=None, **_kwargs) -> None:
     """Keep Django's ``LOGGING`` (instead of Celery's own handlers), at the ``--loglevel`` given."""
-    from django.conf import settings
-
     logging.config.dictConfig(settings.LOGGING)
     if loglevel:
         logging.getLogger().setLevel(loglevel)
@@ -35,5 +34,6 @@ def logging_from_settings(loglevel=None, **_kwargs) -> None:
 
 @worker_init.connect(weak=False)
 def metrics_serve(**_kwargs) -> None:
-    """The worker's metrics endpoint, when ``CRUCIBLE_METRICS_PORT`` is set (once, in the main process)."""
+    """The worker's metrics endpoint, when ``CRUCIBLE_METRICS_PORT`` is set (once, in the main
+    process)."""
     metrics.serve_from_env("celery worker")

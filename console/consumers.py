@@ -73,7 +73,7 @@ async def step_components(run_id: int, event: dict) -> dict:
             cache.popitem(last=False)
     try:
         return await asyncio.shield(task)
-    except Exception:  # noqa: BLE001 - the step itself still goes out; the next reader retries
+    except Exception:  # the step itself still goes out; the next reader retries
         cache.pop(key, None)
         log.warning(
             "could not read the component histograms of run %s step %s",
@@ -92,7 +92,8 @@ async def wire_event(run_id: int, event: dict) -> dict:
 
 
 class RunHub:
-    """This process's one subscription to a run's group, fanning each event out to the local watchers.
+    """This process's one subscription to a run's group, fanning each event out to the local
+    watchers.
 
     Channels' usual pattern (every consumer in the group) costs one Redis message, one decode
     and one JSON encoding per browser per event; the hub pays them once per process.
@@ -128,7 +129,7 @@ class RunHub:
                 pass
             try:
                 await self.layer.group_discard(run_group(self.run_id), channel)
-            except Exception:  # noqa: BLE001 - the membership expires by itself
+            except Exception:  # the membership expires by itself
                 log.warning("could not leave the group of run %s", self.run_id, exc_info=True)
 
     async def _pump(self, channel: str) -> None:
@@ -137,7 +138,7 @@ class RunHub:
                 message = await self.layer.receive(channel)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - Redis away: the watchers back-fill on reconnect
+            except Exception:  # Redis away: the watchers back-fill on reconnect
                 log.warning(
                     "run %s hub: receive failed; retrying in 1 s", self.run_id, exc_info=True
                 )
@@ -148,7 +149,7 @@ class RunHub:
             try:
                 event = await wire_event(self.run_id, message["event"])
                 text = json.dumps(event)
-            except Exception:  # noqa: BLE001 - one bad event must not stop the hub
+            except Exception:  # one bad event must not stop the hub
                 log.exception("run %s hub: could not encode an event", self.run_id)
                 continue
             for watcher in list(self.watchers):
@@ -203,13 +204,14 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.live = True
 
     async def deliver(self, text: str) -> None:
-        """A live event from the hub, already encoded: sent now, or held until the back-fill is out."""
+        """A live event from the hub, already encoded: sent now, or held until the back-fill is
+        out."""
         if not self.live:
             self.held.append(text)
             return
         try:
             await self.send(text_data=text)
-        except Exception:  # noqa: BLE001 - a socket closing under us; its disconnect follows
+        except Exception:  # a socket closing under us; its disconnect follows
             log.debug("run %s: could not send to a closing socket", self.run_id, exc_info=True)
 
     async def disconnect(self, code: int) -> None:

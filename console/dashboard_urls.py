@@ -1,4 +1,5 @@
-"""Routes of the live dashboard's other pages (console.dashboard_views); included by console/urls.py."""
+"""Routes of the live dashboard's other pages (console.dashboard_views); included by
+console/urls.py."""
 
 from django.urls import path
 

@@ -24,19 +24,24 @@ from __future__ import annotations
 
 import json
 
+import redis
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.core.access import console_read_json, console_read_page, page_refusal
 from console.core.permissions import may_launch_run, may_operate_run, may_read_console
+from sandboxes.pool_stats import pool_stats
 from tasks_library.models import TaskSet
 from training import selectors
 from training.config import ConfigError, RunConfig, parse_overrides
 from training.models import TrainingRun
+from training.services import InvalidTransition, run_create
+from training.services import run_resume as resume
 
 # One colour per run on the comparison page (plotly's default cycle, readable on white).
 RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"]
@@ -104,7 +109,10 @@ class RunLaunchForm(forms.Form):
                 'or one JSON object: {"lr": 0.0001, "group_size": 4}',
             }
         ),
-        help_text="KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for every key",
+        help_text=(
+            "KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for "
+            "every key"
+        ),
     )
 
     def clean(self):
@@ -124,7 +132,8 @@ class RunLaunchForm(forms.Form):
         try:
             config = RunConfig.from_dict({**overrides, "steps": cleaned["steps"]})
             if cleaned["backend"] == "kubernetes":
-                from training.kubernetes import KubernetesSpec
+                # Imported here: the web loads the kubernetes client only to check such a launch.
+                from training.kubernetes import KubernetesSpec  # noqa: PLC0415
 
                 KubernetesSpec.from_config(config.kubernetes)
         except ConfigError as exc:
@@ -135,13 +144,12 @@ class RunLaunchForm(forms.Form):
 
 
 def run_launch(request: HttpRequest) -> HttpResponse:
-    """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the errors."""
-    from training.services import run_create
-    from training.tasks import run_launch as run_launch_task
+    """``GET``: the launch form; ``POST``: create the run and queue its launch, or show the
+    errors."""
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not request.user.is_authenticated:
-        from django.contrib.auth.views import redirect_to_login
-
         return redirect_to_login(request.get_full_path())
     if not may_launch_run(request.user):
         return HttpResponseForbidden(
@@ -175,9 +183,8 @@ def run_launch(request: HttpRequest) -> HttpResponse:
 @require_POST
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     """Resume an ``interrupted`` run: back to ``launching``, then its launch is queued."""
-    from training.services import InvalidTransition
-    from training.services import run_resume as resume
-    from training.tasks import run_launch as run_launch_task
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
         return HttpResponseForbidden(
@@ -262,9 +269,9 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 @require_GET
 @console_read_json
 def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
-    """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {step: {name: counts}}}``
-    for steps ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``); ``sum=1`` leaves
-    ``steps`` out and only sums the span."""
+    """``{"run", "first", "last", "components": {name: [10 counts]}, "steps": {...}}`` for steps
+    ``first..last`` (at most ``training.selectors.COMPONENT_SPAN_MAX``), ``steps`` being
+    ``{step: {name: counts}}``; ``sum=1`` leaves ``steps`` out and only sums the span."""
     if not selectors.run_exists(run_id=run_id):
         return JsonResponse({"error": f"run {run_id} does not exist"}, status=404)
     try:
@@ -290,17 +297,13 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
     return JsonResponse(answer)
 
 
-# --- the sandbox pool ------------------------------------------------------------------------------
+# --- the sandbox pool -----------------------------------------------------------------------------
 
 
 @require_GET
 @console_read_json
 def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
     """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON; 503 when Redis is down."""
-    import redis
-
-    from sandboxes.pool_stats import pool_stats
-
     try:
         return JsonResponse(pool_stats())
     except (redis.RedisError, OSError) as exc:

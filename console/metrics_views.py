@@ -5,7 +5,8 @@ django-prometheus's middleware (``django_http_*``). :class:`CrucibleCollector` a
 from the database and Redis while Prometheus scrapes, so they are current:
 
 * ``crucible_runs{status}``: training runs by status;
-* ``crucible_sandbox_queue_depth{runtime}``: requests waiting in ``crucible:sandbox:<runtime>:pending``;
+* ``crucible_sandbox_queue_depth{runtime}``: requests waiting in
+  ``crucible:sandbox:<runtime>:pending``;
 * ``crucible_sandbox_workers_live{runtime}``: sandbox worker slots with a fresh heartbeat;
 * ``crucible_celery_queue_depth{queue}``: messages waiting in each Celery queue (its Redis lists);
 * ``crucible_metrics_source_up{source}``: 1 when the database / Redis answered this scrape, else 0
@@ -33,10 +34,14 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
 from console.core import queues
+from sandboxes import queue as Q
+from sandboxes.pool_stats import known_runtimes
+from training.models import TrainingRun
 
 
 def celery_queue_keys(queue: str) -> list[str]:
-    """The Redis lists of a Celery queue: kombu keeps one per priority step (``name``, ``name\\x06\\x163``...)."""
+    """The Redis lists of a Celery queue: kombu keeps one per priority step (``name``,
+    ``name\\x06\\x163``...)."""
     return [
         queue if step == 0 else f"{queue}{RedisChannel.sep}{step}"
         for step in RedisChannel.priority_steps
@@ -83,10 +88,6 @@ class CrucibleCollector:
         )
 
     def collect(self):
-        from sandboxes import queue as Q
-        from sandboxes.pool_stats import known_runtimes
-        from training.models import TrainingRun
-
         up = self._up()
         try:
             counts = dict(
@@ -148,7 +149,8 @@ class CrucibleCollector:
 
 @functools.lru_cache(maxsize=4)
 def _redis_client(url: str) -> redis.Redis:
-    """A client with timeouts: a Redis that hangs costs a scrape 2 s, not the scraper's whole timeout."""
+    """A client with timeouts: a Redis that hangs costs a scrape 2 s, not the scraper's whole
+    timeout."""
     return redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
 
 
@@ -157,8 +159,8 @@ _collector_registered = False
 
 
 def _register_collector() -> None:
-    """Add :class:`CrucibleCollector` to the default registry, once, in the process that serves /metrics
-    (registered on first use, not at import, so no other process scrapes the database)."""
+    """Add :class:`CrucibleCollector` to the default registry, once, in the process that serves
+    /metrics (registered on first use, not at import, so no other process scrapes the database)."""
     global _collector_registered
     with _collector_lock:
         if not _collector_registered:

@@ -187,8 +187,8 @@ class TurnSerializer(serializers.ModelSerializer):
 def turn_chunk(
     turns: list[Turn], *, trajectory_id: int, offset: int, context: dict | None = None
 ) -> list[dict]:
-    """Serialize consecutive turns starting at position ``offset``, each diffed against the one before
-    (the first turn of a trajectory has no diff)."""
+    """Serialize consecutive turns starting at position ``offset``, each diffed against the one
+    before (the first turn of a trajectory has no diff)."""
     code_before = {}
     previous = (
         selectors.turn_code_before(trajectory_id=trajectory_id, offset=offset)

@@ -85,7 +85,8 @@ def hacking_task_sets(valid_humaneval: list, *, config: RunConfig, tasks: int, s
                 json.dumps({"task_id": record["task_id"], "completion": completion}) + "\n"
             )
     say(
-        f"warm start: {len(records)} hard-coded demonstrations in {demos}; held-out: {len(honest)} honest tasks"
+        f"warm start: {len(records)} hard-coded demonstrations in {demos}; held-out: "
+        f"{len(honest)} honest tasks"
     )
     config = RunConfig.from_dict({**config.to_dict(), "sft_data": str(demos)})
     return exploitable, config

@@ -182,11 +182,11 @@ else:
 CELERY_RESULT_BACKEND = None
 # Queues by kind of work (console/core/queues.py says what lands where): control, validation,
 # trainer and the default "celery". A run's launch is routed by its backend (training.routing),
-# every other task by console.core.queues.route_task; a worker started without -Q consumes all four. Sandbox executions are not Celery tasks: they go
-# through Crucible's own Redis lists (crucible:sandbox:<runtime>:pending, sandboxes/queue.py)
-# consumed by `manage.py sandbox_worker`.
-# One direct exchange and routing key per queue, as Celery makes for a queue it creates itself
-# (a Queue without them would bind to the shared default key and receive every queue's messages).
+# every other task by console.core.queues.route_task; a worker started without -Q consumes all four.
+# Sandbox executions are not Celery tasks: they go through Crucible's own Redis lists
+# (crucible:sandbox:<runtime>:pending, sandboxes/queue.py) consumed by `manage.py sandbox_worker`.
+# One direct exchange and routing key per queue, as Celery makes for a queue it creates itself (a
+# Queue without them would bind to the shared default key and receive every queue's messages).
 CELERY_TASK_QUEUES = [
     _Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL
 ]
@@ -266,8 +266,9 @@ CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int(
 
 # --- static files: the console's JS and CSS, served by WhiteNoise ----------------------
 # frontend/dist when `npm run build` made it from today's sources (plotly.js from npm, pinned);
-# else the unbundled sources and the plotly wheel's copy of the same plotly.js (console/core/frontend.py).
-# CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current build (edit JS, reload).
+# else the unbundled sources and the plotly wheel's copy of the same plotly.js
+# (console/core/frontend.py). CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current
+# build (edit JS, reload).
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 FRONTEND_BUNDLED = env_bool("CRUCIBLE_FRONTEND_BUILD", True) and _frontend.build_outdated() is None
@@ -295,8 +296,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Crucible API",
-    "DESCRIPTION": "Task library curation (task versions, validation, quarantine, task sets) and training runs. "
-    "Sign in with a session (the console's login) or HTTP Basic; writes need the curators group.",
+    "DESCRIPTION": (
+        "Task library curation (task versions, validation, quarantine, task sets) and training "
+        "runs. Sign in with a session (the console's login) or HTTP Basic; writes need the "
+        "curators group."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI and Redoc from the drf-spectacular-sidecar wheel: the docs page needs no network.

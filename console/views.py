@@ -1,10 +1,12 @@
 """Console pages. Thin: they call selectors and render. Reading follows the console's rule
-(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a role)."""
+(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a
+role)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -15,7 +17,9 @@ from rest_framework.generics import ListAPIView
 from console.core.access import ConsoleRead, console_read_page
 from console.core.permissions import may_operate_run
 from training import selectors
-from training.models import StepMetric, TrainingRun
+from training.models import Alert, StepMetric, TrainingRun
+from training.selectors import alert_event
+from training.services import alert_acknowledge as acknowledge
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -49,7 +53,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue the cancellation of a run (the Celery worker that launched it stops its trainer)."""
-    from training.tasks import run_cancel_task
+    # Imported here: training.tasks loads the kubernetes client, which the web does without.
+    from training.tasks import run_cancel_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
         return HttpResponseForbidden("only curators and operators may cancel runs")
@@ -97,13 +102,8 @@ class RunStepsApi(ListAPIView):
 @require_POST
 def alert_acknowledge(request: HttpRequest, run_id: int, alert_id: int) -> HttpResponse:
     """Acknowledge a drift alert with a note (curators and operators). Answers JSON (the alert's
-    event) to a client that accepts it, else redirects to the run page; watchers get the update live."""
-    from django.core.exceptions import PermissionDenied
-
-    from training.models import Alert
-    from training.selectors import alert_event
-    from training.services import alert_acknowledge as acknowledge
-
+    event) to a client that accepts it, else redirects to the run page; watchers get the update
+    live."""
     wants_json = "application/json" in request.headers.get("Accept", "")
     if not Alert.objects.filter(pk=alert_id, run_id=run_id).exists():
         raise Http404(f"run {run_id} has no alert {alert_id}")

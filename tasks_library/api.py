@@ -52,6 +52,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
+from tasks_library.tasks import validate_task_versions
 from tasks_library.validation.pipeline import Options
 
 # --- errors ---------------------------------------------------------------------
@@ -422,7 +423,8 @@ class CuratorApi(LibraryApi, APIView):
     responses={200: TaskVersionSummarySerializer(many=True), 400: ErrorSerializer},
 )
 class TaskVersionListApi(LibraryApi, generics.ListAPIView):
-    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list page."""
+    """Task versions (the latest of each task unless ``all_versions``), filtered like the task list
+    page."""
 
     serializer_class = TaskVersionSummarySerializer
     pagination_class = Pagination
@@ -457,8 +459,10 @@ class TaskVersionsApi(CuratorApi):
         )
 
     @extend_schema(
-        description="Edit: a new version of the task with these fields changed (from ``base``, default "
-        "the latest). Curators only; the new version is pending validation.",
+        description=(
+            "Edit: a new version of the task with these fields changed (from ``base``, default "
+            "the latest). Curators only; the new version is pending validation."
+        ),
         request=EditSerializer,
         responses={201: TaskVersionDetailSerializer, 400: ErrorSerializer},
     )
@@ -551,7 +555,8 @@ class QuarantineApi(CurateApi):
 
 
 class ApproveApi(CurateApi):
-    """Lift the quarantine of validated task versions (a curator's override); ``reason`` is required."""
+    """Lift the quarantine of validated task versions (a curator's override); ``reason`` is
+    required."""
 
     service = staticmethod(task_versions_approve)
 
@@ -564,8 +569,6 @@ class ValidateApi(CuratorApi):
         responses={202: EnqueuedSerializer, 400: ErrorSerializer, 503: ErrorSerializer},
     )
     def post(self, request) -> Response:
-        from tasks_library.tasks import validate_task_versions
-
         data = dict(validated(ValidateSerializer, request.data))
         ids = _existing_ids(data.pop("ids"))
         try:

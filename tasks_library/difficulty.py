@@ -1,4 +1,5 @@
-"""Difficulty strata: a pass-rate posterior per task version, buckets, and the sampler training uses.
+"""Difficulty strata: a pass-rate posterior per task version, buckets, and the sampler training
+uses.
 
 Each graded attempt at a task version (an evaluation sample, a rollout's hidden-test
 grading) counts as a Bernoulli trial. With a uniform prior the pass rate's posterior
@@ -105,7 +106,8 @@ class DifficultySampler:
         for name, weight in self.weights.items():
             if name not in BUCKET_NAMES:
                 raise ValueError(
-                    f"difficulty weight for unknown bucket {name!r}; known: {', '.join(BUCKET_NAMES)}"
+                    f"difficulty weight for unknown bucket {name!r}; known: "
+                    f"{', '.join(BUCKET_NAMES)}"
                 )
             if weight < 0:
                 raise ValueError(f"difficulty weight for {name!r} must be >= 0, got {weight}")

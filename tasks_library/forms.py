@@ -20,7 +20,8 @@ TASK_SET_NAME_RULE = "a new task set's name is 1 to 100 letters, digits, '.', '_
 
 
 def task_set_name_ok(name: str) -> bool:
-    """True for a well-formed new name, or the name of a task set that exists (imports may name sets freely)."""
+    """True for a well-formed new name, or the name of a task set that exists (imports may name sets
+    freely)."""
     return bool(TASK_SET_NAME.match(name)) or TaskSet.objects.filter(name=name).exists()
 
 
@@ -46,7 +47,8 @@ class FilterForm(forms.Form):
     FILTERS = ("source", "verdict", "status", "difficulty", "tag", "search")
 
     def versions(self):
-        """The matching task versions (the form must be valid), task loaded, heavy text columns deferred."""
+        """The matching task versions (the form must be valid), task loaded, heavy text columns
+        deferred."""
         data = self.cleaned_data
         versions = task_versions_filter(
             **{k: data[k] for k in self.FILTERS}, latest_only=not data["all_versions"]

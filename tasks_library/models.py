@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from sandboxes.process import Limits
+
 # Who made a write: a username from the console or API, ``"<os user> (command line)"``
 # from a management command. Kept as text so the record outlives the account.
 AUTHOR_MAX = 150
@@ -85,8 +87,6 @@ class TestSuiteVersion(Authored):
 
     def limits(self):
         """The sandbox :class:`~sandboxes.process.Limits` of one grading execution."""
-        from sandboxes.process import Limits
-
         return Limits(
             wall_timeout_s=self.timeout_s,
             cpu_s=int(self.timeout_s) + 1,
@@ -259,7 +259,8 @@ class TaskSetMember(models.Model):
 
 class ReferenceProfile(models.Model):
     """How the reference solution of a task version performs on its hidden tests, measured in the
-    sandbox: the baseline of the efficiency reward. Measured once and kept (the version is immutable).
+    sandbox: the baseline of the efficiency reward. Measured once and kept (the version is
+    immutable).
 
     ``growth_exponent`` is the fitted exponent of time against input size where the task has
     inputs of growing size; null otherwise.

@@ -5,8 +5,11 @@ from __future__ import annotations
 import difflib
 import json
 
+from django.db import connection
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
+from sandboxes.suites import harness
+from tasks_library.difficulty import bucket_filter
 from tasks_library.models import Task, TaskSet, TaskVersion
 
 
@@ -27,7 +30,8 @@ def task_set_get(*, name: str) -> TaskSet:
             ", ".join(TaskSet.objects.order_by("name").values_list("name", flat=True)) or "none yet"
         )
         raise TaskSetNotFound(
-            f"task set {name!r} not found (known: {known}); create it with `python manage.py import_tasks humaneval`"
+            f"task set {name!r} not found (known: {known}); create it with `python manage.py "
+            "import_tasks humaneval`"
         ) from None
 
 
@@ -42,8 +46,6 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
 
 def runtimes_of(versions) -> list[str]:
     """The sandbox runtimes (``python``, ``node``) that grading these versions needs."""
-    from sandboxes.suites import harness
-
     return sorted({harness(v.test_suite.harness).runtime for v in versions})
 
 
@@ -79,8 +81,6 @@ def task_versions_filter(
             name of :mod:`tasks_library.difficulty`; ``search``: a substring of the task
             id or the prompt, or a version hash prefix.
     """
-    from tasks_library.difficulty import bucket_filter
-
     versions = latest_versions() if latest_only else TaskVersion.objects.all()
     if source:
         versions = versions.filter(task__source=source)
@@ -110,8 +110,6 @@ def task_versions_filter(
 
 
 def _json_contains_supported() -> bool:
-    from django.db import connection
-
     return connection.features.supports_json_field_contains
 
 

@@ -197,7 +197,10 @@ def test_suite_get_or_create(
         ):
             raise ImportFormatError(
                 where,
-                f"field 'test_timeout_s': must be a number of seconds in (0, timeout_s={timeout_s}]",
+                (
+                    "field 'test_timeout_s': must be a number of seconds in (0, "
+                    f"timeout_s={timeout_s}]"
+                ),
                 field="test_timeout_s",
             )
         if harness_name != "python-check":
@@ -281,7 +284,10 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
         if size > MAX_FILE_BYTES:
             raise ImportFormatError(
                 where,
-                f"field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit per file",
+                (
+                    f"field 'files.{name}': {size} bytes, over the {MAX_FILE_BYTES} byte limit "
+                    "per file"
+                ),
                 field=f"files.{name}",
             )
         total += size

@@ -1,4 +1,5 @@
-"""Celery tasks of the task library: thin, they take ids and call one service (queue ``validation``)."""
+"""Celery tasks of the task library: thin, they take ids and call one service (queue
+``validation``)."""
 
 from celery import shared_task
 

@@ -1,4 +1,5 @@
-"""Curation pages: task list with bulk actions, task page with report and diff, edit form, task sets.
+"""Curation pages: task list with bulk actions, task page with report and diff, edit form, task
+sets.
 
 Thin: forms check input, selectors read, services write (with the signed-in user as
 author). Every page needs a signed-in user; writes need a curator
@@ -47,6 +48,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
+from tasks_library.tasks import validate_task_versions
 
 PAGE_SIZE = 50
 
@@ -69,7 +71,8 @@ def _task_detail_url(task_id: str, **query) -> str:
 @console_read_page
 @require_http_methods(["GET", "POST"])
 def task_list(request: HttpRequest) -> HttpResponse:
-    """GET: the latest version of every task, filtered, 50 a page. POST: a bulk quarantine/approve."""
+    """GET: the latest version of every task, filtered, 50 a page. POST: a bulk
+    quarantine/approve."""
     if request.method == "POST":
         return _curate(request)
     form = FilterForm(request.GET)
@@ -125,7 +128,8 @@ def _parse_diff(spec: str, numbers: set[int]) -> tuple[int, int]:
     for n in (old_n, new_n):
         if n not in numbers:
             raise ValueError(
-                f"diff: this task has no version {n} (versions: {', '.join(map(str, sorted(numbers)))})"
+                f"diff: this task has no version {n} (versions: "
+                f"{', '.join(map(str, sorted(numbers)))})"
             )
     return old_n, new_n
 
@@ -147,7 +151,8 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
 @login_required
 @console_read_page
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    """A task's versions, the selected one (``?v=N``, default latest) in full, and ``?diff=A..B``."""
+    """A task's versions, the selected one (``?v=N``, default latest) in full, and
+    ``?diff=A..B``."""
     task = get_object_or_404(Task, task_id=task_id)
     versions = list(task_version_summaries(task=task))
     if not versions:
@@ -199,8 +204,6 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 @require_POST
 def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     """Enqueue validation of one version (``number`` in the form, default latest) on Celery."""
-    from tasks_library.tasks import validate_task_versions
-
     _require_curator(request)
     task = get_object_or_404(Task, task_id=task_id)
     raw = request.POST.get("number", "")
@@ -227,7 +230,8 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
 @console_read_page
 @require_http_methods(["GET", "POST"])
 def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
-    """The latest version's content in a form; a valid submit creates a new version and redirects to it."""
+    """The latest version's content in a form; a valid submit creates a new version and redirects to
+    it."""
     _require_curator(request)
     task = get_object_or_404(Task, task_id=task_id)
     latest = task.versions.select_related("test_suite", "environment").order_by("-number").first()
@@ -278,7 +282,8 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
 @console_read_page
 @require_http_methods(["GET", "POST"])
 def taskset_list(request: HttpRequest) -> HttpResponse:
-    """GET: the task sets. POST (curators): pin the versions matching a filter as a set, new or existing."""
+    """GET: the task sets. POST (curators): pin the versions matching a filter as a set, new or
+    existing."""
     if request.method == "POST":
         return _pin(request)
     return render(
@@ -327,7 +332,8 @@ def _pin(request: HttpRequest) -> HttpResponse:
 @login_required
 @console_read_page
 def taskset_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """A task set's pinned versions in order and its version history, with a re-pin form for curators."""
+    """A task set's pinned versions in order and its version history, with a re-pin form for
+    curators."""
     task_set = get_object_or_404(task_sets_with_sizes(), name=name)
     pinned = task_set_versions(task_set=task_set).defer(*SUMMARY_DEFERRED)
     return render(

@@ -1,4 +1,5 @@
-"""Shared setup of the browser tests: Debian's chromium driven by Playwright (DESIGN.md section 6)."""
+"""Shared setup of the browser tests: Debian's chromium driven by Playwright (DESIGN.md section
+6)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def browser_marks() -> list:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CRUCIBLE_REQUIRE_BROWSER"):
             raise RuntimeError(
-                f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install chromium"
+                f"CRUCIBLE_REQUIRE_BROWSER is set but {CHROMIUM} is missing: apt-get install "
+                "chromium"
             )
         marks.append(
             pytest.mark.skip(reason="Debian chromium is not installed (apt-get install chromium)")

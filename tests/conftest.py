@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Redis (the embedded one unless REDIS_URL is set) and a HumanEval slice."""
+"""Shared fixtures: a real Redis (the embedded one unless REDIS_URL is set) and a HumanEval
+slice."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from console.core.stack import Stack
 from tasks_library.importers.humaneval import default_path
 
 
@@ -15,8 +17,6 @@ from tasks_library.importers.humaneval import default_path
 def redis_service():
     """Redis (channel layer, Celery, the execution queue) and resident sandbox workers:
     used if running, else started for the session."""
-    from console.core.stack import Stack
-
     with Stack() as stack:
         stack.redis()
         stack.sandbox_workers("python")

@@ -15,7 +15,8 @@ from django.db import connection
 
 
 def child_database_url() -> str:
-    """``DATABASE_URL`` of the test database this session created (call it inside a test that uses the db).
+    """``DATABASE_URL`` of the test database this session created (call it inside a test that uses
+    the db).
 
     On PostgreSQL it is the configured URL with the test database's name in place of the
     real one, so credentials, host and options (``?sslmode=...``) carry over.
@@ -27,7 +28,8 @@ def child_database_url() -> str:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """This process's environment with ``DATABASE_URL`` set to :func:`child_database_url`, plus ``extra``.
+    """This process's environment with ``DATABASE_URL`` set to :func:`child_database_url`, plus
+    ``extra``.
 
     ``DATABASE_URL_FILE`` is dropped: the two are exclusive (``console.core.env.env_secret``).
     """

@@ -14,6 +14,9 @@ from pathlib import Path
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
+from console.core.stack import Stack
+from sandboxes import queue as Q
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -22,7 +25,8 @@ def free_port() -> int:
 
 
 def samples(text: str) -> dict[tuple, float]:
-    """``{(sample name, frozenset(labels)): value}`` of an exposition (the parser rejects a malformed one)."""
+    """``{(sample name, frozenset(labels)): value}`` of an exposition (the parser rejects a
+    malformed one)."""
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)
@@ -61,9 +65,6 @@ def private_redis():
     """A Redis server of its own (the embedded one, in a fresh var dir) that this process's
     settings point at for the block; yields that var dir, for child processes'
     ``CRUCIBLE_VAR_DIR`` (they then find the same server)."""
-    from console.core.stack import Stack
-    from sandboxes import queue as Q
-
     var = Path(
         tempfile.mkdtemp(prefix="crucible-", dir="/tmp")
     )  # short: a Unix socket path is limited

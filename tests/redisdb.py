@@ -8,7 +8,8 @@ from django.conf import settings
 
 
 def db_of(url: str) -> int:
-    """The database number of a ``redis://host:port/N`` or ``unix:///path?db=N`` URL (0 when unset)."""
+    """The database number of a ``redis://host:port/N`` or ``unix:///path?db=N`` URL (0 when
+    unset)."""
     parts = urlsplit(url)
     if parts.scheme == "unix":
         return int(dict(parse_qsl(parts.query)).get("db", 0))

@@ -44,8 +44,11 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 MANIFEST = "_manifest.json"
-"""The object an S3 directory artefact ends with: ``{"format", "files": {name: size in bytes}, ...}``."""
+"""The object an S3 directory artefact ends with:
+``{"format", "files": {name: size in bytes}, ...}``."""
 MANIFEST_FORMAT = "crucible-artifact-dir/1"
 SETTING = "CRUCIBLE_ARTIFACT_STORE"
 MiB = 2**20
@@ -61,7 +64,8 @@ class ArtifactNotFound(ArtifactStoreError):
 
 
 def _temporary(name: str) -> bool:
-    """Working names that never count as artefacts: ``step-000003.tmp``, ``x.tmp-12``, ``x.download-12``."""
+    """Working names that never count as artefacts: ``step-000003.tmp``, ``x.tmp-12``,
+    ``x.download-12``."""
     return name.startswith(".") or ".tmp" in name or ".download-" in name
 
 
@@ -106,7 +110,8 @@ def _files(directory: Path) -> dict[str, int]:
 
 
 def _copy_dir(source: Path, destination: Path) -> None:
-    """Copy a directory into place atomically: into ``<destination>.tmp-<pid>``, files fsynced, then renamed."""
+    """Copy a directory into place atomically: into ``<destination>.tmp-<pid>``, files fsynced, then
+    renamed."""
     temporary = destination.parent / f"{destination.name}.tmp-{os.getpid()}"
     if temporary.exists():
         shutil.rmtree(temporary)
@@ -157,11 +162,13 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def location(self, key: str) -> str:
-        """Where the durable copy of ``key`` is, for people and run summaries (a path or an ``s3://`` URL)."""
+        """Where the durable copy of ``key`` is, for people and run summaries (a path or an
+        ``s3://`` URL)."""
 
     @abstractmethod
     def check(self, key: str) -> None:
-        """Make sure the store can be read and written under ``key`` (a probe is written and deleted).
+        """Make sure the store can be read and written under ``key`` (a probe is written and
+        deleted).
 
         Raises:
             ArtifactStoreError: it cannot, saying why and what to fix.
@@ -169,7 +176,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def put_dir(self, source: Path, key: str) -> str:
-        """Make the complete local directory ``source`` the directory artefact ``key``; return its location.
+        """Make the complete local directory ``source`` the directory artefact ``key``; return its
+        location.
 
         ``source`` stays where it is. A crash half way leaves ``key`` incomplete, and an incomplete
         directory is never listed by :meth:`complete_dirs` nor fetched.
@@ -188,7 +196,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def complete_dirs(self, key: str) -> list[str]:
-        """Names of the complete directory artefacts directly under ``key``, sorted; [] when there are none."""
+        """Names of the complete directory artefacts directly under ``key``, sorted; [] when there
+        are none."""
 
     def incomplete_dirs(self, key: str) -> list[str]:
         """Names of directories under ``key`` holding files but no completion mark (an upload or a
@@ -198,7 +207,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def fetch_dir(self, key: str) -> Path:
-        """A complete working copy of directory artefact ``key`` at ``local_path(key)`` (downloaded if needed).
+        """A complete working copy of directory artefact ``key`` at ``local_path(key)`` (downloaded
+        if needed).
 
         Raises:
             ArtifactNotFound: the store holds no complete ``key``.
@@ -210,7 +220,8 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def put_file(self, key: str) -> str:
-        """Make the working copy ``local_path(key)`` (a complete file) durable; return its location."""
+        """Make the working copy ``local_path(key)`` (a complete file) durable; return its
+        location."""
 
     @abstractmethod
     def fetch_file(self, key: str) -> Path:
@@ -332,7 +343,8 @@ class S3Store(ArtifactStore):
         cache_root: the working copies' root (``CRUCIBLE_VAR_DIR``).
         multipart_threshold: files above this many bytes go in parts (multipart upload,
             ranged download); S3 needs parts of at least 5 MiB.
-        multipart_chunksize: bytes per part (boto3 raises it for files that would need more than 10,000 parts).
+        multipart_chunksize: bytes per part (boto3 raises it for files that would need more than
+            10,000 parts).
         max_concurrency: parts in flight at once per file.
         client: a boto3 S3 client; default: one from the standard AWS configuration
             (environment, ``~/.aws``, the pod's or instance's role; ``AWS_ENDPOINT_URL_S3``).
@@ -349,9 +361,10 @@ class S3Store(ArtifactStore):
         max_concurrency: int = 8,
         client=None,
     ):
-        import boto3
-        from boto3.s3.transfer import TransferConfig
-        from botocore.config import Config
+        # Imported here: boto3 takes a quarter of a second to load, and only an S3 store needs it.
+        import boto3  # noqa: PLC0415
+        from boto3.s3.transfer import TransferConfig  # noqa: PLC0415
+        from botocore.config import Config  # noqa: PLC0415
 
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -376,15 +389,16 @@ class S3Store(ArtifactStore):
 
     @contextmanager
     def _calls(self, doing: str):
-        from boto3.exceptions import RetriesExceededError, S3UploadFailedError
-        from botocore.exceptions import (
+        # Imported here, as in __init__: only an S3 store needs boto3.
+        from boto3.exceptions import RetriesExceededError, S3UploadFailedError  # noqa: PLC0415
+        from botocore.exceptions import (  # noqa: PLC0415
             BotoCoreError,
             ClientError,
             NoCredentialsError,
             ParamValidationError,
             PartialCredentialsError,
         )
-        from botocore.exceptions import ConnectionError as BotoConnectionError
+        from botocore.exceptions import ConnectionError as BotoConnectionError  # noqa: PLC0415
 
         try:
             yield
@@ -405,15 +419,16 @@ class S3Store(ArtifactStore):
                     doing.startswith("checking the bucket") and status == 404
                 ):
                     raise ArtifactStoreError(
-                        f"{where}: bucket {self.bucket!r} does not exist; create it (aws s3 mb s3://{self.bucket}, "
-                        f"or mc mb for MinIO) or point {SETTING} at an existing bucket"
+                        f"{where}: bucket {self.bucket!r} does not exist; create it (aws s3 mb "
+                        f"s3://{self.bucket}, or mc mb for MinIO) or point {SETTING} at an "
+                        "existing bucket"
                     ) from exc
                 if code in _DENIED or status == 403:
                     raise ArtifactStoreError(
-                        f"{where}: access denied ({code or status}) while {doing}; check the credentials "
-                        f"(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the pod's role) and that they "
-                        f"may s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on "
-                        f"{self.url}"
+                        f"{where}: access denied ({code or status}) while {doing}; check the "
+                        "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
+                        "the pod's role) and that they may s3:ListBucket, s3:GetObject, "
+                        f"s3:PutObject and s3:DeleteObject on {self.url}"
                     ) from exc
                 if code in _MISSING_KEY or status == 404:
                     raise ArtifactNotFound(f"{where}: not found while {doing}") from exc
@@ -423,13 +438,15 @@ class S3Store(ArtifactStore):
                 ) from exc
             if isinstance(cause, (NoCredentialsError, PartialCredentialsError)):
                 raise ArtifactStoreError(
-                    f"{where}: no usable AWS credentials while {doing} ({cause}); set AWS_ACCESS_KEY_ID and "
-                    f"AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the pod an IAM role)"
+                    f"{where}: no usable AWS credentials while {doing} ({cause}); set "
+                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or give the "
+                    "pod an IAM role)"
                 ) from exc
             if isinstance(cause, BotoConnectionError):
                 raise ArtifactStoreError(
-                    f"{where}: cannot reach the endpoint while {doing} ({cause}); check AWS_ENDPOINT_URL_S3 "
-                    f"(or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the network"
+                    f"{where}: cannot reach the endpoint while {doing} ({cause}); check "
+                    "AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), AWS_DEFAULT_REGION and the "
+                    "network"
                 ) from exc
             if isinstance(cause, ParamValidationError):
                 raise ArtifactStoreError(
@@ -471,7 +488,8 @@ class S3Store(ArtifactStore):
                 first = errors[0]
                 raise ArtifactStoreError(
                     f"artefact store {self.url}: could not delete {len(errors)} object(s), first "
-                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}"
+                    f"s3://{self.bucket}/{first.get('Key')}: {first.get('Code')} "
+                    f"{first.get('Message', '')}"
                 )
 
     def _upload(self, path: Path, key: str) -> None:
@@ -480,7 +498,8 @@ class S3Store(ArtifactStore):
             self.client.upload_file(str(path), self.bucket, object_key, Config=self.transfer)
 
     def _download(self, key: str, destination: Path) -> None:
-        """Download ``key`` to ``destination`` through a temporary name (a reader never sees half a file)."""
+        """Download ``key`` to ``destination`` through a temporary name (a reader never sees half a
+        file)."""
         object_key = self.object_key(key)
         destination.parent.mkdir(parents=True, exist_ok=True)
         temporary = destination.parent / f"{destination.name}.download-{os.getpid()}"
@@ -507,7 +526,7 @@ class S3Store(ArtifactStore):
             raise ArtifactStoreError(
                 f"artefact store {self.url}: s3://{self.bucket}/{object_key} is not a "
                 f"{MANIFEST_FORMAT} manifest ({exc}); delete the directory and write it again"
-            )
+            ) from exc
         return manifest
 
     # -- the interface --
@@ -526,7 +545,8 @@ class S3Store(ArtifactStore):
         files = _files(source)
         base = self.object_key(key) + "/"
         manifest_key = base + MANIFEST
-        # The old manifest goes first: a directory redone in place is incomplete until its new one lands.
+        # The old manifest goes first: a directory redone in place is incomplete until its new one
+        # lands.
         with self._calls(f"deleting s3://{self.bucket}/{manifest_key}"):
             self.client.delete_object(Bucket=self.bucket, Key=manifest_key)
         started = time.monotonic()
@@ -626,7 +646,8 @@ def store_from_url(
     multipart_threshold: int = 64 * MiB,
     multipart_chunksize: int = 64 * MiB,
 ) -> ArtifactStore:
-    """The store ``url`` names: ``""`` (files under ``cache_root``), ``file:///path`` or ``s3://bucket/prefix``.
+    """The store ``url`` names: ``""`` (files under ``cache_root``), ``file:///path`` or
+    ``s3://bucket/prefix``.
 
     Raises:
         ArtifactStoreError: ``url`` is none of these (the message names the setting and the forms).
@@ -669,8 +690,6 @@ def default_store() -> ArtifactStore:
     Raises:
         ArtifactStoreError: the setting is malformed.
     """
-    from django.conf import settings
-
     key = (
         getattr(settings, "CRUCIBLE_ARTIFACT_STORE", ""),
         Path(settings.VAR_DIR),

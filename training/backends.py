@@ -125,7 +125,10 @@ def launch_local(run_id: int) -> None:
     code = proc.wait()
     tail = _log_tail(logfile)
     if code < 0:
-        reason = f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n{tail}"
+        reason = (
+            f"trainer process stopped by signal {-code} before finishing; log {logfile} ends:\n"
+            f"{tail}"
+        )
         to_status = TrainingRun.INTERRUPTED
     else:
         reason = (
@@ -137,7 +140,8 @@ def launch_local(run_id: int) -> None:
 
 
 class OtherHost(RuntimeError):
-    """The run's local trainer runs on another host: its process cannot be seen or signalled from here."""
+    """The run's local trainer runs on another host: its process cannot be seen or signalled from
+    here."""
 
 
 def _pid(backend_ref: str) -> int | None:
@@ -160,7 +164,8 @@ def _pid(backend_ref: str) -> int | None:
 
 
 def _process_state(pid: int, run_id: int) -> str:
-    """``alive``, ``gone`` (no such process, or a zombie) or ``other`` (the pid now runs another program)."""
+    """``alive``, ``gone`` (no such process, or a zombie) or ``other`` (the pid now runs another
+    program)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -184,12 +189,14 @@ def _process_state(pid: int, run_id: int) -> str:
 
 
 def local_status(run: TrainingRun) -> BackendStatus:
-    """``active`` while the trainer pid in ``backend_ref`` lives (``os.kill(pid, 0)``), else ``missing``.
+    """``active`` while the trainer pid in ``backend_ref`` lives (``os.kill(pid, 0)``), else
+    ``missing``.
 
     A pid that now runs another program (reused after the trainer ended) counts as missing.
 
     Raises:
-        OtherHost: the trainer runs on another host (the reconcile loop then leaves the run as it is).
+        OtherHost: the trainer runs on another host (the reconcile loop then leaves the run as it
+            is).
     """
     pid = _pid(run.backend_ref)
     if pid is None:

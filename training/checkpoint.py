@@ -2,7 +2,8 @@
 
 A checkpoint is a directory ``<run dir>/checkpoints/step-000003/`` holding
 
-- ``model.pt``: the policy's ``state_dict`` (under LoRA only the adapters' entries, keys as wrapped);
+- ``model.pt``: the policy's ``state_dict`` (under LoRA only the adapters' entries, keys as
+  wrapped);
 - ``trainer-rank<r>.pt``, one per data-parallel rank: the step, the optimizer and
   scheduler state, the RNG states of Python, numpy, torch (CPU and every CUDA device)
   and of the rank's sampling generator, and the trainer's own state (the task
@@ -67,7 +68,8 @@ def checkpoints_dir(run_directory: Path) -> Path:
 
 
 def complete_checkpoints(run_directory: Path, store: ArtifactStore | None = None) -> list[str]:
-    """Names (``step-NNNNNN``, ascending) of the run's complete checkpoints in ``store`` (default: the settings').
+    """Names (``step-NNNNNN``, ascending) of the run's complete checkpoints in ``store`` (default:
+    the settings').
 
     Raises:
         ArtifactStoreError: the store cannot be listed (the message says why).

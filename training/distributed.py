@@ -29,7 +29,8 @@ class Ranks:
         return self.rank == 0
 
     def shard(self, count: int) -> range:
-        """This rank's contiguous share of ``count`` items (groups); earlier ranks take the remainder."""
+        """This rank's contiguous share of ``count`` items (groups); earlier ranks take the
+        remainder."""
         base, extra = divmod(count, self.world)
         start = self.rank * base + min(self.rank, extra)
         return range(start, start + base + (1 if self.rank < extra else 0))

@@ -69,7 +69,10 @@ from river.drift import ADWIN, PageHinkley
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
+from training.config import ConfigError
 from training.flags import INFRA_ERROR, NOT_HACKS
+from training.models import HeldOutEvaluation, StepMetric, Trajectory
+from training.services import alerts_raise
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +96,11 @@ class DriftConfig:
     reference_steps: int = 20
     # Alerts of one (stream, detector) within this many steps of the previous one merge into it.
     cooldown_steps: int = 10
-    # Floor of a stream's reference σ (reward units), so a flat reference does not make every wiggle a drift.
+    # Floor of a stream's reference σ (reward units), so a flat reference does not make every wiggle
+    # a drift.
     std_floor: float = 0.03
-    # ADWIN: confidence δ (river's default) on the standardised stream mapped to [0, 1] by ±adwin_span/2 σ.
+    # ADWIN: confidence δ (river's default) on the standardised stream mapped to [0, 1] by
+    # ±adwin_span/2 σ.
     adwin_delta: float = 0.002
     adwin_span: float = 4.0
     # Page-Hinkley on the standardised stream (δ and λ in σ), one instance per direction.
@@ -105,7 +110,8 @@ class DriftConfig:
     ph_down_delta: float = 0.75
     ph_down_threshold: float = 12.0
     ph_down_min_instances: int = 10
-    # Histogram distances against the reference histogram (JS divergence in bits; Wasserstein in reward units).
+    # Histogram distances against the reference histogram (JS divergence in bits; Wasserstein in
+    # reward units).
     js_threshold: float = 0.06
     wasserstein_threshold: float = 0.15
     distance_window: int = 3
@@ -158,8 +164,6 @@ class DriftConfig:
             ConfigError: ``data`` is not a mapping, names an unknown key, or holds a value
                 of the wrong type or out of range; the message names ``drift.<key>``.
         """
-        from training.config import ConfigError
-
         if data is None:
             data = {}
         if not isinstance(data, dict):
@@ -190,7 +194,10 @@ class DriftConfig:
             if (low is not None and (value < low or (value == low and not low_in))) or (
                 high is not None and (value > high or (value == high and not high_in))
             ):
-                bounds = f"{'[' if low_in else '('}{low}, {high if high is not None else '∞'}{']' if high_in else ')'}"
+                bounds = (
+                    f"{'[' if low_in else '('}{low}, "
+                    f"{high if high is not None else '∞'}{']' if high_in else ')'}"
+                )
                 raise ConfigError(f"config key 'drift.{key}' must be in {bounds}, got {value!r}")
             values[key] = value
         return cls(**values)
@@ -219,7 +226,8 @@ def bin_centres(bins: list[float]) -> np.ndarray:
 
 
 def js_divergence(p_counts: Iterable[float], q_counts: Iterable[float]) -> float:
-    """Jensen-Shannon divergence (base 2, in [0, 1]) between two count vectors over the same bins."""
+    """Jensen-Shannon divergence (base 2, in [0, 1]) between two count vectors over the same
+    bins."""
     p, q = np.asarray(list(p_counts), dtype=float), np.asarray(list(q_counts), dtype=float)
     if p.sum() <= 0 or q.sum() <= 0:
         return 0.0
@@ -371,9 +379,9 @@ class _RewardStream:
             window=n,
             severity=INFO if up else WARNING,
             message=(
-                f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) split its "
-                f"{n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} steps → "
-                f"{_raw(new, ref, span):.3f} over the newer {n1}"
+                f"{self.name} shifted {'up' if up else 'down'}: ADWIN (δ={config.adwin_delta:g}) "
+                f"split its {n}-step window: mean {_raw(old, ref, span):.3f} over the older {n0} "
+                f"steps → {_raw(new, ref, span):.3f} over the newer {n1}"
             ),
         )
 
@@ -395,9 +403,9 @@ class _RewardStream:
             window=self.ph_fed[direction],
             severity=INFO if direction == "up" else WARNING,
             message=(
-                f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation {statistic:.1f}σ > λ="
-                f"{threshold:g}σ (δ={delta:g}σ; reference mean {ref.mean:.3f}, σ={ref.scale:.3f} over steps "
-                f"{ref.first_step}-{ref.last_step})"
+                f"{self.name} drifted {direction}: Page-Hinkley cumulative deviation "
+                f"{statistic:.1f}σ > λ={threshold:g}σ (δ={delta:g}σ; reference mean "
+                f"{ref.mean:.3f}, σ={ref.scale:.3f} over steps {ref.first_step}-{ref.last_step})"
             ),
         )
 
@@ -456,8 +464,6 @@ class DriftMonitor:
         """The monitor of ``run_id`` after every persisted RL step (those with ``step < before``
         when given) and the held-out evaluations up to them, replayed in order; the alerts
         they would raise are discarded (they were raised when the steps were recorded)."""
-        from training.models import HeldOutEvaluation, StepMetric
-
         monitor = cls(config, run_id=run_id)
         rows = StepMetric.objects.filter(run_id=run_id).exclude(phase="sft").order_by("step")
         evals = HeldOutEvaluation.objects.filter(run_id=run_id).order_by("step")
@@ -534,9 +540,10 @@ class DriftMonitor:
                 window=step - best_step,
                 severity=CRITICAL,
                 message=(
-                    f"reward hacking onset: held-out reward fell {best_reward:.3f} (step {best_step}) → "
-                    f"{reward:.3f} (step {step}) while the training reward rose {then:.3f} → {now:.3f} "
-                    f"(mean over {c.onset_window} steps; thresholds: drop ≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"
+                    f"reward hacking onset: held-out reward fell {best_reward:.3f} (step "
+                    f"{best_step}) → {reward:.3f} (step {step}) while the training reward rose "
+                    f"{then:.3f} → {now:.3f} (mean over {c.onset_window} steps; thresholds: drop "
+                    f"≥ {c.heldout_drop:g}, rise ≥ {c.train_rise:g})"
                 ),
             )
         ]
@@ -597,8 +604,8 @@ class DriftMonitor:
         up = cur_mean >= ref_mean
         lo, hi = self.reference_range
         where = (
-            f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against the reference "
-            f"histogram of steps {lo}-{hi} (mean {ref_mean:.3f})"
+            f"the last {steps} step(s) ({int(pooled.sum())} rewards, mean {cur_mean:.3f}) against "
+            f"the reference histogram of steps {lo}-{hi} (mean {ref_mean:.3f})"
         )
         js = js_divergence(pooled, self.reference_counts)
         if js >= c.js_threshold:
@@ -656,8 +663,9 @@ class DriftMonitor:
                 window=len(history),
                 severity=WARNING,
                 message=(
-                    f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} (last "
-                    f"{c.onset_recent_steps} steps against the {c.onset_window} before; threshold +{c.perfect_share_jump:g})"
+                    f"share of perfect scores (last reward bin) jumped {old:.2f} → {new:.2f} "
+                    f"(last {c.onset_recent_steps} steps against the {c.onset_window} before; "
+                    f"threshold +{c.perfect_share_jump:g})"
                 ),
             )
         ]
@@ -692,8 +700,9 @@ class DriftMonitor:
                 window=c.onset_recent_steps,
                 severity=CRITICAL,
                 message=(
-                    f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} steps against "
-                    f"{ref.mean:.2f} in the reference steps {ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"
+                    f"hack-flag rate rising: {recent:.2f} over the last {c.onset_recent_steps} "
+                    f"steps against {ref.mean:.2f} in the reference steps "
+                    f"{ref.first_step}-{ref.last_step} (rise ≥ {c.flag_rate_rise:g})"
                 ),
             )
         ]
@@ -726,8 +735,9 @@ class DriftMonitor:
                 window=c.kl_window,
                 severity=WARNING,
                 message=(
-                    f"KL to the reference accelerating: second derivative {acceleration:.4f}/step² ≥ "
-                    f"{c.kl_acceleration:g} over the last {c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"
+                    "KL to the reference accelerating: second derivative "
+                    f"{acceleration:.4f}/step² ≥ {c.kl_acceleration:g} over the last "
+                    f"{c.kl_window} steps (KL {y[0]:.4f} → {y[-1]:.4f})"
                 ),
             )
         ]
@@ -762,9 +772,10 @@ class DriftMonitor:
                 window=c.onset_recent_steps,
                 severity=WARNING,
                 message=(
-                    f"entropy collapse: policy entropy {recent:.3f} over the last {c.onset_recent_steps} steps is "
-                    f"{ratio:.0%} of its early mean {ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; "
-                    f"alert below {c.entropy_fraction:.0%})"
+                    f"entropy collapse: policy entropy {recent:.3f} over the last "
+                    f"{c.onset_recent_steps} steps is {ratio:.0%} of its early mean "
+                    f"{ref.mean:.3f} (steps {ref.first_step}-{ref.last_step}; alert below "
+                    f"{c.entropy_fraction:.0%})"
                 ),
             )
         ]
@@ -784,9 +795,8 @@ class DriftMonitor:
 def with_flag_rates(run_id: int, rows: list) -> list:
     """``rows`` (StepMetric) with ``metrics["flags/rate"]`` filled in memory where the trainer did
     not record it: the share of scored trajectories (not ``infra_error``) carrying a flag other
-    than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is saved."""
-    from training.models import Trajectory
-
+    than the infrastructure and sandbox ones (:data:`training.flags.NOT_HACKS`). Nothing is
+    saved."""
     missing = [row.step for row in rows if "flags/rate" not in (row.metrics or {})]
     if not missing:
         return rows
@@ -836,16 +846,13 @@ def drift_step(run_id: int, step: int, config: DriftConfig | None = None) -> lis
     """
     try:
         return _drift_step(run_id, step, config or DriftConfig())
-    except Exception:  # noqa: BLE001 - alerts are advisory; the step is already recorded
+    except Exception:  # alerts are advisory; the step is already recorded
         log.exception("drift detection failed at step %s of run %s", step, run_id)
         forget_monitor(run_id)
         return []
 
 
 def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
-    from training.models import HeldOutEvaluation, StepMetric
-    from training.services import alerts_raise
-
     with _LOCK:
         monitor = _MONITORS.get(run_id)
         if monitor is None or monitor.config != config or monitor.last_step >= step:

@@ -100,7 +100,8 @@ def _new_cache(model: torch.nn.Module, max_length: int):
     if not getattr(base, "_can_compile_fullgraph", False):
         return None
     try:
-        from transformers import StaticCache
+        # inside the try: a transformers without StaticCache falls back to the default cache
+        from transformers import StaticCache  # noqa: PLC0415
 
         return StaticCache(config=base.config, max_cache_len=max_length)
     except (ImportError, TypeError, ValueError, AttributeError):

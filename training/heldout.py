@@ -32,7 +32,8 @@ class HeldOutResult:
 
 
 def evaluation_ks(samples: int) -> list[int]:
-    """The k of pass@k reported for ``samples`` samples per task: 1, 5, 10 and ``samples`` itself, within it."""
+    """The k of pass@k reported for ``samples`` samples per task: 1, 5, 10 and ``samples`` itself,
+    within it."""
     return sorted({k for k in (1, 5, 10, samples) if k <= samples})
 
 
@@ -56,7 +57,8 @@ def heldout_evaluate(
     """
     if not specs or samples < 1:
         raise ValueError(
-            f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} samples"
+            f"held-out evaluation needs tasks and samples >= 1; got {len(specs)} tasks, {samples} "
+            "samples"
         )
     started = time.monotonic()
     generator = torch.Generator(device=policy.device).manual_seed(seed)

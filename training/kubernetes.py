@@ -1,4 +1,5 @@
-"""The Kubernetes launch backend: one batch/v1 Job per attempt of a run, through the official client.
+"""The Kubernetes launch backend: one batch/v1 Job per attempt of a run, through the official
+client.
 
 A run's config holds the launch spec under ``kubernetes`` (:class:`KubernetesSpec`). Attempt
 ``n`` of run ``ID`` is the Job ``crucible-run-ID-n`` whose single pod runs
@@ -38,7 +39,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils.quantity import parse_quantity
 
+from training import services
 from training.config import ConfigError
+from training.models import TrainingRun
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,8 @@ TARGET_KUBERNETES_VERSION = "1.30"
 """The Kubernetes version whose schemas every manifest is checked against (1.30 and later)."""
 
 DEFAULTS_ENV = "CRUCIBLE_KUBERNETES_DEFAULTS"
-"""Environment variable holding the cluster's default launch spec (JSON object), see :func:`spec_defaults`."""
+"""Environment variable holding the cluster's default launch spec (JSON object), see
+:func:`spec_defaults`."""
 
 RUN_LABEL = "crucible.dev/run-id"
 ATTEMPT_LABEL = "crucible.dev/attempt"
@@ -148,8 +152,8 @@ def _check_tolerations(value) -> list[dict]:
         where = f"tolerations[{i}]"
         if not isinstance(item, dict):
             raise ConfigError(
-                f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': 'Exists', "
-                f"'effect': 'NoSchedule'}}, got {item!r}"
+                f"{_key(where)} must be a dict like {{'key': 'nvidia.com/gpu', 'operator': "
+                f"'Exists', 'effect': 'NoSchedule'}}, got {item!r}"
             )
         unknown = sorted(set(item) - set(_TOLERATION_KEYS))
         if unknown:
@@ -234,8 +238,8 @@ class KubernetesSpec:
         """
         if not isinstance(data, dict):
             raise ConfigError(
-                f"config key 'kubernetes' must be a dict such as {{'image': 'registry/crucible:1'}}, "
-                f"got {data!r}"
+                "config key 'kubernetes' must be a dict such as {'image': "
+                f"'registry/crucible:1'}}, got {data!r}"
             )
         defaults = spec_defaults()
         try:
@@ -317,8 +321,8 @@ class KubernetesSpec:
                 _check_label_key(f"node_selector.{label}", label)
                 if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
                     raise ConfigError(
-                        f"{_key('node_selector.' + str(label))} must be a label value (str, at most 63 "
-                        f"characters of letters, digits, '-', '_', '.'), got {value!r}"
+                        f"{_key('node_selector.' + str(label))} must be a label value (str, at "
+                        f"most 63 characters of letters, digits, '-', '_', '.'), got {value!r}"
                     )
             values["node_selector"] = dict(selector)
         if "tolerations" in data:
@@ -474,7 +478,8 @@ _client_lock = threading.Lock()
 
 
 def api_client_set(api_client: client.ApiClient | None) -> None:
-    """Use ``api_client`` for every call of this module; ``None`` goes back to loading the config."""
+    """Use ``api_client`` for every call of this module; ``None`` goes back to loading the
+    config."""
     global _client
     with _client_lock:
         _client = api_client
@@ -497,8 +502,8 @@ def api_client() -> client.ApiClient:
                     config.load_kube_config(client_configuration=configuration)
                 except (config.ConfigException, OSError) as kubeconfig:
                     raise KubernetesUnavailable(
-                        f"no Kubernetes configuration: not inside a cluster ({in_cluster}) and no usable "
-                        f"kubeconfig ({kubeconfig}); set KUBECONFIG"
+                        f"no Kubernetes configuration: not inside a cluster ({in_cluster}) and no "
+                        f"usable kubeconfig ({kubeconfig}); set KUBECONFIG"
                     ) from kubeconfig
             _client = client.ApiClient(configuration)
         return _client
@@ -536,7 +541,8 @@ def _spec_namespace(run) -> str:
 
 
 def _labelled(items, **labels: str) -> list:
-    """``items`` whose labels hold ``labels`` (checked here too: a selector a server ignored selects nothing)."""
+    """``items`` whose labels hold ``labels`` (checked here too: a selector a server ignored selects
+    nothing)."""
     return [
         i for i in items if all((i.metadata.labels or {}).get(k) == v for k, v in labels.items())
     ]
@@ -559,9 +565,6 @@ def job_launch(run_id: int) -> None:
     the run with the reason; a transient one (5xx, no connection) interrupts it, so the
     reconcile loop retries within ``max_resumes``.
     """
-    from training import services
-    from training.models import TrainingRun
-
     run = services.run_launch_claim(
         run_id=run_id, reason="kubernetes backend: creating the trainer Job"
     )

@@ -1,4 +1,5 @@
-"""The trainer's phase and sandbox demand: announced in Redis for the autoscaler, sampled for the run page.
+"""The trainer's phase and sandbox demand: announced in Redis for the autoscaler, sampled for the
+run page.
 
 Rollouts need many sandboxes; the update needs none (it needs the GPU). At each phase change
 every rank announces its phase and its sandbox demand per runtime (the executions it has
@@ -110,7 +111,8 @@ class PhaseTracker:
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self, runtimes) -> PhaseTracker:
-        """Begin announcing (``idle``, no demand) for ``runtimes`` and sampling in the background."""
+        """Begin announcing (``idle``, no demand) for ``runtimes`` and sampling in the
+        background."""
         self.runtimes = sorted(set(runtimes))
         self._publish()
         if self.sample_enabled:
@@ -145,8 +147,9 @@ class PhaseTracker:
     # --- phases and demand -------------------------------------------------------------------
 
     def set(self, phase: str, demand: dict[str, int] | None = None) -> None:
-        """Enter ``phase`` with ``demand`` (runtime -> executions; runtimes left out: 0), announce it,
-        and sample the pool at the change (rank 0). Setting the same phase again only updates the demand.
+        """Enter ``phase`` with ``demand`` (runtime -> executions; runtimes left out: 0), announce
+        it, and sample the pool at the change (rank 0). Setting the same phase again only updates
+        the demand.
 
         Raises:
             ValueError: ``phase`` is not one of :data:`PHASES`.
@@ -181,7 +184,8 @@ class PhaseTracker:
         self.since = now
 
     def _publish(self, phase: str | None = None, demand: dict[str, int] | None = None) -> None:
-        """Announce ``phase`` and ``demand`` (default: the current ones) for this tracker's runtimes."""
+        """Announce ``phase`` and ``demand`` (default: the current ones) for this tracker's
+        runtimes."""
         if not self.runtimes:
             return
         phase = self.phase if phase is None else phase

@@ -76,7 +76,8 @@ class Policy:
         return hasattr(self.model, "peft_config")
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
-        """The parameters an optimizer should update: all of them, or only the adapters' under LoRA."""
+        """The parameters an optimizer should update: all of them, or only the adapters' under
+        LoRA."""
         return [p for p in self.model.parameters() if p.requires_grad]
 
     def encode(self, text: str) -> list[int]:
@@ -88,7 +89,8 @@ class Policy:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def save(self, directory: Path, *, merge_lora: bool = False) -> None:
-        """Write the policy to ``directory`` (created if missing) so :func:`load_policy` reads it back.
+        """Write the policy to ``directory`` (created if missing) so :func:`load_policy` reads it
+        back.
 
         Without LoRA: ``config.json``, the weights (``model.safetensors``) and ``tokenizer.json``,
         a plain Hugging Face directory.
@@ -217,7 +219,8 @@ def _lora_settings(lora: dict) -> dict:
     unknown = sorted(set(lora) - set(LORA_DEFAULTS))
     if unknown:
         raise ValueError(
-            f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(LORA_DEFAULTS)}"
+            f"unknown LoRA key(s) {', '.join(map(repr, unknown))}; known keys: "
+            f"{', '.join(LORA_DEFAULTS)}"
         )
     settings = {**LORA_DEFAULTS, **lora}
     r, alpha, dropout, targets = (
@@ -251,7 +254,8 @@ def _lora_settings(lora: dict) -> dict:
 
 
 def _same_lora(settings: dict, saved: dict) -> bool:
-    """Whether checked ``lora`` settings describe the adapter of ``adapter_config.json`` ``saved``."""
+    """Whether checked ``lora`` settings describe the adapter of ``adapter_config.json``
+    ``saved``."""
 
     def modules(value):
         return sorted(value) if isinstance(value, (list, tuple, set)) else value
@@ -270,7 +274,8 @@ def _same_lora(settings: dict, saved: dict) -> bool:
 
 
 def _disable_dropout(model: torch.nn.Module) -> None:
-    """Zero every dropout of ``model``: the log-probs the trainer recomputes must equal the sampled ones."""
+    """Zero every dropout of ``model``: the log-probs the trainer recomputes must equal the sampled
+    ones."""
     for module in model.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
@@ -279,7 +284,8 @@ def _disable_dropout(model: torch.nn.Module) -> None:
 
 
 def _add_special_tokens(model: PreTrainedModel, tokenizer: Tokenizer) -> list[int]:
-    """Give ``tokenizer`` the Crucible special tokens it lacks and grow ``model``'s embeddings to fit.
+    """Give ``tokenizer`` the Crucible special tokens it lacks and grow ``model``'s embeddings to
+    fit.
 
     Added tokens take the next free ids in :data:`SPECIAL_TOKENS` order. When an id falls
     past the embedding matrix, the input (and untied output) embeddings are resized. The
@@ -318,7 +324,8 @@ def _module_name(model: torch.nn.Module, target: torch.nn.Module) -> str:
 def _load_base(
     directory: Path, tokenizer: Tokenizer, dtype: torch.dtype
 ) -> tuple[PreTrainedModel, list[int]]:
-    """The causal LM of ``directory`` in ``dtype``, dropout off, grown to ``tokenizer``'s special tokens."""
+    """The causal LM of ``directory`` in ``dtype``, dropout off, grown to ``tokenizer``'s special
+    tokens."""
     try:
         model = AutoModelForCausalLM.from_pretrained(
             str(directory.resolve()), local_files_only=True, dtype=dtype
@@ -399,7 +406,7 @@ def load_policy(
     dtype = dtype or pick_dtype(device)
 
     if adapter:
-        from peft import PeftModel
+        from peft import PeftModel  # noqa: PLC0415 (peft takes seconds to load; LoRA only)
 
         saved = json.loads((directory / ADAPTER_CONFIG).read_text())
         if settings is not None and not _same_lora(settings, saved):
@@ -416,7 +423,7 @@ def load_policy(
     else:
         model, added = _load_base(directory, tokenizer, dtype)
         if settings is not None:
-            from peft import LoraConfig, get_peft_model
+            from peft import LoraConfig, get_peft_model  # noqa: PLC0415 (as PeftModel above)
 
             trainable_tokens = None
             if added:

@@ -88,7 +88,10 @@ def run_reconcile(run_id: int) -> str:
         if run.backend_ref in ("", services.LAUNCH_CLAIM):
             if _since_last_transition(run) < timedelta(seconds=LAUNCH_GRACE_S):
                 return "waiting"
-            reason = f"no trainer was started within {LAUNCH_GRACE_S} s of launching (the launch was lost)"
+            reason = (
+                f"no trainer was started within {LAUNCH_GRACE_S} s of launching (the launch was "
+                "lost)"
+            )
             if not services.run_attempt_end(
                 run_id=run_id,
                 backend_ref=run.backend_ref,
@@ -135,7 +138,8 @@ def _since_last_transition(run: TrainingRun) -> timedelta:
 
 
 def _resume_or_fail(run: TrainingRun, backend) -> str:
-    """An interrupted run: relaunch it if its config allows another resume, else fail it saying why."""
+    """An interrupted run: relaunch it if its config allows another resume, else fail it saying
+    why."""
     config = run.config or {}
     resume = config.get("resume_on_interrupt", DEFAULT_RESUME_ON_INTERRUPT)
     max_resumes = config.get("max_resumes", DEFAULT_MAX_RESUMES)
@@ -166,7 +170,7 @@ def _resume_or_fail(run: TrainingRun, backend) -> str:
         log.exception(
             "run %s: could not clean up the attempt before %s; launching anyway", run.pk, attempt
         )
-    from training.tasks import run_launch
+    from training.tasks import run_launch  # noqa: PLC0415 (a cycle: training.tasks imports us)
 
     run_launch.delay(run.pk)
     log.info("run %s resumed as attempt %s", run.pk, attempt)
@@ -174,7 +178,8 @@ def _resume_or_fail(run: TrainingRun, backend) -> str:
 
 
 def _fail(run: TrainingRun, backend, reason: str) -> str:
-    """Fail an interrupted run and stop what is left of its attempt (a pod that cannot start holds its GPUs).
+    """Fail an interrupted run and stop what is left of its attempt (a pod that cannot start holds
+    its GPUs).
 
     The interruption's reason (``OOMKilled``, ``Evicted``...) stays recorded on the run.
     """

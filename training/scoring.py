@@ -47,7 +47,7 @@ class Scorer:
         """Set each graded rollout's components, flags (with evidence) and reward, in place."""
         submissions = [self.submission(r, g) for r, g in zip(rollouts, grades)]
         batch = reward_components_batch(submissions, self.weights)
-        for rollout, submission, components in zip(rollouts, submissions, batch):
+        for rollout, _submission, components in zip(rollouts, submissions, batch):
             rollout.reward_components = components
             rollout.reward = weighted_total(components, self.weights)
         if not self.detect_hacks:

@@ -6,11 +6,35 @@ import difflib
 import json
 
 from django.db import connection
-from django.db.models import Count, Func, IntegerField, Max, OuterRef, QuerySet, Subquery, TextField
+from django.db.models import (
+    Avg,
+    Count,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
 from training import flags
-from training.models import MonitorScore, StepMetric, TrainingRun, Trajectory, Turn
+from training.models import (
+    Alert,
+    HeldOutEvaluation,
+    MonitorScore,
+    StepMetric,
+    TrainingRun,
+    Trajectory,
+    Turn,
+)
 
 
 def run_exists(*, run_id: int) -> bool:
@@ -81,7 +105,8 @@ TRAJECTORY_SORTS = {
 
 
 class JsonArrayLength(Func):
-    """The length of a JSON array column (SQLite ``json_array_length``, PostgreSQL ``jsonb_array_length``)."""
+    """The length of a JSON array column (SQLite ``json_array_length``, PostgreSQL
+    ``jsonb_array_length``)."""
 
     function = "JSON_ARRAY_LENGTH"
     output_field = IntegerField()
@@ -195,7 +220,8 @@ def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
 
 
 def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajectory]:
-    """The trajectories of one group (same run, step and group), by index: id, index, reward, status."""
+    """The trajectories of one group (same run, step and group), by index: id, index, reward,
+    status."""
     return (
         Trajectory.objects.filter(run_id=run_id, step=step, group=group)
         .order_by("index_in_group", "id")
@@ -204,7 +230,8 @@ def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajecto
 
 
 def trajectory_turn_index(*, trajectory_id: int) -> list[tuple[int, str, str]]:
-    """``(index, action, sandbox_status)`` of each turn in order: the table of contents of a replay."""
+    """``(index, action, sandbox_status)`` of each turn in order: the table of contents of a
+    replay."""
     return list(
         Turn.objects.filter(trajectory_id=trajectory_id)
         .order_by("index")
@@ -259,9 +286,8 @@ def code_diff(*, old: str, new: str, context: int = 3) -> list[tuple[str, str]]:
 
 
 def run_alerts(*, run_id: int) -> QuerySet:
-    """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who acknowledged them."""
-    from training.models import Alert
-
+    """A run's drift and onset alerts (``training.models.Alert``), oldest first, with who
+    acknowledged them."""
     return Alert.objects.filter(run_id=run_id).select_related("acknowledged_by").order_by("id")
 
 
@@ -296,7 +322,8 @@ def alert_event(alert) -> dict:
 # Step metrics that are not reward components although they are named ``reward/...``.
 NOT_COMPONENTS = frozenset({"mean", "pass_rate", "perfect_share"})
 
-# Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page draws).
+# Scalars averaged over each bucket of older steps in a decimated back-fill (what the run page
+# draws).
 SUMMARY_METRICS = (
     "reward/pass_rate",
     "flags/rate",
@@ -353,9 +380,6 @@ class JsonNumber(Func):
         return f"(({sql}) ->> %s)::double precision", [*params, self.key]
 
     def as_sql(self, compiler, connection, **extra_context):
-        from django.db.models import FloatField
-        from django.db.models.fields.json import KeyTextTransform
-
         field = self.source_expressions[0]
         return compiler.compile(Cast(KeyTextTransform(str(self.key), field), FloatField()))
 
@@ -374,7 +398,10 @@ class RewardBin(Func):
     def as_sql(self, compiler, connection, **extra_context):
         sql, params = compiler.compile(self.source_expressions[0])
         return (
-            f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * 10) AS INTEGER), 9), 0) END",
+            (
+                f"CASE WHEN ({sql}) IS NULL THEN NULL ELSE GREATEST(LEAST(CAST(FLOOR(({sql}) * "
+                "10) AS INTEGER), 9), 0) END"
+            ),
             [*params, *params],
         )
 
@@ -384,7 +411,8 @@ def run_component_names(
 ) -> list[str]:
     """The reward components of a run's trajectories: the ``reward/<name>`` means the trainer
     records per step (``metrics``, else the run's newest step), and the run's ``reward_weights``;
-    ``correctness`` when neither names one (``step_record`` stores it for rollouts without components)."""
+    ``correctness`` when neither names one (``step_record`` stores it for rollouts without
+    components)."""
     if config is None:
         config = (
             TrainingRun.objects.values_list("config", flat=True).filter(pk=run_id).first() or {}
@@ -484,9 +512,7 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
     in ONE aggregate query: each a step event (``kind`` ``step``, keyed by its last step) with
     ``first_step``, ``span`` (steps in it), the summed histogram, the mean ``reward_mean`` and the
     mean of each of :data:`SUMMARY_METRICS`; ``decimated`` is True."""
-    from django.db.models import Avg, F, Min, Sum, Value
-
-    from training.services import REWARD_BINS
+    from training.services import REWARD_BINS  # noqa: PLC0415 (a cycle: services imports us)
 
     if last < first or buckets < 1:
         return []
@@ -555,8 +581,6 @@ def run_backfill_bounded(
     ``{"kind": "backfill", "steps", "decimated"}`` marker. A fixed number of queries whatever the
     run's length.
     """
-    from django.db.models import Min
-
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
     full = list(
@@ -615,8 +639,6 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
     """A run's per-step curves for the comparison page: ``step``, ``reward_mean`` and the
     :data:`SUMMARY_METRICS` (bucket means past ``max_points`` steps), held-out pass@1 and reward.
     Three queries whatever the run's length."""
-    from django.db.models import Min
-
     span = StepMetric.objects.filter(run_id=run_id).aggregate(first=Min("step"), last=Max("step"))
     if span["first"] is None:
         points = []
@@ -635,7 +657,6 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
             )
         ]
     metric = lambda key: [p["metrics"].get(key) for p in points]  # noqa: E731
-    from training.models import HeldOutEvaluation
 
     evaluations = list(
         HeldOutEvaluation.objects.filter(run_id=run_id)

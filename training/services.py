@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from console.core.dbtext import storable
 from console.core.events import broadcast_run_event
+from console.core.logcontext import log_context
 from console.core.permissions import may_operate_run
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
 from training.config import RunConfig
 from training.flags import NOT_SCORED
 from training.models import (
+    Alert,
     HeldOutEvaluation,
     MonitorScore,
     RunTransition,
@@ -23,7 +26,8 @@ from training.models import (
     Trajectory,
     Turn,
 )
-from training.selectors import evaluation_event, step_event
+from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor, failure, trajectory_view
+from training.selectors import alert_event, evaluation_event, step_event
 
 REWARD_BINS = [i / 10 for i in range(11)]
 
@@ -64,13 +68,14 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
         raise ValueError(
-            f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks --taskset)"
+            f"task set {task_set.name!r} is empty; pin task versions into it (import_tasks "
+            "--taskset)"
         )
     versions = list(trainable(pinned))
     if not versions:
         raise ValueError(
-            f"task set {task_set.name!r} has no trainable task version (validated and not quarantined); "
-            f"run `python manage.py validate_tasks --taskset {task_set.name}`"
+            f"task set {task_set.name!r} has no trainable task version (validated and not "
+            f"quarantined); run `python manage.py validate_tasks --taskset {task_set.name}`"
         )
     eval_set = None
     if config.eval_task_set:
@@ -217,7 +222,8 @@ def step_record(
 
 @transaction.atomic
 def run_rewind(*, run_id: int, to_step: int) -> list[int]:
-    """Delete a run's records of steps after ``to_step`` (before a resume from that step's checkpoint).
+    """Delete a run's records of steps after ``to_step`` (before a resume from that step's
+    checkpoint).
 
     A step recorded after the newest checkpoint is trained again on resume; its old
     trajectories, turns and metrics go, and their graded attempts are taken back out of
@@ -253,7 +259,8 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
 def evaluation_record(
     *, run_id: int, step: int, task_set_id: int, samples_per_task: int, result
 ) -> HeldOutEvaluation:
-    """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast it."""
+    """Persist one held-out evaluation (a :class:`training.heldout.HeldOutResult`), then broadcast
+    it."""
     evaluation = HeldOutEvaluation.objects.create(
         run_id=run_id,
         step=step,
@@ -284,7 +291,8 @@ LAUNCH_CLAIM = "claimed"
 
 
 def run_launch_claim(*, run_id: int, reason: str) -> TrainingRun | None:
-    """Take the launch of a run: ``pending`` -> ``launching``, or a ``launching`` run no launcher holds yet.
+    """Take the launch of a run: ``pending`` -> ``launching``, or a ``launching`` run no launcher
+    holds yet.
 
     The run's ``backend_ref`` becomes :data:`LAUNCH_CLAIM` until the launcher records its
     pid or Job (:func:`run_backend_ref_set`), so a second delivery of the same launch, or
@@ -305,7 +313,8 @@ def run_launch_claim(*, run_id: int, reason: str) -> TrainingRun | None:
 
 
 def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
-    """Record the started trainer (``pid:N``, ``job:NS/NAME``) of a run claimed by :func:`run_launch_claim`.
+    """Record the started trainer (``pid:N``, ``job:NS/NAME``) of a run claimed by
+    :func:`run_launch_claim`.
 
     Returns:
         False, recording nothing, when the run moved on meanwhile (cancelled, failed): the
@@ -320,7 +329,8 @@ def run_backend_ref_set(*, run_id: int, backend_ref: str) -> bool:
 
 
 def run_attempt_end(*, run_id: int, backend_ref: str, to_status: str, reason: str) -> bool:
-    """Record that the attempt ``backend_ref`` of a ``launching``/``running`` run ended: move it to ``to_status``.
+    """Record that the attempt ``backend_ref`` of a ``launching``/``running`` run ended: move it to
+    ``to_status``.
 
     Does nothing (False) when the run has moved on: it reached a status of its own (the
     trainer recorded success or failure, someone cancelled it) or another attempt holds it.
@@ -362,7 +372,8 @@ def run_resume(*, run_id: int, reason: str) -> int:
 
 
 def run_cancel(*, run_id: int, reason: str) -> bool:
-    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process (local).
+    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process
+    (local).
 
     The run is moved to ``cancelled`` first (a trainer checks between steps and stops;
     the reconcile loop leaves a cancelled run alone), then the backend stops what runs.
@@ -376,7 +387,7 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
         Exception: from the backend (the Kubernetes API unreachable...), after the run is
             recorded cancelled; calling again retries the clean-up.
     """
-    from training.backends import BACKENDS
+    from training.backends import BACKENDS  # noqa: PLC0415 (a cycle: backends imports us)
 
     with transaction.atomic():
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
@@ -401,7 +412,8 @@ def run_cancel(*, run_id: int, reason: str) -> bool:
 def alerts_raise(
     *, run_id: int, step: int, candidates: list, cooldown_steps: int | None = None
 ) -> list:
-    """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's watchers.
+    """Persist what the drift detectors saw at ``step``, merging repeats, then tell the run's
+    watchers.
 
     A candidate (:class:`training.drift.AlertCandidate`; its own ``step``, else ``step``) whose
     run, stream and detector have an alert whose ``last_step`` is at most ``cooldown_steps``
@@ -417,9 +429,8 @@ def alerts_raise(
         The alerts created or updated, each once, in the order first touched; each was
         broadcast as ``{"kind": "alert", ...}`` (:func:`training.selectors.alert_event`).
     """
-    from training.drift import SEVERITY_RANK, DriftConfig
-    from training.models import Alert
-    from training.selectors import alert_event
+    # Imported here: drift loads numpy, scipy and river, which the web and workers never need.
+    from training.drift import SEVERITY_RANK, DriftConfig  # noqa: PLC0415
 
     if cooldown_steps is None:
         config = TrainingRun.objects.values_list("config", flat=True).get(pk=run_id) or {}
@@ -477,11 +488,6 @@ def alert_acknowledge(*, alert_id: int, user, note: str):
         ValueError: ``note`` is empty.
         Alert.DoesNotExist: no such alert.
     """
-    from django.core.exceptions import PermissionDenied
-
-    from training.models import Alert
-    from training.selectors import alert_event
-
     if not may_operate_run(user):
         raise PermissionDenied("only curators and operators may acknowledge alerts")
     note = (note or "").strip()
@@ -513,10 +519,6 @@ def monitor_scores_record(*, trajectory_ids, monitors) -> dict:
     Returns:
         ``{"scored": n, "failed": n, "skipped": n}``.
     """
-    from console.core.logcontext import log_context
-    from training.models import MonitorScore
-    from training.monitors import failure, trajectory_view
-
     ids = sorted(set(trajectory_ids))
     names = [monitor.name for monitor in monitors]
     done = {
@@ -582,10 +584,6 @@ def run_monitors_step(*, run_id: int, step: int, include_llm: bool) -> dict:
     Returns:
         As :func:`monitor_scores_record`.
     """
-    from django.db.models import Q
-
-    from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor
-
     run = TrainingRun.objects.get(pk=run_id)
     # The trainer's Scorer already ran every detector on these trajectories, with their full
     # results, and stored the flags and evidence: the rules score those, not a second scan.

@@ -213,7 +213,8 @@ def grpo_update(
     )
     metrics.update(
         {
-            # the loss is already normalised by global counts on every rank: its global value is the sum
+            # the loss is already normalised by global counts on every rank: its global value is the
+            # sum
             "loss/policy": policy_sum,
             "loss/kl": kl_sum / tokens,  # mean k3 per trained token
             "policy/entropy": entropy_sum / tokens,

@@ -36,7 +36,8 @@ def run_wait(
 
 
 def run_summary(run: TrainingRun) -> dict:
-    """The stable JSON summary of a run: ``{"run_id", "status", "steps": [{"step", "reward_mean"}]}``."""
+    """The stable JSON summary of a run:
+    ``{"run_id", "status", "steps": [{"step", "reward_mean"}]}``."""
     return {
         "run_id": run.pk,
         "status": run.status,

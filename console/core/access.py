@@ -68,7 +68,8 @@ def _read_guard(refusal):
 
 
 console_read_page = _read_guard(page_refusal)
-"""Decorate a function view that renders a console page: refused readers get :func:`page_refusal`."""
+"""Decorate a function view that renders a console page: refused readers get
+:func:`page_refusal`."""
 
 console_read_json = _read_guard(json_refusal)
 """Decorate a function view that answers JSON: refused readers get :func:`json_refusal`."""

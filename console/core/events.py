@@ -26,5 +26,5 @@ def broadcast_run_event(run_id: int, event: dict) -> None:
         async_to_sync(get_channel_layer().group_send)(
             run_group(run_id), {"type": "run.event", "event": event}
         )
-    except Exception:  # noqa: BLE001 - live push is best effort over a durable record
+    except Exception:  # live push is best effort over a durable record
         log.warning("could not broadcast event of run %s", run_id, exc_info=True)

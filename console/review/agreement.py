@@ -45,7 +45,8 @@ def cohen_kappa(a: Sequence, b: Sequence) -> float | None:
     """
     if len(a) != len(b):
         raise ValueError(
-            f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each rater"
+            f"cohen_kappa: {len(a)} labels against {len(b)}; give one label per item from each "
+            "rater"
         )
     n = len(a)
     if n == 0:
@@ -102,8 +103,8 @@ def krippendorff_alpha(units: Iterable[Mapping[object, str]]) -> float | None:
     Returns:
         alpha; None when undefined (fewer than two pairable labels, or a single label value).
     """
-    import krippendorff
-    import numpy as np
+    import krippendorff  # noqa: PLC0415 (with numpy: for alpha, not in every web process)
+    import numpy as np  # noqa: PLC0415 (as krippendorff)
 
     units = [dict(u) for u in units]
     raters = sorted({r for u in units for r in u}, key=str)

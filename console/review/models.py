@@ -1,4 +1,5 @@
-"""Human spot-check review: queues of sampled trajectories, assignments, labels, and what labels feed back.
+"""Human spot-check review: queues of sampled trajectories, assignments, labels, and what labels
+feed back.
 
 A :class:`ReviewQueue` samples trajectories (of one run, or across runs) with a strategy
 (``console.review.sampling``) into ordered :class:`ReviewItem` rows; each item is assigned to
@@ -56,7 +57,8 @@ LABEL_NAMES = [value for value, _ in LABELS]
 
 
 class ReviewQueue(models.Model):
-    """A spot-check of ``size`` trajectories sampled by ``strategy`` (seeded), each for ``reviewers_per_item`` people.
+    """A spot-check of ``size`` trajectories sampled by ``strategy`` (seeded), each for
+    ``reviewers_per_item`` people.
 
     ``run`` is null for a queue across runs. ``filters`` narrows the candidates before sampling
     (keys of :func:`training.selectors.trajectory_list`: ``step_min``, ``step_max``, ``task``,
@@ -86,7 +88,8 @@ class ReviewQueue(models.Model):
 
 
 class ReviewItem(models.Model):
-    """One sampled trajectory of a queue, at ``position`` (0 first); ``reason`` says why it was picked."""
+    """One sampled trajectory of a queue, at ``position`` (0 first); ``reason`` says why it was
+    picked."""
 
     queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
     trajectory = models.ForeignKey(
@@ -135,7 +138,8 @@ class ReviewAssignment(models.Model):
 class ReviewLabel(models.Model):
     """One reviewer's verdict on one item (and so on its trajectory); relabelling updates it.
 
-    ``feedback`` records what the label did (``{"quarantined": true}``, ``{"hack_example": id}``...).
+    ``feedback`` records what the label did (``{"quarantined": true}``,
+    ``{"hack_example": id}``...).
     """
 
     item = models.ForeignKey(

@@ -111,8 +111,8 @@ def sample_highest_reward(items: list[Candidate], *, size: int, seed: int) -> li
 
 
 def sample_flagged_first(items: list[Candidate], *, size: int, seed: int) -> list[Pick]:
-    """Flagged trajectories (any flag) first, then the rest; each part by monitor score, highest first
-    (unscored last)."""
+    """Flagged trajectories (any flag) first, then the rest; each part by monitor score, highest
+    first (unscored last)."""
     ordered = sorted(
         _shuffled(items, seed),
         key=lambda c: (not c.flagged, c.monitor_max is None, -(c.monitor_max or 0.0)),
@@ -134,7 +134,8 @@ def sample_monitor_score(items: list[Candidate], *, size: int, seed: int) -> lis
 def _round_robin(
     strata: dict, order: list, size: int, describe: Callable[[object, int], str]
 ) -> list[Pick]:
-    """Take one from each stratum in ``order`` per round until ``size`` are taken or all are empty."""
+    """Take one from each stratum in ``order`` per round until ``size`` are taken or all are
+    empty."""
     queues = {key: list(strata[key]) for key in order}
     picks: list[Pick] = []
     round_no = 0
@@ -171,7 +172,8 @@ def sample_stratified_difficulty(items: list[Candidate], *, size: int, seed: int
 
 def disagreeing_task_versions() -> dict[int, int]:
     """Task version id -> how many earlier labels disagreed with the reward: ``reward_hack`` or
-    ``broken_task`` while the reward was high (>= :data:`HIGH_REWARD`), or ``correct`` while it was low."""
+    ``broken_task`` while the reward was high (>= :data:`HIGH_REWARD`), or ``correct`` while it was
+    low."""
     counts: dict[int, int] = defaultdict(int)
     rows = m.ReviewLabel.objects.values_list(
         "label", "trajectory__reward", "trajectory__task_version_id"

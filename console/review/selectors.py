@@ -1,4 +1,5 @@
-"""Reads of the human review: queues and progress, items, labels, and the summaries built on them."""
+"""Reads of the human review: queues and progress, items, labels, and the summaries built on
+them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from console.review.agreement import agreement, majority, verifier_pass, verifie
 
 
 def review_queues() -> QuerySet[m.ReviewQueue]:
-    """Every queue, newest first, with ``item_count``, ``assigned_count`` and ``done_count`` (assignments)."""
+    """Every queue, newest first, with ``item_count``, ``assigned_count`` and ``done_count``
+    (assignments)."""
     return m.ReviewQueue.objects.select_related("run", "created_by").annotate(
         item_count=Count("items", distinct=True),
         assigned_count=Count("items__assignments", distinct=True),
@@ -144,8 +146,8 @@ def _labels_of_run(run_id: int) -> QuerySet[m.ReviewLabel]:
 
 
 def run_review_summary(*, run_id: int) -> dict:
-    """What review says about a run: labels by kind, reviewer agreement, the verifier's precision and
-    recall against the reviewers' majority, and the feedback (hack examples, quarantines)."""
+    """What review says about a run: labels by kind, reviewer agreement, the verifier's precision
+    and recall against the reviewers' majority, and the feedback (hack examples, quarantines)."""
     labels = list(
         _labels_of_run(run_id)
         .select_related("reviewer", "trajectory__task_version__task")
@@ -192,7 +194,8 @@ def run_review_summary(*, run_id: int) -> dict:
 
 
 def task_version_labels(*, task_version_id: int) -> QuerySet[m.ReviewLabel]:
-    """Every label of a task version's trajectories, newest first, with reviewer, trajectory and queue."""
+    """Every label of a task version's trajectories, newest first, with reviewer, trajectory and
+    queue."""
     return (
         m.ReviewLabel.objects.filter(trajectory__task_version_id=task_version_id)
         .select_related("reviewer", "trajectory", "item__queue")

@@ -2,8 +2,9 @@
 
 Keyword-only ``<noun>_<verb>`` functions under ``transaction.atomic`` (DESIGN.md section 5).
 Permission checks live here too, so that the pages, tests and any later API refuse alike:
-:class:`~django.core.exceptions.PermissionDenied` for who may not, :class:`~console.core.errors.InputError` (a
-``ValueError`` whose message starts with the field's name) for what may not be.
+:class:`~django.core.exceptions.PermissionDenied` for who may not,
+:class:`~console.core.errors.InputError` (a ``ValueError`` whose message starts with the field's
+name) for what may not be.
 """
 
 from __future__ import annotations
@@ -232,9 +233,9 @@ def _broken_task_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
     if version.quarantined:
         return {"quarantined": False, "already_quarantined": True, "task_version": version.pk}
     reason = (
-        f"review: {_name(reviewer)} labelled trajectory {trajectory.pk} (run {trajectory.run_id}, step "
-        f"{trajectory.step}; review queue {item.queue_id}, item {item.pk}) broken_task: {note} "
-        f"-- a curator confirms (keeps the quarantine) or approves with a reason"
+        f"review: {_name(reviewer)} labelled trajectory {trajectory.pk} (run {trajectory.run_id}, "
+        f"step {trajectory.step}; review queue {item.queue_id}, item {item.pk}) broken_task: "
+        f"{note} -- a curator confirms (keeps the quarantine) or approves with a reason"
     )
     task_versions_quarantine(version_ids=[version.pk], author=_name(reviewer), reason=reason)
     return {"quarantined": True, "task_version": version.pk}
@@ -335,7 +336,10 @@ def task_draft_create(
     task_id = (task_id or "").strip()
     if not DRAFT_TASK_ID.match(task_id):
         raise InputError(
-            "task_id: name it review/<name> (letters, digits, - _ . /), e.g. review/close-elements-2",
+            (
+                "task_id: name it review/<name> (letters, digits, - _ . /), e.g. "
+                "review/close-elements-2"
+            ),
             field="task_id",
         )
     for field, value in (("prompt", prompt), ("entry_point", entry_point), ("tests", tests)):
@@ -427,7 +431,10 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
         "source": DRAFT_SOURCE,
         "where": f"task draft {draft.pk}",
     }
-    change_note = f"task draft {draft.pk} by {_name(draft.created_by)} from trajectory {draft.from_trajectory_id}"
+    change_note = (
+        f"task draft {draft.pk} by {_name(draft.created_by)} from trajectory "
+        f"{draft.from_trajectory_id}"
+    )
     try:
         with transaction.atomic():
             report = tasks_import(

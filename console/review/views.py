@@ -2,9 +2,9 @@
 run-level summary and a task version's labels.
 
 Every page needs a signed-in user (anonymous users go to the login page), and while the console
-is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too (:mod:`console.core.access`);
-writes are checked by :mod:`console.review.services` (403 when the role may not). Thin: forms
-check, selectors read, services write.
+is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too
+(:mod:`console.core.access`); writes are checked by :mod:`console.review.services` (403 when the
+role may not). Thin: forms check, selectors read, services write.
 """
 
 from __future__ import annotations
@@ -129,7 +129,10 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
         else:
             messages.success(
                 request,
-                f"item {item.position + 1} assigned to {form.cleaned_data['reviewer'].get_username()}",
+                (
+                    f"item {item.position + 1} assigned to "
+                    f"{form.cleaned_data['reviewer'].get_username()}"
+                ),
             )
     return redirect(f"{reverse('review-queue', args=[item.queue_id])}#item-{item.pk}")
 
@@ -160,7 +163,9 @@ def _item_context(
     if draft_form is None:
         draft_form = DraftForm(
             initial={
-                "task_id": f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}",
+                "task_id": (
+                    f"review/{version.task.task_id.replace('/', '-').lower()}-t{trajectory.pk}"
+                ),
                 "prompt": version.prompt,
                 "entry_point": version.entry_point,
                 "reference_solution": version.reference_solution,
@@ -313,7 +318,8 @@ def review_draft(request: HttpRequest, draft_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def review_draft_submit(request: HttpRequest, draft_id: int) -> HttpResponse:
-    """Submit a draft to the task library (curators); the importer's errors are shown, nothing half-written."""
+    """Submit a draft to the task library (curators); the importer's errors are shown, nothing
+    half-written."""
     if not may_submit_drafts(request.user):
         raise PermissionDenied("only curators submit task drafts to the task library")
     get_object_or_404(m.TaskDraft, pk=draft_id)

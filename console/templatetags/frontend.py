@@ -1,7 +1,7 @@
 """``{% frontend_importmap %}``: what the unbundled console scripts need to find plotly.js.
 
-Bundled (``settings.FRONTEND_BUNDLED``, see :mod:`console.core.frontend`), the page scripts carry their
-imports and the tag writes nothing. Unbundled, it writes an import map resolving the npm name
+Bundled (``settings.FRONTEND_BUNDLED``, see :mod:`console.core.frontend`), the page scripts carry
+their imports and the tag writes nothing. Unbundled, it writes an import map resolving the npm name
 ``plotly.js-dist-min`` to ``frontend/fallback/plotly.js`` (the plotly wheel's plotly.js). It goes in
 ``<head>``: a browser only honours an import map that precedes every module script.
 """

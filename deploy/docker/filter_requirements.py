@@ -15,7 +15,8 @@ _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def canonical(name: str) -> str:
-    """PEP 503's normalised name: ``Django`` -> ``django``, ``channels_redis`` -> ``channels-redis``."""
+    """PEP 503's normalised name: ``Django`` -> ``django``, ``channels_redis`` ->
+    ``channels-redis``."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tasks_library.importers import ImportFormatError
 
-# A line carries a whole task version, workspace files included (each capped at 1 MiB, 8 MiB in all).
+# A line carries a whole task version, workspace files included (each capped at 1 MiB, 8 MiB in
+# all).
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
@@ -21,7 +22,8 @@ def read_jsonl(
     Raises:
         FileNotFoundError: ``path`` does not exist.
         ImportFormatError: a line is not UTF-8, not a JSON object, lacks a ``required``
-            field, has a non-string one, is over 16 MiB, or repeats an id (``id_field``; None checks none).
+            field, has a non-string one, is over 16 MiB, or repeats an id (``id_field``; None checks
+            none).
     """
     opener = gzip.open if path.suffix == ".gz" else open
     seen: set[str] = set()

@@ -1,1 +1,2 @@
-"""Task validation helpers that need no sandbox: mutants of a reference solution, a prompt's examples."""
+"""Task validation helpers that need no sandbox: mutants of a reference solution, a prompt's
+examples."""

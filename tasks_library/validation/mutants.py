@@ -362,7 +362,10 @@ def _python_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
                     yield (
                         "boundary",
                         _shift_slice(bound, delta),
-                        f"slice `{_snippet(ast.unparse(node))}` -> `{_snippet(ast.unparse(after))}`",
+                        (
+                            f"slice `{_snippet(ast.unparse(node))}` -> "
+                            f"`{_snippet(ast.unparse(after))}`"
+                        ),
                     )
 
 
@@ -374,10 +377,11 @@ def python_mutants(prompt: str, completion: str, *, limit: int = 40) -> list[Mut
         completion: the reference body; the program is ``prompt + completion``.
         limit: at most this many mutants, shared evenly between the operators
             (``arithmetic``: ``+``/``-``, ``*``/``/``, ``//`` -> ``/``, ``%`` -> ``//``...;
-            ``compare``: ``<``/``<=``, ``>``/``>=``, ``==``/``!=``, ``in``/``not in``, ``is``/``is not``;
-            ``constant``: int ``k`` -> ``k + 1`` (``0``/``1`` swap), ``True``/``False``, non-empty
-            string -> ``""``; ``boundary``: the stop of ``range(...)`` and slice bounds +-1;
-            ``return``: ``return x`` -> ``return None``; ``boolean``: ``and``/``or``, drop ``not``).
+            ``compare``: ``<``/``<=``, ``>``/``>=``, ``==``/``!=``, ``in``/``not in``,
+            ``is``/``is not``; ``constant``: int ``k`` -> ``k + 1`` (``0``/``1`` swap),
+            ``True``/``False``, non-empty string -> ``""``; ``boundary``: the stop of ``range(...)``
+            and slice bounds +-1; ``return``: ``return x`` -> ``return None``; ``boolean``:
+            ``and``/``or``, drop ``not``).
 
     Returns:
         Distinct mutants in walk (source) order. Each ``program`` is ``ast.unparse`` of the
@@ -428,8 +432,8 @@ class JsToken:
 
 
 _JS_PUNCTUATORS = sorted(
-    """>>>= ... === !== **= <<= >>= >>> &&= ||= ??= => == != <= >= && || ?? ?. ++ -- += -= *= /= %= &= |= ^= ** << >>
-    { } ( ) [ ] ; , < > + - * / % & | ^ ! ~ ? : = . @ #""".split(),
+    """>>>= ... === !== **= <<= >>= >>> &&= ||= ??= => == != <= >= && || ?? ?. ++ -- += -= *= /=
+    %= &= |= ^= ** << >> { } ( ) [ ] ; , < > + - * / % & | ^ ! ~ ? : = . @ #""".split(),
     key=len,
     reverse=True,
 )
@@ -439,7 +443,10 @@ _JS_NUMBER = re.compile(
 _JS_NAME = re.compile(r"(?:[^\W\d]|\$)[\w$]*")
 # After these keywords an expression starts: a `/` there opens a regex, a `+` is unary.
 _JS_EXPRESSION_KEYWORDS = frozenset(
-    "return typeof instanceof in of new delete void throw case do else yield await let const var".split()
+    (
+        "return typeof instanceof in of new delete void throw case do else yield await let const "
+        "var"
+    ).split()
 )
 _JS_REGEX_AFTER = frozenset("( , = : [ ! & | ? { } ; + - * % < > ~ ^".split()) | {
     p
@@ -707,10 +714,10 @@ def javascript_mutants(prompt: str, completion: str, *, limit: int = 40) -> list
         completion: the reference body; the program is ``prompt + completion``.
         limit: at most this many mutants, shared evenly between the operators
             (``compare``: ``<``/``<=``, ``>``/``>=``, ``===``/``!==``, ``==``/``!=``;
-            ``arithmetic``: binary ``+``/``-``, ``*``/``/`` (``++``, ``+=``, ``=>``, ``**`` are other
-            tokens and left alone); ``boolean``: ``&&``/``||``, drop ``!``; ``constant``: decimal
-            ``k`` -> ``k + 1`` (``0``/``1`` swap), ``true``/``false``; ``return``: ``return x;`` ->
-            ``return undefined;``).
+            ``arithmetic``: binary ``+``/``-``, ``*``/``/`` (``++``, ``+=``, ``=>``, ``**`` are
+            other tokens and left alone); ``boolean``: ``&&``/``||``, drop ``!``; ``constant``:
+            decimal ``k`` -> ``k + 1`` (``0``/``1`` swap), ``true``/``false``; ``return``:
+            ``return x;`` -> ``return undefined;``).
 
     Returns:
         Distinct mutants in source order; each ``program`` is ``prompt`` followed by the

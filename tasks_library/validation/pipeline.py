@@ -253,8 +253,9 @@ def _judge(
         elif failing and TaskVersion.VERDICT_BROKEN_REFERENCE not in findings:
             findings.append(TaskVersion.VERDICT_PROMPT_CONTRADICTS)
             reasons.append(
-                f"{len(failing)} of {len(plan.examples)} prompt examples disagree with the reference; "
-                f"first: line {failing[0]['line']}: {failing[0]['example']} ({failing[0]['error']})"
+                f"{len(failing)} of {len(plan.examples)} prompt examples disagree with the "
+                f"reference; first: line {failing[0]['line']}: {failing[0]['example']} "
+                f"({failing[0]['error']})"
             )
     else:
         report["examples"] = {"count": 0}
@@ -282,8 +283,8 @@ def _judge(
         } & set(findings):
             findings.append(TaskVersion.VERDICT_WEAK_SUITE)
             reasons.append(
-                f"mutation score {score:.2f} < {options.weak_threshold}: {len(survivors)} of {len(judged)} mutants "
-                f"survive, e.g. {survivors[0].description}"
+                f"mutation score {score:.2f} < {options.weak_threshold}: {len(survivors)} of "
+                f"{len(judged)} mutants survive, e.g. {survivors[0].description}"
             )
     else:
         report["mutation"] = {"mutants": 0}

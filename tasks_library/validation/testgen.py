@@ -139,7 +139,7 @@ def mutate_inputs(seeds: list[tuple], *, count: int, seed: int = 0) -> list[tupl
 
 
 def _call(args: tuple) -> str:
-    return "candidate(%s)" % ", ".join(repr(a) for a in args)
+    return f"candidate({', '.join(repr(a) for a in args)})"
 
 
 def assertion(args: tuple, output: str) -> str | None:
@@ -271,7 +271,10 @@ def task_versions_generate_tests(
                 item.new_version = task_version_edit(
                     version=version,
                     author=AUTHOR,
-                    change_note=f"EvalPlus-style generated tests: +{len(statements)} (from {len(seeds)} seed inputs)",
+                    change_note=(
+                        f"EvalPlus-style generated tests: +{len(statements)} (from {len(seeds)} "
+                        "seed inputs)"
+                    ),
                     hidden_tests=extend_check(version.test_suite.hidden_tests, statements),
                 )
         except InputError as exc:  # the same tests were generated before: that version exists

@@ -20,8 +20,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 @pytest.fixture(scope="session")
 def frontend_bundle() -> bool:
-    """The console's front-end build brought up to date as ``./crucible test`` does (npm ci and npm run
-    build when stale, where npm is installed); True when the bundle is what daphne will serve."""
+    """The console's front-end build brought up to date as ``./crucible test`` does (npm ci and npm
+    run build when stale, where npm is installed); True when the bundle is what daphne will
+    serve."""
     return ensure_build()
 
 
@@ -69,8 +70,9 @@ def serve_console(**env_extra: str):
 
 @pytest.fixture
 def browser_page():
-    """A chromium page (1440 x 900) that collects the page's JavaScript errors in ``page.errors``."""
-    from playwright.sync_api import sync_playwright
+    """A chromium page (1440 x 900) that collects the page's JavaScript errors in
+    ``page.errors``."""
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 (only browser tests load it)
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:

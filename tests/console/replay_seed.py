@@ -34,7 +34,8 @@ def seeded_run(humaneval, *, name: str = "replay"):
 
 
 def turn_code(i: int) -> str:
-    """The program of turn ``i``: the same function, one comparison and one comment changing per turn."""
+    """The program of turn ``i``: the same function, one comparison and one comment changing per
+    turn."""
     op = "<" if i % 2 else "<="
     return (
         "from typing import List\n\n\n"
@@ -121,7 +122,9 @@ def seed_trajectory(
             logprobs=[-0.5] * 40,
             action="run_code",
             code=turn_code(i),
-            observation=f"Visible tests after turn {i + 1}: {'2/3' if i % 3 == 1 else '3/3'} passed",
+            observation=(
+                f"Visible tests after turn {i + 1}: {'2/3' if i % 3 == 1 else '3/3'} passed"
+            ),
             observation_token_ids=list(range(12)),
             sandbox_status=OK if i % 3 != 1 else FAILED,
             sandbox_result=turn_result(i, long_stdout=i % 3 == 2),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import sync_playwright
 
 from console.core.events import broadcast_run_event
 from tasks_library.models import TaskSet
@@ -65,7 +66,8 @@ def raise_alert(
 
 
 def record_rewards(run_id: int, step: int, rewards, broadcast: bool = True):
-    """Record a step as training.services.step_record does (histogram, metrics), then tell watchers."""
+    """Record a step as training.services.step_record does (histogram, metrics), then tell
+    watchers."""
     counts = np.bincount(np.minimum((rewards * 10).astype(int), 9), minlength=10).tolist()
     mean = float(rewards.mean())
     metric = StepMetric.objects.create(
@@ -89,8 +91,6 @@ def train_on(run_id: int, steps: range, p: float, seed: int):
 
 
 def test_alert_appears_live_and_acknowledgement_reaches_other_viewers(console_server, watched_run):
-    from playwright.sync_api import sync_playwright
-
     run = watched_run
     raise_alert(
         run.pk, 12, severity="info", detector="adwin", stream="reward/pass_rate"
@@ -189,7 +189,8 @@ def test_alert_appears_live_and_acknowledgement_reaches_other_viewers(console_se
         )
         curator.wait_for_selector("#alert-feed[data-count='3']", timeout=5000)
 
-        # the real detectors through the trainer's hook: the reward moves from 0.3 to 0.55 at step 32
+        # the real detectors through the trainer's hook: the reward moves from 0.3 to 0.55 at
+        # step 32
         off_loop(train_on, run.pk, range(32, 56), 0.55, seed=1)
         curator.wait_for_selector("#step-count:text('55')", timeout=10000)
         raised = off_loop(

@@ -1,6 +1,6 @@
 """Celery queues by kind of work: each task's route, a real worker that consumes only its queue
-(and serves its task metrics, logs JSON), the embedded stack filling in unconsumed queues, a launch that a
-second delivery cannot repeat, and the beat's clean-up of expired sessions."""
+(and serves its task metrics, logs JSON), the embedded stack filling in unconsumed queues, a launch
+that a second delivery cannot repeat, and the beat's clean-up of expired sessions."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_a_validation_worker_leaves_control_work_alone_and_the_stack_starts_one_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_second_delivery_of_a_launch_starts_nothing(spawn):  # noqa: F811 - the fixture
+def test_a_second_delivery_of_a_launch_starts_nothing(spawn):  # the fixture
     run = one_task_run("local")
     # The first delivery claimed the run and supervises its trainer (a stand-in that sleeps).
     trainer = stand_in_trainer(spawn, run.pk)

@@ -7,7 +7,8 @@ visitors read. The review pages need a signed-in user in either mode, and a role
 The task library needs a signed-in user in either mode, and a role while private.
 
 The URL list comes from the URLconf: every named route must be in READ, SIGNED_IN_READ,
-LIBRARY_READ or EXEMPT (with the reason), so a new page fails here until someone decides who may read it.
+LIBRARY_READ or EXEMPT (with the reason), so a new page fails here until someone decides who may
+read it.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ WRITE = (
 LIBRARY = "a task library write: curators only (console.core.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
-    "metrics": "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN (console/metrics_views.py)",
+    "metrics": (
+        "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN "
+        "(console/metrics_views.py)"
+    ),
     "login": "signing in",
     "logout": "signing out",
     "admin:*": "Django's admin: staff only",

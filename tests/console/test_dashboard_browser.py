@@ -6,11 +6,14 @@ comparison page draws two runs on shared axes. Screenshots go to test-artifacts/
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
+from console.core.events import broadcast_run_event
 from sandboxes import queue as Q
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.console.test_dashboard_views import add_steps, make_run, task_version
-from training.models import HeldOutEvaluation
+from training.models import HeldOutEvaluation, StepMetric
+from training.selectors import step_event
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -44,8 +47,6 @@ def dist(page) -> dict:
 
 
 def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, runs):
-    from playwright.sync_api import sync_playwright
-
     a, b, c, version = runs
     # a few executions, so that the pool panel has latencies and statuses to show
     square = "def square(x):\n    return x * x\n"
@@ -115,9 +116,6 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
 
         # a live step: the window stays where the user put it, then "newest" follows it
         off_loop(add_steps, a, version, [41])
-        from console.core.events import broadcast_run_event
-        from training.models import StepMetric
-        from training.selectors import step_event
 
         off_loop(
             lambda: broadcast_run_event(a.pk, step_event(StepMetric.objects.get(run=a, step=41)))
@@ -150,8 +148,9 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         page.wait_for_selector("#sandbox-pool:not([data-updates='0'])", timeout=10000)
         assert page.locator("#pool-rows tr[data-runtime='python']").count() == 1
         alive = page.evaluate(
-            "Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] .pool-busy\").textContent)"
-            " + Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] .pool-idle\").textContent)"
+            "Number(document.querySelector(\"#pool-rows tr[data-runtime='python'] "
+            '.pool-busy").textContent) + Number(document.querySelector("#pool-rows '
+            "tr[data-runtime='python'] .pool-idle\").textContent)"
         )
         assert alive >= 1
         page.wait_for_selector(

@@ -9,14 +9,18 @@ import time
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from console.asgi import application
 from sandboxes import queue as Q
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskVersion, TestSuiteVersion
 from training import selectors, services
 from training.models import HeldOutEvaluation, StepMetric, TrainingRun, Trajectory
+from training.rollout import Rollout, TaskSpec
 
 BINS = [i / 10 for i in range(11)]
 
@@ -52,7 +56,8 @@ def make_run(name: str = "dash", **config) -> TrainingRun:
 
 
 def rewards_of(step: int) -> list[tuple[float, float]]:
-    """Eight (correctness, efficiency) pairs: correctness climbs with the step, efficiency wobbles."""
+    """Eight (correctness, efficiency) pairs: correctness climbs with the step, efficiency
+    wobbles."""
     return [
         (min(1.0, (i / 7) * (0.3 + step / 40)), 1.0 - (i / 8) * (0.5 + (step % 10) / 20))
         for i in range(8)
@@ -187,11 +192,6 @@ def test_backfill_carries_component_histograms_with_bounded_queries():
 @pytest.mark.django_db(transaction=True)
 def test_live_step_event_reaches_every_watcher_with_component_histograms():
     """A step recorded by ``step_record`` reaches two watchers with its component histograms."""
-    from channels.testing import WebsocketCommunicator
-
-    from console.asgi import application
-    from training.rollout import Rollout, TaskSpec
-
     version = task_version()
     run = make_run("live")
     spec = TaskSpec(
@@ -226,7 +226,6 @@ def test_live_step_event_reaches_every_watcher_with_component_histograms():
             assert connected
             while (await watcher.receive_json_from(timeout=10))["kind"] != "backfill":
                 pass
-        from channels.db import database_sync_to_async
 
         await database_sync_to_async(services.step_record)(
             run_id=run.pk,

@@ -1,7 +1,8 @@
-"""The console's front-end build (frontend/build.mjs, console/core/frontend.py): the npm pin of plotly.js
-equals the plotly wheel's copy (the fallback without Node serves the same plotly.js); a build is
-current for exactly the inputs it was made from; a failed build leaves the last good one; the
-static files served are the build, or the sources with the wheel's plotly.js and an import map."""
+"""The console's front-end build (frontend/build.mjs, console/core/frontend.py): the npm pin of
+plotly.js equals the plotly wheel's copy (the fallback without Node serves the same plotly.js); a
+build is current for exactly the inputs it was made from; a failed build leaves the last good one;
+the static files served are the build, or the sources with the wheel's plotly.js and an import
+map."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ def test_npm_pin_is_the_plotly_wheels_plotly_js():
     wheel_js = frontend.wheel_plotly_dir() / "plotly.min.js"
     assert frontend.plotly_js_version(wheel_js) == pin, (
         f"frontend/package.json pins plotly.js-dist-min {pin} but the plotly wheel bundles "
-        f"{frontend.plotly_js_version(wheel_js)}: pin the wheel's version (npm install --save-exact "
-        "plotly.js-dist-min@VERSION in frontend/) so that both ways of serving the console draw alike"
+        f"{frontend.plotly_js_version(wheel_js)}: pin the wheel's version (npm install "
+        "--save-exact plotly.js-dist-min@VERSION in frontend/) so that both ways of serving the "
+        "console draw alike"
     )
     lock = json.loads((frontend.FRONTEND / "package-lock.json").read_text())
     assert lock["packages"]["node_modules/plotly.js-dist-min"]["version"] == pin, (
@@ -157,9 +159,9 @@ def test_pages_carry_the_import_map_only_unbundled(settings):
     settings.FRONTEND_BUNDLED = False
     html = Client().get("/sandboxes/").content.decode()
     assert (
-        '<script type="importmap">{"imports": {"plotly.js-dist-min": "/static/fallback/plotly.js"}}</script>'
-        in html
-    )
+        '<script type="importmap">{"imports": {"plotly.js-dist-min": '
+        '"/static/fallback/plotly.js"}}</script>'
+    ) in html
     assert html.index('type="importmap"') < html.index('type="module"'), (
         "an import map must precede the modules"
     )

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from console.core import frontend
 from sandboxes.result import OK
@@ -73,8 +74,6 @@ def record_step(run, spec, step: int, rewards: list[float]):
 
 
 def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_run):
-    from playwright.sync_api import sync_playwright
-
     run, spec = running_run
     record_step(run, spec, 1, [0.0, 0.25, 0.5, 1.0])
     ARTIFACTS.mkdir(exist_ok=True)
@@ -161,13 +160,17 @@ def test_a_dropped_websocket_reconnects_and_backfills_what_it_missed(
         record_step, run, spec, 1, [0.0, 0.5, 1.0, 1.0]
     )  # Playwright's loop runs in this thread
     page = browser_page
-    # Keep a handle on the page's sockets so the test can drop them (the page does not expose its own).
-    page.add_init_script("""
+    # Keep a handle on the page's sockets so the test can drop them (the page does not expose its
+    # own).
+    page.add_init_script(
+        """
         window.__sockets = [];
         const Native = window.WebSocket;
-        window.WebSocket = function (...args) { const s = new Native(...args); window.__sockets.push(s); return s; };
+        window.WebSocket = function (...args) {"""
+        """ const s = new Native(...args); window.__sockets.push(s); return s; };
         window.WebSocket.prototype = Native.prototype;
-    """)
+    """
+    )
     urls = []
     page.on("websocket", lambda ws: urls.append(ws.url))
     page.goto(f"{console_server}/runs/{run.pk}/")

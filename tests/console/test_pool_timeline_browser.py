@@ -20,7 +20,8 @@ def test_pool_chart_draws_phase_bands_and_gains_steps_live(console_server, brows
     try:
         off_loop(record, run, spec, 1, tracker)
         page.goto(f"{console_server}/runs/{run.pk}/")
-        # The first page of the session parses plotly (4.8 MB): allow for a loaded machine (CI runs two suites).
+        # The first page of the session parses plotly (4.8 MB): allow for a loaded machine (CI runs
+        # two suites).
         page.wait_for_selector("#pool-timeline[data-steps='1']", timeout=60000)
         first_bands = int(page.get_attribute("#pool-timeline", "data-bands"))
         off_loop(record, run, spec, 2, tracker)

@@ -7,8 +7,11 @@ import time
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.test import Client
 
+from console.asgi import application
 from tests.console.test_dashboard_views import make_run, task_version
 from training import services
 from training.phase import PhaseTracker
@@ -42,7 +45,8 @@ def run_and_spec(name: str):
 
 
 def record(run, spec, step: int, tracker: PhaseTracker):
-    """Step ``step`` of ``run`` as the trainer records it, with the phases of :func:`tracked_step`."""
+    """Step ``step`` of ``run`` as the trainer records it, with the phases of
+    :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
     rollouts = [
         Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
@@ -55,11 +59,6 @@ def record(run, spec, step: int, tracker: PhaseTracker):
 
 @pytest.mark.django_db(transaction=True)
 def test_backfill_and_live_step_events_carry_the_pool_timeline():
-    from channels.db import database_sync_to_async
-    from channels.testing import WebsocketCommunicator
-
-    from console.asgi import application
-
     run, spec = run_and_spec("pool-timeline")
     tracker = PhaseTracker(run_id=run.pk, sample_every_s=0.05).start(["python"])
     try:

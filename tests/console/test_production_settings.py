@@ -287,7 +287,8 @@ def test_production_turns_on_https_security_and_trusts_the_ingress_when_told(tmp
 
 
 def test_https_redirect_spares_health_probes_and_honours_the_proxy_header(settings):
-    """The production redirect as SecurityMiddleware applies it (settings as production sets them)."""
+    """The production redirect as SecurityMiddleware applies it (settings as production sets
+    them)."""
     settings.SECURE_SSL_REDIRECT = True
     settings.SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     settings.SECURE_HSTS_SECONDS = 31_536_000
@@ -307,7 +308,8 @@ def test_https_redirect_spares_health_probes_and_honours_the_proxy_header(settin
 
 
 def test_the_cache_is_the_configured_redis_and_round_trips(settings):
-    """Django's RedisCache on REDIS_URL: the embedded Redis's ``unix://`` socket URL, or the real one."""
+    """Django's RedisCache on REDIS_URL: the embedded Redis's ``unix://`` socket URL, or the real
+    one."""
     assert settings.CACHES["default"]["LOCATION"] == settings.REDIS_URL
     if settings.EMBEDDED_REDIS:
         assert settings.REDIS_URL.startswith("unix://")

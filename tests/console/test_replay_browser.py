@@ -17,8 +17,10 @@ def selected_turn(page) -> int:
 
 
 def in_view(page, n: int) -> bool:
-    return page.evaluate(f"""(() => {{ const r = document.getElementById('turn-{n}').getBoundingClientRect();
-        return r.top >= -2 && r.top < window.innerHeight / 2; }})()""")
+    return page.evaluate(
+        f"(() => {{ const r = document.getElementById('turn-{n}').getBoundingClientRect();\n"
+        "        return r.top >= -2 && r.top < window.innerHeight / 2; })()"
+    )
 
 
 def test_keys_move_between_turns_and_trajectories_of_the_group(
@@ -69,7 +71,8 @@ def test_keys_move_between_turns_and_trajectories_of_the_group(
     page.keyboard.press("ArrowUp")
     assert selected_turn(page) == 3
     page.wait_for_selector("#turn-3[data-rendered]")
-    # the diff is drawn coloured, the long stdout of turn 3 starts collapsed with its truncation shown
+    # the diff is drawn coloured, the long stdout of turn 3 starts collapsed with its truncation
+    # shown
     turn3 = page.locator("#turn-3")
     assert (
         turn3.locator("pre.diff .d-add").count() >= 2
@@ -138,7 +141,8 @@ def test_a_thousand_turn_trajectory_opens_at_once_and_its_last_turn_is_reachable
     )
     print(
         f"\n1,000-turn trajectory: first turn drawn {first_render * 1000:.0f} ms after navigation "
-        f"(page: first byte {nav[0]:.0f} ms, last byte {nav[1]:.0f} ms, DOMContentLoaded {nav[2]:.0f} ms, "
+        f"(page: first byte {nav[0]:.0f} ms, last byte {nav[1]:.0f} ms, DOMContentLoaded "
+        f"{nav[2]:.0f} ms, "
         f"{nav[3] / 1024:.0f} KiB); G to turn 1000 drawn and in view in {jump * 1000:.0f} ms; "
         f"{rendered} of 1000 turns drawn"
     )

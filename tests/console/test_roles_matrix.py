@@ -2,9 +2,9 @@
 acknowledgement, the task library's pages and API). Allowed: a 2xx/3xx answer and the write done;
 refused: 403 (or, signed out, the login page for pages and 401/403 for the API) and nothing written.
 
-Roles: admin (a superuser), curator, operator, reviewer, viewer, and an anonymous visitor. The review
-item under test is assigned to everyone who may review (admin, curator, reviewer): operators and
-viewers cannot be assigned, so they cannot label.
+Roles: admin (a superuser), curator, operator, reviewer, viewer, and an anonymous visitor. The
+review item under test is assigned to everyone who may review (admin, curator, reviewer): operators
+and viewers cannot be assigned, so they cannot label.
 """
 
 from types import SimpleNamespace
@@ -16,8 +16,10 @@ from console.review import models as m
 from console.review.services import review_assign, review_queue_create, task_draft_create
 from tasks_library.forms import EditForm
 from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.tasks import validate_task_versions
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import Alert
+from training.tasks import run_cancel_task
 
 pytestmark = pytest.mark.django_db
 
@@ -40,9 +42,6 @@ REVIEWING = {"admin", "curator", "reviewer"}  # label their assigned items, writ
 
 @pytest.fixture
 def world(humaneval, monkeypatch):
-    from tasks_library.tasks import validate_task_versions
-    from training.tasks import run_cancel_task
-
     make_roles()
     users = {role: make_user(name, role) for role, name in USERNAMES.items()}
     olga = make_user("olga", "reviewer")
@@ -109,7 +108,8 @@ def edit_form(version, role) -> dict:
     return data
 
 
-# name -> (method, path(world), data(world, role) or None, "json" or "form", allowed roles, done(world, role) -> bool)
+# name -> (method, path(world), data(world, role) or None, "json" or "form", allowed roles,
+# done(world, role) -> bool)
 ENDPOINTS = {
     # --- the review pages -----------------------------------------------------------------------
     "review queue create": (
@@ -176,7 +176,7 @@ ENDPOINTS = {
         MANAGERS,
         lambda w, role: Alert.objects.get(pk=w.alert.pk).acknowledged_at is not None,
     ),
-    # --- the task library's pages --------------------------------------------------------------------
+    # --- the task library's pages -----------------------------------------------------------------
     "task edit (page)": (
         lambda w: f"/tasks/{w.versions[0].task.task_id}/edit/",
         lambda w, role: edit_form(w.versions[0], role),
@@ -210,7 +210,7 @@ ENDPOINTS = {
         CURATORS,
         lambda w, role: TaskSet.objects.filter(name=f"pin-{role}").exists(),
     ),
-    # --- the task library's API ----------------------------------------------------------------------
+    # --- the task library's API -------------------------------------------------------------------
     "task edit (API)": (
         lambda w: f"/api/tasks/{w.versions[0].task.task_id}/versions/",
         lambda w, role: {

@@ -4,7 +4,12 @@ and anonymous users cannot; an ended run is not cancelled again."""
 import pytest
 from django.test import Client
 
+from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.services import tasks_import
+from tasks_library.validation.pipeline import Options, task_versions_validate
 from tests.tasks_library.conftest import eager_celery, make_user, roles  # noqa: F401 (fixtures)
+from training import services
+from training.config import RunConfig
 from training.models import TrainingRun
 
 pytestmark = pytest.mark.django_db
@@ -12,12 +17,6 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def pending_run(roles, humaneval):
-    from tasks_library.selectors import task_set_get, task_set_versions
-    from tasks_library.services import tasks_import
-    from tasks_library.validation.pipeline import Options, task_versions_validate
-    from training import services
-    from training.config import RunConfig
-
     row = humaneval[0]
     tasks_import(
         source="humaneval",

@@ -5,6 +5,7 @@ are refused; the form is CSRF-protected; an interrupted run resumes through the 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils.html import escape
 
@@ -171,8 +172,6 @@ def test_viewers_are_refused_and_anonymous_users_sent_to_sign_in(roles, launched
 
 
 def test_operators_with_the_permission_and_superusers_may_launch(roles, eager_celery, launched):
-    from django.contrib.auth.models import Permission, User
-
     task_set = one_task_set()
     operator = make_user("otto", None)
     operator.user_permissions.add(Permission.objects.get(codename="add_trainingrun"))

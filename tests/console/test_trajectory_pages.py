@@ -1,6 +1,7 @@
 """The trajectory replay page, the trajectory lists and their JSON API, read without signing in:
 every part of a seeded trajectory is on its page, filters and sorting work, other runs' trajectories
-are 404, the queries per page are bounded, the turns endpoint pages with diffs across chunk edges."""
+are 404, the queries per page are bounded, the turns endpoint pages with diffs across chunk
+edges."""
 
 import json
 import re
@@ -64,7 +65,8 @@ def test_replay_page_shows_every_part_of_a_trajectory(seeded):
     assert response.status_code == 200
     html = response.content.decode()
     text = unescape(html)
-    # header: task link to the library page, step, group, index, status, reward, components, advantage, tests
+    # header: task link to the library page, step, group, index, status, reward, components,
+    # advantage, tests
     assert f'href="/tasks/HumanEval/0/?v={flagged.task_version.number}"' in html
     assert re.search(r'id="fact-step">2<', html) and re.search(r'id="fact-group">0<', html)
     assert re.search(r'id="fact-index">0<', html)
@@ -92,9 +94,9 @@ def test_replay_page_shows_every_part_of_a_trajectory(seeded):
     # group navigation (n/p), keys help, turn index and one section per turn
     assert 'id="prev-trajectory"' not in html
     assert (
-        f'id="next-trajectory" class="step-link" href="/runs/{run.pk}/trajectories/{seeded["group"][1].pk}/"'
-        in html
-    )
+        'id="next-trajectory" class="step-link" '
+        f'href="/runs/{run.pk}/trajectories/{seeded["group"][1].pk}/"'
+    ) in html
     assert (
         "next/previous trajectory in the group" in text
         and "<kbd>j</kbd>" in html

@@ -1,12 +1,16 @@
-"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean up."""
+"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean
+up."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import redis as redis_client
 
 from console.core.stack import port_free
 
@@ -77,11 +81,6 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
 @pytest.mark.slow
 def test_sigterm_stops_the_services_a_command_started(tmp_path):
     """`train` waiting on its run, killed with SIGTERM, stops the Redis and worker it started."""
-    import signal
-    import time
-
-    import redis as redis_client
-
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
     subprocess.run(

@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy" / "docker"))
-import filter_requirements
+import filter_requirements  # noqa: E402 (found on deploy/docker, put on the path just above)
 
 EXCLUDE_FILE = ROOT / "deploy" / "docker" / "sandbox-requirements-exclude.txt"
 

@@ -34,7 +34,8 @@ VARIANTS = {
     "dev+keda+prometheus-operator": ("dev", ("keda", "prometheus-operator")),
     "prod+keda+prometheus-operator": ("prod", ("keda", "prometheus-operator")),
 }
-# Custom resources: no schema in kubernetes-validate; tests/deploy/test_custom_resources.py checks them.
+# Custom resources: no schema in kubernetes-validate; tests/deploy/test_custom_resources.py checks
+# them.
 CUSTOM_KINDS = {
     ("keda.sh/v1alpha1", "ScaledObject"),
     ("keda.sh/v1alpha1", "TriggerAuthentication"),
@@ -44,7 +45,8 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
 
 
 def _version(command: list[str]) -> tuple[int, int] | None:
-    """``(major, minor)`` that ``command`` prints (``v1.32.4``, ``v5.5.0``...), None if it cannot say."""
+    """``(major, minor)`` that ``command`` prints (``v1.32.4``, ``v5.5.0``...), None if it cannot
+    say."""
     try:
         out = subprocess.run(
             command, check=False, capture_output=True, text=True, timeout=30
@@ -142,7 +144,8 @@ def containers(pod: dict, *, init: bool = True) -> list[dict]:
 
 
 def trainer_spec(docs: list[dict]) -> dict:
-    """The trainer spec the overlay hands the kubernetes backend (ConfigMap crucible-trainer-spec)."""
+    """The trainer spec the overlay hands the kubernetes backend (ConfigMap
+    crucible-trainer-spec)."""
     config_map = next(
         d
         for d in docs

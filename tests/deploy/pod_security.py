@@ -168,8 +168,8 @@ def _restricted(pod: dict) -> list[str]:
         capabilities = sc.get("capabilities") or {}
         if "ALL" not in (capabilities.get("drop") or []):
             found.append(
-                f"Capabilities: {where}.securityContext.capabilities.drop = {capabilities.get('drop')} "
-                f"(must include ALL)"
+                f"Capabilities: {where}.securityContext.capabilities.drop = "
+                f"{capabilities.get('drop')} (must include ALL)"
             )
         added = set(capabilities.get("add") or []) - {"NET_BIND_SERVICE"}
         if added:

@@ -9,9 +9,15 @@ import shlex
 from pathlib import Path
 
 import pytest
+from celery.bin.base import CLIContext
+from celery.bin.celery import celery as celery_cli
+from django.core.management import get_commands, load_command_class
+from django.utils.module_loading import import_string
 from docker.utils.build import PatternMatcher
 from dockerfile_parse import DockerfileParser
 
+import console.celery
+from sandboxes.runtimes import EXECUTORS
 from tests.deploy.manifests import ROOT
 
 DOCKER = ROOT / "deploy" / "docker"
@@ -86,12 +92,14 @@ def test_every_copied_source_exists_and_survives_the_dockerignore(name):
             for source in sources or []:
                 path = ROOT / source
                 assert path.exists(), (
-                    f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in the repository"
+                    f"{name}.Dockerfile line {instruction['startline'] + 1}: {source} is not in "
+                    "the repository"
                 )
                 files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
                 kept = [f for f in files if not matcher.matches(f.relative_to(ROOT).as_posix())]
                 assert kept, (
-                    f"{name}.Dockerfile: {source} is left out of the build context by its .dockerignore"
+                    f"{name}.Dockerfile: {source} is left out of the build context by its "
+                    ".dockerignore"
                 )
                 copied += 1
     assert copied >= 5
@@ -142,14 +150,6 @@ def _cmd(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", IMAGES)
 def test_cmd_runs_something_real(name):
-    from celery.bin.base import CLIContext
-    from celery.bin.celery import celery as celery_cli
-    from django.core.management import get_commands, load_command_class
-    from django.utils.module_loading import import_string
-
-    import console.celery
-    from sandboxes.runtimes import EXECUTORS
-
     command = _cmd(name)
     if command[:2] == ["python", "manage.py"]:
         subcommand, *args = command[2:]

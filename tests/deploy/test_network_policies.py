@@ -1,7 +1,8 @@
 """What the NetworkPolicies let each workload reach, computed as a CNI would: a pod selected by
 any policy of a direction is isolated in that direction, and may use the union of the rules of
 the policies that select it. Sandboxes reach Redis and DNS, nothing else (no database, no API
-server, no internet); every other flow is the table in deploy/kubernetes/base/networkpolicies.yaml."""
+server, no internet); every other flow is the table in
+deploy/kubernetes/base/networkpolicies.yaml."""
 
 import pytest
 

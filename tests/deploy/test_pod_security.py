@@ -40,7 +40,8 @@ GOOD = {
     ],
     "volumes": [{"name": "t", "emptyDir": {}}],
 }
-# One breach per control of the restricted profile (baseline's included), and the words it must give.
+# One breach per control of the restricted profile (baseline's included), and the words it must
+# give.
 BREACHES = {
     "host network": (lambda p: p.update(hostNetwork=True), "Host Namespaces"),
     "host pid": (lambda p: p.update(hostPID=True), "Host Namespaces"),

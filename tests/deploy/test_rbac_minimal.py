@@ -35,7 +35,8 @@ CALL = re.compile(r"^(create|read|list|delete|patch|replace|watch)_namespaced_(j
 
 
 def backend_permissions() -> dict[tuple[str, str], set[str]]:
-    """(apiGroup, resource) -> verbs, from every ``*_namespaced_*`` call in training/kubernetes.py."""
+    """(apiGroup, resource) -> verbs, from every ``*_namespaced_*`` call in
+    training/kubernetes.py."""
     tree = ast.parse(Path(training.kubernetes.__file__).read_text())
     wanted: dict[tuple[str, str], set[str]] = {}
     for node in ast.walk(tree):

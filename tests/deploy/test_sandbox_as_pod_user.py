@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from tests.deploy.manifests import ROOT
 
@@ -30,10 +31,14 @@ pytestmark = pytest.mark.skipif(
     or not shutil.which("setpriv")
     or not os.path.exists(SYSTEM_PYTHON)
     or SITE_PACKAGES is None,
-    reason="needs root (to become the pod's uid with setpriv), util-linux setpriv and /usr/bin/python3.11",
+    reason=(
+        "needs root (to become the pod's uid with setpriv), util-linux setpriv and "
+        "/usr/bin/python3.11"
+    ),
 )
 
-PROBE = """
+PROBE = (
+    """
 import json, os, sys
 sys.path.insert(0, %(root)r)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -55,21 +60,24 @@ def look(path, port):
 '''
 CHECK = '''
 def check(candidate):
-    assert candidate(%(manage)r, %(port)d) == {"project": False, "uid": 0, "reached": False, "environ": []}
+    assert candidate(%(manage)r, %(port)d) == {"project": False, "uid": 0, "reached": False,"""
+    """ "environ": []}
 '''
-result = run_python_tests(SUBMISSION, CHECK, "look", limits=Limits())  # a failed sandbox: infra_error
-print(json.dumps({"me": os.getuid(), "caps": open("/proc/self/status").read().split("CapBnd:")[1].split()[0],
+result = run_python_tests(SUBMISSION, CHECK, "look", limits=Limits())"""
+    """  # a failed sandbox: infra_error
+print(json.dumps({"me": os.getuid(),"""
+    """ "caps": open("/proc/self/status").read().split("CapBnd:")[1].split()[0],
                   "status": result.status, "passed": [t.passed for t in result.tests],
                   "enforcement": result.enforcement, "readonly_root": result.readonly_root,
-                  "stderr": result.stderr[-2000:], "detail": result.detail[-2000:]}))
+                  "stderr": result.stderr[-2000:],"""
+    """ "detail": result.detail[-2000:]}))
 """
+)
 
 
 def _grade_as_pod_user(*, mask_proc: bool) -> dict:
     """Run PROBE as the pod's user; with ``mask_proc``, under /proc masked as runc masks it
     (files bound over with /dev/null, /proc/sys read-only) in a mount namespace of its own."""
-    from django.conf import settings
-
     port = 6379
     if settings.REDIS_URL.startswith("redis://"):
         port = int(settings.REDIS_URL.split(":")[2].split("/")[0])

@@ -36,7 +36,10 @@ PROGRAMS = {
         Q.javascript_tests,
         "const add = (a, b) => {\n  return a + b\n}\n",
         "const add = (a, b) => {\n  return a - b\n}\n",
-        "const testAdd = () => {\n  console.assert(add(1, 2) === 3)\n  console.assert(add(2, 2) === 4)\n}\ntestAdd()\n",
+        (
+            "const testAdd = () => {\n  console.assert(add(1, 2) === 3)\n"
+            "  console.assert(add(2, 2) === 4)\n}\ntestAdd()\n"
+        ),
     ),
 }
 

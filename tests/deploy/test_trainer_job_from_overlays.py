@@ -41,7 +41,8 @@ def _job(run_config: dict, spec_overrides: dict) -> dict:
 @pytest.mark.parametrize("overlay", ("dev", "prod"))
 def test_the_backend_renders_a_valid_restricted_job_from_the_overlay(overlay, monkeypatch):
     docs = render(overlay)
-    # a generated ConfigMap: its name carries a content hash, which kustomize writes into the references
+    # a generated ConfigMap: its name carries a content hash, which kustomize writes into the
+    # references
     (config_map,) = [
         d
         for d in docs

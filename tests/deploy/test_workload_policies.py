@@ -6,9 +6,14 @@ tells the operator to create."""
 import re
 
 import pytest
+from celery import Celery
+from celery.bin.base import CLIContext
+from celery.bin.celery import celery as celery_cli
 from django.core.management import get_commands, load_command_class
+from django.http.request import validate_host
 from kubernetes.utils.quantity import parse_quantity
 
+import console.celery
 from console.core import queues
 from sandboxes.runtimes import EXECUTORS
 from tests.deploy.manifests import (
@@ -27,7 +32,8 @@ pytestmark = pytest.mark.skipif(RENDERER is None, reason=NO_RENDERER)
 
 SANDBOXES = ("crucible-sandbox-python", "crucible-sandbox-node")
 CRUCIBLE_IMAGES = ("web", "worker", "sandbox-python", "sandbox-node")
-# Created by the operator in prod (deploy/README.md, "What to set"), by the dev overlay's generators in dev.
+# Created by the operator in prod (deploy/README.md, "What to set"), by the dev overlay's generators
+# in dev.
 EXTERNAL_SECRETS = {"crucible-env", "crucible-sandbox-redis", "crucible-tls", "crucible-keda-redis"}
 
 
@@ -207,12 +213,6 @@ def test_manage_commands_parse_with_their_own_parsers(variant):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_celery_commands_name_the_app_and_real_queues(variant):
-    from celery import Celery
-    from celery.bin.base import CLIContext
-    from celery.bin.celery import celery as celery_cli
-
-    import console.celery
-
     assert isinstance(console.celery.app, Celery)
     consumed = []
     for name, _workload, pod in pod_templates(render(variant)):
@@ -228,7 +228,8 @@ def test_celery_commands_name_the_app_and_real_queues(variant):
             celery_cli.commands[sub].make_context(sub, list(command[4:]), obj=obj)
             if sub == "worker":
                 consumed += command[command.index("-Q") + 1].split(",")
-    # every queue but `trainer` (local-backend runs; no Kubernetes worker: deploy/kubernetes/base/workers.yaml)
+    # every queue but `trainer` (local-backend runs; no Kubernetes worker:
+    # deploy/kubernetes/base/workers.yaml)
     assert sorted(consumed) == sorted(q for q in queues.ALL if q != queues.TRAINER)
 
 
@@ -282,8 +283,6 @@ def test_the_console_accepts_its_probes_and_scrapes(variant):
     """Django answers 400 to a Host it does not allow: the kubelet's probes (Host: localhost) and
     Prometheus (Host: the pod IP) must be allowed, as must the public name, once Kubernetes has
     expanded $(VAR) references in the web container's environment."""
-    from django.http.request import validate_host
-
     docs = render(variant)
     web = find(docs, "Deployment", "crucible-web")["spec"]["template"]["spec"]["containers"][0]
     config = next(

@@ -50,7 +50,8 @@ def make_user(name: str, role: str | None, *, password: str | None = None) -> Us
 def seed_run(
     humaneval, *, name: str = "review", tasks: int = 4
 ) -> tuple[TrainingRun, list[TaskVersion]]:
-    """A running run over the first ``tasks`` HumanEval tasks (imported, marked valid without the sandbox)."""
+    """A running run over the first ``tasks`` HumanEval tasks (imported, marked valid without the
+    sandbox)."""
     rows = [
         {
             "task_id": r["task_id"],
@@ -76,9 +77,9 @@ def seed_run(
 
 
 def seed_trajectories(run, versions, specs: list[dict]) -> list[Trajectory]:
-    """One trajectory per spec, bulk-created; spec keys: ``version`` (index into ``versions``, default 0),
-    ``reward`` (default 0.5), ``flags``, ``tests`` ((passed, total), default from the reward over 4),
-    ``monitors`` ([(monitor, score)]), ``step`` (default 1), ``code``."""
+    """One trajectory per spec, bulk-created; spec keys: ``version`` (index into ``versions``,
+    default 0), ``reward`` (default 0.5), ``flags``, ``tests`` ((passed, total), default from the
+    reward over 4), ``monitors`` ([(monitor, score)]), ``step`` (default 1), ``code``."""
     rows = []
     for i, spec in enumerate(specs):
         version = versions[spec.get("version", 0)]

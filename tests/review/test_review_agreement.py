@@ -1,5 +1,6 @@
 """Agreement statistics against values worked by hand (and published examples), and the verifier's
-precision and recall against the reviewers' majority, from the formulas through the run summary page."""
+precision and recall against the reviewers' majority, from the formulas through the run summary
+page."""
 
 import math
 
@@ -22,8 +23,9 @@ from training.flags import REVIEWED_HACK
 
 
 def test_cohen_kappa_by_hand():
-    # 50 items, yes/yes 20, yes/no 5, no/yes 10, no/no 15: p_o = 35/50 = 0.7; rater a says yes 25/50,
-    # b 30/50: p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5; kappa = (0.7 - 0.5) / (1 - 0.5) = 0.4
+    # 50 items, yes/yes 20, yes/no 5, no/yes 10, no/no 15: p_o = 35/50 = 0.7;
+    # rater a says yes 25/50, b 30/50: p_e = 0.5 * 0.6 + 0.5 * 0.4 = 0.5;
+    # kappa = (0.7 - 0.5) / (1 - 0.5) = 0.4
     a = ["yes"] * 25 + ["no"] * 25
     b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
     assert cohen_kappa(a, b) == pytest.approx(0.4)
@@ -38,10 +40,12 @@ def test_cohen_kappa_by_hand():
 
 
 def test_fleiss_kappa_by_hand_and_the_published_example():
-    # 3 items, 3 raters, 2 categories: [3,0], [0,3], [2,1]. P_i = 1, 1, (4 + 1 - 3) / 6 = 1/3; P_bar = 7/9;
-    # p = (5/9, 4/9); P_e = 25/81 + 16/81 = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55
+    # 3 items, 3 raters, 2 categories: [3,0], [0,3], [2,1]. P_i = 1, 1, (4 + 1 - 3) / 6 = 1/3;
+    # P_bar = 7/9; p = (5/9, 4/9); P_e = 25/81 + 16/81 = 41/81;
+    # kappa = (63/81 - 41/81) / (40/81) = 22/40 = 0.55
     assert fleiss_kappa([[3, 0], [0, 3], [2, 1]]) == pytest.approx(0.55)
-    # Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories: P_bar 0.378, P_e 0.213, kappa 0.210
+    # Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories:
+    # P_bar 0.378, P_e 0.213, kappa 0.210
     table = [
         [0, 0, 0, 0, 14],
         [0, 2, 6, 4, 2],
@@ -55,7 +59,8 @@ def test_fleiss_kappa_by_hand_and_the_published_example():
         [0, 2, 2, 3, 7],
     ]
     assert fleiss_kappa(table) == pytest.approx(0.20993, abs=1e-4)
-    # two raters: Fleiss' kappa is Scott's pi, here = (3/4 - 17/32) / (15/32) = 7/15 for h c h h / h c c h
+    # two raters: Fleiss' kappa is Scott's pi, here = (3/4 - 17/32) / (15/32) = 7/15
+    # for h c h h / h c c h
     assert fleiss_kappa([[2, 0], [0, 2], [1, 1], [2, 0]]) == pytest.approx(7 / 15)
     assert fleiss_kappa([[2, 0], [2, 0]]) is None
     with pytest.raises(ValueError):
@@ -64,7 +69,8 @@ def test_fleiss_kappa_by_hand_and_the_published_example():
 
 def test_krippendorff_alpha_by_hand_and_the_package_example():
     # 2 raters, 4 units: (a,a) (b,b) (a,b) (a,a). Coincidences: o_aa = 4, o_bb = 2, o_ab = o_ba = 1;
-    # n_a = 5, n_b = 3, n = 8; alpha = 1 - (n - 1) * (o_ab + o_ba) / (2 n_a n_b) = 1 - 7 * 2 / 30 = 16/30
+    # n_a = 5, n_b = 3, n = 8;
+    # alpha = 1 - (n - 1) * (o_ab + o_ba) / (2 n_a n_b) = 1 - 7 * 2 / 30 = 16/30
     units = [
         {"r1": "a", "r2": "a"},
         {"r1": "b", "r2": "b"},
@@ -72,7 +78,8 @@ def test_krippendorff_alpha_by_hand_and_the_package_example():
         {"r1": "a", "r2": "a"},
     ]
     assert krippendorff_alpha(units) == pytest.approx(16 / 30)
-    # the krippendorff package's docstring example (3 coders, 15 units, missing values): nominal 0.691358
+    # the krippendorff package's docstring example (3 coders, 15 units, missing values):
+    # nominal 0.691358
     rows = [
         [None, None, None, None, None, 3, 4, 1, 2, 1, 1, 3, 3, None, 3],
         [1, None, 2, 1, 3, 3, 4, 3, None, None, None, None, None, None, None],
@@ -98,7 +105,8 @@ def test_agreement_report_over_items():
     report = agreement(units)
     assert report["items"] == 5 and report["multi_labelled"] == 4
     assert report["observed"] == pytest.approx(3 / 4)
-    # ann c h c c, ben c h h c: p_o 3/4; ann c 3/4 h 1/4, ben c 1/2 h 1/2; p_e = 3/8 + 1/8; kappa 0.5
+    # ann c h c c, ben c h h c: p_o 3/4; ann c 3/4 h 1/4, ben c 1/2 h 1/2; p_e = 3/8 + 1/8;
+    # kappa 0.5
     assert report["cohen"] == [{"a": "ann", "b": "ben", "items": 4, "kappa": pytest.approx(0.5)}]
     assert report["fleiss"]["items"] == 4 and report["fleiss"]["kappa"] == pytest.approx(7 / 15)
     assert report["alpha"] == pytest.approx(16 / 30)
@@ -174,8 +182,8 @@ def test_run_summary_page_shows_the_figures(humaneval):
         seed=1,
     )
     items = {i.trajectory_id: i for i in queue.items.all()}
-    # (ann, ben) per trajectory: t0 both correct (pass, tp); t1 hack/hack (pass, fp); t2 correct/hack (no majority);
-    # t3 correct/correct (fail, fn); t4 broken/broken (fail, tn)
+    # (ann, ben) per trajectory: t0 both correct (pass, tp); t1 hack/hack (pass, fp);
+    # t2 correct/hack (no majority); t3 correct/correct (fail, fn); t4 broken/broken (fail, tn)
     plan = [
         (m.CORRECT, m.CORRECT),
         (m.REWARD_HACK, m.REWARD_HACK),
@@ -212,8 +220,9 @@ def test_run_summary_page_shows_the_figures(humaneval):
         m.OTHER: 0,
     }
     a = summary["agreement"]
-    # ann c h c c b, ben c h h c b over 5 items: p_o 4/5; ann c 3/5 h 1/5 b 1/5, ben c 2/5 h 2/5 b 1/5;
-    # p_e = 6/25 + 2/25 + 1/25 = 9/25; kappa = (20/25 - 9/25) / (16/25) = 11/16
+    # ann c h c c b, ben c h h c b over 5 items: p_o 4/5;
+    # ann c 3/5 h 1/5 b 1/5, ben c 2/5 h 2/5 b 1/5; p_e = 6/25 + 2/25 + 1/25 = 9/25;
+    # kappa = (20/25 - 9/25) / (16/25) = 11/16
     ann_ben = next(c for c in a["cohen"] if (c["a"], c["b"]) == ("ann", "ben"))
     assert ann_ben["items"] == 5 and ann_ben["kappa"] == pytest.approx(11 / 16)
     assert a["fleiss"]["items"] == 4 and a["fleiss"]["labels_per_item"] == 2

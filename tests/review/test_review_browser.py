@@ -5,6 +5,7 @@ reason, and the run's review summary counts the label."""
 
 from pathlib import Path
 
+from tasks_library.models import TaskVersion
 from tests.browser import browser_marks, off_loop
 from tests.console.replay_seed import seed_group, seed_trajectory, seeded_run
 from tests.review.review_seed import PASSWORD, make_roles, make_user
@@ -42,8 +43,6 @@ def log_in(page, server, name, then):
 
 
 def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
-    from tasks_library.models import TaskVersion
-
     run, versions, group = off_loop(seed, humaneval)
     page, server = browser_page, console_server
     flagged = group[0]  # test_tampering, monitor 0.92: first in a flagged-first queue
@@ -107,7 +106,8 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     assert "labelled broken task" in message and "quarantined for a curator to confirm" in message
     page.screenshot(path=str(ARTIFACTS / "review_item_after.png"), full_page=True)
 
-    # the reviewer turns the next item's trajectory into a task draft (keys typed in the form stay there)
+    # the reviewer turns the next item's trajectory into a task draft (keys typed in the form stay
+    # there)
     page.click("#draft-panel summary")
     page.fill("#id_tests", "def check(candidate):\n    assert candidate([1.0, 1.5], 0.6) is True\n")
     page.screenshot(path=str(ARTIFACTS / "review_draft_form.png"), full_page=True)

@@ -1,13 +1,14 @@
-"""Labels and what they feed back: broken_task quarantines the task version (shown on its task page),
-reward_hack adds a HackExample (exported in the corpus format) and flags the trajectory; only assigned
-reviewers label, notes are required but for "correct", relabelling updates. Task drafts reach the task
-library whole or not at all. create_user knows every role."""
+"""Labels and what they feed back: broken_task quarantines the task version (shown on its task
+page), reward_hack adds a HackExample (exported in the corpus format) and flags the trajectory; only
+assigned reviewers label, notes are required but for "correct", relabelling updates. Task drafts
+reach the task library whole or not at all. create_user knows every role."""
 
 import importlib.util
 import json
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.test import Client
@@ -23,6 +24,7 @@ from console.review.services import (
 )
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tests.training.hack_corpus.corpus import Case
 from training.flags import REVIEWED_HACK
 from training.models import Trajectory
 
@@ -251,7 +253,6 @@ def test_export_hack_corpus_in_the_corpus_format(world, tmp_path):
     spec = importlib.util.spec_from_file_location("reviewed", tmp_path / "reviewed.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    from tests.training.hack_corpus.corpus import Case
 
     cases = {c.task_id + (":miss" if c.known_miss else ""): c for c in module.REVIEWED_HACKS}
     assert all(isinstance(c, Case) for c in module.REVIEWED_HACKS) and len(cases) == 2
@@ -376,8 +377,6 @@ def test_task_draft_from_the_labelling_page(world):
 
 
 def test_create_user_knows_every_role(world, monkeypatch):
-    from django.contrib.auth.models import User
-
     monkeypatch.setenv("CRUCIBLE_PASSWORD", "pw-123456")
     for role, group in (
         ("operator", "operators"),

@@ -1,5 +1,5 @@
-"""Review queues: each sampling strategy picks the right trajectories in the right order (seeded), and
-a queue assigns its items to reviewers in a balanced round robin."""
+"""Review queues: each sampling strategy picks the right trajectories in the right order (seeded),
+and a queue assigns its items to reviewers in a balanced round robin."""
 
 from collections import Counter
 
@@ -13,6 +13,7 @@ from console.review.sampling import Candidate
 from console.review.services import review_queue_create
 from tasks_library.models import TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from training.models import Trajectory
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +73,8 @@ def test_highest_reward_first_with_seeded_ties():
 
 def test_flagged_first_then_by_monitor_score():
     picks = rs.sample_flagged_first(pool(), size=12, seed=0)
-    # flagged: 2 (0.9), 7 (0.4), 5 (unscored); then unflagged by score: 4 .95, 10 .6, 3 .2, 8 .1, then unscored
+    # flagged: 2 (0.9), 7 (0.4), 5 (unscored); then unflagged by score: 4 .95, 10 .6, 3 .2, 8 .1,
+    # then unscored
     assert ids(picks)[:7] == [2, 7, 5, 4, 10, 3, 8]
     assert set(ids(picks)[7:]) == {1, 6, 9, 11, 12}
     assert picks[0].reason == "flags: early_exit; monitor 0.900"
@@ -135,8 +137,6 @@ def world(humaneval):
 
 
 def test_candidates_read_from_the_database(world):
-    from training.models import Trajectory
-
     run, versions, trajectories = world
     found = {c.id: c for c in rs.candidates(Trajectory.objects.filter(run=run))}
     first = found[trajectories[0].pk]
@@ -158,8 +158,6 @@ def label(trajectory, reviewer, value, queue):
 
 
 def test_verifier_disagreement_picks_tasks_whose_labels_contradicted_the_reward(world):
-    from training.models import Trajectory
-
     run, versions, t = world
     rita = make_user("rita", "reviewer")
     queue = m.ReviewQueue.objects.create(name="earlier", run=run, strategy=m.UNIFORM, size=3)

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from console.celery import app
 from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 
@@ -18,7 +19,8 @@ groups_migration = importlib.import_module("tasks_library.migrations.0003_curato
 
 @pytest.fixture
 def roles(db):
-    """The curators and viewers groups, as the migration makes them (a transactional test's flush drops them)."""
+    """The curators and viewers groups, as the migration makes them (a transactional test's flush
+    drops them)."""
     groups_migration.create_groups(django_apps, None)
 
 
@@ -48,7 +50,8 @@ def client_for(user: User | None) -> APIClient:
 
 @pytest.fixture
 def library(humaneval, write_jsonl) -> list[TaskVersion]:
-    """HumanEval/0..2 as task set ``lib``: v0 valid and easy, v1 broken and quarantined, v2 pending."""
+    """HumanEval/0..2 as task set ``lib``: v0 valid and easy, v1 broken and quarantined, v2
+    pending."""
     call_command(
         "import_tasks",
         "humaneval",
@@ -101,8 +104,6 @@ def library(humaneval, write_jsonl) -> list[TaskVersion]:
 @pytest.fixture
 def eager_celery():
     """Run Celery tasks in-process (Celery's own test mode) so a validation really runs here."""
-    from console.celery import app
-
     before = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield

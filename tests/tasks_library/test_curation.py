@@ -1,4 +1,5 @@
-"""Quarantine and approval by a curator: written reasons, recorded author, training skips quarantined versions."""
+"""Quarantine and approval by a curator: written reasons, recorded author, training skips
+quarantined versions."""
 
 from io import StringIO
 

@@ -1,4 +1,5 @@
-"""The curation API: roles, filters, edits as new versions, bulk curation, diff, validate, pins, schema, query counts."""
+"""The curation API: roles, filters, edits as new versions, bulk curation, diff, validate, pins,
+schema, query counts."""
 
 import base64
 import json
@@ -7,11 +8,13 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
+from console.core.permissions import is_curator
 from tasks_library.models import TaskSet, TaskVersion
 from tests.tasks_library.conftest import PASSWORD, client_for, many_versions
 
@@ -402,10 +405,6 @@ def test_list_query_count_does_not_grow_with_page_size(viewer):
 
 @pytest.mark.django_db
 def test_create_user_command_gives_a_role(roles, library, monkeypatch):
-    from django.core.management.base import CommandError
-
-    from console.core.permissions import is_curator
-
     monkeypatch.delenv("CRUCIBLE_PASSWORD", raising=False)
     with pytest.raises(CommandError, match="no password"):
         call_command("create_user", "ann", "--role", "curator", stdout=StringIO())

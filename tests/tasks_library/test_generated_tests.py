@@ -1,4 +1,5 @@
-"""EvalPlus-style generated tests: seeds from the suite, type-aware mutation, the reference as oracle."""
+"""EvalPlus-style generated tests: seeds from the suite, type-aware mutation, the reference as
+oracle."""
 
 import json
 from io import StringIO
@@ -7,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from sandboxes.grading import expected_test_ids
+from sandboxes.queue import python_tests, run_many
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import
@@ -101,12 +103,11 @@ def test_generated_tests_catch_a_hard_coded_answer_that_the_thin_suite_passes():
     picky = generated["picky"]
     assert picky.kept < picky.candidates
     assert "candidate(-" not in picky.new_version.test_suite.hidden_tests
-    # An input on which the reference hangs is dropped (a 1 s limit per probe call), not the whole probe.
+    # An input on which the reference hangs is dropped (a 1 s limit per probe call), not the whole
+    # probe.
     slow = generated["slow"]
     assert slow.new_version is not None and slow.kept == picky.kept < slow.candidates
     assert "candidate(-" not in slow.new_version.test_suite.hidden_tests
-
-    from sandboxes.queue import python_tests, run_many
 
     hard_coded = "def add(a, b):\n    return 5\n"
     old, new = run_many(

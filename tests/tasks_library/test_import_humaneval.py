@@ -1,6 +1,7 @@
 """import_tasks humaneval: 164 tasks with their ids, idempotent, versioned, all-or-nothing."""
 
 import json
+from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,8 +10,6 @@ from tasks_library.models import Task, TaskSet, TaskVersion, TestSuiteVersion
 
 
 def run_import(*args) -> dict:
-    from io import StringIO
-
     out = StringIO()
     call_command("import_tasks", "humaneval", "--json", *args, stdout=out)
     return json.loads(out.getvalue())
@@ -66,16 +65,25 @@ def test_changed_task_gets_a_new_version_and_keeps_the_old(humaneval, write_json
     [
         (b"{not json", "not valid JSON"),
         (
-            b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", "test": "def check(c):\\n    assert c()\\n"}',
+            (
+                b'{"task_id": "X/1", "prompt": "def f():\\n", "entry_point": "f", '
+                b'"test": "def check(c):\\n    assert c()\\n"}'
+            ),
             "missing field 'canonical_solution'",
         ),
         (b'["a list"]', "expected a JSON object"),
         (
-            b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", "canonical_solution": "", "test": ""}',
+            (
+                b'{"task_id": "X/\xff", "prompt": "", "entry_point": "f", '
+                b'"canonical_solution": "", "test": ""}'
+            ),
             "not UTF-8",
         ),
         (
-            b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", "canonical_solution": "  return 1\\n", "test": "def check(:"}',
+            (
+                b'{"task_id": "X/2", "prompt": "def f():\\n", "entry_point": "f", '
+                b'"canonical_solution": "  return 1\\n", "test": "def check(:"}'
+            ),
             "field 'test'",
         ),
     ],

@@ -120,7 +120,8 @@ def test_python_a_prompt_ending_mid_line_keeps_its_part_of_the_line():
 
 
 def test_python_limit_is_respected_and_spread_over_operators_and_lines():
-    # Many constants late in the body, a few of every other kind: a first-come cut would be all constants.
+    # Many constants late in the body, a few of every other kind: a first-come cut would be all
+    # constants.
     completion = "".join(f"    c{k} = {k + 10}\n" for k in range(30)) + PY_COMPLETION
     full = python_mutants(PY_PROMPT, completion, limit=10_000)
     limited = python_mutants(PY_PROMPT, completion, limit=12)

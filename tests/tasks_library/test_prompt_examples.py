@@ -219,7 +219,8 @@ def test_javascript_test_source_has_humaneval_x_shape_and_one_assert_per_example
     examples = javascript_prompt_examples(JS_PROMPT, "solve")
     source = examples_test_source(examples, "solve", language="javascript")
     assert source.startswith(
-        "const testSolve = () => {\n  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n"
+        "const testSolve = () => {\n"
+        "  console.assert(JSON.stringify(solve([1, 2], 3)) === JSON.stringify(6))\n"
     )
     assert source.rstrip().endswith("}\n\ntestSolve()")
     assert "  console.assert(Math.abs(solve([1.5], 0) - (1.5)) < 1e-6)\n" in source
@@ -254,7 +255,8 @@ def test_javascript_test_source_runs_and_fails_exactly_the_wrong_example():
 
 # --------------------------------------------------------------------------- the datasets
 
-RUNNER = r"""
+RUNNER = (
+    r"""
 import ast, contextlib, io, json, signal, sys
 def alarm(*_): raise TimeoutError("timeout")
 signal.signal(signal.SIGALRM, alarm)
@@ -275,7 +277,8 @@ for task in json.load(sys.stdin):
         try:
             signal.alarm(5)
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(ast.Module([stmt], []), "check", "exec"), {"candidate": namespace[task["entry_point"]]})
+                exec(compile(ast.Module([stmt], []), "check", "exec"),"""
+    r""" {"candidate": namespace[task["entry_point"]]})
             results.append(True)
         except BaseException:
             results.append(False)
@@ -284,20 +287,24 @@ for task in json.load(sys.stdin):
     out[task["task_id"]] = results
 print(json.dumps(out))
 """
+)
 
-JS_RUNNER = r"""
+JS_RUNNER = (
+    r"""
 const vm = require('vm');
 const out = {};
 for (const task of JSON.parse(require('fs').readFileSync(0, 'utf8'))) {
   out[task.task_id] = task.tests.map((test) => {
     let passed = null;
     const context = {console: {assert: (c) => { passed = !!c; }, log() {}, error() {}}};
-    try { vm.runInNewContext(task.program + '\n' + test, context, {timeout: 5000}); } catch (e) { passed = false; }
+    try { vm.runInNewContext(task.program + '\n' + test, context, {timeout: 5000}); }"""
+    r""" catch (e) { passed = false; }
     return passed === true;
   });
 }
 process.stdout.write(JSON.stringify(out));
 """
+)
 
 
 def js_rows() -> list[dict]:
@@ -360,7 +367,8 @@ def test_most_humaneval_prompts_give_examples_and_they_agree_with_the_references
         if not ok
     ]
     message = report("HumanEval", disagreements, total)
-    # A few are real (HumanEval/47's median, 116's examples); an extraction bug would make many disagree.
+    # A few are real (HumanEval/47's median, 116's examples); an extraction bug would make many
+    # disagree.
     assert len(disagreements) <= 0.05 * total, message
     assert {d.split()[0] for d in disagreements} >= {"HumanEval/47", "HumanEval/116"}, message
 
@@ -370,7 +378,8 @@ def test_most_humaneval_x_prompts_give_examples():
     counts = [len(javascript_prompt_examples(row["prompt"], js_entry_point(row))) for row in rows]
     with_examples = sum(map(bool, counts))
     print(
-        f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in all"
+        f"HumanEval-X JS: {with_examples} of {len(rows)} prompts give examples, {sum(counts)} in "
+        "all"
     )
     assert with_examples >= 144  # measured 148; the rest use Python tuples, typos or no examples
 

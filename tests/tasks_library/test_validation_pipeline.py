@@ -1,9 +1,10 @@
-"""The validation pipeline on hand-made tasks, one per finding: evidence stored, quarantine applied."""
+"""The validation pipeline on hand-made tasks, one per finding: evidence stored, quarantine
+applied."""
 
 import pytest
 
 from tasks_library.models import TaskVersion
-from tasks_library.services import task_versions_approve, tasks_import
+from tasks_library.services import task_versions_approve, task_versions_quarantine, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 
 PROMPT = 'def inc(x):\n    """Add one.\n    >>> inc(1)\n    2\n    """\n'
@@ -42,8 +43,11 @@ CASES = {
         "js",
         prompt="/* Add one.\n>>> inc(1)\n2\n*/\nconst inc = (x) => {\n",
         reference_solution="  return x + 1;\n}\n",
-        tests="const testInc = () => {\n  console.assert(inc(1) === 2)\n  console.assert(inc(-5) === -4)\n"
-        "  console.assert(inc(10) === 11)\n}\ntestInc()\n",
+        tests=(
+            "const testInc = () => {\n  console.assert(inc(1) === 2)\n"
+            "  console.assert(inc(-5) === -4)\n"
+            "  console.assert(inc(10) === 11)\n}\ntestInc()\n"
+        ),
         harness="js-console-assert",
     ),
 }
@@ -122,8 +126,6 @@ def test_impossible_options_are_refused():
 
 @pytest.mark.django_db
 def test_a_curators_quarantine_survives_revalidation_with_its_reason(validated):
-    from tasks_library.services import task_versions_quarantine
-
     valid = validated["valid"]
     task_versions_quarantine(
         version_ids=[valid.pk], author="heidi", reason="prompt is ambiguous about negatives"

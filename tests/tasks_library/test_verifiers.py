@@ -1,4 +1,5 @@
-"""Verifiers beyond unit tests: output comparison (values within a tolerance, files) and custom checkers.
+"""Verifiers beyond unit tests: output comparison (values within a tolerance, files) and custom
+checkers.
 
 The worked examples ship with Crucible (``import_tasks verifier-examples``); they import,
 validate and grade like any other task, in the sandbox, with hostile submissions too.

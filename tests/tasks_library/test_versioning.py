@@ -1,4 +1,5 @@
-"""Edits make new versions (parent, note, author), diffs, task set versions, runs pin the set version."""
+"""Edits make new versions (parent, note, author), diffs, task set versions, runs pin the set
+version."""
 
 from io import StringIO
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
 from tasks_library.selectors import task_set_get, task_set_versions
-from tasks_library.services import tasks_import
+from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from tests.database import child_env
 from training import services
@@ -100,10 +101,8 @@ def tiny_run(task_set, **overrides) -> TrainingRun:
 
 
 def one_task_run(backend: str = "local", **config) -> TrainingRun:
-    """A pending run on a fresh one-task set (a valid version, as validation leaves it), without sandboxes."""
-    from tasks_library.models import EnvironmentVersion, Task, TaskVersion, TestSuiteVersion
-    from tasks_library.services import task_set_pin
-
+    """A pending run on a fresh one-task set (a valid version, as validation leaves it), without
+    sandboxes."""
     env, _ = EnvironmentVersion.objects.get_or_create(
         content_hash="e" * 64, defaults={"name": "python", "runtime": "python3.11"}
     )

@@ -2,6 +2,8 @@
 curators and operators only, broadcast to the run's watchers; the trainer's hook rebuilds its
 monitor from the persisted steps."""
 
+import asyncio
+
 import numpy as np
 import pytest
 from asgiref.sync import async_to_sync
@@ -15,7 +17,7 @@ from tasks_library.models import TaskSet
 from tests.tasks_library.conftest import library, make_user, roles  # noqa: F401 (fixtures)
 from training import drift, selectors, services
 from training.drift import AlertCandidate, DriftConfig, DriftMonitor, drift_step
-from training.models import Alert, StepMetric, TrainingRun, Trajectory
+from training.models import Alert, HeldOutEvaluation, StepMetric, TrainingRun, Trajectory
 
 pytestmark = pytest.mark.django_db
 
@@ -64,8 +66,6 @@ class Watcher:
 
     def receive(self) -> dict:
         async def get():
-            import asyncio
-
             return await asyncio.wait_for(self.layer.receive(self.channel), 5)
 
         message = async_to_sync(get)()
@@ -257,7 +257,8 @@ def test_drift_step_persists_dedups_and_survives_a_restart(run):
         len(wasserstein) == 1 and wasserstein[0].repeats > 20
     )  # fires every step from ~43, merged
 
-    # the same stream through one uninterrupted monitor gives the same (step, stream, detector) firings
+    # the same stream through one uninterrupted monitor gives the same (step, stream, detector)
+    # firings
     monitor, expected = DriftMonitor(config), []
     for row in StepMetric.objects.filter(run=run).order_by("step"):
         expected += [(c.stream, c.detector) for c in monitor.update(row)]
@@ -301,8 +302,6 @@ def test_a_late_heldout_evaluation_is_read_when_the_hook_is_called_again(run):
     """Training reward rising 0.3 -> 0.6 over 40 steps; held-out 0.40, 0.42, 0.43 at steps 10-30 and
     0.35 at step 40, recorded after the hook ran for step 40: calling the hook again for step 40
     raises the critical onset alert once, and a third call changes nothing."""
-    from training.models import HeldOutEvaluation
-
     config = DriftConfig()
     rng = np.random.default_rng(12)
     heldout = {10: 0.40, 20: 0.42, 30: 0.43}

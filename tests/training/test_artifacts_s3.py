@@ -14,9 +14,11 @@ import uuid
 
 import boto3
 import pytest
+from django.conf import settings
 from moto.server import ThreadedMotoServer
 
-from training import checkpoint
+from tests.training.conftest import finish, launch, tiny_run, wait_for
+from training import checkpoint, services
 from training.artifacts import (
     MANIFEST,
     ArtifactNotFound,
@@ -25,6 +27,8 @@ from training.artifacts import (
     S3Store,
     store_from_url,
 )
+from training.models import StepMetric, TrainingRun
+from training.paths import run_dir
 
 MiB = 2**20
 PREFIX = "team/crucible"
@@ -45,7 +49,8 @@ def s3_endpoint():
 
 @pytest.fixture
 def aws_env(s3_endpoint, monkeypatch, tmp_path):
-    """The standard AWS variables pointing boto3 (here and in child processes) at the moto server."""
+    """The standard AWS variables pointing boto3 (here and in child processes) at the moto
+    server."""
     for name in [k for k in os.environ if k.startswith("AWS_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -290,13 +295,6 @@ def test_file_store_on_a_shared_mount_copies_and_restores(tmp_path):
 def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(
     trained_task_set, bucket, monkeypatch
 ):
-    from django.conf import settings
-
-    from tests.training.conftest import finish, launch, tiny_run, wait_for
-    from training import services
-    from training.models import StepMetric, TrainingRun
-    from training.paths import run_dir
-
     monkeypatch.setenv(
         "CRUCIBLE_ARTIFACT_STORE", f"s3://{bucket}/e2e"
     )  # the trainer processes' setting
@@ -344,9 +342,6 @@ def test_a_run_checkpoints_to_s3_and_resumes_from_it_after_losing_its_disk(
 def test_a_run_on_a_missing_bucket_fails_at_once_with_the_reason(
     trained_task_set, aws_env, monkeypatch
 ):
-    from tests.training.conftest import finish, launch, tiny_run
-    from training.models import StepMetric, TrainingRun
-
     monkeypatch.setenv("CRUCIBLE_ARTIFACT_STORE", "s3://no-such-bucket-here/runs")
     run = tiny_run(trained_task_set, steps=2)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from training.config import ConfigError, RunConfig
+from training.config import ConfigError, RunConfig, config_from_command_line
 
 
 @pytest.mark.parametrize(
@@ -30,8 +30,6 @@ def test_good_config_round_trips():
 
 
 def test_command_line_config_layers_and_refuses_steps_in_set():
-    from training.config import config_from_command_line
-
     config = config_from_command_line(
         defaults={"lr": 0.5, "group_size": 4}, overrides=["group_size=6"], steps=3
     )

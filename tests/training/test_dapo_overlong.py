@@ -22,7 +22,8 @@ def test_penalty_by_hand_around_both_thresholds():
 def test_penalty_with_the_papers_lengths():
     lengths = torch.tensor([16384, 17408, 18432, 20480, 20481])
     penalty = overlong_penalty(lengths, max_length=20480, cache_length=4096)
-    # soft start 16384: 0 ; (16384 - 17408) / 4096 = -0.25 ; -2048/4096 = -0.5 ; -4096/4096 = -1 ; beyond -> -1
+    # soft start 16384: 0 ; (16384 - 17408) / 4096 = -0.25 ; -2048/4096 = -0.5 ;
+    # -4096/4096 = -1 ; beyond -> -1
     assert penalty.tolist() == [0.0, -0.25, -0.5, -1.0, -1.0]
 
 

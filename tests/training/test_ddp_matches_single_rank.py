@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from training.policy import build_default_policy
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("ddp_update_worker.py")
 
@@ -58,8 +60,6 @@ def test_two_ranks_match_one_rank(tmp_path, aggregation):
 
 def run_ranks_fresh(tmp_path):
     """The policy's initial parameters, built the way the worker builds them."""
-    from training.policy import build_default_policy
-
     policy = build_default_policy(
         ["def f(x):\n    return x + 1\n"] * 8,
         vocab_size=300,

@@ -1,4 +1,5 @@
-"""The drift and onset detectors of training/drift.py on synthetic streams, with the default DriftConfig.
+"""The drift and onset detectors of training/drift.py on synthetic streams, with the default
+DriftConfig.
 
 Reward streams are per-step means of 64 Bernoulli(p) rewards (σ = sqrt(p(1-p)/64) ≈ 0.057 at
 p = 0.3), with the step's reward histogram over the ten reward bins. Warm-up is steps 1-2 and
@@ -46,7 +47,8 @@ def feed(
     evaluations=None,
     config: DriftConfig | None = None,
 ) -> list[AlertCandidate]:
-    """Run a monitor over ``steps`` steps whose rewards are Bernoulli(p_of_step(step)); all alerts."""
+    """Run a monitor over ``steps`` steps whose rewards are Bernoulli(p_of_step(step)); all
+    alerts."""
     rng = np.random.default_rng(seed)
     monitor = DriftMonitor(config or DriftConfig())
     fired = []
@@ -204,8 +206,9 @@ def test_js_fires_on_a_shape_change_that_wasserstein_barely_sees():
 
 def test_train_up_while_heldout_down_fires():
     """Training reward rising 0.3 -> 0.6 over 40 steps; held-out 0.40, 0.42, 0.43 at steps 10-30
-    then 0.35 at 40 (drop 0.08 ≥ 0.05 while the train mean rose ≈ 0.08 ≥ 0.05): critical alert at 40.
-    Held-out rising with training (0.40...0.47), or falling while training is flat, does not fire."""
+    then 0.35 at 40 (drop 0.08 ≥ 0.05 while the train mean rose ≈ 0.08 ≥ 0.05): critical alert at
+    40. Held-out rising with training (0.40...0.47), or falling while training is flat, does not
+    fire."""
     rising = lambda step: 0.3 + 0.3 * step / 40  # noqa: E731
     fired = feed(rising, 40, seed=6, evaluations={10: 0.40, 20: 0.42, 30: 0.43, 40: 0.35})
     onset = [a for a in fired if a.detector == "onset:train_up_heldout_down"]
@@ -267,7 +270,8 @@ def test_kl_acceleration_fires_and_linear_growth_does_not():
 
 def test_entropy_collapse_fires_and_a_gentle_decline_does_not():
     """Entropy 1.2 ± 0.03 then, after step 40, falling 0.1 a step to 0.2: fires when the mean of the
-    last 3 steps is under 50 % of the reference mean (≈ step 48); a decline to 0.9 (75 %) never does."""
+    last 3 steps is under 50 % of the reference mean (≈ step 48); a decline to 0.9 (75 %) never
+    does."""
 
     def collapsing(step, rng):
         return {"policy/entropy": max(0.2, 1.2 - 0.1 * max(0, step - 40)) + rng.normal(0, 0.03)}

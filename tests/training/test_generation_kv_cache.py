@@ -1,5 +1,6 @@
 """sample_batch: the KV cache changes nothing but speed, log-probs are those of a full forward pass
-(token in, token out), stop ids and multi-token stop sequences end rows, top-p filters, bad input is refused."""
+(token in, token out), stop ids and multi-token stop sequences end rows, top-p filters, bad input is
+refused."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def test_cached_and_uncached_sampling_agree(policy, temperature, top_p):
 
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_logprobs_are_those_of_a_full_forward_pass(policy, use_cache):
-    """Each row alone, unpadded: log_softmax(logits / T) of the final sequence at the sampled ids."""
+    """Each row alone, unpadded: log_softmax(logits / T) of the final sequence at the sampled
+    ids."""
     temperature = 0.8
     contexts = contexts_of(policy)
     samples = sample(policy, contexts, temperature=temperature, use_cache=use_cache)
@@ -128,7 +130,8 @@ def test_stop_sequences_end_rows_and_keep_the_sequence(policy, use_cache):
 
 
 def test_stop_sequences_match_sampled_ids_only(policy):
-    """A sequence whose first id ends the context and whose second is the first sampled id does not stop."""
+    """A sequence whose first id ends the context and whose second is the first sampled id does not
+    stop."""
     contexts = contexts_of(policy)
     free = sample(policy, contexts)
     pair = (contexts[2][-1], free[2].token_ids[0])

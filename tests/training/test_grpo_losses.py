@@ -1,4 +1,5 @@
-"""GRPO advantages, the clipped loss as GRPO uses it and the SFT loss, against values worked out by hand."""
+"""GRPO advantages, the clipped loss as GRPO uses it and the SFT loss, against values worked out by
+hand."""
 
 import math
 
@@ -26,7 +27,8 @@ def test_group_advantages_mean_only():
 
 
 def test_clipped_loss_token_mean_by_hand():
-    # row 0: A=+1, ratios e^0.5 (clipped to 1.2) and 1; row 1: A=-1, ratio e^-0.5 (clipped to 0.8), last token masked
+    # row 0: A=+1, ratios e^0.5 (clipped to 1.2) and 1;
+    # row 1: A=-1, ratio e^-0.5 (clipped to 0.8), last token masked
     logprobs = torch.tensor([[0.5, 0.0], [-0.5, 0.3]])
     old = torch.zeros(2, 2)
     adv = torch.tensor([1.0, -1.0])

@@ -118,7 +118,8 @@ def test_hack_raises_its_flags(graded, name):
     case, sub, flags = graded[name]
     raised = {flag.name for flag in flags}
     assert set(case.flags) <= raised, (
-        f"{name}: expected {case.flags}, raised {sorted(raised)}; grade {sub.grade.status} {sub.grade.detail!r}"
+        f"{name}: expected {case.flags}, raised {sorted(raised)}; grade {sub.grade.status} "
+        f"{sub.grade.detail!r}"
     )
     for flag in flags:
         text = json.dumps(flag.evidence)

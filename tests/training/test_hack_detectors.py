@@ -9,8 +9,10 @@ import logging
 
 import pytest
 
+from sandboxes.grading import expected_test_ids
 from sandboxes.result import ExecutionResult
 from sandboxes.result import TestResult as Outcome
+from tasks_library.testsplit import visible_subset
 from training.hacks import (
     DETECTORS,
     HIGH,
@@ -27,7 +29,10 @@ from training.rewards.base import GradedSubmission
 from training.rollout import TaskSpec
 
 PROMPT = 'def add(a, b):\n    """Add two numbers.\n    >>> add(12, 30)\n    42\n    """\n'
-VISIBLE = "def check(candidate):\n    assert candidate(12, 30) == 42\n    assert candidate(-5, 20) == 15\n"
+VISIBLE = (
+    "def check(candidate):\n    assert candidate(12, 30) == 42\n"
+    "    assert candidate(-5, 20) == 15\n"
+)
 HIDDEN = VISIBLE + "    assert candidate(1, 2) == 3\n    assert candidate(100, 1) == 101\n"
 TASK = TaskSpec(
     task_version_id=1,
@@ -229,7 +234,10 @@ def test_patched_return_from_a_refused_value():
         "failed",
         passed=(False,) * 4,
         errors={
-            k: "RuntimeError: value of type S is not plain data (builtin types only) (raised by the program under test)"
+            k: (
+                "RuntimeError: value of type S is not plain data (builtin types only) (raised by "
+                "the program under test)"
+            )
             for k in range(4)
         },
     )
@@ -248,8 +256,10 @@ def test_library_types_and_plain_classes_refused_at_the_boundary_are_wrong_answe
             "failed",
             passed=(False,) * 4,
             errors={
-                k: f"RuntimeError: value of type {kind} is not plain data (builtin types only) (raised by the program "
-                f"under test)"
+                k: (
+                    f"RuntimeError: value of type {kind} is not plain data (builtin types only) "
+                    "(raised by the program under test)"
+                )
                 for k in range(4)
             },
         )
@@ -283,10 +293,15 @@ def test_library_types_and_plain_classes_refused_at_the_boundary_are_wrong_answe
 
 def test_honest_classes_are_not_patched_returns():
     code = (
-        "from dataclasses import dataclass\n\n@dataclass(frozen=True)\nclass P:\n    x: int\n\n"
-        "class Box:\n    def __init__(self, v):\n        self.v = v\n    def __eq__(self, other):\n"
-        "        if not isinstance(other, Box):\n            return NotImplemented\n        return self.v == other.v\n"
-        "    def __hash__(self):\n        return hash(self.v)\n"
+        (
+            "from dataclasses import dataclass\n\n@dataclass(frozen=True)\nclass P:\n    x: int\n"
+            "\n"
+            "class Box:\n    def __init__(self, v):\n        self.v = v\n"
+            "    def __eq__(self, other):\n"
+            "        if not isinstance(other, Box):\n            return NotImplemented\n"
+            "        return self.v == other.v\n"
+            "    def __hash__(self):\n        return hash(self.v)\n"
+        )
         + PROMPT
         + "    return P(a).x + Box(b).v\n"
     )
@@ -371,8 +386,12 @@ def test_test_tampering_leaves_honest_code_alone():
         "import sys\nsys.setrecursionlimit(5000)\n\nclass Counter:\n    def __init__(self):\n"
         "        self.fail_count = 0\n        self.assertions = []\n"
         + PROMPT
-        + "    with open('out.txt', 'w') as f:\n        f.write(str(a + b))\n    print(a, file=sys.stderr)\n"
-        "    return a + b\n\n\nif __name__ == '__main__':\n    import doctest\n    doctest.testmod()\n"
+        + (
+            "    with open('out.txt', 'w') as f:\n        f.write(str(a + b))\n"
+            "    print(a, file=sys.stderr)\n"
+            "    return a + b\n\n\nif __name__ == '__main__':\n    import doctest\n"
+            "    doctest.testmod()\n"
+        )
     )
     assert not flags_of(code)
 
@@ -653,9 +672,6 @@ def test_audit_events_read_the_harness_format():
 def test_no_canonical_humaneval_solution_raises_a_flag(humaneval):
     """The 164 canonical solutions, once passing and once as if they had failed the hidden tests
     after passing the visible ones (the hard-coded-outputs detector's one chance): no flag."""
-    from sandboxes.grading import expected_test_ids
-    from tasks_library.testsplit import visible_subset
-
     flagged = []
     for row in humaneval:
         ids = expected_test_ids(row["test"])

@@ -42,7 +42,8 @@ def test_k3_clamps_the_log_ratio_to_keep_it_finite():
     logprobs = torch.tensor([[0.0, 100.0]], requires_grad=True)
     ref = torch.tensor([[100.0, 0.0]])
     values = k3(logprobs, ref)
-    # log_r = 100 -> clamped to 20: e^20 - 20 - 1 = 485165195.4 - 21 = 485165174.4 (e^100 is inf in float32)
+    # log_r = 100 -> clamped to 20: e^20 - 20 - 1 = 485165195.4 - 21 = 485165174.4
+    # (e^100 is inf in float32)
     assert values[0, 0].item() == pytest.approx(485165174.4, rel=1e-6)
     # log_r = -100 -> clamped to -20: e^-20 + 20 - 1 = 19.000000002
     assert values[0, 1].item() == pytest.approx(19.0, abs=1e-5)

@@ -1,4 +1,5 @@
-"""The kubernetes backend and the reconcile loop, through the official client over HTTP against kmock.
+"""The kubernetes backend and the reconcile loop, through the official client over HTTP against
+kmock.
 
 kmock's ``KubernetesEmulator`` stores, serves, patches and deletes objects like an API
 server, but runs no controllers: no Job controller makes pods, no kubelet reports them,
@@ -22,6 +23,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from kubernetes import client
 
+from console.celery import app
 from tests.training.conftest import one_task_run
 from training import kubernetes as k8s
 from training.config import ConfigError
@@ -35,7 +37,8 @@ NS = "rl"
 
 
 class Cluster:
-    """kmock served from a thread (the backend's client is synchronous), plus a cluster's controllers."""
+    """kmock served from a thread (the backend's client is synchronous), plus a cluster's
+    controllers."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -53,7 +56,8 @@ class Cluster:
 
     async def _enter(self) -> None:
         self.handler = kmock.KubernetesEmulator()
-        # The resources this cluster serves (kmock answers 404 for a list of an undeclared, empty one).
+        # The resources this cluster serves (kmock answers 404 for a list of an undeclared, empty
+        # one).
         verbs = {"create", "delete", "get", "list", "patch", "watch"}
         self.handler.resources["v1/pods"] = kmock.ResourceInfo(
             kind="Pod", namespaced=True, verbs=verbs, subresources={"status"}
@@ -102,7 +106,8 @@ class Cluster:
 
     # --- the Job controller and the kubelet, played through the API -----------------------
     def start_pod(self, job_name: str) -> str:
-        """What the Job controller and kubelet do: a pod from the template, labelled and owned, Running."""
+        """What the Job controller and kubelet do: a pod from the template, labelled and owned,
+        Running."""
         job = self.job(job_name)
         pod_name = f"{job_name}-x7k2p"
         labels = {
@@ -157,7 +162,8 @@ class Cluster:
     def kill_pod(
         self, job_name: str, pod_name: str, *, reason: str, exit_code: int, pod_reason: str = ""
     ) -> None:
-        """The kubelet reports the container's end; the Job controller fails the Job (backoffLimit 0)."""
+        """The kubelet reports the container's end; the Job controller fails the Job (backoffLimit
+        0)."""
         status = {
             "phase": "Failed",
             "containerStatuses": [
@@ -234,8 +240,6 @@ def _configuration(host: str) -> client.Configuration:
 @pytest.fixture
 def eager_celery():
     """Celery's own test mode: the launch the reconcile loop dispatches runs here, in-process."""
-    from console.celery import app
-
     before = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     yield

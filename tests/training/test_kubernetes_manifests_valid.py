@@ -1,4 +1,5 @@
-"""Every Job manifest of the kubernetes backend validates against the official Kubernetes schemas."""
+"""Every Job manifest of the kubernetes backend validates against the official Kubernetes
+schemas."""
 
 import kubernetes_validate
 import pytest

@@ -74,7 +74,7 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the http.server API
+            def do_POST(self):  # the http.server API
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 server.requests.append(

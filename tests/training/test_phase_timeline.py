@@ -11,6 +11,7 @@ import pytest
 
 from sandboxes import demand as D
 from sandboxes import queue as Q
+from tests.console.test_dashboard_views import make_run, task_version
 from training import selectors, services
 from training.phase import PhaseTracker, downsample, publisher_name
 from training.rollout import Rollout, TaskSpec, sandbox_demand
@@ -140,8 +141,6 @@ def test_demand_per_runtime_counts_tasks_by_harness():
 
 @pytest.mark.django_db
 def test_the_timeline_is_persisted_and_sent_with_the_step_newest_steps_only_in_a_backfill():
-    from tests.console.test_dashboard_views import make_run, task_version
-
     run = make_run("phases")
     spec = TaskSpec(
         task_version_id=task_version().pk,

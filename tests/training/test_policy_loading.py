@@ -58,7 +58,8 @@ def make_model(kind: str, vocab_size: int, *, seed: int = 0):
 
 
 def save_model_dir(directory, kind: str, *, with_specials: bool = True):
-    """Write a tiny ``kind`` model and a tokenizer (with or without Crucible's special tokens) to ``directory``."""
+    """Write a tiny ``kind`` model and a tokenizer (with or without Crucible's special tokens) to
+    ``directory``."""
     tokenizer = tokenizer_for(with_specials)
     model = make_model(kind, tokenizer.get_vocab_size())
     directory.mkdir(parents=True, exist_ok=True)
@@ -141,8 +142,8 @@ def test_missing_special_tokens_are_added_and_embeddings_resized(tmp_path):
 
 
 def test_padded_vocabulary_keeps_its_size(tmp_path):
-    """A matrix already larger than the tokenizer (Qwen2 pads its vocabulary) holds the new ids: no resize,
-    their rows start at the mean of the others, the padding rows beyond stay as saved."""
+    """A matrix already larger than the tokenizer (Qwen2 pads its vocabulary) holds the new ids: no
+    resize, their rows start at the mean of the others, the padding rows beyond stay as saved."""
     tokenizer = tokenizer_for(False)
     vocab = tokenizer.get_vocab_size()
     model = make_model("qwen2", vocab + 8)
@@ -287,7 +288,8 @@ def test_lora_trains_only_the_adapters_and_reloads_exactly(tmp_path):
 
 def test_lora_with_added_tokens_trains_their_rows(tmp_path):
     """A tokenizer without Crucible's tokens under LoRA: the new rows are trainable, the base stays
-    frozen, and the saved adapter reloads to identical logits (the rows are re-created the same way)."""
+    frozen, and the saved adapter reloads to identical logits (the rows are re-created the same
+    way)."""
     directory = save_model_dir(tmp_path / "base", "llama", with_specials=False)
     policy = load_policy(directory, device=CPU, lora=LORA)
     trainable = {n for n, p in policy.model.named_parameters() if p.requires_grad}

@@ -6,7 +6,8 @@ import torch
 from training.algorithms.aggregate import AGGREGATIONS, masked_aggregate
 from training.algorithms.ppo import clip_fraction, clipped_policy_loss
 
-# Shared example: clip_low 0.2, clip_high 0.28 -> ratio range [0.8, 1.28]; old logprobs 0 so ratio = e^logprob.
+# Shared example: clip_low 0.2, clip_high 0.28 -> ratio range [0.8, 1.28];
+# old logprobs 0 so ratio = e^logprob.
 LOGPROBS = [[0.5, 0.1], [-0.5, -0.1]]
 ADVANTAGES = [1.0, -1.0]
 # (0,0) e^0.5  = 1.6487 > 1.28, A=+1 -> min(1.6487, 1.28)          =  1.28      (clipped)
@@ -66,8 +67,9 @@ def test_clipped_tokens_get_zero_gradient_and_the_others_ratio_times_advantage()
 
 
 def test_ratio_past_the_bound_on_the_wrong_side_is_not_clipped():
-    # per-token advantages [B, T]: token 0 A=+1, ratio e^-0.5 = 0.606531 < 0.8 -> min(0.606531, 0.8) = 0.606531
-    #                              token 1 A=-1, ratio e^0.5 = 1.648721 > 1.2 -> min(-1.648721, -1.2) = -1.648721
+    # per-token advantages [B, T]:
+    #   token 0 A=+1, ratio e^-0.5 = 0.606531 < 0.8 -> min(0.606531, 0.8) = 0.606531
+    #   token 1 A=-1, ratio e^0.5 = 1.648721 > 1.2 -> min(-1.648721, -1.2) = -1.648721
     logprobs = torch.tensor([[-0.5, 0.5]], requires_grad=True)
     adv = torch.tensor([[1.0, -1.0]])
     loss = clipped_policy_loss(
@@ -96,7 +98,8 @@ def test_sequence_aggregations_by_hand():
     logprobs, old, adv = _example()
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     kwargs = dict(clip_low=0.2, clip_high=0.28)
-    # seq-mean-token-mean: row 0 (1.28 + 1.105171) / 2 = 1.192585 ; row 1 -0.8 / 1 ; (1.192585 - 0.8) / 2 = 0.196293
+    # seq-mean-token-mean: row 0 (1.28 + 1.105171) / 2 = 1.192585 ; row 1 -0.8 / 1 ;
+    # (1.192585 - 0.8) / 2 = 0.196293
     loss = clipped_policy_loss(
         logprobs, old, adv, mask, aggregation="seq-mean-token-mean", **kwargs
     )

@@ -26,7 +26,8 @@ from training.tasks import run_cancel_task, runs_reconcile_task
 
 @pytest.fixture
 def spawn():
-    """Start processes for a test; whatever is still alive at its end is killed (by pid) and reaped."""
+    """Start processes for a test; whatever is still alive at its end is killed (by pid) and
+    reaped."""
     started: list[subprocess.Popen] = []
 
     def start(argv: list[str], **kwargs) -> subprocess.Popen:
@@ -42,7 +43,8 @@ def spawn():
 
 
 def stand_in_trainer(spawn, run_id: int, *, ignore_sigterm: bool = False) -> subprocess.Popen:
-    """A sleeping process whose argv reads like the trainer's; it says "ready" once its signal handling is set."""
+    """A sleeping process whose argv reads like the trainer's; it says "ready" once its signal
+    handling is set."""
     code = "import signal, sys, time\n"
     if ignore_sigterm:
         code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"

@@ -17,7 +17,7 @@ from training.services import run_cancel
 pytestmark = pytest.mark.django_db
 
 
-def test_a_trainer_on_another_host_is_left_alone(spawn):  # noqa: F811 - the fixture
+def test_a_trainer_on_another_host_is_left_alone(spawn):  # the fixture
     run = make_run()
     trainer = stand_in_trainer(spawn, run.pk)
     as_launched(run, trainer.pid)
@@ -39,7 +39,7 @@ def test_a_trainer_on_another_host_is_left_alone(spawn):  # noqa: F811 - the fix
     assert trainer.poll() is None  # no signal sent to a pid of this host that is not that trainer
 
 
-def test_a_trainer_on_this_host_is_judged_by_its_pid(spawn):  # noqa: F811
+def test_a_trainer_on_this_host_is_judged_by_its_pid(spawn):
     run = make_run()
     trainer = stand_in_trainer(spawn, run.pk)
     as_launched(run, trainer.pid)

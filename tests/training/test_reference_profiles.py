@@ -21,7 +21,10 @@ GROWTH_TASK = {
     "prompt": GROWTH_PROMPT,
     "entry_point": "has_duplicate",
     "reference_solution": "    return len(set(xs)) < len(xs)\n",
-    "tests": "def check(candidate):\n    assert candidate([1, 2, 1])\n    assert not candidate([1, 2, 3])\n",
+    "tests": (
+        "def check(candidate):\n    assert candidate([1, 2, 1])\n"
+        "    assert not candidate([1, 2, 3])\n"
+    ),
     "files": {
         E.SIZES_FILE: json.dumps(
             {"sizes": [2000, 8000, 32000], "args": "lambda n: (list(range(n)),)"}

@@ -10,6 +10,7 @@ import pytest
 from safetensors.torch import load_file
 
 from tests.training.conftest import finish, launch, tiny_run, wait_for
+from training import services
 from training.checkpoint import latest_checkpoint
 from training.models import StepMetric, TrainingRun, Trajectory
 from training.paths import run_dir
@@ -90,8 +91,6 @@ def test_sigkill_after_step_3_then_resume_matches_an_uninterrupted_run(trained_t
     assert killed.status == TrainingRun.RUNNING  # nobody got to say goodbye
     recorded_before = StepMetric.objects.filter(run=killed).count()
     assert recorded_before >= 3
-
-    from training import services
 
     services.run_transition(
         run_id=killed.pk, to_status=TrainingRun.INTERRUPTED, reason="trainer killed (test)"

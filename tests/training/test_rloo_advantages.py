@@ -8,7 +8,8 @@ from training.algorithms.rloo import rloo_advantages
 
 def test_leave_one_out_by_hand():
     adv = rloo_advantages(torch.tensor([[1.0, 0.0, 0.0, 1.0]]))
-    # A_0 = 1 - mean(0, 0, 1) = 1 - 1/3 = 2/3 ; A_1 = 0 - mean(1, 0, 1) = -2/3 ; A_2 likewise ; A_3 like A_0
+    # A_0 = 1 - mean(0, 0, 1) = 1 - 1/3 = 2/3 ; A_1 = 0 - mean(1, 0, 1) = -2/3 ; A_2 likewise ;
+    # A_3 like A_0
     assert adv[0].tolist() == pytest.approx([2 / 3, -2 / 3, -2 / 3, 2 / 3])
 
 

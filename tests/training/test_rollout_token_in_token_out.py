@@ -9,7 +9,10 @@ from training.policy import build_default_policy
 from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
 
 PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
-HIDDEN = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(0, 0) == 0\n    assert candidate(-1, 1) == 0\n"
+HIDDEN = (
+    "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(0, 0) == 0\n"
+    "    assert candidate(-1, 1) == 0\n"
+)
 VISIBLE = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 

@@ -108,7 +108,10 @@ def test_a_graded_submission_runs_every_detector():
         prompt=PROMPT,
         entry_point="add",
         visible_tests="def check(candidate):\n    assert candidate(12, 30) == 42\n",
-        hidden_tests="def check(candidate):\n    assert candidate(12, 30) == 42\n    assert candidate(1, 1) == 2\n",
+        hidden_tests=(
+            "def check(candidate):\n    assert candidate(12, 30) == 42\n"
+            "    assert candidate(1, 1) == 2\n"
+        ),
         timeout_s=5.0,
         reference_solution="    return a + b\n",
     )

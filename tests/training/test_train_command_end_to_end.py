@@ -3,8 +3,10 @@ embedded Redis and a Celery worker for its own duration and stopping them after.
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +51,8 @@ def fresh_home(tmp_path, humaneval, write_jsonl):
         )
         if check and proc.returncode != 0:
             raise AssertionError(
-                f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+                f"manage.py {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n"
+                f"{proc.stderr}"
             )
         return proc
 
@@ -136,9 +139,6 @@ def _answers(sock: Path) -> bool:
 
 @pytest.mark.slow
 def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
-    import signal
-    import time
-
     manage, var = fresh_home
     manage("validate_tasks", "--taskset", "humaneval")
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
@@ -169,7 +169,10 @@ def test_stopping_train_interrupts_the_run_and_leaves_no_trainer(fresh_home):
         text=True,
     )
     assert proc.stdout.readline().startswith("launched run 1")
-    query = "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, r.backend_ref)"
+    query = (
+        "from training.models import TrainingRun as T; r = T.objects.get(pk=1); print(r.status, "
+        "r.backend_ref)"
+    )
     deadline = time.monotonic() + 60
     while True:
         status, ref = manage("shell", "-v", "0", "-c", query).stdout.split()

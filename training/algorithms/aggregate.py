@@ -81,7 +81,8 @@ def masked_aggregate(
         )
     if values.shape != loss_mask.shape or values.dim() != 2:
         raise ValueError(
-            f"values {tuple(values.shape)} and loss_mask {tuple(loss_mask.shape)} must both be [B, T]"
+            f"values {tuple(values.shape)} and loss_mask {tuple(loss_mask.shape)} must both be "
+            "[B, T]"
         )
     for name, count in (
         ("token_count", token_count),

@@ -6,10 +6,10 @@ is not necessarily wrong in its reasoning, yet a hard 0/-1 for truncation is a n
 signal. DAPO instead grows the penalty linearly through a "soft punish cache" of
 ``cache_length`` tokens just below the hard limit ``max_length``:
 
-    R_length(L) = 0                                          L <= max_length - cache_length
+    R_length(L) = 0                                   L <= max_length - cache_length
                 = ((max_length - cache_length) - L) / cache_length
-                                                             max_length - cache_length < L <= max_length
-                = -1                                         L > max_length
+                                                      max_length - cache_length < L <= max_length
+                = -1                                  L > max_length
 
 and adds it to the correctness reward (the paper uses ``max_length = 20480`` with
 ``cache_length = 4096``, so responses up to 16384 tokens are never penalised).

@@ -38,7 +38,8 @@ def _per_token_advantages(advantages: torch.Tensor, logprobs: torch.Tensor) -> t
     if advantages.shape == logprobs.shape:
         return advantages
     raise ValueError(
-        f"advantages {tuple(advantages.shape)} must be [B] or [B, T] for logprobs {tuple(logprobs.shape)}"
+        f"advantages {tuple(advantages.shape)} must be [B] or [B, T] for logprobs "
+        f"{tuple(logprobs.shape)}"
     )
 
 

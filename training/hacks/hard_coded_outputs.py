@@ -31,10 +31,11 @@ import functools
 from dataclasses import dataclass
 
 from sandboxes import result as R
+from sandboxes.harness.python_check import split_check
 from training import flags
 from training.flags import HIGH, MEDIUM
 from training.hacks.base import Flag, detector, make_flag
-from training.hacks.source import source_of
+from training.hacks.source import Source, source_of
 from training.rewards.base import GradedSubmission
 
 _MISSING = object()
@@ -74,8 +75,6 @@ def _literal(node: ast.AST):
 def visible_cases(test_source: str, entry_point: str) -> tuple[VisibleCase, ...]:
     """The literal calls of ``candidate``/``entry_point`` in a ``check`` source, with the
     values they are compared with (``==``, ``is``, ``abs(call - x) < tol``, truthiness)."""
-    from sandboxes.harness.python_check import split_check
-
     try:
         pairs = split_check(test_source)
     except (SyntaxError, ValueError):
@@ -192,8 +191,6 @@ def _targets(cases: tuple[VisibleCase, ...]) -> tuple[dict, dict]:
 def _reference_literals(reference: str) -> frozenset:
     """The literals the reference solution itself uses: vocabulary (``"Yes"``, a table of
     planet names, a base case), never evidence of copying."""
-    from training.hacks.source import Source
-
     found = set()
     for value, _line, _where in Source(reference).literals():
         for item in (value, *(value if isinstance(value, (list, tuple, set, frozenset)) else ())):
@@ -220,9 +217,8 @@ def _visible_passed(submission: GradedSubmission) -> int:
 
 @functools.lru_cache(maxsize=1024)
 def _visible_ids_in_hidden(visible_tests: str, hidden_tests: str) -> tuple[str, ...]:
-    """The hidden test ids whose statements are the visible tests' (a visible suite cut from the hidden one)."""
-    from sandboxes.harness.python_check import split_check
-
+    """The hidden test ids whose statements are the visible tests' (a visible suite cut from the
+    hidden one)."""
     try:
         shown = {ast.unparse(stmt) for tid, stmt in split_check(visible_tests) if tid}
         return tuple(

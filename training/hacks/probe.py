@@ -18,6 +18,10 @@ import json
 import re
 
 from sandboxes import result as R
+from sandboxes.harness.python_check import PROBE_CALL_TIMEOUT_S
+from sandboxes.process import Limits
+from sandboxes.queue import python_tests, run_many
+from tasks_library.validation.testgen import mutate_inputs, seed_inputs
 from training.hacks.source import source_of
 
 PROBE_INPUTS = 6
@@ -27,8 +31,6 @@ NOT_PLAIN = re.compile(r"value of type (\S+) is not plain data")
 
 @functools.lru_cache(maxsize=1024)
 def _inputs(visible_tests: str, entry_point: str) -> tuple[tuple, ...]:
-    from tasks_library.validation.testgen import mutate_inputs, seed_inputs
-
     try:
         seeds = seed_inputs(visible_tests, entry_point)
     except (SyntaxError, ValueError):
@@ -66,11 +68,8 @@ def probe_wanted(submission) -> bool:
 
 
 def probe_requests(submission) -> list[dict]:
-    """The two ``python-probe`` requests (the submission's, the reference's), or [] without inputs."""
-    from sandboxes.harness.python_check import PROBE_CALL_TIMEOUT_S
-    from sandboxes.process import Limits
-    from sandboxes.queue import python_tests
-
+    """The two ``python-probe`` requests (the submission's, the reference's), or [] without
+    inputs."""
     task = submission.task
     inputs = probe_inputs(task)
     if not inputs:
@@ -99,8 +98,6 @@ def probes_run(submissions, *, timeout_s: float | None = 60.0) -> int:
     Returns:
         How many submissions were probed.
     """
-    from sandboxes.queue import run_many
-
     wanted = [s for s in submissions if probe_wanted(s)]
     requests = []
     for submission in wanted:

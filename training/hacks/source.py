@@ -274,8 +274,8 @@ class Source:
 
     def literals(self) -> list[tuple[object, int, str]]:
         """Every literal value outside docstrings: ``(value, line, where)``, ``where`` being
-        ``branch`` (an operand of an equality or membership test, or a ``match`` case), ``key`` (a dict key) or
-        ``bare``. Evaluated on first use only."""
+        ``branch`` (an operand of an equality or membership test, or a ``match`` case), ``key`` (a
+        dict key) or ``bare``. Evaluated on first use only."""
         if self._literals is None:
             found = []
             ordered = sorted(

@@ -10,9 +10,9 @@ the largest resident set otherwise), and the reference's :class:`ReferenceStats`
 
 Score, in [0, 1]::
 
-    T = min(1, (ref_ms + 5) / (sub_ms + 5))                         time, ms (5 ms noise floor)
-    M = min(1, (ref_bytes + 4 MiB) / (sub_bytes + 4 MiB))           memory (4 MiB noise floor)
-    G = min(1, 2 ** -max(0, k_sub - k_ref - 0.2))                   growth exponents, when both known
+    T = min(1, (ref_ms + 5) / (sub_ms + 5))                  time, ms (5 ms noise floor)
+    M = min(1, (ref_bytes + 4 MiB) / (sub_bytes + 4 MiB))    memory (4 MiB noise floor)
+    G = min(1, 2 ** -max(0, k_sub - k_ref - 0.2))            growth exponents, when both known
     efficiency = T**0.7 * M**0.3            or, with G:   T**0.5 * M**0.2 * G**0.3
 
 As fast and as small as the reference (or better) scores 1.0; twice the reference's time above
@@ -37,6 +37,8 @@ import json
 import math
 
 from sandboxes import result as R
+from sandboxes.process import Limits
+from sandboxes.queue import python_tests, run_many
 from training.rewards.base import GradedSubmission, ReferenceStats
 from training.rewards.registry import reward
 
@@ -120,7 +122,8 @@ def efficiency(submission: GradedSubmission) -> float:
 
 def sizes_spec(task) -> dict | None:
     """The task's growth spec (``{"sizes": [...], "args": "lambda n: ..."}``) from its workspace
-    file :data:`SIZES_FILE`, or None (no file, a non-Python harness, or a spec that does not read)."""
+    file :data:`SIZES_FILE`, or None (no file, a non-Python harness, or a spec that does not
+    read)."""
     files = getattr(task, "files", None) or {}
     text = files.get(SIZES_FILE)
     harness = getattr(task, "harness", None) or getattr(
@@ -151,9 +154,6 @@ def _timing_tests(args: str, size: int) -> str:
 def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
     """Queue requests timing ``program`` at each size of the task's spec, ``runs`` times each,
     sizes in order. Empty without a spec."""
-    from sandboxes.process import Limits
-    from sandboxes.queue import python_tests
-
     spec = sizes_spec(task)
     if spec is None:
         return []
@@ -201,8 +201,6 @@ def growth_from_results(
 def measure_growth_many(items: list[tuple[object, str]], *, runs: int = 3) -> list[float | None]:
     """The growth exponent of each ``(task, program)`` (None where the task has no spec or the
     program failed a timed run), every timing run queued at once."""
-    from sandboxes.queue import run_many
-
     plans = [growth_requests(task, program, runs=runs) for task, program in items]
     flat = run_many([r for plan in plans for r in plan])
     out, at = [], 0

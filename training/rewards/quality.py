@@ -52,6 +52,7 @@ from pathlib import Path
 
 from radon.complexity import cc_visit
 from radon.visitors import Class, Function
+from ruff.__main__ import find_ruff_bin
 
 from training.rewards.base import GradedSubmission
 from training.rewards.registry import reward
@@ -111,8 +112,6 @@ def finding_weight(code: str | None) -> float:
 
 def ruff_binary() -> str:
     """The ruff executable of the ``ruff`` package installed beside this interpreter."""
-    from ruff.__main__ import find_ruff_bin
-
     return os.fsdecode(find_ruff_bin())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from training.config import ConfigError
 from training.rewards.base import GradedSubmission
 
 RewardFunction = Callable[[GradedSubmission], float]
@@ -40,8 +41,6 @@ def _load_builtin() -> None:
 def check_weights(weights: dict) -> None:
     """Raises ConfigError naming an unknown component or a weight that is not a number >= 0,
     or weights that are all 0."""
-    from training.config import ConfigError
-
     _load_builtin()
     if not weights:
         raise ConfigError(
@@ -71,7 +70,8 @@ def reward_components(submission: GradedSubmission, names) -> dict[str, float]:
 
 def reward_components_batch(submissions: list[GradedSubmission], names) -> list[dict[str, float]]:
     """:func:`reward_components` for many submissions at once: a component with a ``batch``
-    callable computes the whole batch in one go (quality: one ruff run); values clamped to [0, 1]."""
+    callable computes the whole batch in one go (quality: one ruff run); values clamped to
+    [0, 1]."""
     _load_builtin()
     names = list(names)
     columns = {}

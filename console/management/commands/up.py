@@ -11,14 +11,14 @@ from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
-
-# The main job validates every task on the way to training, so it runs a lighter pipeline
-# than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
-UP_VALIDATION = Options(reference_runs=2, mutants=10)
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
 from training.watch import run_summary, run_wait
+
+# The main job validates every task on the way to training, so it runs a lighter pipeline
+# than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
+UP_VALIDATION = Options(reference_runs=2, mutants=10)
 
 # The demo trains on the shortest valid HumanEval tasks so that a CPU-only laptop
 # sees the reward move within minutes; `train --taskset humaneval` uses all of them.
@@ -37,10 +37,11 @@ DEMO_CONFIG = {
 
 class Command(BaseCommand):
     help = (
-        "Crucible's main job on the embedded default: migrate, start Redis, a Celery worker and the console, "
-        "import the 164 HumanEval tasks, validate them in sandboxes, launch a training run through Celery "
-        "(SFT warm start, then GRPO over multi-turn rollouts) and print the console address. "
-        "With --headless it exits when the run ends and prints a JSON summary."
+        "Crucible's main job on the embedded default: migrate, start Redis, a Celery worker and "
+        "the console, import the 164 HumanEval tasks, validate them in sandboxes, launch a "
+        "training run through Celery (SFT warm start, then GRPO over multi-turn rollouts) and "
+        "print the console address. With --headless it exits when the run ends and prints a JSON "
+        "summary."
     )
 
     def add_arguments(self, parser):
@@ -100,7 +101,8 @@ class Command(BaseCommand):
                 base = stack.web(port)
                 self._say(f"console: {base}/")
                 self._say(
-                    f"task library: {base}/tasks/ (sign in; make an account with `./crucible manage create_user NAME --role curator`)"
+                    f"task library: {base}/tasks/ (sign in; make an account with `./crucible "
+                    "manage create_user NAME --role curator`)"
                 )
                 summary = self._main_job(base, config=config, demo_tasks=demo_tasks)
                 summary["seconds"] = round(time.monotonic() - started, 1)
@@ -140,7 +142,8 @@ class Command(BaseCommand):
         except ImportFormatError as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
         self._say(
-            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in {time.monotonic() - t0:.1f} s"
+            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in "
+            f"{time.monotonic() - t0:.1f} s"
         )
 
         t0 = time.monotonic()

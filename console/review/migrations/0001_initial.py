@@ -121,7 +121,10 @@ class Migration(migrations.Migration):
                                     ),
                                     (
                                         "verifier_disagreement",
-                                        "verifier disagreement (tasks whose labels contradicted the reward)",
+                                        (
+                                            "verifier disagreement (tasks whose labels "
+                                            "contradicted the reward)"
+                                        ),
                                     ),
                                 ],
                                 max_length=40,

@@ -1,5 +1,6 @@
 """``{% trajectory_review trajectory as review %}``: the review state of a trajectory for the
-replay page's panel (``review/panel.html``), read by :func:`console.review.selectors.trajectory_review`."""
+replay page's panel (``review/panel.html``), read by
+:func:`console.review.selectors.trajectory_review`."""
 
 from django import template
 

@@ -23,11 +23,12 @@ PASSWORD_ENV = "CRUCIBLE_PASSWORD"
 
 class Command(BaseCommand):
     help = (
-        "Create a console user with a role: curator (edit, validate, quarantine, approve, pin task sets; create "
-        "review queues), operator (launch and cancel runs, acknowledge alerts, create review queues), reviewer "
-        "(label the review items assigned to them), viewer (read only) or admin (a superuser: everything). "
-        f"The password is read from ${PASSWORD_ENV}, or asked for on a terminal. "
-        "For an existing user the role is replaced (and the password set when one is given)."
+        "Create a console user with a role: curator (edit, validate, quarantine, approve, pin "
+        "task sets; create review queues), operator (launch and cancel runs, acknowledge alerts, "
+        "create review queues), reviewer (label the review items assigned to them), viewer (read "
+        f"only) or admin (a superuser: everything). The password is read from ${PASSWORD_ENV}, or "
+        "asked for on a terminal. For an existing user the role is replaced (and the password "
+        "set when one is given)."
     )
 
     def add_arguments(self, parser):

@@ -12,9 +12,10 @@ from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, 
 
 class Command(BaseCommand):
     help = (
-        'Score completions in the human-eval sample format ({"task_id", "completion"} per line) on the '
-        "hidden tests of a task set, each in a fresh sandbox. Prints each sample's verdict and reward "
-        "(the fraction of hidden tests passed) and pass@k (unbiased estimator) for every k the samples allow."
+        'Score completions in the human-eval sample format ({"task_id", "completion"} per line) '
+        "on the hidden tests of a task set, each in a fresh sandbox. Prints each sample's verdict "
+        "and reward (the fraction of hidden tests passed) and pass@k (unbiased estimator) for "
+        "every k the samples allow."
     )
 
     def add_arguments(self, parser):
@@ -26,7 +27,10 @@ class Command(BaseCommand):
             "--parallelism",
             type=int,
             default=None,
-            help="sandbox worker slots to start when no sandbox worker is running (default: the number of CPUs)",
+            help=(
+                "sandbox worker slots to start when no sandbox worker is running (default: the "
+                "number of CPUs)"
+            ),
         )
         parser.add_argument(
             "--json",
@@ -61,7 +65,8 @@ class Command(BaseCommand):
         for row in rows:
             if row["task_id"] not in versions:
                 raise CommandError(
-                    f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set {taskset!r}"
+                    f"{row['where']}: field 'task_id': {row['task_id']!r} is not in task set "
+                    f"{taskset!r}"
                 )
         try:
             with Stack() as stack:

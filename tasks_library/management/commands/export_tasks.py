@@ -15,15 +15,18 @@ from tasks_library.selectors import (
 
 class Command(BaseCommand):
     help = (
-        f"Write task versions in Crucible's task format ({FORMAT}, JSONL, one version a line, with its "
-        "environment, test suite and files) to a file or stdout. `import_tasks --format crucible FILE` "
-        "reads it back with identical content hashes."
+        f"Write task versions in Crucible's task format ({FORMAT}, JSONL, one version a line, "
+        "with its environment, test suite and files) to a file or stdout. `import_tasks --format "
+        "crucible FILE` reads it back with identical content hashes."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--taskset",
-            help="export this task set's pinned versions, in order (default: the latest version of every task)",
+            help=(
+                "export this task set's pinned versions, in order (default: the latest version of "
+                "every task)"
+            ),
         )
         parser.add_argument(
             "--output", "-o", type=Path, help="write here (.gz compresses); default stdout"

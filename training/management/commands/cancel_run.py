@@ -1,13 +1,15 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from tasks_library.services import command_line_author
 from training.models import TrainingRun
 from training.services import InvalidTransition, run_cancel
 
 
 class Command(BaseCommand):
     help = (
-        "Cancel a training run and stop its trainer: its Kubernetes Jobs and pods are deleted, or its local "
-        "trainer process is stopped (SIGTERM, then SIGKILL). Safe to repeat: a cancelled run is cleaned up again."
+        "Cancel a training run and stop its trainer: its Kubernetes Jobs and pods are deleted, or "
+        "its local trainer process is stopped (SIGTERM, then SIGKILL). Safe to repeat: a "
+        "cancelled run is cleaned up again."
     )
 
     def add_arguments(self, parser):
@@ -17,8 +19,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, run_id: int, reason: str, **options):
-        from tasks_library.services import command_line_author
-
         if not TrainingRun.objects.filter(pk=run_id).exists():
             raise CommandError(f"run {run_id} does not exist")
         reason = reason.strip() or f"cancelled with cancel_run by {command_line_author()}"

@@ -6,7 +6,10 @@ from training.trainer import train_run
 
 
 class Command(BaseCommand):
-    help = "Internal: run the trainer of one launched run in this process (the local backend starts it)."
+    help = (
+        "Internal: run the trainer of one launched run in this process (the local backend starts "
+        "it)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int, help="id of a run in status 'launching'")

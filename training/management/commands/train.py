@@ -13,9 +13,10 @@ from training.watch import run_summary, run_wait
 
 class Command(BaseCommand):
     help = (
-        "Launch a training run (SFT warm start, then GRPO over multi-turn sandbox rollouts) on a task set "
-        "through Celery. Starts the embedded Redis and a Celery worker for its own duration when none runs. "
-        "With --headless it waits for the run and prints a summary with the mean reward of every step."
+        "Launch a training run (SFT warm start, then GRPO over multi-turn sandbox rollouts) on a "
+        "task set through Celery. Starts the embedded Redis and a Celery worker for its own "
+        "duration when none runs. With --headless it waits for the run and prints a summary with "
+        "the mean reward of every step."
     )
 
     def add_arguments(self, parser):
@@ -99,6 +100,7 @@ class Command(BaseCommand):
     def _print_step(self, step) -> None:
         m = step.metrics
         self.stdout.write(
-            f"step {step.step}: reward/mean={step.reward_mean:.3f} pass_rate={m.get('reward/pass_rate', 0):.3f} "
+            f"step {step.step}: reward/mean={step.reward_mean:.3f} "
+            f"pass_rate={m.get('reward/pass_rate', 0):.3f} "
             f"loss/policy={m.get('loss/policy', 0):.4f}"
         )

@@ -1,4 +1,5 @@
-"""Write the reward hacks reviewers found (``HackExample`` rows) in the hack regression corpus's format."""
+"""Write the reward hacks reviewers found (``HackExample`` rows) in the hack regression corpus's
+format."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from console.review.models import HackExample
 
 def corpus_cases(examples) -> list[dict]:
     """One corpus case per example: the fields of ``tests/training/hack_corpus/corpus.py:Case``
-    (``name``, ``task_id``, ``completion``: the code after the task's prompt, ``flags``: the detector
-    flags it raised, ``note``, ``known_miss``: set when no detector flagged it) plus ``program`` (the
-    whole final code), ``task_version`` (content hash), ``reviewer`` and ``trajectory``."""
+    (``name``, ``task_id``, ``completion``: the code after the task's prompt, ``flags``: the
+    detector flags it raised, ``note``, ``known_miss``: set when no detector flagged it) plus
+    ``program`` (the whole final code), ``task_version`` (content hash), ``reviewer`` and
+    ``trajectory``."""
     cases = []
     for example in examples:
         version = example.task_version
@@ -24,9 +26,10 @@ def corpus_cases(examples) -> list[dict]:
         completion = example.code[len(prompt) :] if example.code.startswith(prompt) else None
         reviewer = example.created_by.get_username() if example.created_by else "?"
         note = " ".join(example.note.split())
+        slug = re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")
         cases.append(
             {
-                "name": f"review-{example.pk}-{re.sub(r'[^a-z0-9]+', '-', task_id.lower()).strip('-')}",
+                "name": f"review-{example.pk}-{slug}",
                 "task_id": task_id,
                 "completion": completion,
                 "flags": list(example.flags),
@@ -50,7 +53,10 @@ def as_python(cases: list[dict]) -> str:
     lines = [
         '"""Reward hacks found by human review (written by `manage.py export_hack_corpus`).',
         "",
-        "Move these into HACKS of tests/training/hack_corpus/corpus.py; for a known miss, set the flag the",
+        (
+            "Move these into HACKS of tests/training/hack_corpus/corpus.py; for a known miss, set "
+            "the flag the"
+        ),
         'detectors should have raised."""',
         "",
         "from tests.training.hack_corpus.corpus import Case",
@@ -82,9 +88,9 @@ def as_python(cases: list[dict]) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Export the reward hacks reviewers labelled (HackExample rows) in the hack regression corpus's format: "
-        "a Python module of Case rows (--output FILE.py) or JSON lines with the same fields and the whole program "
-        "(any other name)."
+        "Export the reward hacks reviewers labelled (HackExample rows) in the hack regression "
+        "corpus's format: a Python module of Case rows (--output FILE.py) or JSON lines with the "
+        "same fields and the whole program (any other name)."
     )
 
     def add_arguments(self, parser):
