@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.harness.python_check import compile_suite, split_check
+from sandboxes.harness.python_check import compile_suite, program_names, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.harness.python_stdio import stdio_ids
 from sandboxes.pairs import AUDITED_RUNNER_FDS, WarmGrader
@@ -139,6 +139,24 @@ def _compiled_suite(test_source: str, prompt: str, setup: str = "") -> dict | No
         "tag": sys.implementation.cache_tag,
         "code": base64.b64encode(marshal.dumps(suite)).decode("ascii"),
     }
+
+
+def suite_program_names(test_source: str, setup: str = "") -> list[str]:
+    """The names a ``check(candidate)`` suite uses that it does not bind (see
+    :func:`~sandboxes.harness.python_check.program_names`); cached per suite. Empty for a
+    suite that does not compile here (the sandbox reports its error)."""
+    if len(test_source) + len(setup) > COMPILED_SUITE_MAX_CHARS:
+        return []
+    return list(_suite_program_names(test_source, setup))
+
+
+@functools.lru_cache(maxsize=COMPILED_SUITES)
+def _suite_program_names(test_source: str, setup: str) -> tuple[str, ...]:
+    with PARSE_LOCK:
+        try:
+            return tuple(program_names(test_source, setup))
+        except (SyntaxError, ValueError):
+            return ()
 
 
 def trusted_source(prompt: str, setup: str) -> str:
@@ -289,6 +307,8 @@ class PythonGrader(WarmGrader):
         }
         if setup:
             driver_spec["setup"] = setup
+        if verifier == "python-check":
+            driver_spec["program_names"] = suite_program_names(test_source, setup)
         runner, driver = self.run_pair(
             {"files": {**(files or {}), SOLUTION_FILE: program}, "spec": runner_spec},
             {"role": DRIVER_ROLES[verifier], "spec": driver_spec},

@@ -23,8 +23,9 @@ the prompt and before the test module's top level. Classes that the prompt, the 
 the test module define at module level are the task's *trusted* classes: their instances
 cross the boundary as state and are rebuilt with the trusted class (see ``plaindata.py``).
 A name the tests use that none of them binds (nor the builtins) is, as in MBPP's and
-HumanEval's own harnesses where tests run in the program's namespace, the program's: it is
-bound to a proxy that calls the program's function of that name.
+HumanEval's own harnesses where tests run in the program's namespace, the program's:
+``spec["program_names"]`` (the host's :func:`program_names`) lists the candidates, and each
+one still unbound after the setup is a proxy that calls the program's function of that name.
 
 ``spec["compiled"]`` (optional, ``{"tag", "code"}``): the same prompt, setup and test
 statements already compiled by the host (:func:`compile_suite`, trusted task content,
@@ -122,14 +123,30 @@ def setup_module(module, setup=""):
     return top
 
 
-def code_names(codes):
-    """Every global or attribute name the code objects (and the code nested in them) use."""
-    names, todo = set(), list(codes)
+def program_names(test_source, setup=""):
+    """The names the tests load as globals but never bind themselves (``sorted``): those
+    that the prompt, the setup or the builtins do not bind either are the program's (the
+    driver binds a proxy to each). Computed by the host, once per suite.
+
+    Raises:
+        SyntaxError, ValueError: as :func:`compile_suite`.
+    """
+    import dis  # noqa: PLC0415 - the host's, once per suite (cached there)
+
+    module = ast.parse(test_source)
+    codes = [compile(setup_module(module, setup), "<tests>", "exec")]
+    codes += [_statement_code(stmt) for _id, stmt in split_check(test_source, module)]
+    loaded, bound = set(), set()
+    todo = [code for code in codes if not isinstance(code, Exception)]
     while todo:
         code = todo.pop()
-        names.update(code.co_names)
+        for op in dis.get_instructions(code):
+            if op.opname in ("LOAD_NAME", "LOAD_GLOBAL"):
+                loaded.add(op.argval)
+            elif op.opname in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL"):
+                bound.add(op.argval)
         todo.extend(const for const in code.co_consts if isinstance(const, type(code)))
-    return names
+    return sorted(name for name in loaded - bound if not name.startswith("__"))
 
 
 def _load_compiled(compiled):
@@ -274,16 +291,9 @@ def main(spec):
         # with ``sort_third``, MBPP's asserts only ever do): in the original harness that
         # name is the submission's function, so here it is the same proxy as ``candidate``.
         namespace["candidate"] = namespace[entry] = Candidate(entry, channel)
-        if not probing:
-            codes = [code for _id, code in pairs if not isinstance(code, Exception)]
-            for name in code_names(codes + ([setup_code] if setup_code else [])):
-                if (
-                    name not in namespace
-                    and not hasattr(builtins, name)
-                    and name.isidentifier()
-                    and not name.startswith("__")
-                ):
-                    namespace[name] = Candidate(name, channel)
+        for name in spec.get("program_names") or ():
+            if name not in namespace and not hasattr(builtins, name):
+                namespace[name] = Candidate(name, channel)
 
     for test_id, stmt in pairs:
         if load_error is not None:
