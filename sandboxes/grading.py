@@ -185,11 +185,11 @@ def _trusted_source(prompt: str, setup: str) -> str:
             n for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.ClassDef))
         ]
         if imports_alone or any(isinstance(n, ast.ClassDef) for n in nodes):
-            parts.extend(_statement_text(source, module, node) for node in nodes)
+            parts.extend(statement_text(source, module, node) for node in nodes)
     return "\n".join(parts)
 
 
-def _statement_text(source: str, module: ast.Module, node: ast.stmt) -> str:
+def statement_text(source: str, module: ast.Module, node: ast.stmt) -> str:
     """A module-level statement's own lines (decorators included); its unparsed form when a
     line also holds another statement (``import os; x = 1``)."""
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
