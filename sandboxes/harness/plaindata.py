@@ -30,13 +30,11 @@ runs first in the harness programs inside the sandbox.
 
 import builtins
 import collections
-import datetime
-import decimal
 import enum
-import fractions
 import functools
 import json
 import math
+import sys
 
 PLAIN_MAX_DEPTH = 64
 # Parts of one value (every nested item counts): a reply that would build more is refused.
@@ -58,17 +56,35 @@ KNOWN_CLASSES.update(
         "collections.OrderedDict": collections.OrderedDict,
         "collections.defaultdict": collections.defaultdict,
         "collections.deque": collections.deque,
-        "decimal.Decimal": decimal.Decimal,
-        "fractions.Fraction": fractions.Fraction,
-        "datetime.date": datetime.date,
-        "datetime.time": datetime.time,
-        "datetime.datetime": datetime.datetime,
-        "datetime.timedelta": datetime.timedelta,
-        "datetime.timezone": datetime.timezone,
     }
 )
 # Identity, never equality: a hostile metaclass's __eq__/__hash__ cannot match a name.
 _CLASS_NAMES = {id(value): name for name, value in KNOWN_CLASSES.items()}
+# Carried classes of modules the sandbox does not load ahead (each module loaded ahead
+# enlarges the heap every fork copies): looked up in ``sys.modules`` when encoding (a value
+# of them cannot exist unless something imported their module), imported when decoding.
+LAZY_CLASSES = (
+    "decimal.Decimal",
+    "fractions.Fraction",
+    "datetime.date",
+    "datetime.time",
+    "datetime.datetime",
+    "datetime.timedelta",
+    "datetime.timezone",
+)
+
+
+def _loaded(module):
+    """The module if something imported it already, else None (encoding never imports)."""
+    return sys.modules.get(module)
+
+
+def _imported(module):
+    """The module, imported now if need be (decoding a value of it)."""
+    __import__(module)
+    return sys.modules[module]
+
+
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)
 # The special names a class made by namedtuple (or typing.NamedTuple) holds; any other
 # dunder of its own (``__eq__``, ``__getattribute__``...) makes it a lookalike, refused.
@@ -93,7 +109,24 @@ MAPPINGS = {"dict": dict, "OrderedDict": collections.OrderedDict}
 def known_class_name(value):
     """The crossing name of a builtin or carried standard-library class, else None."""
     name = _CLASS_NAMES.get(id(value))
-    return name if name is not None and KNOWN_CLASSES[name] is value else None
+    if name is not None and KNOWN_CLASSES[name] is value:
+        return name
+    for name in LAZY_CLASSES:
+        module, attr = name.split(".")
+        loaded = _loaded(module)
+        if loaded is not None and getattr(loaded, attr, None) is value:
+            return name
+    return None
+
+
+def known_class(name):
+    """The builtin or carried standard-library class of a crossing name, else None."""
+    if name in KNOWN_CLASSES:
+        return KNOWN_CLASSES[name]
+    if name in LAZY_CLASSES:
+        module, attr = name.split(".")
+        return getattr(_imported(module), attr)
+    return None
 
 
 def namedtuple_fields(kind):
@@ -252,13 +285,17 @@ class Codec:
             return {"t": "deque", "m": value.maxlen, "v": [self._enc(i, down) for i in value]}
         if kind is range:
             return {"t": "range", "v": [str(value.start), str(value.stop), str(value.step)]}
-        if kind is decimal.Decimal:
+        decimal, fractions = _loaded("decimal"), _loaded("fractions")
+        if decimal is not None and kind is decimal.Decimal:
             return {"t": "Decimal", "v": str(value)}
-        if kind is fractions.Fraction:
+        if fractions is not None and kind is fractions.Fraction:
             return {"t": "Fraction", "v": [str(value.numerator), str(value.denominator)]}
-        encoded = self._enc_time(value, kind, down)
+        datetime = _loaded("datetime")
+        encoded = None if datetime is None else self._enc_time(value, kind, datetime)
         if encoded is not None:
             return encoded
+        if _is_zoneinfo(value):
+            return self._enc_zone(value)
         if isinstance(value, type):
             name = known_class_name(value)
             if name is not None:
@@ -297,7 +334,7 @@ class Codec:
         items = mapping.items() if type(mapping) is collections.OrderedDict else dict.items(mapping)
         return [[self._enc(k, down), self._enc(v, down)] for k, v in items]
 
-    def _enc_time(self, value, kind, down):
+    def _enc_time(self, value, kind, datetime):
         if kind is datetime.date:
             return {"t": "date", "v": [value.year, value.month, value.day]}
         if kind is datetime.timedelta:
@@ -311,14 +348,13 @@ class Codec:
             return {"t": "datetime", "v": stamp, "z": self._enc_zone(value.tzinfo)}
         if kind is datetime.timezone:
             return self._enc_zone(value)
-        if _is_zoneinfo(value):
-            return self._enc_zone(value)
         return None
 
     def _enc_zone(self, zone):
         if zone is None:
             return None
-        if type(zone) is datetime.timezone:
+        datetime = _loaded("datetime")
+        if datetime is not None and type(zone) is datetime.timezone:
             args = zone.__getinitargs__()
             offset = self._enc(args[0], 1)
             return {"t": "timezone", "v": [offset, args[1] if len(args) > 1 else None]}
@@ -363,9 +399,9 @@ class Codec:
             return complex(real, imag)
         elif tag in ("bytes", "bytearray") and type(raw) is str:
             return (bytes if tag == "bytes" else bytearray).fromhex(raw)
-        elif tag in ("list", "tuple", "set", "frozenset"):
+        elif tag in ("list", "tuple", "set", "frozenset") and type(raw) is list:
             builder = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag]
-            return builder(self._list(raw, down))
+            return builder(self._dec(item, down) for item in raw)
         elif tag in MAPPINGS:
             return MAPPINGS[tag](self._pairs_of(raw, down))
         elif tag == "Counter":
@@ -386,14 +422,14 @@ class Codec:
         elif tag == "range":
             return range(*[int(part) for part in self._strings(raw, 3)])
         elif tag == "Decimal" and type(raw) is str:
-            return decimal.Decimal(raw)
+            return _imported("decimal").Decimal(raw)
         elif tag == "Fraction":
             numerator, denominator = self._strings(raw, 2)
-            return fractions.Fraction(int(numerator), int(denominator))
+            return _imported("fractions").Fraction(int(numerator), int(denominator))
         elif tag in ("date", "time", "datetime", "timedelta", "timezone", "zoneinfo"):
             return self._dec_time(tag, raw, data, down)
-        elif tag == "type" and type(raw) is str and raw in KNOWN_CLASSES:
-            return KNOWN_CLASSES[raw]
+        elif tag == "type" and type(raw) is str and known_class(raw) is not None:
+            return known_class(raw)
         elif tag == "class":
             return self._class(raw)
         elif tag == "namedtuple":
@@ -424,6 +460,7 @@ class Codec:
         return raw
 
     def _dec_time(self, tag, raw, data, down):
+        datetime = _imported("datetime")
         if tag == "date":
             return datetime.date(*_ints(raw, 3))
         if tag == "timedelta":
@@ -431,9 +468,7 @@ class Codec:
         if tag == "zoneinfo":
             if type(raw) is not str:
                 raise ValueError("malformed zone")
-            import zoneinfo  # noqa: PLC0415 - loaded only when a zone crosses
-
-            return zoneinfo.ZoneInfo(raw)
+            return _imported("zoneinfo").ZoneInfo(raw)
         if tag == "timezone":
             if type(raw) is not list or len(raw) != 2:
                 raise ValueError("malformed timezone")
@@ -517,19 +552,8 @@ class Codec:
 
 
 def _is_zoneinfo(value):
-    kind = type(value)
-    return (
-        kind.__name__ == "ZoneInfo" and kind.__module__ == "zoneinfo" and _zoneinfo_class() is kind
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def _zoneinfo_class():
-    try:
-        import zoneinfo  # noqa: PLC0415 - loaded only when a zone is seen
-    except ImportError:  # pragma: no cover - zoneinfo is in the standard library since 3.9
-        return None
-    return zoneinfo.ZoneInfo
+    zoneinfo = _loaded("zoneinfo")
+    return zoneinfo is not None and type(value) is getattr(zoneinfo, "ZoneInfo", None)
 
 
 def encode(value):

@@ -47,7 +47,6 @@ sandbox's namespaces, seccomp filter and read-only root are what stop these acti
 """
 
 import _thread
-import ast
 import json
 import os
 import posixpath
@@ -356,6 +355,10 @@ def _trusted_definitions(source, namespace, entry_point):
     """Run the trusted imports and class statements of ``source`` in ``namespace`` (each on
     its own; one that fails is left out) and return ``(trusted classes, {name: the AST dump
     of its class statement})``."""
+    if not source:
+        return {}, {}
+    import ast  # noqa: PLC0415 - only for a task with trusted classes (a lean zygote heap)
+
     try:
         module = ast.parse(source, "<trusted>")
     except (SyntaxError, ValueError):
@@ -379,6 +382,8 @@ def _program_code(source, path, verbatim):
     definition verbatim (``verbatim``: name -> AST dump): the name keeps the trusted class."""
     if not verbatim:
         return compile(source, path, "exec")
+    import ast  # noqa: PLC0415 - only for a task with trusted classes (a lean zygote heap)
+
     module = ast.parse(source, path)
     module.body = [
         node
