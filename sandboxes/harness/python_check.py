@@ -39,7 +39,6 @@ import binascii
 import builtins
 import json
 import marshal
-import os
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
@@ -47,6 +46,7 @@ try:  # on the host (tests, id computation); in the sandbox plaindata's source i
         Codec,
         describe,
         driver_channels,
+        driver_done,
         dumps_line,
         read_greeting,
         trusted_classes,
@@ -322,12 +322,7 @@ def main(spec):
     lost = candidate.channel.lost if isinstance(candidate, Candidate) else None
     if lost:
         emit(event="submission_lost", error=lost)
-    emit(event="done")
-    try:  # the submission's process reads EOF now, not when this one is gone: both exit side by side
-        requests.close()
-    except OSError:
-        pass
-    os._exit(0)
+    driver_done(emit, requests)
 
 
 if __name__ == "__main__":

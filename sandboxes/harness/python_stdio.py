@@ -28,12 +28,17 @@ more than the runner's output cap, or wrote something else. ``id`` is optional (
 
 import json
 import math
-import os
 import re
 import sys
 
 try:  # on the host (tests, id computation); in the sandbox plaindata's source is prepended
-    from sandboxes.harness.plaindata import describe, driver_channels, dumps_line, read_greeting
+    from sandboxes.harness.plaindata import (
+        describe,
+        driver_channels,
+        driver_done,
+        dumps_line,
+        read_greeting,
+    )
 except ImportError:
     pass
 
@@ -184,12 +189,7 @@ def main(spec):
             except Exception as exc:  # noqa: BLE001 - a report that cannot be judged fails its case
                 passed, why = False, describe(exc, MAX_ERROR_CHARS)
         emit(event="test", id=case["id"], passed=passed is True, error=why[:MAX_ERROR_CHARS])
-    emit(event="done")
-    try:  # the program's side reads EOF now and ends
-        requests.close()
-    except OSError:
-        pass
-    os._exit(0)
+    driver_done(emit, requests)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from sandboxes.grading import statement_text
 from tasks_library.importers import ImportFormatError
-from tasks_library.importers.jsonl import read_jsonl
+from tasks_library.importers.jsonl import first_text, read_jsonl
 
 ID_PREFIX = "MBPP/"
 
@@ -69,18 +69,6 @@ def _task_id(row: dict, where: str) -> str:
         f"field 'task_id': expected a non-negative integer or a non-empty string, got {raw!r}",
         field="task_id",
     )
-
-
-def _text_field(row: dict, where: str, *names: str) -> str:
-    for name in names:
-        if name in row:
-            value = row[name]
-            if not isinstance(value, str) or not value.strip():
-                raise ImportFormatError(
-                    where, f"field {name!r} must be a non-empty string", field=name
-                )
-            return value
-    raise ImportFormatError(where, f"missing field {names[0]!r}", field=names[0])
 
 
 def _parsed(source: str, where: str, field: str) -> ast.Module:
@@ -243,8 +231,8 @@ def mbpp_record(row: dict, where: str) -> dict:
         ImportFormatError: as :func:`read_mbpp`.
     """
     task_id = _task_id(row, where)
-    text = _text_field(row, where, "text", "prompt")
-    code = _text_field(row, where, "code")
+    _name, text = first_text(row, where, "text", "prompt")
+    _name, code = first_text(row, where, "code")
     code = code if code.endswith("\n") else code + "\n"
     reference = _parsed(code, where, "code")
     tests = _tests(row, where)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tasks_library.importers import ImportFormatError
-from tasks_library.importers.jsonl import read_jsonl
+from tasks_library.importers.jsonl import first_text, read_jsonl
 from tasks_library.importers.mbpp import docstring
 
 CASE_TIMEOUT_S = 2.0
@@ -107,20 +107,6 @@ def _pairs(inputs, outputs, where: str, field: str) -> list[dict]:
     ]
 
 
-def _first(row: dict, where: str, *names: str) -> tuple[str, str]:
-    """``(field name, non-empty text)`` of the first of ``names`` the row has."""
-    for name in names:
-        if name in row:
-            if not isinstance(row[name], str) or not row[name].strip():
-                raise ImportFormatError(
-                    where, f"field {name!r} must be a non-empty string", field=name
-                )
-            return name, row[name]
-    raise ImportFormatError(
-        where, f"missing field {names[0]!r} (or {', '.join(names[1:])})", field=names[0]
-    )
-
-
 def _apps(row: dict, where: str) -> tuple[str, str, str, list[dict], list[dict]]:
     spec = _json_field(row, "input_output", where)
     if not isinstance(spec, dict):
@@ -145,9 +131,9 @@ def _apps(row: dict, where: str) -> tuple[str, str, str, list[dict], list[dict]]
             field="solutions",
         )
     reference = next(s for s in solutions if isinstance(s, str) and s)
-    _name, statement = _first(row, where, "question", "prompt", "description")
+    _name, statement = first_text(row, where, "question", "prompt", "description")
     if isinstance(row.get("task_id"), str) or isinstance(row.get("id"), str):
-        task_id = _first(row, where, "task_id", "id")[1]
+        task_id = first_text(row, where, "task_id", "id")[1]
     else:
         task_id = f"APPS/{_integer_id(row, 'problem_id', where)}"
     return task_id, statement, reference, cases, cases[:1]
@@ -193,8 +179,8 @@ def _codecontests(row: dict, where: str) -> tuple[str, str, str, list[dict], lis
             "field 'solutions': no Python 3 solution (language 3) to be the reference",
             field="solutions",
         )
-    _name, statement = _first(row, where, "description", "question", "prompt")
-    task_id = _first(row, where, "name", "task_id", "id")[1]
+    _name, statement = first_text(row, where, "description", "question", "prompt")
+    task_id = first_text(row, where, "name", "task_id", "id")[1]
     return task_id, statement, python[0], cases, groups["public_tests"] or cases[:1]
 
 
@@ -213,9 +199,9 @@ def _cases(row: dict, where: str) -> tuple[str, str, str, list[dict], list[dict]
                 "output": _text(case["output"], where, f"{name}[{k}].output"),
             }
         )
-    _field, task_id = _first(row, where, "task_id", "id")
-    _field, statement = _first(row, where, "prompt", "question", "description")
-    _field, reference = _first(row, where, "reference_solution", "solution")
+    _field, task_id = first_text(row, where, "task_id", "id")
+    _field, statement = first_text(row, where, "prompt", "question", "description")
+    _field, reference = first_text(row, where, "reference_solution", "solution")
     return task_id, statement, reference, cases, cases[:1]
 
 

@@ -13,11 +13,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sandboxes import result as R
-from sandboxes.process import Limits
-from sandboxes.queue import run_many
-from sandboxes.suites import harness
 from tasks_library.importers.crucible import export_record
 from tasks_library.models import Task, TaskSet, TaskVersion, TestSuiteVersion
+from tests.tasks_library.shape_helpers import grade, import_json, validate_rows, versions
 
 FIXTURE = Path(__file__).parent / "data" / "mbpp_shaped.jsonl"
 ENTRY_POINTS = {
@@ -37,12 +35,6 @@ ENTRY_POINTS = {
 }
 
 
-def import_json(*args) -> dict:
-    out = StringIO()
-    call_command("import_tasks", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
-
-
 def rows() -> list[dict]:
     return [json.loads(line) for line in FIXTURE.read_text().splitlines()]
 
@@ -57,24 +49,23 @@ def test_rows_import_with_the_dataset_ids_and_derived_entry_points():
         "unchanged": 0,
         "shape": "mbpp",
     }
-    versions = {v.task.task_id: v for v in TaskVersion.objects.select_related("task", "test_suite")}
-    assert {tid: v.entry_point for tid, v in versions.items()} == ENTRY_POINTS
+    found = versions()
+    assert {tid: v.entry_point for tid, v in found.items()} == ENTRY_POINTS
     pinned = TaskSet.objects.get(name="mbpp_shaped").members.values_list(
         "task_version__task__task_id", flat=True
     )
     assert list(pinned) == [f"MBPP/{row['task_id']}" for row in rows()]
     assert all(
-        v.task.source == "mbpp" and v.test_suite.harness == "python-check"
-        for v in versions.values()
+        v.task.source == "mbpp" and v.test_suite.harness == "python-check" for v in found.values()
     )
     # One test id per assert, challenge tests after the test list; visible: the first two.
-    count_primes = versions["MBPP/2"].test_suite
+    count_primes = found["MBPP/2"].test_suite
     assert count_primes.hidden_test_ids == [f"assert_{k}" for k in range(5)]
     assert count_primes.visible_test_ids == ["assert_0", "assert_1"]
     assert "count_primes(1000) == 168" in count_primes.hidden_tests
     # The prompt is a docstring with the text and the first assert; the program is
     # prompt + completion, so the reference alone is the completion.
-    tree = versions["MBPP/4"]
+    tree = found["MBPP/4"]
     assert tree.prompt.startswith('"""Write a function to find the height of a binary tree')
     assert "assert tree_height(root) == 3" in tree.prompt
     assert tree.reference_solution == rows()[3]["code"] + "\n"
@@ -83,10 +74,7 @@ def test_rows_import_with_the_dataset_ids_and_derived_entry_points():
 @pytest.mark.django_db
 def test_setup_code_holds_the_rows_setup_and_the_names_its_tests_need_from_the_reference():
     import_json("mbpp", str(FIXTURE))
-    setup = {
-        v.task.task_id: v.test_suite.setup_code
-        for v in TaskVersion.objects.select_related("task", "test_suite")
-    }
+    setup = {tid: v.test_suite.setup_code for tid, v in versions().items()}
     # The reference's class (the row's setup builds trees of it), then the row's setup.
     assert setup["MBPP/4"].startswith("class Node:\n    def __init__(self, data):\n")
     assert "root.left.left = Node(4)" in setup["MBPP/4"]
@@ -112,20 +100,7 @@ def test_format_jsonl_detects_the_shape_and_finds_the_same_versions():
 @pytest.mark.django_db
 def test_rows_validate_in_the_sandbox():
     import_json("mbpp", str(FIXTURE))
-    out = StringIO()
-    call_command(
-        "validate_tasks",
-        "--taskset",
-        "mbpp_shaped",
-        "--reference-runs",
-        "2",
-        "--mutants",
-        "8",
-        "--json",
-        stdout=out,
-    )
-    report = json.loads(out.getvalue())
-    verdicts = {row["task_id"]: row for row in report["task_versions"]}
+    verdicts = validate_rows("mbpp_shaped", "--reference-runs", "2", "--mutants", "8")
     assert {tid: row["verdict"] for tid, row in verdicts.items()} == dict.fromkeys(
         ENTRY_POINTS, "valid"
     ), {tid: row["reasons"] for tid, row in verdicts.items() if row["verdict"] != "valid"}
@@ -135,23 +110,10 @@ def test_rows_validate_in_the_sandbox():
         assert row["report"]["mutation"]["mutants"] > 0
 
 
-def _grade(version: TaskVersion, program: str) -> R.ExecutionResult:
-    suite = version.test_suite
-    request = harness(suite.harness).request(
-        version.prompt + program,
-        suite.hidden_tests,
-        version.entry_point,
-        prompt=version.prompt,
-        limits=Limits(wall_timeout_s=10),
-        setup=suite.setup_code,
-    )
-    return run_many([request])[0]
-
-
 @pytest.mark.django_db
 def test_graded_per_assert_and_a_program_with_its_own_classes_passes():
     import_json("mbpp", str(FIXTURE))
-    versions = {v.task.task_id: v for v in TaskVersion.objects.select_related("task", "test_suite")}
+    found = versions()
     # A model's own tree class (other names, other fields): the tests' trees are rebuilt
     # with the task's class in its sandbox, and its function reads them.
     own_tree = (
@@ -159,15 +121,15 @@ def test_graded_per_assert_and_a_program_with_its_own_classes_passes():
         "def tree_height(node):\n    if node is None:\n        return 0\n"
         "    return 1 + max(tree_height(node.left), tree_height(node.right))\n"
     )
-    assert _grade(versions["MBPP/4"], own_tree).status == R.OK
+    assert grade(found["MBPP/4"], own_tree).status == R.OK
     # Per assert: removing every occurrence is wrong on the first only.
     wrong = "def strip_ends(s, ch):\n    return s.replace(ch, '')\n"
-    result = _grade(versions["MBPP/1"], wrong)
+    result = grade(found["MBPP/1"], wrong)
     assert result.status == R.FAILED
     assert [t.passed for t in result.tests] == [False, True, True, True]
     # from_roman is the program's: a program without it fails those asserts only.
     half = "def to_roman(n):\n    return 'IV' if n == 4 else 'MCMXCIV'\n"
-    result = _grade(versions["MBPP/3"], half)
+    result = grade(found["MBPP/3"], half)
     assert [t.passed for t in result.tests] == [True, True, False, False]
 
 

@@ -16,12 +16,11 @@ from django.core.management import CommandError, call_command
 
 from sandboxes import result as R
 from sandboxes.harness.python_stdio import compare_output, stdio_ids
-from sandboxes.process import Limits
-from sandboxes.queue import run_many
-from sandboxes.suites import harness
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.stdio import stdio_record
 from tasks_library.models import Task, TaskVersion
+from tests.tasks_library import shape_helpers
+from tests.tasks_library.shape_helpers import import_json, validate_rows, versions
 
 FIXTURE = Path(__file__).parent / "data" / "stdio_shaped.jsonl"
 IDS = [
@@ -40,26 +39,8 @@ IDS = [
 ]
 
 
-def import_json(*args) -> dict:
-    out = StringIO()
-    call_command("import_tasks", *args, "--json", stdout=out)
-    return json.loads(out.getvalue())
-
-
-def versions() -> dict[str, TaskVersion]:
-    return {v.task.task_id: v for v in TaskVersion.objects.select_related("task", "test_suite")}
-
-
-def grade(version: TaskVersion, script: str, **limits) -> R.ExecutionResult:
-    suite = version.test_suite
-    request = harness(suite.harness).request(
-        version.prompt + script,
-        suite.hidden_tests,
-        version.entry_point,
-        prompt=version.prompt,
-        limits=Limits(**{"wall_timeout_s": 20, "test_timeout_s": 2, **limits}),
-    )
-    return run_many([request])[0]
+def grade(version, script: str, **limits):
+    return shape_helpers.grade(version, script, **{"test_timeout_s": 2, **limits})
 
 
 @pytest.mark.django_db
@@ -106,20 +87,7 @@ def test_format_jsonl_detects_the_shape():
 @pytest.mark.django_db
 def test_rows_validate_in_the_sandbox():
     import_json("stdio", str(FIXTURE))
-    out = StringIO()
-    call_command(
-        "validate_tasks",
-        "--taskset",
-        "stdio_shaped",
-        "--reference-runs",
-        "2",
-        "--mutants",
-        "8",
-        "--json",
-        stdout=out,
-    )
-    report = json.loads(out.getvalue())
-    rows = {row["task_id"]: row for row in report["task_versions"]}
+    rows = validate_rows("stdio_shaped", "--reference-runs", "2", "--mutants", "8")
     assert {tid: row["verdict"] for tid, row in rows.items()} == dict.fromkeys(IDS, "valid"), {
         tid: row["reasons"] for tid, row in rows.items() if row["verdict"] != "valid"
     }
@@ -146,9 +114,7 @@ def test_broken_reference_and_trivial_suite_are_caught(write_jsonl):
         },
     ]
     import_json("--format", "jsonl", str(write_jsonl(rows, "edge.jsonl")))
-    out = StringIO()
-    call_command("validate_tasks", "--taskset", "edge", "--mutants", "0", "--json", stdout=out)
-    verdicts = {r["task_id"]: r["verdict"] for r in json.loads(out.getvalue())["task_versions"]}
+    verdicts = {tid: r["verdict"] for tid, r in validate_rows("edge", "--mutants", "0").items()}
     assert verdicts == {"stdio/broken": "broken_reference", "stdio/empty-answer": "trivial_passes"}
 
 
