@@ -24,8 +24,9 @@ import threading
 from pathlib import Path
 
 from sandboxes import result as R
-from sandboxes.harness.python_check import compile_suite, split_check
+from sandboxes.harness.python_check import compile_suite, program_names, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
+from sandboxes.harness.python_stdio import stdio_ids
 from sandboxes.pairs import AUDITED_RUNNER_FDS, WarmGrader
 from sandboxes.process import Limits
 from sandboxes.resident import Zygote, ZygoteDied, interpreter_bind_dirs
@@ -51,7 +52,11 @@ DRIVER_ROLES = {
     "output-match": "python_outputs",
     "custom-checker": "python_outputs",
     "python-probe": "python_check",
+    "stdio": "python_stdio",
 }
+# Verifiers whose tests call the program's functions (values cross the plain-data boundary,
+# the task's trusted classes with them); the others run it as a script.
+CALLING_VERIFIERS = ("python-check", "python-probe")
 
 
 def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
@@ -66,6 +71,8 @@ def verifier_test_ids(verifier: str, test_source: str) -> list[str]:
         return output_ids(test_source)
     if verifier == "python-probe":  # a JSON list of argument tuples; one call each
         return [f"call_{k}" for k in range(len(json.loads(test_source)))]
+    if verifier == "stdio":
+        return stdio_ids(test_source)
     if verifier == "custom-checker":
         with PARSE_LOCK:
             module = ast.parse(test_source)
@@ -103,35 +110,97 @@ COMPILED_SUITE_MAX_CHARS = 256 * 1024
 COMPILED_SUITES = 1024
 
 
-def compiled_suite(test_source: str, prompt: str) -> dict | None:
+def compiled_suite(test_source: str, prompt: str, setup: str = "") -> dict | None:
     """A ``check(candidate)`` suite compiled here for the tests' sandbox (``spec["compiled"]``,
     see ``harness/python_check.py``): ``{"tag": cache tag, "code": base64 of marshal}``.
 
-    Compiled once per suite and prompt (a worker grades the same suites again and again),
-    so the tests' sandbox neither parses nor compiles. The sandbox uses it only when its
-    interpreter has the same cache tag; bytecode from another version is never run.
+    Compiled once per suite, prompt and setup code (a worker grades the same suites again
+    and again), so the tests' sandbox neither parses nor compiles. The sandbox uses it only
+    when its interpreter has the same cache tag; bytecode from another version is never run.
 
     Returns:
         None when the suite does not compile here, or is over
         :data:`COMPILED_SUITE_MAX_CHARS` (the sandbox then reads the source, and reports
         any error, as it always has).
     """
-    if len(test_source) + len(prompt) > COMPILED_SUITE_MAX_CHARS:
+    if len(test_source) + len(prompt) + len(setup) > COMPILED_SUITE_MAX_CHARS:
         return None
-    return _compiled_suite(test_source, prompt)
+    return _compiled_suite(test_source, prompt, setup)
 
 
 @functools.lru_cache(maxsize=COMPILED_SUITES)
-def _compiled_suite(test_source: str, prompt: str) -> dict | None:
+def _compiled_suite(test_source: str, prompt: str, setup: str = "") -> dict | None:
     with PARSE_LOCK:
         try:
-            suite = compile_suite(test_source, prompt)
+            suite = compile_suite(test_source, prompt, setup)
         except (SyntaxError, ValueError):
             return None
     return {
         "tag": sys.implementation.cache_tag,
         "code": base64.b64encode(marshal.dumps(suite)).decode("ascii"),
     }
+
+
+def suite_program_names(test_source: str, setup: str = "") -> list[str]:
+    """The names a ``check(candidate)`` suite uses that it does not bind (see
+    :func:`~sandboxes.harness.python_check.program_names`); cached per suite. Empty for a
+    suite that does not compile here (the sandbox reports its error)."""
+    if len(test_source) + len(setup) > COMPILED_SUITE_MAX_CHARS:
+        return []
+    return list(_suite_program_names(test_source, setup))
+
+
+@functools.lru_cache(maxsize=COMPILED_SUITES)
+def _suite_program_names(test_source: str, setup: str) -> tuple[str, ...]:
+    with PARSE_LOCK:
+        try:
+            return tuple(program_names(test_source, setup))
+        except (SyntaxError, ValueError):
+            return ()
+
+
+def trusted_source(prompt: str, setup: str) -> str:
+    """What of the task's trusted content runs in the program's sandbox before it loads
+    (``spec["trusted"]``, see ``harness/python_runner.py``): the module-level imports and
+    class statements of the prompt (only when it defines a class) and of the suite's setup
+    code, in that order, as their own text. Never a test, a constant or a setup statement
+    that builds data: only what defines the trusted classes and the names MBPP's setup
+    imports. Empty when there is none of that (the common case: nothing more is sent).
+    """
+    if "class" not in prompt and not setup:
+        return ""
+    return _trusted_source(prompt, setup)
+
+
+@functools.lru_cache(maxsize=COMPILED_SUITES)
+def _trusted_source(prompt: str, setup: str) -> str:
+    parts = []
+    for source, imports_alone in ((prompt, False), (setup, True)):
+        with PARSE_LOCK:
+            try:
+                module = ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+        nodes = [
+            n for n in module.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.ClassDef))
+        ]
+        if imports_alone or any(isinstance(n, ast.ClassDef) for n in nodes):
+            parts.extend(statement_text(source, module, node) for node in nodes)
+    return "\n".join(parts)
+
+
+def statement_text(source: str, module: ast.Module, node: ast.stmt) -> str:
+    """A module-level statement's own lines (decorators included); its unparsed form when a
+    line also holds another statement (``import os; x = 1``)."""
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+    last = node.end_lineno or node.lineno
+    shares = any(
+        other is not node and other.lineno <= last and (other.end_lineno or other.lineno) >= first
+        for other in module.body
+    )
+    if shares:
+        return ast.unparse(node)
+    return "\n".join(source.splitlines()[first - 1 : last])
 
 
 class PythonGrader(WarmGrader):
@@ -153,7 +222,7 @@ class PythonGrader(WarmGrader):
         self.driver = Zygote(
             self.interpreter,
             "python_check",
-            _harness_sources("python_check", "python_outputs"),
+            _harness_sources("python_check", "python_outputs", "python_stdio"),
             binds,
         )
         self.spare = None
@@ -168,6 +237,7 @@ class PythonGrader(WarmGrader):
         limits: Limits | None = None,
         files: dict[str, str] | None = None,
         verifier: str = "python-check",
+        setup: str = "",
     ) -> R.ExecutionResult:
         """Execute ``program`` in one sandbox and the tests of ``test_source`` in another.
 
@@ -185,8 +255,13 @@ class PythonGrader(WarmGrader):
             prompt: the task's prompt, run on the tests' side for helpers the tests use.
             limits: resource limits of each sandbox; defaults to :class:`Limits`.
             files: workspace files written beside the program (``{relative path: text}``).
-            verifier: ``python-check`` (unit tests), ``output-match``, ``custom-checker``, or
-                ``python-probe`` (report what ``entry_point`` returns on each input: test generation).
+            verifier: ``python-check`` (unit tests), ``output-match``, ``custom-checker``,
+                ``stdio`` (the program as a script on each case's standard input, see
+                ``harness/python_stdio.py``), or ``python-probe`` (report what
+                ``entry_point`` returns on each input: test generation).
+            setup: the suite's setup code (``python-check``): run on the tests' side before
+                the tests; its imports and class statements (and the prompt's classes) also
+                run in the program's sandbox, so instances of those trusted classes cross.
 
         Returns:
             An :class:`ExecutionResult` with one :class:`TestResult` per expected id;
@@ -201,34 +276,42 @@ class PythonGrader(WarmGrader):
         token = secrets.token_hex(
             16
         )  # marks the harness's audit lines; the submission never holds it
+        calling = verifier in CALLING_VERIFIERS
+        setup = setup if calling else ""
+        runner_spec = {
+            "solution_path": SOLUTION_FILE,
+            "request_fd": 4,
+            "reply_fd": 5,
+            "script": verifier != "python-check",
+            "audit_fd": 6,
+            "audit_token": token,
+        }
+        if calling:
+            trusted = trusted_source(prompt, setup)
+            if trusted:
+                runner_spec.update(trusted=trusted, entry_point=entry_point)
+        if verifier == "stdio":
+            runner_spec["stdio"] = True
+        driver_spec = {
+            "tests": test_source,
+            "prompt": prompt,
+            "entry_point": entry_point,
+            "verifier": verifier,
+            "test_timeout_s": limits.test_timeout_s,
+            "request_fd": 4,
+            "reply_fd": 5,
+            "results_fd": 6,
+            "compiled": compiled_suite(test_source, prompt, setup)
+            if verifier == "python-check"
+            else None,
+        }
+        if setup:
+            driver_spec["setup"] = setup
+        if verifier == "python-check":
+            driver_spec["program_names"] = suite_program_names(test_source, setup)
         runner, driver = self.run_pair(
-            {
-                "files": {**(files or {}), SOLUTION_FILE: program},
-                "spec": {
-                    "solution_path": SOLUTION_FILE,
-                    "request_fd": 4,
-                    "reply_fd": 5,
-                    "script": verifier != "python-check",
-                    "audit_fd": 6,
-                    "audit_token": token,
-                },
-            },
-            {
-                "role": DRIVER_ROLES[verifier],
-                "spec": {
-                    "tests": test_source,
-                    "prompt": prompt,
-                    "entry_point": entry_point,
-                    "verifier": verifier,
-                    "test_timeout_s": limits.test_timeout_s,
-                    "request_fd": 4,
-                    "reply_fd": 5,
-                    "results_fd": 6,
-                    "compiled": compiled_suite(test_source, prompt)
-                    if verifier == "python-check"
-                    else None,
-                },
-            },
+            {"files": {**(files or {}), SOLUTION_FILE: program}, "spec": runner_spec},
+            {"role": DRIVER_ROLES[verifier], "spec": driver_spec},
             limits,
         )
         return _result(runner, driver, expected, audit_token=token)
@@ -355,6 +438,8 @@ def run_python_tests(
     *,
     prompt: str = "",
     limits: Limits | None = None,
+    setup: str = "",
+    verifier: str = "python-check",
 ) -> R.ExecutionResult:
     """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`).
 
@@ -362,7 +447,15 @@ def run_python_tests(
     """
     grader = local_grader()
     try:
-        return grader.grade(program, test_source, entry_point, prompt=prompt, limits=limits)
+        return grader.grade(
+            program,
+            test_source,
+            entry_point,
+            prompt=prompt,
+            limits=limits,
+            setup=setup,
+            verifier=verifier,
+        )
     except (ZygoteDied, OSError, RuntimeUnavailable) as exc:
         log.warning("sandbox failed: %s", exc)
         grader.close()

@@ -172,9 +172,10 @@ def python_tests(
     limits: Limits | None = None,
     files: dict[str, str] | None = None,
     verifier: str = "python-check",
+    setup: str = "",
 ) -> dict:
     """A request to grade ``program`` on ``test_source`` with ``verifier``, beside the
-    workspace ``files`` (see :meth:`PythonGrader.grade`)."""
+    workspace ``files``, after the suite's ``setup`` code (see :meth:`PythonGrader.grade`)."""
     payload = {
         "program": program,
         "tests": test_source,
@@ -183,6 +184,8 @@ def python_tests(
         "files": files or {},
         "verifier": verifier,
     }
+    if setup:
+        payload["setup"] = setup
     return request("python_tests", payload, limits=limits)
 
 
@@ -194,14 +197,18 @@ def javascript_tests(
     prompt: str = "",
     limits: Limits | None = None,
     files: dict[str, str] | None = None,
+    setup: str = "",
 ) -> dict:
     """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``).
 
     Raises:
-        ValueError: workspace ``files`` were given (the Node.js runner takes none yet).
+        ValueError: workspace ``files`` or ``setup`` code were given (the Node.js runner takes
+            neither yet).
     """
     if files:
         raise ValueError("workspace files are supported by the Python verifiers only")
+    if setup:
+        raise ValueError("setup code is supported by the python-check verifier only")
     payload = {
         "program": program,
         "tests": test_source,

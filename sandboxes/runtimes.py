@@ -136,6 +136,8 @@ class PythonExecutor:
             if "verifier" in payload
             else {}
         )
+        if payload.get("setup"):
+            extra["setup"] = payload["setup"]
         return self.grader.grade(
             payload["program"],
             payload["tests"],

@@ -20,7 +20,9 @@ class Harness:
     Attributes:
         runtime: the sandbox runtime (``sandbox_worker --runtime``).
         expected_ids: test source -> the test ids it holds, in order.
-        request: builds the queue request (see :mod:`sandboxes.queue`).
+        request: builds the queue request (see :mod:`sandboxes.queue`); takes the suite's
+            ``setup`` code as a keyword (refused by the harnesses not in
+            :data:`SETUP_HARNESSES` when it is not empty).
         trivial: prompt -> a solution that does nothing (a suite it passes cannot fail).
     """
 
@@ -56,7 +58,21 @@ HARNESSES = {
         functools.partial(Q.python_tests, verifier="custom-checker"),
         lambda prompt: prompt,
     ),
+    # Standard input to standard output (competitive programming): the program runs as a
+    # script afresh for each case, fed its input; its output is compared (exactly, with
+    # whitespace normalised, or numbers within a tolerance) in the tests' sandbox. One test
+    # per case. A prompt alone (a docstring) prints nothing and so fails.
+    "stdio": Harness(
+        "python",
+        functools.partial(grading.verifier_test_ids, "stdio"),
+        functools.partial(Q.python_tests, verifier="stdio"),
+        lambda prompt: prompt,
+    ),
 }
+# Harnesses whose suites may carry setup code (``TestSuiteVersion.setup_code``), and those
+# whose suites may set a per-test time limit (``test_timeout_s``: per call, or per case).
+SETUP_HARNESSES = ("python-check",)
+PER_TEST_TIMEOUT_HARNESSES = ("python-check", "stdio")
 
 
 def harness(name: str) -> Harness:

@@ -196,6 +196,7 @@ class TestSuiteSerializer(serializers.ModelSerializer):
             "hidden_test_ids",
             "timeout_s",
             "test_timeout_s",
+            "setup_code",
         ]
 
 
@@ -275,6 +276,12 @@ class EditSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="seconds one test may take (python-check); null: none",
+    )
+    setup_code = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="trusted Python run before the tests (python-check); blank: none",
     )
     harness = serializers.CharField(required=False)
     environment = serializers.JSONField(

@@ -94,6 +94,7 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
                 prompt=version.prompt,
                 limits=suite.limits(),
                 files=version.files,
+                setup=suite.setup_code,
             )
         )
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]

@@ -113,8 +113,9 @@ class EditForm(forms.Form):
     hidden_tests = _text(rows=14)
     timeout_s = forms.FloatField(label="timeout (seconds)")
     test_timeout_s = forms.FloatField(
-        label="per-test timeout (seconds, python-check; blank: none)", required=False
+        label="per-test timeout (seconds, python-check and stdio; blank: none)", required=False
     )
+    setup_code = _text(rows=6)
     change_note = forms.CharField(
         max_length=500,
         widget=forms.TextInput(attrs={"size": 80}),
@@ -130,6 +131,7 @@ class EditForm(forms.Form):
         "hidden_tests",
         "timeout_s",
         "test_timeout_s",
+        "setup_code",
     )
 
     @classmethod
@@ -143,12 +145,13 @@ class EditForm(forms.Form):
             "hidden_tests": suite.hidden_tests,
             "timeout_s": suite.timeout_s,
             "test_timeout_s": suite.test_timeout_s,
+            "setup_code": suite.setup_code,
             "base": version.number,
         }
 
     def clean(self):
         data = super().clean()
-        for name in ("prompt", "reference_solution", "visible_tests", "hidden_tests"):
+        for name in ("prompt", "reference_solution", "visible_tests", "hidden_tests", "setup_code"):
             if isinstance(data.get(name), str):
                 data[name] = data[name].replace("\r\n", "\n")  # browsers send CRLF from a textarea
         return data

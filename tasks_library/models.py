@@ -50,9 +50,13 @@ class TestSuiteVersion(Authored):
 
     ``harness`` names how to run them: ``python-check`` is a HumanEval-style source
     defining ``check(candidate)``, one test per assert-bearing statement of its body;
-    ``js-console-assert`` counts ``console.assert`` call sites. ``timeout_s`` is the
-    wall-clock limit of one grading execution, ``test_timeout_s`` that of one test, in
-    seconds (see :meth:`limits`).
+    ``js-console-assert`` counts ``console.assert`` call sites; ``stdio`` is JSON of
+    input/output cases, one test per case. ``timeout_s`` is the wall-clock limit of one
+    grading execution, ``test_timeout_s`` that of one test (a call, or a stdio case), in
+    seconds (see :meth:`limits`). ``setup_code`` (python-check) is trusted Python run on the
+    tests' side before the tests (MBPP's ``test_setup_code``, and the names the tests use
+    from the reference module); its imports and class statements also run in the program's
+    sandbox, so instances of its classes cross the boundary.
     """
 
     __test__ = False  # not a pytest class, despite its name
@@ -71,6 +75,8 @@ class TestSuiteVersion(Authored):
     # (python-check only); None: only ``timeout_s`` bounds the run. In the content hash
     # only when set.
     test_timeout_s = models.FloatField(null=True, blank=True)
+    # Trusted setup code run before the tests (python-check); in the content hash only when set.
+    setup_code = models.TextField(blank=True, default="")
 
     CONTENT_FIELDS = (
         "harness",
@@ -80,6 +86,7 @@ class TestSuiteVersion(Authored):
         "hidden_test_ids",
         "timeout_s",
         "test_timeout_s",
+        "setup_code",
     )
 
     def __str__(self) -> str:

@@ -123,6 +123,7 @@ def _text_fields(version: TaskVersion) -> dict[str, str]:
         "test_suite.harness": suite.harness,
         "test_suite.visible_tests": suite.visible_tests,
         "test_suite.hidden_tests": suite.hidden_tests,
+        "test_suite.setup_code": suite.setup_code,
         "test_suite.timeout_s": str(suite.timeout_s),
         "environment": json.dumps(
             {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True

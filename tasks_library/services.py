@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from console.core.errors import InputError
 from sandboxes.runtimes import node_major_version
-from sandboxes.suites import harness
+from sandboxes.suites import PER_TEST_TIMEOUT_HARNESSES, SETUP_HARNESSES, harness
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import (
@@ -159,6 +159,7 @@ def test_suite_get_or_create(
     visible_tests: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     test_timeout_s: float | None = None,
+    setup_code: str = "",
     where: str = "test suite",
     author: str = "",
     change_note: str = "",
@@ -167,13 +168,16 @@ def test_suite_get_or_create(
     """The test suite version with these tests; test ids are computed by the harness.
 
     ``visible_tests`` defaults to the first two tests of a ``python-check`` suite and to
-    the whole suite otherwise.
+    the whole suite otherwise. ``setup_code`` (python-check only) is trusted Python run
+    before the tests (see :class:`~tasks_library.models.TestSuiteVersion`); the content
+    hash covers it only when it is not empty, so suites without it keep their hashes.
 
     Raises:
         ImportFormatError: unknown harness, tests that do not parse or hold no
-            assertion, a timeout outside (0, 300] seconds, or a per-test timeout that is
-            not in (0, timeout] or is set for a harness other than python-check; the
-            message starts with ``where``.
+            assertion, a timeout outside (0, 300] seconds, a per-test timeout that is
+            not in (0, timeout] or is set for a harness that has none (python-check and
+            stdio have one), or setup code that is not text, does not parse or is set for
+            a harness other than python-check; the message starts with ``where``.
     """
     try:
         kind = harness(harness_name)
@@ -203,13 +207,15 @@ def test_suite_get_or_create(
                 ),
                 field="test_timeout_s",
             )
-        if harness_name != "python-check":
+        if harness_name not in PER_TEST_TIMEOUT_HARNESSES:
             raise ImportFormatError(
                 where,
-                "field 'test_timeout_s': per-test timeouts apply to python-check suites only",
+                "field 'test_timeout_s': per-test timeouts apply to "
+                f"{' and '.join(PER_TEST_TIMEOUT_HARNESSES)} suites only",
                 field="test_timeout_s",
             )
         test_timeout_s = float(test_timeout_s)
+    setup_code = _setup_code_check(setup_code, harness_name=harness_name, where=where)
     try:
         hidden_ids = kind.expected_ids(hidden_tests)
         visible = visible_tests or (
@@ -240,11 +246,46 @@ def test_suite_get_or_create(
     }
     if test_timeout_s is not None:
         content["test_timeout_s"] = test_timeout_s
+    if setup_code:
+        content["setup_code"] = setup_code
     suite, _ = TestSuiteVersion.objects.get_or_create(
         content_hash=content_hash(content),
         defaults=dict(content, author=author, change_note=change_note, parent=parent),
     )
     return suite
+
+
+def _setup_code_check(setup_code, *, harness_name: str, where: str) -> str:
+    """``setup_code`` as stored: text that parses, for a harness that runs setup code.
+
+    Raises:
+        ImportFormatError: (field ``setup_code``) not text, set for another harness, or
+            not Python that parses.
+    """
+    if setup_code is None:
+        return ""
+    if not isinstance(setup_code, str):
+        raise ImportFormatError(
+            where, "field 'setup_code': must be Python source text", field="setup_code"
+        )
+    if not setup_code.strip():
+        return ""
+    if harness_name not in SETUP_HARNESSES:
+        raise ImportFormatError(
+            where,
+            f"field 'setup_code': setup code applies to {', '.join(SETUP_HARNESSES)} suites only",
+            field="setup_code",
+        )
+    try:
+        compile(setup_code, "<setup>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        line = f", line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise ImportFormatError(
+            where,
+            f"field 'setup_code': does not parse ({getattr(exc, 'msg', exc)}{line})",
+            field="setup_code",
+        ) from exc
+    return setup_code
 
 
 def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]:
@@ -361,9 +402,9 @@ def tasks_import(
 
     A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
     "where"}`` plus, optionally, ``visible_tests``, ``harness`` (default
-    ``python-check``), ``timeout_s``, ``test_timeout_s``, ``environment`` (an object;
-    default: this machine's runtime for the harness), ``files``, ``tags``, ``source``,
-    ``change_note``.
+    ``python-check``), ``timeout_s``, ``test_timeout_s``, ``setup_code``, ``environment``
+    (an object; default: this machine's runtime for the harness), ``files``, ``tags``,
+    ``source``, ``change_note``.
 
     Idempotent: a record whose content matches an existing version of its task
     creates nothing; a changed record creates a new version (parent: the latest)
@@ -394,6 +435,7 @@ def tasks_import(
             visible_tests=record.get("visible_tests"),
             timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
             test_timeout_s=record.get("test_timeout_s"),
+            setup_code=record.get("setup_code") or "",
             where=where,
             author=author,
             change_note=note,
@@ -450,6 +492,7 @@ EDITABLE = (
     "visible_tests",
     "timeout_s",
     "test_timeout_s",
+    "setup_code",
     "harness",
     "environment",
 )
@@ -501,6 +544,7 @@ def task_version_edit(
             visible_tests=changes.get("visible_tests", suite.visible_tests),
             timeout_s=changes.get("timeout_s", suite.timeout_s),
             test_timeout_s=changes.get("test_timeout_s", suite.test_timeout_s),
+            setup_code=changes.get("setup_code", suite.setup_code),
             where=where,
             author=author,
             change_note=change_note,

@@ -51,6 +51,7 @@ class TaskSpec:
     test_timeout_s: float | None = None  # per-test limit of the suite, if any
     # The task version's reference (baselines for rewards and detectors).
     reference_solution: str = ""
+    setup_code: str = ""  # the suite's setup code, run before the tests (python-check)
 
 
 @dataclass
@@ -184,6 +185,7 @@ def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
             prompt=task.prompt,
             limits=_limits(task),
             files=task.files,
+            setup=task.setup_code,
         )
         for code, tests, task in items
     ]

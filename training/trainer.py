@@ -595,6 +595,7 @@ def _task_specs(
             files=v.files,
             test_timeout_s=v.test_suite.test_timeout_s,
             reference_solution=v.reference_solution,
+            setup_code=v.test_suite.setup_code,
         )
         for _length, v in sized[: config.train_tasks if cap is None else cap]
     ]

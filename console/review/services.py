@@ -373,6 +373,7 @@ def _pinned_record(version: TaskVersion) -> dict:
         "harness": suite.harness,
         "timeout_s": suite.timeout_s,
         "test_timeout_s": suite.test_timeout_s,
+        "setup_code": suite.setup_code,
         "files": version.files,
         "environment": {
             "name": env.name,

@@ -7,7 +7,7 @@ A line (``"format": "crucible.task/1"``)::
      "reference_solution": "...", "files": {"data/input.csv": "..."},
      "environment": {"name": "python", "runtime": "python3.11", "packages": [], "image": "..."},
      "test_suite": {"harness": "python-check", "visible_tests": "...", "hidden_tests": "...",
-                    "timeout_s": 10.0, "test_timeout_s": 2.0},
+                    "timeout_s": 10.0, "test_timeout_s": 2.0, "setup_code": "..."},
      "content_hash": "...", "change_note": "...", "author": "..."}
 
 ``content_hash``, ``change_note`` and ``author`` are informative on import: the hash
@@ -68,6 +68,8 @@ def export_record(version) -> dict:
         record["files"] = dict(version.files)
     if suite.test_timeout_s is not None:
         record["test_suite"]["test_timeout_s"] = suite.test_timeout_s
+    if suite.setup_code:
+        record["test_suite"]["setup_code"] = suite.setup_code
     return record
 
 
@@ -124,6 +126,7 @@ def read_crucible(path: Path) -> Iterator[dict]:
             "visible_tests": visible,
             "timeout_s": suite.get("timeout_s", 10.0),
             "test_timeout_s": suite.get("test_timeout_s"),
+            "setup_code": suite.get("setup_code") or "",
             "change_note": row.get("change_note")
             if isinstance(row.get("change_note"), str)
             else None,

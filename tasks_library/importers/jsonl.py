@@ -68,3 +68,22 @@ def read_jsonl(
                 )
             seen.add(row[id_field])
             yield where, row
+
+
+def first_text(row: dict, where: str, *names: str) -> tuple[str, str]:
+    """``(name, text)`` of the first of ``names`` the row has (the same field under each name
+    a dataset's variants use: ``text`` or ``prompt``).
+
+    Raises:
+        ImportFormatError: the row has none of them (naming the first), or that field is not
+            a non-empty string.
+    """
+    for name in names:
+        if name in row:
+            if not isinstance(row[name], str) or not row[name].strip():
+                raise ImportFormatError(
+                    where, f"field {name!r} must be a non-empty string", field=name
+                )
+            return name, row[name]
+    others = f" (or {', '.join(names[1:])})" if len(names) > 1 else ""
+    raise ImportFormatError(where, f"missing field {names[0]!r}{others}", field=names[0])

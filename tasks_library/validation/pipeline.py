@@ -139,6 +139,7 @@ def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]
                 prompt=version.prompt,
                 limits=limits,
                 files=version.files,
+                setup=suite.setup_code,
             )
         )
         return stage, len(batches[stage]) - 1

@@ -232,6 +232,7 @@ def task_versions_generate_tests(
                         limits=limits,
                         files=version.files,
                         verifier="python-probe",
+                        setup=suite.setup_code,
                     )
                 )
     results = iter(run_many(requests))

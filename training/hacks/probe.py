@@ -86,6 +86,7 @@ def probe_requests(submission) -> list[dict]:
             limits=limits,
             files=task.files or {},
             verifier="python-probe",
+            setup=getattr(task, "setup_code", ""),
         )
         for code in (submission.code, task.prompt + task.reference_solution)
     ]

