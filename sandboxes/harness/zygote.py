@@ -42,11 +42,14 @@ Per execution (a message on the control socket, with its descriptors):
 
 Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
   host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
-  then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``;
-  zygote -> host ``{"unshared": true}``, ``{"ready": true, "readonly_root"}``, ``{"pid": G}``
-  (or ``{"error", "setup": true}``). A step of the zygote's own isolation the kernel
-  refuses is answered ``{"error", "stage"}`` in place of ``unshared`` or ``ready``
-  (``stage``: ``namespaces``, ``identity`` or ``root``), and the zygote exits.
+  then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``, or
+  (the session zygote: config ``"store"``) per session ``{"op": "session", "fds":
+  ["control"], "workspace", "limits"}``, whose init lives until the session closes
+  (``session_init.py``); zygote -> host ``{"unshared": true}``, ``{"ready": true,
+  "readonly_root"}``, ``{"pid": G}`` (or ``{"error", "setup": true}``). A step of the
+  zygote's own isolation the kernel refuses is answered ``{"error", "stage"}`` in place of
+  ``unshared`` or ``ready`` (``stage``: ``namespaces``, ``identity`` or ``root``), and the
+  zygote exits.
 """
 
 import array
@@ -229,13 +232,20 @@ def _bind(host_path, inside):
     mount(host_path, inside, None, MS_BIND | MS_REC)
 
 
-def build_root(extra_dirs):
+def build_root(extra_dirs, store=None):
     """Pivot into a tmpfs that holds read-only binds of the system and nothing else.
+
+    ``store`` (the session zygote's only): a host directory of materialised workspaces,
+    bound read-only at ``/.store``, with an empty ``/workspace`` to mount a session's
+    overlay on. Each session detaches ``/.store`` from its own mount namespace before any
+    of its processes runs (``session_init.py``).
 
     Returns:
         how the tree was made read-only (see :func:`make_tree_read_only`).
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Held open before the new root covers /tmp: the store may live under it.
+    store_fd = os.open(store, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if store else None
     mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for name in SYSTEM_DIRS:
         host = "/" + name
@@ -248,6 +258,11 @@ def build_root(extra_dirs):
             _bind(host, NEW_ROOT + host)
     os.makedirs(NEW_ROOT + "/tmp")
     os.makedirs(NEW_ROOT + "/dev/shm")
+    if store_fd is not None:
+        os.makedirs(NEW_ROOT + "/.store")
+        mount("/proc/self/fd/%d" % store_fd, NEW_ROOT + "/.store", None, MS_BIND)
+        os.close(store_fd)
+        os.makedirs(NEW_ROOT + "/workspace")
     for name in DEVICES:
         _bind("/dev/" + name, NEW_ROOT + "/dev/" + name)
     for name, target in (
@@ -689,19 +704,89 @@ def lower_limits(limits):
         resource.setrlimit(kind, (min(value, new_hard), new_hard))
 
 
+LIBRARIES = ("plaindata", "session_files")  # sources whose names every role sees
+
+
 def load_roles(sources):
-    """Each harness source runs as its own module; its ``main(spec)`` is a role."""
+    """Each harness source runs as its own module; its ``main(spec)`` is a role.
+
+    The sources named in :data:`LIBRARIES` are loaded first into one namespace that every
+    role starts from; every role also gets ``zygote``, this module (the session's init
+    uses its mount, identity and seccomp helpers).
+    """
     roles = {}
     shared = {}
-    if "plaindata" in sources:
-        exec(compile(sources["plaindata"], "<plaindata>", "exec"), shared)
+    for name in LIBRARIES:
+        if name in sources:
+            exec(compile(sources[name], "<%s>" % name, "exec"), shared)
     for name, source in sources.items():
-        if name == "plaindata":
+        if name in LIBRARIES:
             continue
-        namespace = dict(shared, __name__="crucible_" + name)
+        namespace = dict(shared, __name__="crucible_" + name, zygote=sys.modules[__name__])
         exec(compile(source, "<%s>" % name, "exec"), namespace)
         roles[name] = namespace["main"]
     return roles
+
+
+def run_session(request, fds, config, roles):
+    """Clone one session's init into new mount, pid, network, ipc and uts namespaces and
+    wait for the end of its setup (``session_init.py``); the zygote does not wait for it
+    to exit (its SIGCHLD handler reaps it).
+
+    Returns:
+        ``(pid, None)`` once it is set up, or ``(None, reason)`` when its setup failed.
+
+    Raises:
+        OSError: ``clone`` was refused.
+    """
+    named = dict(zip(request["fds"], fds))
+    alive_r, alive_w = os.pipe()  # as in run_tree: did the zygote die before PDEATHSIG?
+    setup_r, setup_w = os.pipe()
+    for target in (sys.stdout, sys.stderr):
+        target.flush()
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+    try:
+        child = fork_into_namespaces(flags)
+    except OSError:
+        for fd in (alive_r, alive_w, setup_r, setup_w, *fds):
+            os.close(fd)
+        raise
+    if child == 0:
+        setup = {"fd": setup_w}
+        try:
+            os.close(alive_w)
+            os.close(setup_r)
+            roles["session"](request, named, config, alive_r, setup)
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of the session
+            if setup["fd"] is not None:
+                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
+        finally:
+            os._exit(120)
+    os.close(alive_r)
+    os.close(setup_w)
+    for fd in fds:
+        os.close(fd)
+    failure = wait_for_setup(setup_r)
+    os.close(alive_w)  # set up: PDEATHSIG is armed, the pipe has done its job
+    if failure is not None:
+        _kill_quietly(child)
+        try:
+            os.waitpid(child, 0)
+        except ChildProcessError:
+            pass  # reaped by the SIGCHLD handler already
+        return None, failure
+    return child, None
+
+
+def reap_children(_signum=None, _frame=None):
+    """The session zygote's SIGCHLD handler: reap every exited session init at once (a
+    zombie would hold its pid and its cgroup until the next request)."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 def refuse(control, stage, exc):
@@ -733,7 +818,7 @@ def main():
     if os.getppid() != int(sys.argv[2]):
         os._exit(0)
     try:
-        readonly_root = build_root(config.get("bind_dirs", []))
+        readonly_root = build_root(config.get("bind_dirs", []), config.get("store"))
     except OSError as exc:
         refuse(control, "root", exc)
     standard_streams()
@@ -746,11 +831,21 @@ def main():
     # scanning it (and so from writing to, and copying, its pages in each child).
     gc.collect()
     gc.freeze()
+    if config.get("store"):  # the session zygote: its children are long-lived session inits
+        signal.signal(signal.SIGCHLD, reap_children)
     send_message(control, {"ready": True, "readonly_root": readonly_root})
     while True:
         request, fds = recv_message(control)
         if request is None:
             os._exit(0)
+        if request.get("op") == "session":
+            try:
+                pid, failure = run_session(request, fds, config, roles)
+            except OSError as exc:
+                send_message(control, {"error": "clone: %s" % describe(exc), "setup": True})
+                continue
+            send_message(control, {"pid": pid} if pid else {"error": failure, "setup": True})
+            continue
         if request.get("op") == "run":
             try:
                 started = run_tree(request, fds, config, roles)
