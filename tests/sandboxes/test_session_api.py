@@ -17,8 +17,8 @@ from sandboxes.sessions import (
     Workspace,
     open_session,
     open_sessions,
+    routing,
 )
-from sandboxes.sessions import routing
 from sandboxes.sessions.client import _send_and_wait
 from tests.sandboxes.sessioncheck import pid_namespace, session_gone
 
