@@ -65,6 +65,24 @@ def session_gone(pid: int, namespace: str | None, cgroup: str, seconds: float = 
     )
 
 
-def host_mounts() -> int:
-    """How many mounts the host's (this process's) mount namespace holds."""
-    return len(Path("/proc/self/mountinfo").read_text().splitlines())
+SESSION_MOUNT_POINTS = ("/workspace", "/tmp", "/dev/shm", "/proc", "/.store")
+
+
+def host_mounts() -> set[tuple[str, str]]:
+    """The mounts of the host's (this process's) mount namespace: ``(mount point, type)``."""
+    mounts = set()
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        mounts.add((fields[4], fields[fields.index("-") + 1]))
+    return mounts
+
+
+def session_mounts_added(before: set[tuple[str, str]], store: Path) -> list[tuple[str, str]]:
+    """Host mounts added since ``before`` that a session could have made: an overlay anywhere,
+    anything on a session's own mount points or under the workspace store. (Other mounts
+    come and go with other programs on a shared host.)"""
+    return sorted(
+        (point, kind)
+        for point, kind in host_mounts() - before
+        if kind == "overlay" or point in SESSION_MOUNT_POINTS or point.startswith(str(store))
+    )
