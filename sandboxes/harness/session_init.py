@@ -19,21 +19,29 @@ Setup, before the zygote answers the host (a failure is reported on the setup pi
   3. ``PDEATHSIG`` (the session dies with its zygote, which dies with its worker).
 
 Then it serves the control socket (SOCK_SEQPACKET, one JSON message each, descriptors by
-SCM_RIGHTS): ``{"op": "begin"}`` (the host has moved it into the session's cgroup: only now
-does it fork), ``{"op": "exec"|"file", ...}`` with the call's pipes, ``{"op": "kill"}``
-(the host saw an output flood) and ``{"op": "close"}``. Each call runs in a child booted
-ahead (forked from this process after the previous call, already in the workspace's
-namespaces as the sandbox user with no capabilities, ``no_new_privs`` and the seccomp
-filter, blocked on its channel): an ``exec`` child lowers its rlimits, moves into its
-working directory and ``execve``s ``/bin/bash -c COMMAND``; a ``file`` child runs one
-operation of ``session_files.py`` and writes its JSON on stdout. When the child exits (or
-its wall clock runs out: SIGKILL) every other process of the session is killed
-(``kill(-1, SIGKILL)`` from pid 1 reaches the whole namespace and nothing outside it)
-and reaped, unless the call asked to keep them (``keep``: they live until the session
-closes; a timeout then kills the call's own process group). The answer:
-``{"exited": true, "status", "cpu_ms", "maxrss_kb", "timed_out", "killed", "error",
-"stage"}``; ``error``/``stage`` say what failed before the command ran (``cwd``: the
-caller's working directory; ``fork``: the session's process limit; ``exec``).
+SCM_RIGHTS): ``{"op": "begin", "env"}`` (the host has moved it into the session's cgroup:
+only now does it fork; ``env`` is the calls' base environment), ``{"op": "exec", ...}``,
+``{"op": "file", ...}`` with the call's pipes, ``{"op": "kill"}`` (the host saw an output
+flood) and ``{"op": "close"}``.
+
+An ``exec`` runs in a shell booted ahead: a child forked after the previous call that
+entered the sandbox (its own session, the sandbox user with no capabilities,
+``no_new_privs``, the seccomp filter, the session's rlimits) and ``execve``d ``bash``
+at once, its stdio on pipes this process made, sourcing its job from a pipe on fd 3. So
+no interpreter start is on a call's path: the call writes the job (``job_script``: CPU
+limit, environment, working directory, then ``eval`` of the command, as ``bash -c``
+runs it) and hands the host the read ends of stdout and stderr (and stdin's write end)
+with ``{"started": true, "fds"}``. A ``file`` call forks a child that enters the sandbox
+the same way and runs one operation of ``session_files.py`` in-process, its JSON on the
+stdout pipe the host sent. When the call's process exits (or its wall clock runs out:
+SIGKILL) every other process of the session is killed (``kill(-1, SIGKILL)`` from pid 1
+reaches the whole namespace and nothing outside it) and reaped, unless the call keeps
+them (``keep``: they live until the session closes; a timeout then kills the call's own
+process group). The answer: ``{"exited": true, "status", "cpu_ms", "maxrss_kb",
+"timed_out", "killed", "error", "stage"}``; ``stage``/``error`` say what failed before the
+command ran: ``setup`` (the sandbox's own step, said on a close-on-exec pipe, so nothing the
+command starts can claim it), ``cwd`` (the caller's working directory, said by the job on a
+pipe it closes before the command runs), ``fork`` (the session's process limit).
 """
 
 import array
@@ -42,6 +50,7 @@ import json
 import os
 import resource
 import select
+import shlex
 import signal
 import socket
 import struct
@@ -53,7 +62,7 @@ LAYERS = "/tmp"  # where the layers' tmpfs is mounted, then detached
 BASH = "/bin/bash"
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 REAP_ROUNDS = 500  # kill(-1) and reap, 1 ms apart: a fork racing the first kill is caught
 
@@ -128,15 +137,16 @@ def _close_all_but(keep):
 
 
 class Session:
-    """The session's serving loop (pid 1): one call at a time, the next child booted ahead."""
+    """The session's serving loop (pid 1): one call at a time, the next shell booted ahead."""
 
     def __init__(self, control, lower_fd, config, limits):
         self.control = control
         self.lower_fd = lower_fd
         self.config = config
         self.limits = limits
+        self.env = {}  # the shells' environment, from the host's "begin"
         self.job = None
-        self.spare = None  # (pid, channel): the next call's child, booted and waiting
+        self.spare = None  # the next exec's shell, booted and waiting (see boot_shell)
         self.poller = select.poll()
 
     def serve(self):
@@ -166,14 +176,20 @@ class Session:
         if message is None:  # the host is gone or closed us: nothing of the session stays
             self.shutdown(reply=False)
         op = message.get("op")
-        if op in ("exec", "file") and self.job is None:
-            self.start(message, fds)
+        if op == "exec" and self.job is None:
+            for fd in fds:
+                os.close(fd)
+            self.start_exec(message)
+            return
+        if op == "file" and self.job is None:
+            self.start_file(message, fds)
             return
         for fd in fds:
             os.close(fd)
         if op == "begin":  # the host has moved us into the session's cgroup: fork from now on
+            self.env = {str(k): str(v) for k, v in (message.get("env") or {}).items()}
             if self.spare is None and self.job is None:
-                self.spare = self.boot()
+                self.spare = self.boot_shell()
         elif op == "kill":
             if self.job is not None:
                 self.job["killed"] = True
@@ -183,63 +199,112 @@ class Session:
         else:
             zygote.send_message(self.control, {"error": f"unexpected {op!r}"})  # noqa: F821
 
-    def boot(self):
-        """Fork the next call's child (see :func:`run_child`); None when the session's process
-        limit refuses the fork."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    def boot_shell(self):
+        """Fork the next exec's process and let it become ``bash`` at once: in the sandbox (see
+        :func:`enter_sandbox`), its stdio on pipes made here, sourcing its job from fd 3 (the
+        whole job is read before any of it runs). A failure before the exec is said on fd 4,
+        close-on-exec (so nothing the command starts can write there); the job's own refusal
+        of its working directory on fd 5, closed before the command runs. Returns the spare (a
+        dict of its pid and our ends of its pipes), or None when the session's process limit
+        refuses the fork."""
+        pipes = [os.pipe() for _ in range(6)]  # stdin, stdout, stderr, job, setup, word
         try:
             pid = os.fork()
         except OSError:
-            ours.close()
-            theirs.close()
+            for pair in pipes:
+                for fd in pair:
+                    os.close(fd)
             return None
+        (in_r, in_w), (out_r, out_w), (err_r, err_w), (job_r, job_w), setup, word = pipes
         if pid == 0:
             try:
-                ours.close()
-                run_child(theirs, self.lower_fd, self.config, self.limits)
-            except BaseException as exc:  # noqa: BLE001 - reported to the session, never raised
-                _report(theirs, "setup", zygote.describe(exc))  # noqa: F821
+                _place({0: in_r, 1: out_w, 2: err_w, 3: job_r, 4: setup[1], 5: word[1]})
+                os.set_inheritable(4, False)
+                uid = self.config["sandbox_uid"]
+                os.fchown(3, uid, uid)  # bash reopens it (/dev/fd/3) as the sandbox user
+                enter_sandbox(self.config, self.limits)
+                os.execve(BASH, ["bash", "-c", ". /dev/fd/3"], self.env)
+            except BaseException as exc:  # noqa: BLE001 - said on fd 4, never raised
+                _write_word(4, zygote.describe(exc))  # noqa: F821
             finally:
-                os._exit(120)
-        theirs.close()
-        return pid, ours
+                os._exit(127)
+        for fd in (in_r, out_w, err_w, job_r, setup[1], word[1]):
+            os.close(fd)
+        return {"pid": pid, "stdin": in_w, "stdout": out_r, "stderr": err_r, "job": job_w,
+                "setup": setup[0], "word": word[0]}  # fmt: skip
 
-    def start(self, message, fds):
+    def take_spare(self):
+        """The booted shell, or a new one if it is gone (a process a call kept may kill it)."""
         spare, self.spare = self.spare, None
-        if spare is not None and _exited(spare[0]):  # killed by a process the last call kept
-            _reap(spare[0])
-            spare[1].close()
+        if spare is not None and _exited(spare["pid"]):
+            _reap(spare["pid"])
+            _close_spare(spare, "stdin", "stdout", "stderr", "job", "setup", "word")
             spare = None
-        spare = spare or self.boot()
+        return spare or self.boot_shell()
+
+    def start_exec(self, message):
+        where = workspace_dir(message.get("cwd"))
+        if where is None:
+            self.reply_unstarted("cwd", f"{message.get('cwd')!r} is not a path in the workspace")
+            return
+        spare = self.take_spare()
         if spare is None:
-            for fd in fds:
+            self.reply_unstarted("fork", "the session's process limit is reached")
+            return
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        script = job_script(message, where).encode("utf-8", "surrogateescape")
+        message["deadline"] = time.monotonic() + float(message.get("wall_timeout_s", 30.0))
+        _write_within(spare["job"], script, message["deadline"])  # read whole, then run
+        os.close(spare["job"])
+        handed = ["stdout", "stderr"] + (["stdin"] if message.get("stdin") else [])
+        if not message.get("stdin"):
+            os.close(spare["stdin"])  # EOF at once
+        rights = array.array("i", [spare[name] for name in handed])
+        self.control.sendmsg(
+            [json.dumps({"started": True, "fds": handed}).encode()],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)],
+        )
+        for name in handed:
+            os.close(spare[name])
+        self.begin_job(spare["pid"], (spare["setup"], spare["word"]), message, before)
+
+    def start_file(self, message, fds):
+        """A file operation: a fresh child (no shell), run in-process (``run_file_child``)."""
+        named = dict(zip(message.get("fds", []), fds, strict=False))
+        st_r, st_w = os.pipe()  # setup failures: never written once the operation runs
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (*fds, st_r, st_w):
                 os.close(fd)
             self.reply_unstarted("fork", "the session's process limit is reached")
             return
-        pid, channel = spare
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        job = message  # with "fds": the names of the descriptors that come with it
-        try:
-            channel.sendmsg(
-                [json.dumps(job).encode()],
-                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))],
-            )
-        except OSError as exc:
-            self.reply_unstarted("setup", f"the call's process is gone: {exc}")
-            os.kill(pid, signal.SIGKILL)
-            _reap(pid)
-            channel.close()
-            return
-        finally:
-            for fd in fds:
-                os.close(fd)
+        if pid == 0:
+            try:
+                stdin = named.get("stdin")
+                _place({0: stdin if stdin is not None else -1, 1: named["stdout"],
+                        2: named["stderr"], 4: st_w}, keep=(self.lower_fd,))  # fmt: skip
+                enter_sandbox(self.config, self.limits)
+                run_file_child(message, self.lower_fd)
+            except BaseException as exc:  # noqa: BLE001 - said on fd 4, never raised
+                _write_word(4, zygote.describe(exc))  # noqa: F821
+            finally:
+                os._exit(120)
+        for fd in (*fds, st_w):
+            os.close(fd)
+        self.begin_job(pid, (st_r, None), message, before)
+
+    def begin_job(self, pid, words, message, before):
+        """Watch the call's process; ``words``: its setup pipe and its job's word pipe (or None)."""
         pidfd = os.pidfd_open(pid)
         self.poller.register(pidfd, select.POLLIN)
         self.job = {
             "pid": pid,
             "pidfd": pidfd,
-            "channel": channel,
-            "deadline": time.monotonic() + float(message.get("wall_timeout_s", 30.0)),
+            "words": words,
+            "deadline": message.get("deadline")
+            or time.monotonic() + float(message.get("wall_timeout_s", 30.0)),
             "keep": bool(message.get("keep")),
             "timed_out": False,
             "killed": False,
@@ -262,8 +327,8 @@ class Session:
         self.poller.unregister(job["pidfd"])
         os.close(job["pidfd"])
         _pid, status, usage = os.wait4(job["pid"], 0)
-        error, stage = _read_report(job["channel"])
-        job["channel"].close()
+        setup, word = (_read_word(fd) for fd in job["words"])
+        stage, error = ("setup", setup) if setup else ("cwd", word) if word else (None, None)
         if not job["keep"]:
             kill_all()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -282,7 +347,8 @@ class Session:
                 "stage": stage,
             },
         )
-        self.spare = self.boot()
+        if self.spare is None:
+            self.spare = self.boot_shell()
 
     def reply_unstarted(self, stage, error):
         zygote.send_message(  # noqa: F821
@@ -301,13 +367,51 @@ class Session:
         os._exit(0)
 
 
-def run_child(channel, lower_fd, config, limits):
-    """In a call's child, booted ahead: enter the sandbox, wait for the call, run it."""
+def workspace_dir(cwd):
+    """The absolute directory for a call's ``cwd`` (relative to the workspace, or under
+    ``/workspace/``), or None for one that names another place (an absolute path elsewhere,
+    a ``..``). Links on it are checked by the shell (``job_script``)."""
+    try:
+        where = clean_path(cwd if cwd is not None else ".")  # noqa: F821 - from session_files
+    except Exception:  # noqa: BLE001 - a FileOpError: the caller's path
+        return None
+    parts = [] if where == "." else where.split("/")
+    if ".." in parts:
+        return None
+    return "/".join([WORKSPACE, *[p for p in parts if p != "."]])
+
+
+def job_script(message, where):
+    """What the booted shell sources for one exec: its CPU limit, the call's environment, its
+    working directory (refused, on fd 4, where a link leads it out of the workspace), then the
+    command, as ``bash -c`` would run it (``eval``; a syntax error is the command's own)."""
+    lines = [
+        "exec 3<&-",
+        f"ulimit -t {max(1, int(message.get('cpu_s') or 30))} 2>/dev/null",
+    ]
+    for name, value in (message.get("env") or {}).items():
+        lines.append(f"export {name}={shlex.quote(str(value))}")
+    where = shlex.quote(where)
+    lines.append(
+        f"cd -P -- {where} 2>/dev/null && [[ $PWD == {WORKSPACE} || $PWD == {WORKSPACE}/* ]]"
+        f" || {{ printf %s {shlex.quote('not a directory of the workspace: ' + where)} >&5;"
+        " exit 126; }"
+    )
+    lines.append("exec 5>&-")
+    lines.append("eval -- " + shlex.quote(str(message["command"])))
+    return "\n".join(lines) + "\n"
+
+
+def enter_sandbox(config, limits):
+    """In a call's child: a session of its own, default signals, the OOM killer's first choice,
+    the session's rlimits, the sandbox user with no capabilities, ``no_new_privs``, the
+    seccomp filter."""
+    # Not dumpable until the exec (which makes it so again): a process a call kept, running as
+    # the same user, cannot attach to it or open its descriptors while it sets up.
+    zygote.libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # noqa: F821
     os.setsid()
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)  # Python ignores some; an exec'd program must not
-    _close_all_but({0, 1, 2, channel.fileno(), lower_fd})
-    work_fd = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:  # the OOM killer's first choice in the session is a call's process, never pid 1
         adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         try:
@@ -335,39 +439,19 @@ def run_child(channel, lower_fd, config, limits):
         zygote.drop_capabilities()  # noqa: F821
     zygote.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # noqa: F821
     zygote.install_seccomp(config["seccomp"])  # noqa: F821
-    job, fds = zygote.recv_message(channel)  # noqa: F821 - blocks until the call comes
-    if job is None:
-        os._exit(0)
-    named = dict(zip(job["fds"], fds, strict=False))
+
+
+def run_file_child(job, lower_fd):
+    """One file operation (``session_files.py``), its JSON answer on stdout, then exit."""
     cpu_s = int(job.get("cpu_s") or 0)
     if cpu_s:
         zygote.cap_limit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)  # noqa: F821
-    if job["op"] == "file":
-        run_file_child(job, named, work_fd, lower_fd)
-    os.close(lower_fd)
-    try:
-        where = clean_path(job.get("cwd") or ".")  # noqa: F821 - from session_files
-        cwd = open_beneath(work_fd, where, os.O_PATH | os.O_DIRECTORY)  # noqa: F821
-    except Exception as exc:  # noqa: BLE001 - a FileOpError or OSError: the caller's cwd
-        _report(channel, "cwd", str(exc))
-        os._exit(126)
-    os.fchdir(cwd)
-    _place_stdio(named)
-    env = {str(k): str(v) for k, v in job.get("env", {}).items()}
-    try:
-        os.execve(BASH, ["bash", "-c", job["command"]], env)
-    except OSError as exc:
-        _report(channel, "exec", zygote.describe(exc))  # noqa: F821
-        os._exit(127)
-
-
-def run_file_child(job, named, work_fd, lower_fd):
-    """One file operation (``session_files.py``); its JSON answer on the stdout pipe."""
+    work_fd = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     data = b""
-    if "stdin" in named:
+    if "stdin" in job.get("fds", []):
         chunks, left = [], int(job.get("max_input_bytes", 1 << 26))
         while left >= 0:
-            chunk = os.read(named["stdin"], 1 << 20)
+            chunk = os.read(0, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -375,54 +459,71 @@ def run_file_child(job, named, work_fd, lower_fd):
         data = b"".join(chunks)
     answer = run_file_op(job["file_op"], job.get("args") or {}, data, work_fd, lower_fd)  # noqa: F821
     out = json.dumps(answer).encode()
-    fd = named["stdout"]
     while out:
-        out = out[os.write(fd, out) :]
+        out = out[os.write(1, out) :]
     os._exit(0)
 
 
-def _place_stdio(named):
-    """The call's pipes on 0-2 (stdin from /dev/null without one); nothing else stays open
-    across the exec (the channel and workspace descriptors are close-on-exec)."""
-    sources = {
-        0: named.get("stdin", -1),
-        1: named["stdout"],
-        2: named["stderr"],
-    }
+def _place(targets, keep=()):
+    """Put descriptors on fixed numbers (``{target: source}``, -1: ``/dev/null``) and close
+    every other one but ``keep``; the placed ones survive an exec."""
     moved = {}
-    for target, source in sources.items():
+    for target, source in targets.items():
         if source < 0:
             source = os.open("/dev/null", os.O_RDONLY)
-        moved[target] = fcntl.fcntl(source, fcntl.F_DUPFD, 3)  # off 0-2, under RLIMIT_NOFILE
+        moved[target] = fcntl.fcntl(source, fcntl.F_DUPFD, 10)  # off the targets
     for target, fd in moved.items():
         os.dup2(fd, target)  # inheritable
-        os.close(fd)
-    for fd in named.values():
-        if fd > 2:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    _close_all_but(set(targets) | set(keep))
 
 
-def _report(channel, stage, error):
+def _close_spare(spare, *names):
+    for name in names:
+        try:
+            os.close(spare[name])
+        except OSError:
+            pass
+
+
+def _write_word(fd, word):
     try:
-        zygote.send_message(channel, {"stage": stage, "error": str(error)[:2000]})  # noqa: F821
+        os.write(fd, word[:2000].encode("utf-8", "replace"))
     except OSError:
         pass
 
 
-def _read_report(channel):
-    """What a call's child said before it could run its command (``(error, stage)``), or
-    ``(None, None)``: a child that ran its command sent nothing (the channel closed at exec)."""
+def _read_word(fd):
+    """What a call's process said on one of its word pipes ("" if nothing), the pipe closed."""
+    if fd is None:
+        return ""
     try:
-        data = channel.recv(1 << 16, socket.MSG_DONTWAIT)
-        report = json.loads(data) if data else {}
-    except (OSError, ValueError):
-        report = {}
-    if not isinstance(report, dict):
-        report = {}
-    return report.get("error"), report.get("stage")
+        os.set_blocking(fd, False)
+        return os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
+def _write_within(fd, data, deadline):
+    """Write ``data`` to a pipe, giving up at ``deadline`` (a reader that stopped, or was
+    stopped by a process the session kept, must not stall pid 1); the call's own wall clock
+    then ends it."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+            continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            return  # the reader is gone: its exit says how
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(int(left * 1000) + 1):
+            return
 
 
 def _exited(pid):

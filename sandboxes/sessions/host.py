@@ -25,6 +25,7 @@ sessions may run on other threads at once; one session takes one call at a time.
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import logging
@@ -193,7 +194,7 @@ class SessionHost:
             pidfd = os.pidfd_open(pid)
             if cgroup:
                 cgroup.join(pid)  # before it forks: everything of the session is born there
-            _send(here, {"op": "begin"})  # now it may boot the first call's child
+            _send(here, {"op": "begin", "env": SESSION_ENV})  # now it may boot the first shell
         except BaseException:
             here.close()
             if cgroup:
@@ -337,11 +338,12 @@ class SessionHost:
             message = {
                 "op": "exec",
                 "command": command,
-                "env": {**SESSION_ENV, **(env or {})},
+                "env": env or {},  # on top of SESSION_ENV, which its shells start with
                 "cwd": cwd,
                 "wall_timeout_s": timeout_s,
                 "cpu_s": cpu_s or max(1, int(timeout_s + 0.999)),
                 "keep": session.limits.keep_processes,
+                "stdin": stdin is not None,
             }
             outcome = self._call(
                 session,
@@ -418,31 +420,43 @@ class SessionHost:
         kill_bytes: int,
         deadline_s: float,
     ) -> CallOutcome:
-        """Send one call with its pipes, drain them, return the init's answer and the output.
+        """Send one call, drain its pipes, return the init's answer and the output.
+
+        A ``file`` call brings its pipes; an ``exec`` gets its shell's pipes back in the
+        init's ``started`` answer (the shell was booted with them), or an answer that it
+        could not start.
 
         Raises:
             SessionGone: the init died or did not answer in time (the session is torn down).
         """
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        sent = {"stdout": out_w, "stderr": err_w}
-        in_w = None
-        if stdin is not None:
-            in_r, in_w = os.pipe()
-            sent["stdin"] = in_r
         if session.cgroup:
             session.cgroup.reset_peak()
         started = time.monotonic()
         try:
-            _send(session.control, dict(message, fds=list(sent)), list(sent.values()))
-        except OSError as exc:
-            for fd in (out_r, err_r, in_w):
-                if fd is not None:
-                    os.close(fd)
+            if message["op"] == "exec":
+                _send(session.control, message)
+                # (its shell may have been stopped by a process the call's session kept: its
+                # init gives up writing the job at the call's wall clock, then answers)
+                reply, fds = _receive_with_fds(session.control, deadline_s + ANSWER_GRACE_S)
+                if "started" not in reply:  # could not start: this is its answer
+                    return _unstarted(reply, started)
+                named = dict(zip(reply["fds"], fds, strict=True))
+                out_r, err_r, in_w = named["stdout"], named["stderr"], named.get("stdin")
+            else:
+                out_r, out_w = os.pipe()
+                err_r, err_w = os.pipe()
+                sent = {"stdout": out_w, "stderr": err_w}
+                in_w = None
+                if stdin is not None:
+                    in_r, in_w = os.pipe()
+                    sent["stdin"] = in_r
+                try:
+                    _send(session.control, dict(message, fds=list(sent)), list(sent.values()))
+                finally:
+                    for fd in sent.values():
+                        os.close(fd)
+        except (OSError, ValueError, _InitGone) as exc:
             self._lose(session, f"its init did not take the call ({exc})")
-        finally:
-            for fd in sent.values():
-                os.close(fd)
         try:
             report, streams, flooded = _drain(
                 session, out_r, err_r, in_w, stdin, cap=cap, kill_bytes=kill_bytes,
@@ -478,6 +492,39 @@ class SessionHost:
 
 class _InitGone(Exception):
     pass
+
+
+def _receive_with_fds(sock: socket.socket, timeout: float) -> tuple[dict, list[int]]:
+    """The init's next message and the descriptors that came with it.
+
+    Raises:
+        _InitGone: it closed its socket or did not answer within ``timeout`` seconds.
+    """
+    if not select.select([sock], [], [], timeout)[0]:
+        raise _InitGone(f"its init did not answer within {timeout:g} s")
+    fds = array.array("i")
+    data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_LEN(16 * fds.itemsize))
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+    if not data:
+        raise _InitGone("its init exited")
+    return json.loads(data), list(fds)
+
+
+def _unstarted(reply: dict, started: float) -> CallOutcome:
+    """The outcome of a call whose command never started (its init said why)."""
+    return CallOutcome(
+        report=reply,
+        stdout=b"",
+        stderr=b"",
+        stdout_total=0,
+        stderr_total=0,
+        flooded=False,
+        wall_ms=(time.monotonic() - started) * 1000,
+        peak_memory_bytes=0,
+        memory_limit_hit=False,
+    )
 
 
 def _drain(session, out_r, err_r, in_w, stdin, *, cap, kill_bytes, deadline):
@@ -604,7 +651,9 @@ def _exec_result(outcome: CallOutcome, cap: int, cgroup: bool) -> R.ExecutionRes
         status = R.TIMEOUT
     elif outcome.flooded:
         status = R.OUTPUT_LIMIT
-    elif outcome.memory_limit_hit and signum == signal.SIGKILL:
+    elif outcome.memory_limit_hit and exit_code != 0:
+        # the cgroup's OOM killer ended a process of the call, which then failed (the shell
+        # itself, or a command it ran: bash reports that one as exit 137)
         status = R.MEMORY_LIMIT
     elif stage == "cwd":
         status, detail = R.FAILED, f"working directory refused: {error}"

@@ -493,6 +493,40 @@ CORPUS = [
             ),
         ),
     ),
+    # --- a kept process that goes after the next call's shell (same user, same session)
+    Case(
+        "kept-process-writes-into-the-next-shells-descriptors",
+        (
+            Exec(
+                "setsid bash -c 'while :; do for f in /proc/[0-9]*/fd/[3-9]; do"
+                " echo setup:forged > $f; done 2>/dev/null; sleep 0.01; done'"
+                " > /dev/null 2>&1 & echo started",
+                R.OK,
+                out="started",
+            ),
+            Exec("sleep 0.2; echo done", (R.OK, R.FAILED)),
+            Exec("echo again", (R.OK, R.FAILED)),
+        ),
+        limits=KEEP,
+        keeps=True,
+        notes={"verdict": "its own calls may fail; never an infra_error"},
+    ),
+    Case(
+        "a-stopped-shell-and-a-command-larger-than-a-pipe",
+        (
+            Exec(
+                "setsid bash -c 'while :; do for p in /proc/[0-9]*; do p=${p#/proc/};"
+                " [ $p != 1 ] && [ $p != $$ ] && kill -STOP $p; done 2>/dev/null; sleep 0.01;"
+                " done' > /dev/null 2>&1 & echo started",
+                R.OK,
+                out="started",
+            ),
+            Exec("true # " + "x" * 90_000, (R.TIMEOUT, R.OK, R.CRASHED), timeout_s=2),
+        ),
+        limits=KEEP,
+        keeps=True,
+        notes={"verdict": "the call ends by its own wall clock; never an infra_error"},
+    ),
     # --- a session opened and never closed
     Case(
         "opened-and-abandoned",

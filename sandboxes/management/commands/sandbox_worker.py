@@ -37,7 +37,8 @@ class Command(BaseCommand):
             type=int,
             default=None,
             help="slots holding sandbox sessions (persistent workspaces, sandboxes/sessions/), "
-            "each with its own session zygote; default: as many as --concurrency; 0: none",
+            "each with its own session zygote; default: as many as --concurrency; 0: none; "
+            "with --concurrency 0, a worker that holds sessions only",
         )
         # Elastic pool (sandboxes/autoscale.py): with --max-workers this process supervises
         # between --min-workers and --max-workers worker processes of --concurrency slots each.
@@ -79,26 +80,36 @@ class Command(BaseCommand):
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-        if concurrency < 1:
-            raise CommandError("--concurrency must be at least 1")
+        if session_slots is not None and session_slots < 0:
+            raise CommandError("--session-slots must be 0 or more")
+        if concurrency < 0 or (concurrency == 0 and not session_slots):
+            raise CommandError(
+                "--concurrency must be at least 1 (0 only with --session-slots: a worker that "
+                "holds sessions only)"
+            )
         if runtime not in EXECUTORS:
             raise CommandError(
                 f"unknown --runtime {runtime!r}; choose one of: {', '.join(sorted(EXECUTORS))}"
             )
-        try:  # one real execution, end to end: fail here, clearly, rather than in every request
-            checked = self_check(runtime)
-        except SelfCheckFailed as exc:
-            raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
-        except (RuntimeUnavailable, OSError) as exc:
-            raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
-        isolation = f"read-only root by {checked.readonly_root}, limits by {checked.enforcement}"
-        if session_slots is not None and session_slots < 0:
-            raise CommandError("--session-slots must be 0 or more")
-        if (concurrency if session_slots is None else session_slots) > 0:
-            try:  # sessions too: an overlay in a user namespace is one more thing to refuse
-                session_self_check(Path(settings.VAR_DIR) / "sandbox-sessions")
+        isolation = ""
+        if concurrency > 0:  # one real execution, end to end: fail here, clearly, not per request
+            try:
+                checked = self_check(runtime)
             except SelfCheckFailed as exc:
                 raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
+            except (RuntimeUnavailable, OSError) as exc:
+                raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
+            isolation = (
+                f"read-only root by {checked.readonly_root}, limits by {checked.enforcement}"
+            )
+        if (concurrency if session_slots is None else session_slots) > 0:
+            try:  # sessions too: an overlay in a user namespace is one more thing to refuse
+                held = session_self_check(Path(settings.VAR_DIR) / "sandbox-sessions")
+            except SelfCheckFailed as exc:
+                raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
+            except (RuntimeUnavailable, OSError) as exc:
+                raise CommandError(f"sandbox sessions cannot start here: {exc}") from exc
+            isolation = isolation or f"sessions' limits by {held}"
         serve_for_command(
             "sandbox_worker"
         )  # CRUCIBLE_METRICS_PORT: this process's (and its workers') metrics
