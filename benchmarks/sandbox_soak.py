@@ -8,7 +8,18 @@ prints JSON: executions by status, false passes, honest failures, and before/aft
 figures for processes of the sandbox user, host mounts, crucible cgroups and the workers'
 resident memory (RSS of each worker and its sandboxes).
 
-Run: ``.venv/bin/python benchmarks/sandbox_soak.py --minutes 10``.
+With ``--sessions`` it soaks sandbox sessions instead (``sandboxes/sessions/``): its own
+``sandbox_worker --concurrency 0 --session-slots 2``, and 4 threads that each, over and over,
+open a session and make dozens of calls in it: honest ones (write, run, read, diff, a small
+unittest suite, all of which must pass) or the hostile calls of
+``tests/sandboxes/test_session_adversarial_corpus.py`` (daemons, fork bombs, floods, memory
+and disk fills, escapes; some with kept processes), then close it or abandon it (its lease
+must close it). It prints calls by status, infra errors (there must be none), honest
+failures, and before/after figures: the worker's descendant processes, its session
+cgroups, the overlay mounts its sessions hold, its workspace store's entries, its slots'
+sessions, and the PSS of the worker and its descendants.
+
+Run: ``.venv/bin/python benchmarks/sandbox_soak.py --minutes 10`` (``--sessions`` for sessions).
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,11 +44,26 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
+
 from console.stack import Stack  # noqa: E402
 from sandboxes import cgroups  # noqa: E402
 from sandboxes import result as R  # noqa: E402
 from sandboxes.process import Limits  # noqa: E402
-from sandboxes.queue import javascript_tests, live_workers, python_tests, run_many  # noqa: E402
+from sandboxes.queue import (  # noqa: E402
+    connection,
+    javascript_tests,
+    live_workers,
+    python_tests,
+    run_many,
+)
+from sandboxes.sessions import (  # noqa: E402
+    SessionError,
+    SessionFileNotFound,
+    SessionLimits,
+    open_session,
+    routing,
+)
 from tasks_library.importers.humaneval import default_path  # noqa: E402
 from tasks_library.importers.humaneval_js import default_path as js_default_path  # noqa: E402
 from tests.sandboxes.test_adversarial_corpus import CORPUS, TESTS  # noqa: E402
@@ -77,10 +104,215 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def session_host_state(worker_pid: int, store: Path, slots: list[str]) -> dict:
+    """What the session worker holds on the host now (see the module)."""
+    descendants = _descendants(worker_pid)
+    prefix = f"x-{worker_pid}-"
+    groups = (
+        sum(
+            1
+            for c in cgroups.CONTROLLERS
+            for _ in (cgroups.ROOT / c / cgroups.PARENT).glob(prefix + "*")
+        )
+        if cgroups.available()
+        else 0
+    )
+    overlays = 0
+    for pid in descendants:
+        try:
+            overlays += Path(f"/proc/{pid}/mountinfo").read_text().count(" - overlay ")
+        except OSError:
+            continue
+    client = connection()
+    return {
+        "worker_descendants": len(descendants),
+        "session_cgroups": groups,
+        "overlay_mounts_seen_by_its_processes": overlays,
+        "store_entries": len(list(store.iterdir())) if store.is_dir() else 0,
+        "sessions_held": sum(int(client.get(routing.load_key(s)) or 0) for s in slots),
+        "worker_and_descendants_pss_bytes": _pss([worker_pid, *descendants]),
+        "host_mounts": len(Path("/proc/self/mountinfo").read_text().splitlines()),
+    }
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            found += [int(child), *_descendants(int(child))]
+    return found
+
+
+def _pss(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+HONEST_CALLS = [
+    ("exec", "python3 -m unittest discover -q -s tests -t ."),
+    ("write", "calc/extra.py", "def triple(x):\n    return 3 * x\n"),
+    ("exec", "python3 -c 'from calc import extra; print(extra.triple(4))'"),
+    ("read", "calc/extra.py"),
+    ("exec", "ls -R | wc -l && echo made > made.txt && cat made.txt"),
+    ("diff",),
+    ("exec", "grep -rn def calc | wc -l"),
+]
+
+
+def soak_sessions(minutes: float) -> dict:
+    """Sessions under load for ``minutes`` (see the module)."""
+    from benchmarks.sandbox_sessions import (  # noqa: PLC0415 (the sessions soak alone needs it)
+        start_worker,
+        suite_repository,
+    )
+    from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (as above)
+        CORPUS as SESSION_CORPUS,
+    )
+    from tests.sandboxes.test_session_adversarial_corpus import WORKSPACE, Exec  # noqa: PLC0415
+
+    hostile = [
+        (case, step)
+        for case in SESSION_CORPUS
+        for step in case.steps
+        if isinstance(step, Exec) and "{" not in step.command
+    ]
+    counts: collections.Counter = collections.Counter()
+    problems: list[str] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + minutes * 60
+    honest_workspace = suite_repository()
+    sessions_opened = collections.Counter()
+
+    def note(kind: str, status: str, detail: str = "") -> None:
+        with lock:
+            counts[f"{kind}:{status}"] += 1
+            if status == R.INFRA_ERROR or (kind == "honest" and status != R.OK):
+                if len(problems) < 30:
+                    problems.append(f"{kind} {status}: {detail[:300]}")
+
+    def one_session(rng: random.Random, slots: list[str]) -> None:
+        honest = rng.random() < 0.5
+        keep = not honest and rng.random() < 0.3
+        abandon = rng.random() < 0.15
+        limits = SessionLimits(
+            memory_bytes=256 * 1024**2,
+            processes=48,
+            workspace_bytes=32 * 1024**2,
+            workspace_inodes=2048,
+            tmp_bytes=16 * 1024**2,
+            shm_bytes=8 * 1024**2,
+            idle_timeout_s=2.0 if abandon else 60.0,
+            keep_processes=keep,
+        )
+        workspace = honest_workspace if honest else WORKSPACE
+        try:
+            session = open_session(workspace, limits=limits, slot=rng.choice(slots))
+        except SessionError as exc:
+            note("open", getattr(exc, "status", exc.kind), str(exc))
+            return
+        sessions_opened["abandoned" if abandon else "closed"] += 1
+        for _ in range(rng.randint(20, 40)):
+            if time.monotonic() > stop_at:
+                break
+            if honest:
+                call = rng.choice(HONEST_CALLS)
+                try:
+                    if call[0] == "exec":
+                        result = session.exec(call[1], timeout_s=60)
+                        note("honest", result.status, result.stderr + result.detail)
+                    elif call[0] == "write":
+                        session.write(call[1], call[2])
+                        note("honest", R.OK)
+                    elif call[0] == "read":
+                        session.read(call[1])
+                        note("honest", R.OK)
+                    else:
+                        session.diff()
+                        note("honest", R.OK)
+                except SessionFileNotFound:
+                    note("honest", R.OK)  # read before its write: fine
+                except SessionError as exc:
+                    note("honest", getattr(exc, "status", exc.kind), str(exc))
+            else:
+                _case, step = rng.choice(hostile)
+                result = session.exec(step.command, timeout_s=min(step.timeout_s, 3))
+                note("hostile", result.status, result.detail or result.stderr)
+        if not abandon:
+            session.close()
+
+    def loop(seed: int, slots: list[str]) -> None:
+        rng = random.Random(seed)
+        while time.monotonic() < stop_at:
+            one_session(rng, slots)
+
+    with Stack() as stack:
+        stack.redis()
+        proc, slots = start_worker()
+        store = Path(settings.VAR_DIR) / "sandbox-sessions" / slots[0].rsplit("-s", 1)[0]
+        try:
+            warm = open_session(honest_workspace, slot=slots[0])
+            warm.exec("true")
+            warm.close()
+            time.sleep(1)
+            before = session_host_state(proc.pid, store, slots)
+            threads = [
+                threading.Thread(target=loop, args=(seed, slots), daemon=True) for seed in range(4)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            deadline = time.monotonic() + 30  # abandoned sessions: their leases close them
+            while time.monotonic() < deadline:
+                state = session_host_state(proc.pid, store, slots)
+                if (
+                    state["sessions_held"] == 0
+                    and state["session_cgroups"] == before["session_cgroups"]
+                ):
+                    break
+                time.sleep(1)
+            time.sleep(2)
+            after = session_host_state(proc.pid, store, slots)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    return {
+        "mode": "sessions",
+        "minutes": minutes,
+        "sessions": dict(sessions_opened),
+        "calls": sum(counts.values()),
+        "by_kind_and_status": dict(sorted(counts.items())),
+        "infra_errors": sum(n for key, n in counts.items() if key.endswith(":" + R.INFRA_ERROR)),
+        "honest_failures": sum(
+            n for key, n in counts.items() if key.startswith("honest:") and not key.endswith(":ok")
+        ),
+        "problems": problems,
+        "before": before,
+        "after": after,
+        "pss_growth_bytes": after["worker_and_descendants_pss_bytes"]
+        - before["worker_and_descendants_pss_bytes"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--sessions", action="store_true", help="soak sandbox sessions instead")
     args = parser.parse_args()
+    if args.sessions:
+        print(json.dumps(soak_sessions(args.minutes), indent=2))
+        return
     with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
         python_rows = [json.loads(line) for line in handle]
     with gzip.open(js_default_path(), "rt", encoding="utf-8") as handle:
