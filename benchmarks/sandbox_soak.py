@@ -160,8 +160,8 @@ def _pss(pids: list[int]) -> int:
 
 
 HONEST_CALLS = [
-    ("exec", "python3 -m unittest discover -q -s tests -t ."),
     ("write", "calc/extra.py", "def triple(x):\n    return 3 * x\n"),
+    ("exec", "python3 -m unittest discover -q -s tests -t ."),
     ("exec", "python3 -c 'from calc import extra; print(extra.triple(4))'"),
     ("read", "calc/extra.py"),
     ("exec", "ls -R | wc -l && echo made > made.txt && cat made.txt"),
@@ -222,11 +222,11 @@ def soak_sessions(minutes: float) -> dict:
             note("open", getattr(exc, "status", exc.kind), str(exc))
             return
         sessions_opened["abandoned" if abandon else "closed"] += 1
-        for _ in range(rng.randint(20, 40)):
+        for index in range(rng.randint(20, 40)):
             if time.monotonic() > stop_at:
                 break
-            if honest:
-                call = rng.choice(HONEST_CALLS)
+            if honest:  # in order, over and over: the write comes before its use
+                call = HONEST_CALLS[index % len(HONEST_CALLS)]
                 try:
                     if call[0] == "exec":
                         result = session.exec(call[1], timeout_s=60)
@@ -273,13 +273,13 @@ def soak_sessions(minutes: float) -> dict:
                 thread.start()
             for thread in threads:
                 thread.join()
-            deadline = time.monotonic() + 30  # abandoned sessions: their leases close them
+            # Abandoned sessions: their leases close them. Unused workspaces: deleted a minute
+            # after their last session closed.
+            deadline = time.monotonic() + 120
+            settled = ("sessions_held", "session_cgroups", "store_entries")
             while time.monotonic() < deadline:
                 state = session_host_state(proc.pid, store, slots)
-                if (
-                    state["sessions_held"] == 0
-                    and state["session_cgroups"] == before["session_cgroups"]
-                ):
+                if all(state[key] <= before[key] for key in settled):
                     break
                 time.sleep(1)
             time.sleep(2)
