@@ -7,35 +7,33 @@ The client API (what rollouts import from here): :func:`open_session`,
 zygote and sessions), ``slot.py`` (its inbox and leases), ``store.py`` (materialised
 workspaces), ``routing.py`` (the Redis keys), and in the sandbox ``harness/session_init.py``
 and ``harness/session_files.py``.
+
+The names are loaded on first use (PEP 562), so the worker's modules do not import the
+client (and Redis's client) just by living in this package.
 """
 
-from sandboxes.sessions.client import (
-    FileEntry,
-    Session,
-    SessionClosed,
-    SessionError,
-    SessionFileNotFound,
-    SessionLost,
-    open_session,
-    open_sessions,
-)
-from sandboxes.sessions.grading import DEFAULT_RESTORE, WorkspaceChanges, files_to_grade, text_files
-from sandboxes.sessions.limits import SessionLimits
-from sandboxes.sessions.workspace import Workspace
+import importlib
 
-__all__ = [
-    "DEFAULT_RESTORE",
-    "FileEntry",
-    "Session",
-    "SessionClosed",
-    "SessionError",
-    "SessionFileNotFound",
-    "SessionLimits",
-    "SessionLost",
-    "Workspace",
-    "WorkspaceChanges",
-    "files_to_grade",
-    "open_session",
-    "open_sessions",
-    "text_files",
-]
+_NAMES = {
+    "FileEntry": "client",
+    "Session": "client",
+    "SessionClosed": "client",
+    "SessionError": "client",
+    "SessionFileNotFound": "client",
+    "SessionLost": "client",
+    "open_session": "client",
+    "open_sessions": "client",
+    "DEFAULT_RESTORE": "grading",
+    "WorkspaceChanges": "grading",
+    "files_to_grade": "grading",
+    "text_files": "grading",
+    "SessionLimits": "limits",
+    "Workspace": "workspace",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
