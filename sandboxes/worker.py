@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import socket
 import threading
 import time
 import uuid
-
 from pathlib import Path
 
 import redis
@@ -385,6 +385,11 @@ class SandboxWorker:
     def start_session_slots(self) -> None:
         """Make the workspace store and start the session slots (:meth:`serve` does)."""
         if self.session_slot_count and not self.session_slots:
+            # Each open session holds two descriptors here (its init's socket and pidfd).
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+            if soft < wanted:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
             self.store = WorkspaceStore(self.store_parent / self.name)
             self.session_slots = [
                 SessionSlot(
