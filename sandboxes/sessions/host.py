@@ -18,9 +18,10 @@ worker answers as ``infra_error``. Closing (by the caller or a lease, :meth:`exp
 kills the init, and the kernel the rest of its pid namespace; its mounts go with its
 mount namespace, its cgroup is removed and its workspace released.
 
-Thread model: :meth:`open` and :meth:`expire` run on the thread that started the host
-(the zygote dies with the thread that forked it, ``PDEATHSIG``); calls of different
-sessions may run on other threads at once; one session takes one call at a time.
+Thread model: :meth:`start` and :meth:`restart_zygote` run on the thread that owns the
+host (the zygote dies with the thread that forked it, ``PDEATHSIG``); opens (one at a time
+on the zygote's socket), calls and closes of different sessions may run on other threads at
+once; one session takes one call at a time.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class SessionHost:
         self.sessions: dict[str, HostedSession] = {}
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id -> (kind, reason)
         self.lock = threading.Lock()
+        self.zygote_lock = threading.Lock()
 
     @property
     def enforcement(self) -> str:
@@ -155,6 +157,16 @@ class SessionHost:
             SandboxSetupFailed, ZygoteDied: as :meth:`Zygote.start`.
         """
         self.zygote.start()
+
+    def restart_zygote(self) -> None:
+        """Start a new zygote after the last one died (on the thread that started the host).
+
+        Raises:
+            SandboxSetupFailed, ZygoteDied: as :meth:`Zygote.start`.
+        """
+        with self.zygote_lock:
+            self.zygote.stop()
+            self.zygote.start()
 
     def stop(self) -> None:
         """Close every session and stop the zygote."""
@@ -176,9 +188,6 @@ class SessionHost:
             SandboxSetupFailed: the session could not be set up (an ``infra_error``).
             ZygoteDied: the zygote died and could not be restarted.
         """
-        if not self.zygote.alive:  # it died (and its sessions with it): a new one for new ones
-            self.zygote.stop()
-            self.zygote.start()
         self.store.acquire(digest, load_blob)
         cgroup = None
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -187,10 +196,11 @@ class SessionHost:
             cgroup = cgroups.create(
                 memory_bytes=limits.memory_bytes, processes=limits.processes + 2, sweep=False
             )
-            pid = self.zygote.start_session(
-                fds={"control": there.detach()},
-                request={"workspace": digest, "limits": _wire_limits(limits, bool(cgroup))},
-            )
+            with self.zygote_lock:  # one request and its answer at a time on its socket
+                pid = self.zygote.start_session(
+                    fds={"control": there.detach()},
+                    request={"workspace": digest, "limits": _wire_limits(limits, bool(cgroup))},
+                )
             pidfd = os.pidfd_open(pid)
             if cgroup:
                 cgroup.join(pid)  # before it forks: everything of the session is born there

@@ -1,11 +1,13 @@
 """A worker slot that holds sessions: its inbox, its :class:`SessionHost`, its leases.
 
 One :class:`SessionSlot` thread per slot of ``sandbox_worker`` (``--session-slots``): it
-blocks on its inbox (``BLMOVE`` into its ``processing`` list, see :mod:`routing`), opens
-sessions itself (the zygote is its child) and hands every other call to a small pool of
-threads, so a long call of one session does not hold up the calls of the others (one
-session still takes one call at a time). Between calls, at least once a second, it closes
-the sessions whose lease ran out and deletes workspaces no session used for a minute.
+starts the slot's session zygote (which dies with the thread that started it), then
+``parallel_calls`` consumer threads that each block on the slot's inbox (``BLMOVE`` into its
+``processing`` list, see :mod:`routing`) and answer the call they took, whatever it is: Redis
+hands each call to one waiting thread, so no call waits for a hand-over between threads, and
+a long call of one session does not hold up the calls of the others (one session still takes
+one call at a time). The slot's own thread then, every second, closes the sessions whose lease
+ran out, deletes workspaces no session used for a minute, and restarts the zygote if it died.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ import base64
 import json
 import logging
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
@@ -29,6 +29,7 @@ from sandboxes.sessions.store import WorkspaceStore
 log = logging.getLogger(__name__)
 PARALLEL_CALLS = 8  # calls of different sessions of one slot running at once
 FILE_OPS = ("read", "write", "list", "diff", "changes")
+HOUSEKEEPING_EVERY_S = 1.0
 
 
 class SessionSlot(threading.Thread):
@@ -57,25 +58,30 @@ class SessionSlot(threading.Thread):
 
     def run(self) -> None:
         client = Q.connection()
-        inbox, processing = routing.calls_key(self.slot_id), Q.processing_key(self.slot_id)
-        pool = ThreadPoolExecutor(self.parallel_calls, thread_name_prefix=f"{self.name}-call")
+        consumers: list[threading.Thread] = []
         try:
-            while not self.stopping.is_set():
+            while not self.stopping.wait(0 if self.host is None else HOUSEKEEPING_EVERY_S):
                 try:
                     if self.host is None:
                         host = SessionHost(self.store)
                         host.start()  # on this thread: its zygote dies with it (PDEATHSIG)
                         self.host = host
+                        consumers = [
+                            threading.Thread(
+                                target=self._consume, name=f"{self.name}-call-{k}", daemon=True
+                            )
+                            for k in range(self.parallel_calls)
+                        ]
+                        for consumer in consumers:
+                            consumer.start()
                         self.ready.set()
-                    raw = client.blmove(inbox, processing, 1, "RIGHT", "LEFT")
-                    if raw is not None:
-                        self._dispatch(client, raw, pool)
-                    self._leases(client)
+                    self._housekeeping(client)
                 except (redis.RedisError, OSError, ZygoteDied) as exc:
                     log.warning("session slot %s: %s; retrying in 1 s", self.slot_id, exc)
-                    time.sleep(1)
+                    self.stopping.wait(1)
         finally:
-            pool.shutdown(wait=True)
+            for consumer in consumers:
+                consumer.join(timeout=60)
             if self.host is not None:
                 self.host.stop()
             try:  # the calls still queued for it get their answer now, not at the heartbeat's TTL
@@ -84,18 +90,40 @@ class SessionSlot(threading.Thread):
             except (redis.RedisError, OSError):
                 pass
 
-    def _dispatch(self, client: redis.Redis, raw: bytes, pool: ThreadPoolExecutor) -> None:
-        try:
-            call = json.loads(raw)
-            call["id"], call["reply_to"]  # a call without them cannot be answered
-        except (ValueError, TypeError, KeyError) as exc:
-            log.error("session slot %s: dropping a malformed call (%s)", self.slot_id, exc)
-            client.lrem(Q.processing_key(self.slot_id), 1, raw)
-            return
-        if call.get("op") == "open":  # here: the zygote belongs to this thread
-            self._answer(client, raw, call)
-        else:
-            pool.submit(self._answer, client, raw, call)
+    def _consume(self) -> None:
+        """One consumer thread: take a call off the inbox, answer it, again."""
+        client = Q.connection()
+        inbox, processing = routing.calls_key(self.slot_id), Q.processing_key(self.slot_id)
+        while not self.stopping.is_set():
+            try:
+                raw = client.blmove(inbox, processing, 1, "RIGHT", "LEFT")
+                if raw is None:
+                    continue
+                try:
+                    call = json.loads(raw)
+                    call["id"], call["reply_to"]  # a call without them cannot be answered
+                except (ValueError, TypeError, KeyError) as exc:
+                    log.error("session slot %s: dropping a malformed call (%s)", self.slot_id, exc)
+                    client.lrem(processing, 1, raw)
+                    continue
+                self._answer(client, raw, call)
+            except (redis.RedisError, OSError) as exc:
+                log.warning("session slot %s: %s; retrying in 1 s", self.slot_id, exc)
+                self.stopping.wait(1)
+
+    def _housekeeping(self, client: redis.Redis) -> None:
+        """Leases, unused workspaces, and a zygote that died (its sessions died with it; new
+        ones need a new zygote, started on this thread)."""
+        host = self.host
+        if not host.zygote.alive:
+            log.warning("session slot %s: its session zygote died; restarting it", self.slot_id)
+            host.restart_zygote()
+        closed = host.expire()
+        for session_id in closed:
+            log.info("session slot %s: closed %s by its lease", self.slot_id, session_id)
+        if closed:
+            client.set(routing.load_key(self.slot_id), self.sessions(), ex=Q.HEARTBEAT_TTL_S * 3)
+        self.store.sweep()
 
     def _answer(self, client: redis.Redis, raw: bytes, call: dict) -> None:
         try:
@@ -174,13 +202,3 @@ class SessionSlot(threading.Thread):
             host.close(session_id)
             return {"closed": True}
         raise ValueError(f"unknown session call {op!r}")
-
-    def _leases(self, client: redis.Redis) -> None:
-        if self.host is None:
-            return
-        closed = self.host.expire()
-        for session_id in closed:
-            log.info("session slot %s: closed %s by its lease", self.slot_id, session_id)
-        if closed:
-            client.set(routing.load_key(self.slot_id), self.sessions(), ex=Q.HEARTBEAT_TTL_S * 3)
-        self.store.sweep()

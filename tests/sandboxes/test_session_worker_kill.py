@@ -1,9 +1,12 @@
 """A ``sandbox_worker`` killed with SIGKILL while it holds sessions: their next calls are
 ``infra_error`` naming each session, and nothing of them is left on the host (processes,
-cgroups, the worker's workspace store, its slots in Redis)."""
+cgroups, the worker's workspace store, its slots in Redis). A session zygote killed alone
+takes its sessions with it and is replaced."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -102,3 +105,16 @@ def test_a_call_to_a_slot_that_died_earlier_is_lost_not_hung():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_killed_session_zygote_loses_its_sessions_and_is_replaced(session_pool):
+    slot = session_pool.worker.session_slots[0]
+    session = open_session(WORKSPACE, runtime=session_pool.runtime, slot=slot.slot_id)
+    assert session.exec("true").status == R.OK
+    old = slot.host.zygote.process.pid
+    os.kill(old, signal.SIGKILL)  # its sessions' inits die with it (PDEATHSIG)
+    result = session.exec("true")
+    assert result.status == R.INFRA_ERROR and session.id in result.detail
+    assert wait_until(lambda: slot.host.zygote.alive and slot.host.zygote.process.pid != old, 10)
+    with open_session(WORKSPACE, runtime=session_pool.runtime, slot=slot.slot_id) as fresh:
+        assert fresh.exec("cat kill.txt").stdout == "before\n"
