@@ -510,7 +510,9 @@ def _receive_with_fds(sock: socket.socket, timeout: float) -> tuple[dict, list[i
     Raises:
         _InitGone: it closed its socket or did not answer within ``timeout`` seconds.
     """
-    if not select.select([sock], [], [], timeout)[0]:
+    poller = select.poll()  # not select(): a worker holding sessions has descriptors past 1024
+    poller.register(sock, select.POLLIN)
+    if not poller.poll(int(timeout * 1000)):
         raise _InitGone(f"its init did not answer within {timeout:g} s")
     fds = array.array("i")
     data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_LEN(16 * fds.itemsize))

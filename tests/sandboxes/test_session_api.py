@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import resource
 import signal
 
 import pytest
@@ -177,3 +179,18 @@ def test_a_session_object_says_where_it_lives(session):
     assert isinstance(session, Session)
     assert session.slot in repr(session) and session.id.startswith("s-")
     assert session.workspace is WORKSPACE
+
+
+def test_calls_work_with_descriptors_past_1024(session_pool):
+    """A worker holding hundreds of sessions has descriptors past select()'s limit of 1024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1500 <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1500, hard))
+    taken = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        with open_session(WORKSPACE, runtime=session_pool.runtime) as session:
+            assert session.exec("echo hi").stdout == "hi\n"
+            assert session.read("README.md") == b"hello\n"
+    finally:
+        for fd in taken:
+            os.close(fd)
