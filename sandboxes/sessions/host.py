@@ -10,9 +10,10 @@ host then moves it into a cgroup of its own (v1 ``memory`` and ``pids``, where t
 allows it) before it forks anything.
 
 A call (:meth:`SessionHost.exec`, :meth:`SessionHost.file_op`) is one message to the
-session's init with the call's pipes; the host drains them (output caps, a kill on an
-output flood), and the init answers when the call's process has exited and everything it
-left has been killed and reaped. A session whose init is gone, or stops answering, is
+session's init; an exec gets back the pipes of the shell booted for it, a file operation
+sends its own (``calls.py`` drains them: output caps, a kill on an output flood), and the
+init answers when the call's process has exited and everything it left has been killed and
+reaped. A session whose init is gone, or stops answering, is
 *lost*: it is torn down and its calls raise :class:`SessionGone` (``lost``), which the
 worker answers as ``infra_error``. Closing (by the caller or a lease, :meth:`expire`)
 kills the init, and the kernel the rest of its pid namespace; its mounts go with its
@@ -26,14 +27,12 @@ once; one session takes one call at a time.
 
 from __future__ import annotations
 
-import array
 import functools
 import json
 import logging
 import os
 import secrets
 import select
-import selectors
 import signal
 import socket
 import threading
@@ -47,6 +46,14 @@ from sandboxes import result as R
 from sandboxes.process import SANDBOX_ENV
 from sandboxes.resident import Zygote, _send, interpreter_bind_dirs
 from sandboxes.runtimes import python_interpreter
+from sandboxes.sessions.calls import (
+    CallOutcome,
+    InitGone,
+    drain,
+    exec_result,
+    receive_with_fds,
+    unstarted,
+)
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.store import WorkspaceStore
 
@@ -54,7 +61,6 @@ log = logging.getLogger(__name__)
 HARNESS_DIR = Path(__file__).resolve().parent.parent / "harness"
 ANSWER_GRACE_S = 10.0  # past its wall clock, a call's answer may take this long, then: lost
 CLOSE_WAIT_S = 2.0
-DRAIN_AFTER_EXIT_S = 0.05  # a kept process may hold a call's pipes: read what is there, go
 FILE_OP_TIMEOUT_S = 30.0
 FILE_RESULT_CAP_BYTES = 96 * 1024**2
 ENDED_REMEMBERED = 10_000
@@ -113,19 +119,6 @@ class HostedSession:
     @property
     def cgroup_name(self) -> str:
         return self.cgroup.paths["pids"].name if self.cgroup else ""
-
-
-@dataclass
-class CallOutcome:
-    report: dict
-    stdout: bytes
-    stderr: bytes
-    stdout_total: int
-    stderr_total: int
-    flooded: bool
-    wall_ms: float
-    peak_memory_bytes: int
-    memory_limit_hit: bool
 
 
 class SessionHost:
@@ -363,7 +356,7 @@ class SessionHost:
                 kill_bytes=output_kill_bytes,
                 deadline_s=timeout_s,
             )
-            return _exec_result(outcome, output_cap_bytes, session.cgroup is not None)
+            return exec_result(outcome, output_cap_bytes, session.cgroup is not None)
         finally:
             session.last_used = time.monotonic()
             session.lock.release()
@@ -447,9 +440,9 @@ class SessionHost:
                 _send(session.control, message)
                 # (its shell may have been stopped by a process the call's session kept: its
                 # init gives up writing the job at the call's wall clock, then answers)
-                reply, fds = _receive_with_fds(session.control, deadline_s + ANSWER_GRACE_S)
+                reply, fds = receive_with_fds(session.control, deadline_s + ANSWER_GRACE_S)
                 if "started" not in reply:  # could not start: this is its answer
-                    return _unstarted(reply, started)
+                    return unstarted(reply, started)
                 named = dict(zip(reply["fds"], fds, strict=True))
                 out_r, err_r, in_w = named["stdout"], named["stderr"], named.get("stdin")
             else:
@@ -465,14 +458,14 @@ class SessionHost:
                 finally:
                     for fd in sent.values():
                         os.close(fd)
-        except (OSError, ValueError, _InitGone) as exc:
+        except (OSError, ValueError, InitGone) as exc:
             self._lose(session, f"its init did not take the call ({exc})")
         try:
-            report, streams, flooded = _drain(
+            report, streams, flooded = drain(
                 session, out_r, err_r, in_w, stdin, cap=cap, kill_bytes=kill_bytes,
                 deadline=started + deadline_s + ANSWER_GRACE_S,
             )  # fmt: skip
-        except _InitGone as exc:
+        except InitGone as exc:
             self._lose(session, str(exc))
         wall_ms = (time.monotonic() - started) * 1000
         peak = hit = 0
@@ -500,136 +493,6 @@ class SessionHost:
         raise SessionGone(session.id, "lost", why)
 
 
-class _InitGone(Exception):
-    pass
-
-
-def _receive_with_fds(sock: socket.socket, timeout: float) -> tuple[dict, list[int]]:
-    """The init's next message and the descriptors that came with it.
-
-    Raises:
-        _InitGone: it closed its socket or did not answer within ``timeout`` seconds.
-    """
-    poller = select.poll()  # not select(): a worker holding sessions has descriptors past 1024
-    poller.register(sock, select.POLLIN)
-    if not poller.poll(int(timeout * 1000)):
-        raise _InitGone(f"its init did not answer within {timeout:g} s")
-    fds = array.array("i")
-    data, ancdata, _flags, _addr = sock.recvmsg(1 << 20, socket.CMSG_LEN(16 * fds.itemsize))
-    for level, kind, payload in ancdata:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    if not data:
-        raise _InitGone("its init exited")
-    return json.loads(data), list(fds)
-
-
-def _unstarted(reply: dict, started: float) -> CallOutcome:
-    """The outcome of a call whose command never started (its init said why)."""
-    return CallOutcome(
-        report=reply,
-        stdout=b"",
-        stderr=b"",
-        stdout_total=0,
-        stderr_total=0,
-        flooded=False,
-        wall_ms=(time.monotonic() - started) * 1000,
-        peak_memory_bytes=0,
-        memory_limit_hit=False,
-    )
-
-
-def _drain(session, out_r, err_r, in_w, stdin, *, cap, kill_bytes, deadline):
-    """Read the call's output and the init's answer; write its stdin.
-
-    Returns:
-        ``(answer, {"stdout"|"stderr": (kept bytes, total)}, flooded)``.
-
-    Raises:
-        _InitGone: the init closed its socket, or did not answer by ``deadline``.
-    """
-    selector = selectors.DefaultSelector()
-    kept = {"stdout": bytearray(), "stderr": bytearray()}
-    totals = {"stdout": 0, "stderr": 0}
-    for name, fd in (("stdout", out_r), ("stderr", err_r)):
-        os.set_blocking(fd, False)
-        selector.register(fd, selectors.EVENT_READ, name)
-    pending = memoryview(stdin or b"")
-    if in_w is not None:
-        os.set_blocking(in_w, False)
-        if pending:
-            selector.register(in_w, selectors.EVENT_WRITE, "stdin")
-        else:
-            os.close(in_w)
-            in_w = None
-    selector.register(session.control, selectors.EVENT_READ, "control")
-    report = None
-    flooded = False
-    drain_until = None
-    try:
-        while True:
-            now = time.monotonic()
-            if report is not None and (
-                drain_until is None or now >= drain_until or len(selector.get_map()) == 0
-            ):
-                break
-            if report is None and now >= deadline:
-                raise _InitGone("its init did not answer within the call's time and 10 s more")
-            timeout = (drain_until if report is not None else deadline) - now
-            for key, _mask in selector.select(timeout=max(timeout, 0.0)):
-                name = key.data
-                if name == "control":
-                    try:
-                        data = session.control.recv(1 << 20)
-                    except OSError as exc:
-                        raise _InitGone(f"its init's socket failed: {exc}") from exc
-                    if not data:
-                        raise _InitGone("its init exited")
-                    answer = json.loads(data)
-                    if "exited" not in answer:
-                        raise _InitGone(f"its init answered {str(answer)[:200]}")
-                    report = answer
-                    selector.unregister(session.control)
-                    drain_until = time.monotonic() + DRAIN_AFTER_EXIT_S
-                elif name == "stdin":
-                    try:
-                        written = os.write(in_w, pending[: 1 << 16])
-                        pending = pending[written:]
-                    except (BlockingIOError, InterruptedError):
-                        continue
-                    except OSError:  # the call closed its stdin: the rest is not wanted
-                        pending = pending[:0]
-                    if not pending:
-                        selector.unregister(in_w)
-                        os.close(in_w)
-                        in_w = None
-                else:
-                    try:
-                        chunk = os.read(key.fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        selector.unregister(key.fd)
-                        os.close(key.fd)
-                        continue
-                    totals[name] += len(chunk)
-                    room = cap - len(kept[name])
-                    if room > 0:
-                        kept[name] += chunk[:room]
-                    if not flooded and totals["stdout"] + totals["stderr"] > kill_bytes:
-                        flooded = True
-                        try:
-                            _send(session.control, {"op": "kill"})
-                        except OSError as exc:
-                            raise _InitGone(f"its init's socket failed: {exc}") from exc
-    finally:
-        for key in list(selector.get_map().values()):
-            if key.data != "control":
-                os.close(key.fd)
-        selector.close()
-    return report, {n: (kept[n], totals[n]) for n in kept}, flooded
-
-
 def _wait_exit(pidfd: int, seconds: float) -> bool:
     """True once the process behind ``pidfd`` has exited (within ``seconds``)."""
     poller = select.poll()
@@ -649,49 +512,3 @@ def _wire_limits(limits: SessionLimits, cgroup: bool) -> dict:
         "address_space_bytes": 0 if cgroup else limits.memory_bytes,
         "rlimit_processes": 0 if cgroup else limits.processes,
     }
-
-
-def _exec_result(outcome: CallOutcome, cap: int, cgroup: bool) -> R.ExecutionResult:
-    report = outcome.report
-    exit_code = signum = None
-    detail = ""
-    if report.get("exited") and report.get("status") is not None:
-        code = os.waitstatus_to_exitcode(int(report["status"]))
-        exit_code, signum = (None, -code) if code < 0 else (code, None)
-    stage, error = report.get("stage"), report.get("error")
-    if report.get("timed_out"):
-        status = R.TIMEOUT
-    elif outcome.flooded:
-        status = R.OUTPUT_LIMIT
-    elif outcome.memory_limit_hit and exit_code != 0:
-        # the cgroup's OOM killer ended a process of the call, which then failed (the shell
-        # itself, or a command it ran: bash reports that one as exit 137)
-        status = R.MEMORY_LIMIT
-    elif stage == "cwd":
-        status, detail = R.FAILED, f"working directory refused: {error}"
-    elif stage == "fork":
-        status, detail = R.CRASHED, f"the command could not start: {error}"
-    elif stage:  # the sandbox's own step failed before the command ran: never the command's doing
-        status, detail = (
-            R.INFRA_ERROR,
-            f"the session could not start the command ({stage}): {error}",
-        )
-    elif signum is not None:
-        status = R.CRASHED
-    elif exit_code == 0:
-        status = R.OK
-    else:
-        status = R.FAILED
-    return R.ExecutionResult(
-        status=status,
-        exit_code=exit_code,
-        signal=signum,
-        stdout=outcome.stdout.decode("utf-8", "replace"),
-        stderr=outcome.stderr.decode("utf-8", "replace"),
-        truncated=outcome.stdout_total > cap or outcome.stderr_total > cap,
-        wall_ms=round(outcome.wall_ms, 3),
-        cpu_ms=float(report.get("cpu_ms") or 0.0),
-        peak_memory_bytes=outcome.peak_memory_bytes,
-        detail=detail,
-        enforcement="cgroup-v1" if cgroup else "rlimit",
-    )
