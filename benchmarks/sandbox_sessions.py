@@ -326,7 +326,8 @@ def bench_calls(session: Session, label: str, command: str, count: int, peers) -
     }
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (all its threads' children, and theirs)."""
     found = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -334,11 +335,12 @@ def _descendants(pid: int) -> list[int]:
         except OSError:
             continue
         for child in children:
-            found += [int(child), *_descendants(int(child))]
+            found += [int(child), *descendants(int(child))]
     return found
 
 
-def _pss(pids: list[int]) -> int:
+def pss(pids: list[int]) -> int:
+    """The proportional set size of ``pids`` together, in bytes (gone ones count 0)."""
     total = 0
     for pid in pids:
         try:
@@ -372,11 +374,11 @@ def bench_idle(worker_pid: int, slots: list[str], count: int) -> dict:
     workspace = one_file()
     open_session(workspace, slot=slots[0]).close()  # materialised before the baseline
     time.sleep(1)
-    before_available, before_pss = _available(), _pss(_descendants(worker_pid))
+    before_available, before_pss = _available(), pss(descendants(worker_pid))
     sessions = [open_session(workspace, slot=slots[i % len(slots)]) for i in range(count)]
     time.sleep(2)
     available_drop = before_available - _available()
-    pss = _pss(_descendants(worker_pid)) - before_pss
+    held = pss(descendants(worker_pid)) - before_pss
     usage = _cgroup_usage([s.cgroup for s in sessions])
     alive = sum(1 for s in sessions if s.exec("true").status == R.OK)
     closes = []
@@ -388,7 +390,7 @@ def bench_idle(worker_pid: int, slots: list[str], count: int) -> dict:
         "sessions": count,
         "answering": alive,
         "memavailable_drop_per_session_bytes": round(available_drop / count),
-        "pss_per_session_bytes": round(pss / count),
+        "pss_per_session_bytes": round(held / count),
         "cgroup_usage_per_session_bytes": round(usage / count),
         "close_ms": _q(closes),
         "note": "MemAvailable is the whole machine's (other programs move it); PSS counts the "

@@ -46,6 +46,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from benchmarks.sandbox_sessions import descendants, pss, start_worker, suite_repository  # noqa: E402
 from console.stack import Stack  # noqa: E402
 from sandboxes import cgroups  # noqa: E402
 from sandboxes import result as R  # noqa: E402
@@ -106,7 +107,7 @@ def _children(pid: int) -> list[int]:
 
 def session_host_state(worker_pid: int, store: Path, slots: list[str]) -> dict:
     """What the session worker holds on the host now (see the module)."""
-    descendants = _descendants(worker_pid)
+    under = descendants(worker_pid)
     prefix = f"x-{worker_pid}-"
     groups = (
         sum(
@@ -118,45 +119,21 @@ def session_host_state(worker_pid: int, store: Path, slots: list[str]) -> dict:
         else 0
     )
     overlays = 0
-    for pid in descendants:
+    for pid in under:
         try:
             overlays += Path(f"/proc/{pid}/mountinfo").read_text().count(" - overlay ")
         except OSError:
             continue
     client = connection()
     return {
-        "worker_descendants": len(descendants),
+        "worker_descendants": len(under),
         "session_cgroups": groups,
         "overlay_mounts_seen_by_its_processes": overlays,
         "store_entries": len(list(store.iterdir())) if store.is_dir() else 0,
         "sessions_held": sum(int(client.get(routing.load_key(s)) or 0) for s in slots),
-        "worker_and_descendants_pss_bytes": _pss([worker_pid, *descendants]),
+        "worker_and_descendants_pss_bytes": pss([worker_pid, *under]),
         "host_mounts": len(Path("/proc/self/mountinfo").read_text().splitlines()),
     }
-
-
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-        except OSError:
-            continue
-        for child in children:
-            found += [int(child), *_descendants(int(child))]
-    return found
-
-
-def _pss(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
 
 
 HONEST_CALLS = [
@@ -172,11 +149,7 @@ HONEST_CALLS = [
 
 def soak_sessions(minutes: float) -> dict:
     """Sessions under load for ``minutes`` (see the module)."""
-    from benchmarks.sandbox_sessions import (  # noqa: PLC0415 (the sessions soak alone needs it)
-        start_worker,
-        suite_repository,
-    )
-    from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (as above)
+    from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (the sessions soak alone needs it)
         CORPUS as SESSION_CORPUS,
     )
     from tests.sandboxes.test_session_adversarial_corpus import WORKSPACE, Exec  # noqa: PLC0415

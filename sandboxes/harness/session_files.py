@@ -172,14 +172,7 @@ def read_file(root_fd, args):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileOpError("not_a_file", f"{path!r} is not a regular file")
-        chunks, left = [], max_bytes
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_upto(fd, max_bytes)
     finally:
         os.close(fd)
     return {
@@ -314,17 +307,22 @@ def list_dir(root_fd, args):
     return {"path": path, "entries": entries, "truncated": len(names) > max_entries}
 
 
+def read_upto(fd, limit):
+    """At most ``limit`` bytes from ``fd``, to its end or the limit, whichever comes first."""
+    chunks, left = [], limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def _read_at(root_fd, rel, limit):
     fd = os.open(rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=root_fd)
     try:
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_upto(fd, limit)
     finally:
         os.close(fd)
 

@@ -166,7 +166,7 @@ class Session:
                 elif self.job is not None and fd == self.job["pidfd"]:
                     self.finish()
             if self.job is None:
-                reap_exited()  # processes a call kept, that ended since
+                zygote.reap_children()  # noqa: F821 - processes a call kept, that ended since
 
     def on_control(self):
         try:
@@ -412,14 +412,7 @@ def enter_sandbox(config, limits):
     os.setsid()
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)  # Python ignores some; an exec'd program must not
-    try:  # the OOM killer's first choice in the session is a call's process, never pid 1
-        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        try:
-            os.write(adj, b"1000")
-        finally:
-            os.close(adj)
-    except OSError:
-        pass
+    zygote.oom_first()  # noqa: F821 - the session's OOM victim is a call's process, never pid 1
     zygote.cap_limit(resource.RLIMIT_CORE, 0, 0)  # noqa: F821
     zygote.cap_limit(resource.RLIMIT_NOFILE, 1024, 1024)  # noqa: F821
     fsize = limits["workspace_bytes"]
@@ -449,14 +442,7 @@ def run_file_child(job, lower_fd):
     work_fd = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     data = b""
     if "stdin" in job.get("fds", []):
-        chunks, left = [], int(job.get("max_input_bytes", 1 << 26))
-        while left >= 0:
-            chunk = os.read(0, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_upto(0, int(job.get("max_input_bytes", 1 << 26)) + 1)  # noqa: F821
     answer = run_file_op(job["file_op"], job.get("args") or {}, data, work_fd, lower_fd)  # noqa: F821
     out = json.dumps(answer).encode()
     while out:
@@ -538,16 +524,6 @@ def _reap(pid):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
-
-
-def reap_exited():
-    """Reap whatever has exited (processes reparented to pid 1), without waiting."""
-    while True:
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                return
-        except ChildProcessError:
-            return
 
 
 def kill_all():

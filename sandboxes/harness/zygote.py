@@ -260,7 +260,7 @@ def build_root(extra_dirs, store=None):
     os.makedirs(NEW_ROOT + "/dev/shm")
     if store_fd is not None:
         os.makedirs(NEW_ROOT + "/.store")
-        mount("/proc/self/fd/%d" % store_fd, NEW_ROOT + "/.store", None, MS_BIND)
+        mount(f"/proc/self/fd/{store_fd}", NEW_ROOT + "/.store", None, MS_BIND)
         os.close(store_fd)
         os.makedirs(NEW_ROOT + "/workspace")
     for name in DEVICES:
@@ -372,43 +372,17 @@ def run_tree(request, fds, config, roles):
     """
     named = dict(zip(request["fds"], fds))
     exit_fd = named["exit"]
-    # G cannot see our pid from inside its pid namespace: a pipe whose write end only
-    # we hold tells G whether we died before G armed PDEATHSIG.
-    alive_r, alive_w = os.pipe()
-    # And one whose write end only G holds, until the end of its setup: "ok" or the
-    # failed step. G closes it before any of the submission runs, so nothing the
-    # submission does can make its own failure read as the sandbox's.
-    setup_r, setup_w = os.pipe()
-    for target in (sys.stdout, sys.stderr):
-        target.flush()
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     if request.get("netns"):
         # A socket sent into its own queue outlives every process: in a network namespace
         # shared with the next execution its abstract name would carry messages across.
         flags |= CLONE_NEWNET
-    try:
-        child = fork_into_namespaces(flags)
-    except OSError:
-        for fd in (alive_r, alive_w, setup_r, setup_w):
-            os.close(fd)
-        raise
-    if child == 0:
-        setup = {"fd": setup_w}
-        try:
-            os.close(alive_w)
-            os.close(setup_r)
-            run_init(request, named, config, roles, parent_alive=alive_r, setup=setup)
-        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of G
-            if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
-                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
-            else:  # after setup (the job, the workspace files): the tree's own stderr
-                _write_quietly(
-                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
-                )
-        finally:
-            os._exit(120)
-    os.close(alive_r)
-    os.close(setup_w)
+    child, alive_w, setup_r = clone_child(
+        flags,
+        lambda parent_alive, setup: run_init(
+            request, named, config, roles, parent_alive=parent_alive, setup=setup
+        ),
+    )
     for fd in fds:
         if fd != exit_fd:
             os.close(fd)
@@ -420,6 +394,51 @@ def run_tree(request, fds, config, roles):
             os.close(fd)
         return None, failure
     return child, exit_fd, alive_w
+
+
+def clone_child(flags, main):
+    """Clone a child straight into new namespaces (``flags``) with two pipes: one whose write
+    end only we hold (the child's ``parent_alive``: EOF there means we died before it armed
+    PDEATHSIG, since it cannot see our pid from inside its pid namespace), and one whose write
+    end only it holds until the end of its setup (``setup["fd"]``): ``ok``, or the failed step,
+    closed before anything it was started for runs, so nothing that runs later can make its
+    own failure read as the sandbox's. The child runs ``main(parent_alive, setup)`` and exits.
+
+    Returns:
+        ``(pid, alive_w, setup_r)`` in the zygote: keep ``alive_w`` open while the child must
+        know we live; read ``setup_r`` with :func:`wait_for_setup`.
+
+    Raises:
+        OSError: ``clone`` was refused.
+    """
+    alive_r, alive_w = os.pipe()
+    setup_r, setup_w = os.pipe()
+    for target in (sys.stdout, sys.stderr):
+        target.flush()
+    try:
+        child = fork_into_namespaces(flags)
+    except OSError:
+        for fd in (alive_r, alive_w, setup_r, setup_w):
+            os.close(fd)
+        raise
+    if child == 0:
+        setup = {"fd": setup_w}
+        try:
+            os.close(alive_w)
+            os.close(setup_r)
+            main(alive_r, setup)
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of the child
+            if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
+                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
+            else:  # after setup (the job, the workspace files): the child's own stderr
+                _write_quietly(
+                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
+                )
+        finally:
+            os._exit(120)
+    os.close(alive_r)
+    os.close(setup_w)
+    return child, alive_w, setup_r
 
 
 def wait_for_setup(setup_r):
@@ -489,15 +508,7 @@ def run_init(request, named, config, roles, parent_alive, setup):
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    try:  # the OOM killer's first choice in the cgroup is the execution, not the zygote
-        # (os.open, not open(): a text file's first use costs a fresh process ~0.15 ms)
-        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        try:
-            os.write(adj, b"1000")
-        finally:
-            os.close(adj)
-    except OSError:
-        pass
+    oom_first()  # the OOM killer's first choice in the cgroup is the execution, not the zygote
     libc.sethostname(b"sandbox", 7)
     uid = config["sandbox_uid"]
     if limits.get("address_space_bytes"):
@@ -569,6 +580,20 @@ def run_init(request, named, config, roles, parent_alive, setup):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def oom_first():
+    """Make this process the OOM killer's first choice (``oom_score_adj`` 1000; a process may
+    always raise its own). ``os.open``, not ``open()``: a text file's first use costs a fresh
+    process ~0.15 ms."""
+    try:
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(adj, b"1000")
+        finally:
+            os.close(adj)
+    except OSError:
+        pass
 
 
 def write_file(path, text):
@@ -718,7 +743,7 @@ def load_roles(sources):
     shared = {}
     for name in LIBRARIES:
         if name in sources:
-            exec(compile(sources[name], "<%s>" % name, "exec"), shared)
+            exec(compile(sources[name], f"<{name}>", "exec"), shared)
     for name, source in sources.items():
         if name in LIBRARIES:
             continue
@@ -739,31 +764,19 @@ def run_session(request, fds, config, roles):
     Raises:
         OSError: ``clone`` was refused.
     """
-    named = dict(zip(request["fds"], fds))
-    alive_r, alive_w = os.pipe()  # as in run_tree: did the zygote die before PDEATHSIG?
-    setup_r, setup_w = os.pipe()
-    for target in (sys.stdout, sys.stderr):
-        target.flush()
+    named = dict(zip(request["fds"], fds, strict=True))
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
     try:
-        child = fork_into_namespaces(flags)
+        child, alive_w, setup_r = clone_child(
+            flags,
+            lambda parent_alive, setup: roles["session"](
+                request, named, config, parent_alive, setup
+            ),
+        )
     except OSError:
-        for fd in (alive_r, alive_w, setup_r, setup_w, *fds):
+        for fd in fds:
             os.close(fd)
         raise
-    if child == 0:
-        setup = {"fd": setup_w}
-        try:
-            os.close(alive_w)
-            os.close(setup_r)
-            roles["session"](request, named, config, alive_r, setup)
-        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of the session
-            if setup["fd"] is not None:
-                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
-        finally:
-            os._exit(120)
-    os.close(alive_r)
-    os.close(setup_w)
     for fd in fds:
         os.close(fd)
     failure = wait_for_setup(setup_r)
@@ -779,8 +792,9 @@ def run_session(request, fds, config, roles):
 
 
 def reap_children(_signum=None, _frame=None):
-    """The session zygote's SIGCHLD handler: reap every exited session init at once (a
-    zombie would hold its pid and its cgroup until the next request)."""
+    """Reap every exited child now, without waiting: the session zygote's SIGCHLD handler (a
+    session init's zombie would hold its pid and its cgroup until the next request), and a
+    session init's reaping of the processes its calls kept."""
     while True:
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:
@@ -842,7 +856,7 @@ def main():
             try:
                 pid, failure = run_session(request, fds, config, roles)
             except OSError as exc:
-                send_message(control, {"error": "clone: %s" % describe(exc), "setup": True})
+                send_message(control, {"error": f"clone: {describe(exc)}", "setup": True})
                 continue
             send_message(control, {"pid": pid} if pid else {"error": failure, "setup": True})
             continue

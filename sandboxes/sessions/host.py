@@ -27,6 +27,7 @@ once; one session takes one call at a time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -287,6 +288,16 @@ class SessionHost:
             session.cgroup.remove()
         self.store.release(session.digest)
 
+    @contextlib.contextmanager
+    def _using(self, session_id: str):
+        """The session for one call (:meth:`_take`); its use recorded, its lock released after."""
+        session = self._take(session_id)
+        try:
+            yield session
+        finally:
+            session.last_used = time.monotonic()
+            session.lock.release()
+
     def _take(self, session_id: str) -> HostedSession:
         """The session, its lock acquired (released by the caller).
 
@@ -336,8 +347,7 @@ class SessionHost:
         Raises:
             SessionGone: the session is closed or lost.
         """
-        session = self._take(session_id)
-        try:
+        with self._using(session_id) as session:
             message = {
                 "op": "exec",
                 "command": command,
@@ -357,9 +367,6 @@ class SessionHost:
                 deadline_s=timeout_s,
             )
             return exec_result(outcome, output_cap_bytes, session.cgroup is not None)
-        finally:
-            session.last_used = time.monotonic()
-            session.lock.release()
 
     def file_op(self, session_id: str, op: str, args: dict, data: bytes | None = None) -> dict:
         """One file operation of ``harness/session_files.py`` (``read``, ``write``, ``list``,
@@ -373,8 +380,7 @@ class SessionHost:
                 file...), or the operation failed inside the session (``kind`` ``failed``).
             SessionGone: the session is closed or lost.
         """
-        session = self._take(session_id)
-        try:
+        with self._using(session_id) as session:
             message = {
                 "op": "file",
                 "file_op": op,
@@ -392,9 +398,6 @@ class SessionHost:
                 kill_bytes=FILE_RESULT_CAP_BYTES,
                 deadline_s=FILE_OP_TIMEOUT_S,
             )
-        finally:
-            session.last_used = time.monotonic()
-            session.lock.release()
         try:
             answer = json.loads(outcome.stdout) if outcome.report.get("exited") else None
         except ValueError:
