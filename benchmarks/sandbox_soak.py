@@ -132,6 +132,7 @@ def session_host_state(worker_pid: int, store: Path, slots: list[str]) -> dict:
         "store_entries": len(list(store.iterdir())) if store.is_dir() else 0,
         "sessions_held": sum(int(client.get(routing.load_key(s)) or 0) for s in slots),
         "worker_and_descendants_pss_bytes": pss([worker_pid, *under]),
+        "worker_pss_bytes": pss([worker_pid]),
         "host_mounts": len(Path("/proc/self/mountinfo").read_text().splitlines()),
     }
 
@@ -147,8 +148,11 @@ HONEST_CALLS = [
 ]
 
 
-def soak_sessions(minutes: float) -> dict:
-    """Sessions under load for ``minutes`` (see the module)."""
+def soak_sessions(minutes: float, warmup_minutes: float = 1.0) -> dict:
+    """Sessions under load for ``minutes`` after ``warmup_minutes`` of the same (see the
+    module): the before figures are taken once the warm-up has settled (sessions closed,
+    leases run out, unused workspaces deleted), so that what grows after is growth, not the
+    worker's first use of its threads and allocator arenas; its PSS is sampled every minute."""
     from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (the sessions soak alone needs it)
         CORPUS as SESSION_CORPUS,
     )
@@ -163,7 +167,7 @@ def soak_sessions(minutes: float) -> dict:
     counts: collections.Counter = collections.Counter()
     problems: list[str] = []
     lock = threading.Lock()
-    stop_at = time.monotonic() + minutes * 60
+    stop_at = 0.0  # set by run_for
     honest_workspace = suite_repository()
     sessions_opened = collections.Counter()
 
@@ -229,40 +233,54 @@ def soak_sessions(minutes: float) -> dict:
         while time.monotonic() < stop_at:
             one_session(rng, slots)
 
+    def run_for(span_minutes: float, seed: int, slots: list[str]) -> None:
+        nonlocal stop_at
+        stop_at = time.monotonic() + span_minutes * 60
+        threads = [
+            threading.Thread(target=loop, args=(seed + k, slots), daemon=True) for k in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def settled(proc, store, slots, baseline) -> dict:
+        """The host state once leases and the store's keep time have run (at most 2 min)."""
+        deadline = time.monotonic() + 120
+        keys = ("sessions_held", "session_cgroups", "store_entries")
+        while True:
+            state = session_host_state(proc.pid, store, slots)
+            if all(state[key] <= baseline[key] for key in keys) or time.monotonic() > deadline:
+                return state
+            time.sleep(1)
+
     with Stack() as stack:
         stack.redis()
         proc, slots = start_worker()
         store = Path(settings.VAR_DIR) / "sandbox-sessions" / slots[0].rsplit("-s", 1)[0]
         try:
-            warm = open_session(honest_workspace, slot=slots[0])
-            warm.exec("true")
-            warm.close()
-            time.sleep(1)
-            before = session_host_state(proc.pid, store, slots)
-            threads = [
-                threading.Thread(target=loop, args=(seed, slots), daemon=True) for seed in range(4)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            # Abandoned sessions: their leases close them. Unused workspaces: deleted a minute
-            # after their last session closed.
-            deadline = time.monotonic() + 120
-            settled = ("sessions_held", "session_cgroups", "store_entries")
-            while time.monotonic() < deadline:
-                state = session_host_state(proc.pid, store, slots)
-                if all(state[key] <= before[key] for key in settled):
-                    break
-                time.sleep(1)
-            time.sleep(2)
-            after = session_host_state(proc.pid, store, slots)
+            idle = session_host_state(proc.pid, store, slots)
+            run_for(warmup_minutes, 100, slots)
+            before = settled(proc, store, slots, idle)
+            samples: list[float] = []
+            sampling = threading.Event()
+
+            def sample() -> None:
+                while not sampling.wait(60):
+                    samples.append(round(pss([proc.pid]) / 2**20, 1))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            run_for(minutes, 0, slots)
+            sampling.set()
+            after = settled(proc, store, slots, idle)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
     return {
         "mode": "sessions",
         "minutes": minutes,
+        "warmup_minutes": warmup_minutes,
         "sessions": dict(sessions_opened),
         "calls": sum(counts.values()),
         "by_kind_and_status": dict(sorted(counts.items())),
@@ -275,6 +293,7 @@ def soak_sessions(minutes: float) -> dict:
         "after": after,
         "pss_growth_bytes": after["worker_and_descendants_pss_bytes"]
         - before["worker_and_descendants_pss_bytes"],
+        "worker_pss_mb_each_minute": samples,
     }
 
 
@@ -282,9 +301,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--sessions", action="store_true", help="soak sandbox sessions instead")
+    parser.add_argument(
+        "--warmup-minutes", type=float, default=1.0, help="sessions: before the before figures"
+    )
     args = parser.parse_args()
     if args.sessions:
-        print(json.dumps(soak_sessions(args.minutes), indent=2))
+        print(json.dumps(soak_sessions(args.minutes, args.warmup_minutes), indent=2))
         return
     with gzip.open(default_path(), "rt", encoding="utf-8") as handle:
         python_rows = [json.loads(line) for line in handle]
