@@ -1,5 +1,6 @@
 """What the scripts under ``benchmarks/`` share: ``--quick``, a var dir of their own, their own
-sandbox workers, the HumanEval rows and the processes under a worker.
+sandbox workers (and session workers), the HumanEval rows, the processes under a worker and their
+memory.
 
 Every script runs as ``.venv/bin/python benchmarks/NAME.py``: at full size by default (the
 figures the README quotes), or with ``--quick`` at small sizes in seconds, through the same code
@@ -15,8 +16,10 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,12 +122,56 @@ def humaneval_js_rows(limit: int | None = None) -> list[dict]:
     return rows
 
 
+def own_session_worker(
+    stack, runtime: str = "python", slots: int = 2
+) -> tuple[subprocess.Popen, list[str]]:
+    """Start a ``sandbox_worker --concurrency 0 --session-slots SLOTS`` (sessions only) on
+    ``stack``'s Redis and wait until its slots announce themselves; returns the process (the
+    caller terminates it) and its slot ids, which the benchmark opens its sessions in."""
+    from sandboxes.sessions import routing  # noqa: PLC0415 (after django.setup)
+
+    stack.redis()
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "sandbox_worker", "--runtime", runtime]
+        + ["--concurrency", "0", "--session-slots", str(slots)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    banner = proc.stdout.readline()
+    if not banner.startswith("sandbox worker "):
+        proc.kill()
+        sys.exit(f"the session worker did not start: {banner!r}")
+    name = banner.split()[2].rstrip(":")
+    ids = [f"{name}-s{index}" for index in range(slots)]
+    deadline = time.monotonic() + 60
+    while not set(ids) <= set(routing.live_slots(runtime)):
+        if time.monotonic() > deadline:
+            proc.kill()
+            sys.exit("the session worker's slots did not come up within 60 s")
+        time.sleep(0.05)
+    return proc, ids
+
+
 def descendants(pid: int) -> list[int]:
-    """Every process under ``pid`` (a worker's zygotes and their trees), from ``/proc``."""
+    """Every process under ``pid`` (a worker's zygotes and their trees, all its threads'
+    children and theirs), from ``/proc``."""
     found = []
     for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(FileNotFoundError):  # a thread or a tree that just ended
+        with contextlib.suppress(OSError):  # a thread or a tree that just ended
             for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):
                     found += [int(child), *descendants(int(child))]
     return found
+
+
+def pss(pids: list[int]) -> int:
+    """The proportional set size of ``pids`` together, in bytes (gone ones count 0)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+    return total

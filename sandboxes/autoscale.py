@@ -15,7 +15,8 @@ window, :class:`Stabiliser`), so a queue that empties between two rollout turns 
 shrink the pool.
 
 Scaling down drains, and only idle workers: a worker whose slots hold a request is left
-alone until it is idle (its work is demand; killing it would run the request again). The
+alone until it is idle (its work is demand; killing it would run the request again), and so
+is one that holds sessions (draining it would lose them) until they are closed. The
 worker gets SIGTERM, its slots finish what they took meanwhile (no new request is taken),
 it deletes its heartbeats, requeues whatever it still held, and exits. One that outlives
 ``drain_timeout_s`` is killed. Whatever a killed or crashed worker held goes straight back
@@ -255,11 +256,17 @@ class Supervisor:
 
     def _drainable(self, active: list[Child], signals: D.PoolSignals) -> list[Child]:
         """The children that may be drained now, first first: not ready yet (no slot heart-beating),
-        then idle ones, newest first. A child holding a request is not drainable."""
+        then idle ones, newest first. A child holding a request, or a session (draining would
+        lose it), is not drainable."""
         candidates = []
         for child in active:
             slots = [wid for wid in signals.held if wid.startswith(child.slot_prefix)]
-            if not any(signals.held[wid] for wid in slots):
+            sessions = sum(
+                count
+                for sid, count in signals.sessions.items()
+                if sid.startswith(child.slot_prefix)
+            )
+            if not sessions and not any(signals.held[wid] for wid in slots):
                 candidates.append((bool(slots), -child.started, child))
         return [child for _ready, _age, child in sorted(candidates, key=lambda c: c[:2])]
 

@@ -70,6 +70,10 @@ class Cgroup:
             self._processes = processes
         (memory / "memory.max_usage_in_bytes").write_text("0")
 
+    def reset_peak(self) -> None:
+        """Zero the peak (a session's cgroup, before each call; its limits stay the session's)."""
+        (self.paths["memory"] / "memory.max_usage_in_bytes").write_text("0")
+
     def peak_memory_bytes(self) -> int:
         """Peak memory of this execution's tree (above the resident baseline), in bytes."""
         return max(
@@ -145,14 +149,19 @@ def available() -> bool:
     return os.geteuid() == 0 and all(os.access(ROOT / c, os.W_OK) for c in CONTROLLERS)
 
 
-def create(*, memory_bytes: int, processes: int) -> Cgroup | None:
+def create(*, memory_bytes: int, processes: int, sweep: bool = True) -> Cgroup | None:
     """A fresh cgroup limiting memory to ``memory_bytes`` and tasks to ``processes``.
+
+    ``sweep`` first removes the cgroups dead processes left (:func:`sweep_stale`, a walk
+    over all of them): off for a session's, opened by the hundred; the worker's reaper
+    sweeps instead.
 
     Returns None (rlimits only) when cgroups are unavailable or cannot be written.
     """
     if not available():
         return None
-    sweep_stale()
+    if sweep:
+        sweep_stale()
     name = f"x-{os.getpid()}-{secrets.token_hex(6)}"
     paths = {c: ROOT / c / PARENT / name for c in CONTROLLERS}
     try:

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from sandboxes import queue as Q
+from sandboxes.sessions import routing
 
 PUBLISH_TTL_S = 15
 """Seconds a published demand lives unless refreshed (a trainer refreshes every third of it)."""
@@ -121,7 +122,8 @@ class PoolSignals:
     """One reading of a runtime's pool and its demand (counts of executions or slots).
 
     ``slots`` are live queue consumers (a worker process holds ``--concurrency`` of them);
-    ``held`` maps each live slot's id to the requests its ``processing`` list holds.
+    ``held`` maps each live slot's id to the requests its ``processing`` list holds;
+    ``sessions`` maps each live session slot's id to the sessions it holds.
     """
 
     runtime: str
@@ -132,6 +134,7 @@ class PoolSignals:
     phases: dict[str, str] = field(default_factory=dict)  # publisher -> phase
     held: dict[str, int] = field(default_factory=dict)
     autoscaler: dict | None = None
+    sessions: dict[str, int] = field(default_factory=dict)
 
     @property
     def queued_demand(self) -> int:
@@ -149,7 +152,7 @@ class PoolSignals:
 
 
 def pool_signals(runtime: str, *, client=None) -> PoolSignals:
-    """Read the pool of ``runtime`` and its demand from Redis (three pipelined round trips).
+    """Read the pool of ``runtime`` and its demand from Redis (four pipelined round trips).
 
     Raises:
         redis.RedisError: Redis does not answer.
@@ -186,4 +189,5 @@ def pool_signals(runtime: str, *, client=None) -> PoolSignals:
         phases={name: str(e.get("phase", "")) for name, e in live.items()},
         held=held,
         autoscaler=state,
+        sessions=routing.live_slots(runtime, client),
     )

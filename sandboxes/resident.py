@@ -73,6 +73,11 @@ REMEDIES = {
         "Each execution gets new mount, pid, ipc and uts namespaces (clone(2)), its own tmpfs and its own "
         "/proc, and this kernel refused a step. " + DEPLOY_GUIDE
     ),
+    "session": (
+        "Each session gets new mount, pid, network, ipc and uts namespaces (clone(2)), a "
+        "tmpfs, an overlay mount of its workspace inside the sandbox's user namespace (Linux "
+        "5.11+) and its own /proc, and this kernel refused a step. " + DEPLOY_GUIDE
+    ),
     "proc": (
         "Each execution mounts its own /proc in its new pid namespace, and the kernel refuses that while "
         "/proc is masked: container runtimes mask /proc/kcore, /proc/keys and others unless the pod sets "
@@ -84,6 +89,7 @@ STAGES = {
     "identity": "mapping its user",
     "root": "building its read-only root",
     "tree": "setting up an execution",
+    "session": "setting up a session",
 }
 
 
@@ -93,7 +99,8 @@ class SandboxSetupFailed(ZygoteDied):
 
     Attributes:
         stage: ``namespaces`` (unshare), ``identity`` (the uid map), ``root`` (the read-only
-            root) or ``tree`` (one execution's namespaces, tmpfs or /proc).
+            root), ``tree`` (one execution's namespaces, tmpfs or /proc) or ``session`` (one
+            session's namespaces, overlay, tmpfs or /proc).
         reason: the step and the kernel's answer, e.g. ``mount /proc: Operation not permitted``.
     """
 
@@ -164,12 +171,15 @@ class Zygote:
         interpreter: the Python the zygote runs (see :mod:`sandboxes.runtimes`).
         role: the harness whose ``main(spec)`` each execution runs.
         sources: harness name -> source, loaded into the zygote once.
+        bind_dirs: host directories bound read-only into its root besides the system's.
+        extra_config: more keys of its ``config`` message (the session zygote's ``store``).
     """
 
     interpreter: str
     role: str
     sources: dict[str, str]
     bind_dirs: list[str] = field(default_factory=list)
+    extra_config: dict = field(default_factory=dict)
     process: subprocess.Popen | None = None
     control: socket.socket | None = None
     cgroup: cgroups.Cgroup | None = None
@@ -217,6 +227,7 @@ class Zygote:
                     "sources": self.sources,
                     "sandbox_uid": sandbox_uid,
                     "bind_dirs": self.bind_dirs,
+                    **self.extra_config,
                 },
             )
             ready = _receive(here, START_TIMEOUT_S)
@@ -336,6 +347,36 @@ class Zygote:
             raise ZygoteDied(
                 f"sandbox process for {self.role} could not start a tree: {reply.get('error')}"
             )
+        return int(reply["pid"])
+
+    def start_session(self, *, fds: dict[str, int], request: dict) -> int:
+        """Clone one session's init (``{"op": "session"}``, see ``harness/zygote.py``) and wait
+        until it is set up; ``fds`` (name -> descriptor) are closed here once sent.
+
+        Returns:
+            the session init's pid in the host's pid namespace.
+
+        Raises:
+            SandboxSetupFailed: the session could not be set up (stage ``session``).
+            ZygoteDied: the zygote is gone or did not answer within 30 s.
+        """
+        if not self.alive or self.control is None:
+            for fd in fds.values():
+                os.close(fd)
+            raise ZygoteDied("sandbox process is not running")
+        names = list(fds)
+        try:
+            _send(self.control, dict(request, op="session", fds=names), [fds[n] for n in names])
+        except OSError as exc:
+            raise ZygoteDied(f"sandbox process for {self.role} failed: {exc}") from exc
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        reply = _receive(self.control, START_TIMEOUT_S)
+        if "pid" not in reply:
+            if reply.get("setup"):
+                raise SandboxSetupFailed("session", str(reply.get("error")))
+            raise ZygoteDied(f"sandbox process for {self.role} answered {reply}")
         return int(reply["pid"])
 
     def prepare_cgroup(self, limits: Limits) -> None:

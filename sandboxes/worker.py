@@ -8,10 +8,16 @@ mid-execution is replaced at once and the request goes back to the queue for
 another slot; a whole worker process that dies (``kill -9``) stops heart-beating,
 and any other worker's reaper requeues what it held.
 
+The same worker holds sessions (``sandboxes/sessions/``): ``session_slots`` more threads,
+each with its own session zygote and inbox (:class:`~sandboxes.sessions.slot.SessionSlot`),
+heart-beating beside the queue's slots; its reaper also answers the calls of dead session
+slots as ``lost``, and sweeps what dead workers on this host left (their cgroups and
+workspace stores).
+
 Before it joins the pool a worker runs one trivial execution end to end
-(:func:`self_check`): a host or pod where the sandbox cannot be built, or where its
-executions cannot set up, refuses to start with the reason instead of answering every
-request with a failure.
+(:func:`self_check`), and one session (:func:`session_self_check`): a host or pod where
+the sandbox cannot be built, or where its executions cannot set up, refuses to start with
+the reason instead of answering every request with a failure.
 """
 
 from __future__ import annotations
@@ -19,22 +25,32 @@ from __future__ import annotations
 import json
 import logging
 import os
+import resource
 import socket
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import redis
+from django.conf import settings
 
 from console.core import metrics
 from console.core.logcontext import log_context, log_context_bind
-from sandboxes import pool_stats
+from sandboxes import cgroups, pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
+from sandboxes.sessions import routing
+from sandboxes.sessions.host import SessionHost
+from sandboxes.sessions.limits import SessionLimits
+from sandboxes.sessions.slot import SessionSlot
+from sandboxes.sessions.store import WorkspaceStore, sweep_dead_owners
+from sandboxes.sessions.workspace import Workspace
 
 log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_S = 2.0
+HOST_SWEEP_EVERY_S = 30.0  # what dead workers on this host left: cgroups, workspace stores
 
 # Move a dead worker's in-flight requests back to the queue, each with one more
 # attempt, and forget the worker: atomic, so two reapers never requeue twice.
@@ -118,6 +134,39 @@ def self_check(runtime: str) -> R.ExecutionResult:
             f"{result.status}: {(result.detail or result.stderr)[-500:]}"
         )
     return result
+
+
+def session_self_check(store_parent: Path) -> str:
+    """Open one session end to end (zygote, overlay workspace, a call, a file read) and
+    close it, as a served session would run.
+
+    Returns:
+        how its limits are held (``cgroup-v1`` or ``rlimit``).
+
+    Raises:
+        SelfCheckFailed: sessions cannot be set up here (the message says which step).
+    """
+    store = WorkspaceStore(store_parent / f"self-check-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    host = SessionHost(store)
+    workspace = Workspace.from_files({"check.txt": "crucible\n"})
+    try:
+        host.start()
+        session = host.open(workspace.digest, SessionLimits(), load_blob=lambda: workspace.blob)
+        result = host.exec(session.id, "cat check.txt", timeout_s=10)
+        host.close(session.id)
+    except ZygoteDied as exc:  # SandboxSetupFailed too
+        raise SelfCheckFailed(
+            f"sandbox sessions cannot be set up here: {exc}.", getattr(exc, "remedy", "")
+        ) from exc
+    finally:
+        host.stop()
+        store.close()
+    if result.status != R.OK or result.stdout != "crucible\n":
+        raise SelfCheckFailed(
+            f"a trivial session call came back {result.status}: "
+            f"{(result.detail or result.stderr)[-500:]}"
+        )
+    return host.enforcement
 
 
 class Slot(threading.Thread):
@@ -245,17 +294,46 @@ class Slot(threading.Thread):
 
 
 class SandboxWorker:
-    """``concurrency`` slots of one runtime, their heartbeats, and a reaper for dead peers."""
+    """``concurrency`` slots of one runtime and ``session_slots`` slots holding sessions
+    (default: as many), their heartbeats, and a reaper for dead peers.
 
-    def __init__(self, *, runtime: str = "python", concurrency: int = 2) -> None:
+    Args:
+        runtime: the queue it consumes (and the pool its session slots join).
+        concurrency: queue slots; 0 serves sessions only.
+        session_slots: slots holding sessions (None: ``concurrency``; 0: none).
+        store_parent: where its workspace store lives (default ``VAR_DIR/sandbox-sessions``).
+
+    Raises:
+        ValueError: no slot of either kind, or a negative count.
+    """
+
+    def __init__(
+        self,
+        *,
+        runtime: str = "python",
+        concurrency: int = 2,
+        session_slots: int | None = None,
+        store_parent: Path | None = None,
+    ) -> None:
+        session_slots = concurrency if session_slots is None else session_slots
+        if concurrency < 0 or session_slots < 0 or concurrency + session_slots == 0:
+            raise ValueError(
+                f"a sandbox worker needs slots: concurrency {concurrency}, "
+                f"session slots {session_slots}"
+            )
         self.runtime = runtime
         self.name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.slots = [Slot(self, i) for i in range(max(1, concurrency))]
+        self.slots = [Slot(self, i) for i in range(concurrency)]
+        self.session_slot_count = session_slots
+        self.session_slots: list[SessionSlot] = []  # made by serve(), with the store
+        self.store_parent = Path(store_parent or Path(settings.VAR_DIR) / "sandbox-sessions")
+        self.store: WorkspaceStore | None = None
         self.stopping = threading.Event()
+        self.swept_at = 0.0
 
     def heartbeat(self) -> None:
         """Refresh the heartbeat of every live slot (a slot thread that died stops beating,
-        so another worker's reaper requeues what it held)."""
+        so another worker's reaper requeues what it held, or answers its calls as lost)."""
         client = Q.connection()
         pipe = client.pipeline()
         for slot in self.slots:
@@ -263,12 +341,30 @@ class SandboxWorker:
                 continue
             pipe.set(Q.alive_key(slot.worker_id), "1", ex=Q.HEARTBEAT_TTL_S)
             pipe.sadd(Q.workers_key(self.runtime), slot.worker_id)
+        for session_slot in self.session_slots:
+            if session_slot.ident is not None and not session_slot.is_alive():
+                continue
+            pipe.set(Q.alive_key(session_slot.slot_id), "1", ex=Q.HEARTBEAT_TTL_S)
+            pipe.sadd(routing.registry_key(self.runtime), session_slot.slot_id)
+            pipe.set(
+                routing.load_key(session_slot.slot_id),
+                session_slot.sessions(),
+                ex=Q.HEARTBEAT_TTL_S * 3,
+            )
         pipe.execute()
 
     def reap(self) -> int:
-        """Requeue the in-flight requests of workers whose heartbeat expired; returns how many."""
+        """Requeue the in-flight requests of workers whose heartbeat expired, answer the calls
+        of dead session slots as lost; returns how many requests and calls. Every
+        :data:`HOST_SWEEP_EVERY_S` (and whenever a slot died) it also removes what dead
+        workers on this host left: their empty cgroups and their workspace stores."""
         client = Q.connection()
         moved = 0
+        dead_sessions = routing.reap_dead_slots(self.runtime, client)
+        if dead_sessions or time.monotonic() - self.swept_at > HOST_SWEEP_EVERY_S:
+            self.swept_at = time.monotonic()
+            cgroups.sweep_stale()
+            sweep_dead_owners(self.store_parent)
         for raw_id in client.smembers(Q.workers_key(self.runtime)):
             worker_id = raw_id.decode()
             if client.exists(Q.alive_key(worker_id)):
@@ -284,10 +380,32 @@ class SandboxWorker:
             if count:
                 log.warning("requeued %d request(s) of dead sandbox worker %s", count, worker_id)
             moved += int(count)
-        return moved
+        return moved + dead_sessions
+
+    def start_session_slots(self) -> None:
+        """Make the workspace store and start the session slots (:meth:`serve` does)."""
+        if self.session_slot_count and not self.session_slots:
+            # Each open session holds two descriptors here (its init's socket and pidfd).
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+            if soft < wanted:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            self.store = WorkspaceStore(self.store_parent / self.name)
+            self.session_slots = [
+                SessionSlot(
+                    slot_id=f"{self.name}-s{index}",
+                    runtime=self.runtime,
+                    store=self.store,
+                    stopping=self.stopping,
+                )
+                for index in range(self.session_slot_count)
+            ]
+            for session_slot in self.session_slots:
+                session_slot.start()
 
     def serve(self) -> None:
         """Run until :meth:`stop` (or SIGTERM through the command): heartbeat, reap, consume."""
+        self.start_session_slots()
         self.heartbeat()
         metrics.SANDBOX_SLOTS.labels(self.runtime).set(len(self.slots))
         for slot in self.slots:
@@ -303,9 +421,11 @@ class SandboxWorker:
             self.stop()
 
     def stop(self) -> None:
+        """Stop every slot: queued requests it held go back to the queue; its sessions close
+        (their next calls are answered ``closed``/``lost``); its workspace store goes."""
         self.stopping.set()
         metrics.SANDBOX_SLOTS.labels(self.runtime).set(0)
-        for slot in self.slots:
+        for slot in [*self.slots, *self.session_slots]:
             if slot.is_alive() and slot is not threading.current_thread():
                 slot.join(timeout=10)
         try:
@@ -313,7 +433,11 @@ class SandboxWorker:
             pipe = client.pipeline()
             for slot in self.slots:
                 pipe.delete(Q.alive_key(slot.worker_id))
+            for session_slot in self.session_slots:
+                pipe.delete(Q.alive_key(session_slot.slot_id))
             pipe.execute()
             self.reap()  # anything a slot still held goes back to the queue
         except (redis.RedisError, OSError):
             pass
+        if self.store is not None:
+            self.store.close()

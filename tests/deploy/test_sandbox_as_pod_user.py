@@ -81,13 +81,18 @@ def _grade_as_pod_user(*, mask_proc: bool) -> dict:
     port = 6379
     if settings.REDIS_URL.startswith("redis://"):
         port = int(settings.REDIS_URL.split(":")[2].split("/")[0])
+    source = PROBE % {"root": str(ROOT), "manage": str(ROOT / "manage.py"), "port": port}
+    return run_as_pod_user(source, port=port, mask_proc=mask_proc)
+
+
+def run_as_pod_user(source: str, *, port: int = 6379, mask_proc: bool = False) -> dict:
+    """Run the Python ``source`` as the pod's user (see :func:`_grade_as_pod_user`); returns
+    the JSON object its last line of output holds."""
     home = Path(tempfile.mkdtemp(prefix="crucible-pod-user-"))
     try:
         os.chown(home, UID, UID)
         probe = home / "probe.py"
-        probe.write_text(
-            PROBE % {"root": str(ROOT), "manage": str(ROOT / "manage.py"), "port": port}
-        )
+        probe.write_text(source)
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(home),

@@ -20,6 +20,8 @@ import redis
 from django.conf import settings
 
 from sandboxes import queue as Q
+from sandboxes.sessions import Workspace, routing
+from sandboxes.sessions.client import _send_and_wait
 from tests.deploy import image_closure
 from tests.deploy.manifests import ROOT
 from tests.redisdb import isolated_db, url_with_db
@@ -151,6 +153,7 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
         assert bad_result["status"] == "failed" and not all(
             t["passed"] for t in bad_result["tests"]
         )
+        _a_session_round_trip(client, runtime)
     finally:
         worker.send_signal(signal.SIGTERM)  # what Kubernetes sends a pod
         try:
@@ -165,6 +168,34 @@ def test_a_sandbox_worker_with_redis_only_grades(runtime, tmp_path):
     )
     assert "ModuleNotFoundError" not in err and "Traceback" not in err, err[-3000:]
     assert not list(Path(tmp_path / "var").glob("*.sqlite3"))  # it never opened a database
+
+
+def _a_session_round_trip(client, runtime: str) -> None:
+    """The same pod serves sessions under the same Redis user: open one (its workspace's blob
+    read from Redis), run a call in it, close it."""
+    workspace = Workspace.from_files({"pod.txt": "served\n"})
+    client.set(routing.workspace_key(workspace.digest), workspace.blob, ex=600)
+    deadline = time.monotonic() + 60
+    while not (slots := routing.live_slots(runtime, client)):
+        assert time.monotonic() < deadline, "the worker announced no session slot"
+        time.sleep(0.2)
+    slot = sorted(slots)[0]
+    opened = _send_and_wait(
+        client, slot, [{"op": "open", "workspace": workspace.digest}], wait_s=60
+    )[0]
+    assert "ok" in opened, opened
+    session = opened["ok"]["session"]
+    ran, closed = _send_and_wait(
+        client,
+        slot,
+        [
+            {"op": "exec", "session": session, "args": {"command": "cat pod.txt"}},
+            {"op": "close", "session": session},
+        ],
+        wait_s=60,
+    )
+    assert ran["ok"]["status"] == "ok" and ran["ok"]["stdout"] == "served\n", ran
+    assert closed == {"id": "1", "ok": {"closed": True}}
 
 
 def test_the_sandbox_redis_user_reaches_nothing_else():

@@ -10,6 +10,7 @@ import time
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from sandboxes.autoscale import ScalePolicy, Supervisor
+from sandboxes.sessions import routing
 
 
 class Counting(Supervisor):
@@ -86,3 +87,26 @@ def test_a_worker_crashing_at_start_is_restarted_with_back_off(runtime):
     # starts at 0 s, then after 1 s and 2 s back-offs (about 1.1 s and 3.2 s): never a tight loop
     assert 2 <= supervisor.starts <= 3, supervisor.starts
     assert supervisor.backoff_s >= 2.0
+
+
+def test_a_worker_holding_sessions_is_not_drained(runtime):
+    policy = ScalePolicy(
+        min_workers=1, max_workers=2, slots_per_worker=1, scale_down_delay_s=0, interval_s=0.1
+    )
+    supervisor = Supervisor(runtime=runtime, policy=policy, child_argv=["sleep", "60"])
+    client = Q.connection()
+    try:
+        D.publish("trainer", phase="rollout", demand={runtime: 2})
+        assert supervisor.tick()["workers"] == 2
+        heartbeat(supervisor, runtime, holding={})
+        older, newer = supervisor.children
+        session_slot = f"{newer.slot_prefix}abc-s0"  # the newer one would go first
+        client.sadd(routing.registry_key(runtime), session_slot)
+        client.set(Q.alive_key(session_slot), "1", ex=10)
+        client.set(routing.load_key(session_slot), 3, ex=10)
+        D.publish("trainer", phase="update", demand={runtime: 0})
+        state = supervisor.tick()
+        assert state["draining"] == 1 and state["worker_pids"] == [newer.proc.pid]
+        assert older.draining_since is not None and newer.draining_since is None
+    finally:
+        supervisor.stop()

@@ -1,6 +1,7 @@
 import logging
 import os
 import signal
+from pathlib import Path
 
 import redis
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.core.metrics import serve_for_command
 from console.core.stack import ServiceError, Stack, redacted_url
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
-from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check
+from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check, session_self_check
 
 
 class Command(BaseCommand):
@@ -30,6 +31,14 @@ class Command(BaseCommand):
             type=int,
             default=os.cpu_count() or 2,
             help="concurrent executions per worker process (default: the number of CPUs)",
+        )
+        parser.add_argument(
+            "--session-slots",
+            type=int,
+            default=None,
+            help="slots holding sandbox sessions (persistent workspaces, sandboxes/sessions/), "
+            "each with its own session zygote; default: as many as --concurrency; 0: none; "
+            "with --concurrency 0, a worker that holds sessions only",
         )
         # Elastic pool (sandboxes/autoscale.py): with --max-workers this process supervises
         # between --min-workers and --max-workers worker processes of --concurrency slots each.
@@ -67,31 +76,51 @@ class Command(BaseCommand):
             "holds before it is killed (default 60)",
         )
 
-    def handle(self, *args, runtime: str, concurrency: int, **options):
+    def handle(self, *args, runtime: str, concurrency: int, session_slots=None, **options):
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-        if concurrency < 1:
-            raise CommandError("--concurrency must be at least 1")
+        if session_slots is not None and session_slots < 0:
+            raise CommandError("--session-slots must be 0 or more")
+        if concurrency < 0 or (concurrency == 0 and not session_slots):
+            raise CommandError(
+                "--concurrency must be at least 1 (0 only with --session-slots: a worker that "
+                "holds sessions only)"
+            )
         if runtime not in EXECUTORS:
             raise CommandError(
                 f"unknown --runtime {runtime!r}; choose one of: {', '.join(sorted(EXECUTORS))}"
             )
-        try:  # one real execution, end to end: fail here, clearly, rather than in every request
-            checked = self_check(runtime)
-        except SelfCheckFailed as exc:
-            raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
-        except (RuntimeUnavailable, OSError) as exc:
-            raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
-        isolation = f"read-only root by {checked.readonly_root}, limits by {checked.enforcement}"
+        isolation = ""
+        if concurrency > 0:  # one real execution, end to end: fail here, clearly, not per request
+            try:
+                checked = self_check(runtime)
+            except SelfCheckFailed as exc:
+                raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
+            except (RuntimeUnavailable, OSError) as exc:
+                raise CommandError(f"the {runtime} sandbox cannot start here: {exc}") from exc
+            isolation = (
+                f"read-only root by {checked.readonly_root}, limits by {checked.enforcement}"
+            )
+        if (concurrency if session_slots is None else session_slots) > 0:
+            try:  # sessions too: an overlay in a user namespace is one more thing to refuse
+                held = session_self_check(Path(settings.VAR_DIR) / "sandbox-sessions")
+            except SelfCheckFailed as exc:
+                raise CommandError(" ".join(filter(None, (str(exc), exc.remedy)))) from exc
+            except (RuntimeUnavailable, OSError) as exc:
+                raise CommandError(f"sandbox sessions cannot start here: {exc}") from exc
+            isolation = isolation or f"sessions' limits by {held}"
         serve_for_command(
             "sandbox_worker"
         )  # CRUCIBLE_METRICS_PORT: this process's (and its workers') metrics
         if options.get("max_workers") is not None or options.get("min_workers") is not None:
             return self._autoscale(runtime, concurrency, options, isolation)
-        worker = SandboxWorker(runtime=runtime, concurrency=concurrency)
+        worker = SandboxWorker(
+            runtime=runtime, concurrency=concurrency, session_slots=session_slots
+        )
         self._serve(
-            f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s); {isolation}",
+            f"sandbox worker {worker.name}: runtime {runtime}, {concurrency} slot(s), "
+            f"{worker.session_slot_count} session slot(s); {isolation}",
             serve=worker.serve,
             stop=worker.stop,
             on_sigterm=lambda *_: worker.stopping.set(),
