@@ -28,6 +28,7 @@ Kubernetes CrashLoopBackOff does.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import math
@@ -45,6 +46,7 @@ from django.conf import settings
 
 from sandboxes import demand as D
 from sandboxes import queue as Q
+from sandboxes.worker import REAP_SCRIPT
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +74,13 @@ class ScalePolicy:
     def __post_init__(self) -> None:
         if self.min_workers < 1:
             raise ValueError(
-                f"--min-workers must be at least 1 (got {self.min_workers}): with no worker alive the "
-                f"queue's callers give up on the runtime after {Q.NO_WORKER_GRACE_S:.0f} s"
+                f"--min-workers must be at least 1 (got {self.min_workers}): with no worker alive "
+                f"the queue's callers give up on the runtime after {Q.NO_WORKER_GRACE_S:.0f} s"
             )
         if self.max_workers < self.min_workers:
             raise ValueError(
-                f"--max-workers ({self.max_workers}) must be at least --min-workers ({self.min_workers})"
+                f"--max-workers ({self.max_workers}) must be at least "
+                f"--min-workers ({self.min_workers})"
             )
         if self.slots_per_worker < 1:
             raise ValueError(f"--concurrency must be at least 1 (got {self.slots_per_worker})")
@@ -129,7 +132,8 @@ class Child:
 
     @property
     def slot_prefix(self) -> str:
-        """The prefix of its slots' worker ids (``SandboxWorker.name`` is ``<host>-<pid>-<hex>``)."""
+        """The prefix of its slots' worker ids (``SandboxWorker.name`` is
+        ``<host>-<pid>-<hex>``)."""
         return f"{socket.gethostname()}-{self.proc.pid}-"
 
 
@@ -137,15 +141,14 @@ def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM it (a graceful drain) when the supervisor dies, so a
     killed supervisor leaves no worker behind (Linux ``PR_SET_PDEATHSIG``)."""
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
     except OSError:
         pass
 
 
 class Supervisor:
-    """Runs ``sandbox_worker`` children of one runtime between the policy's bounds (see the module)."""
+    """Runs ``sandbox_worker`` children of one runtime between the policy's bounds (see the
+    module)."""
 
     def __init__(
         self, *, runtime: str, policy: ScalePolicy, child_argv: list[str] | None = None
@@ -178,7 +181,7 @@ class Supervisor:
             cwd=settings.BASE_DIR,
             stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent if linux else None,
-        )  # noqa: PLW1509
+        )
         child = Child(proc=proc, started=time.monotonic())
         self.children.append(child)
         log.info("autoscaler %s: started worker pid %d", self.runtime, proc.pid)
@@ -195,8 +198,6 @@ class Supervisor:
     def _release(self, child: Child, client: redis.Redis) -> int:
         """After ``child`` exited: its heartbeats go and what its slots held returns to the queue
         at once (the queue's reaper script, as a peer would run it after the heartbeat TTL)."""
-        from sandboxes.worker import REAP_SCRIPT
-
         moved = 0
         for raw in client.smembers(Q.workers_key(self.runtime)):
             worker_id = raw.decode()
@@ -273,7 +274,8 @@ class Supervisor:
     # --- one decision --------------------------------------------------------------------
 
     def tick(self, client: redis.Redis | None = None, now: float | None = None) -> dict:
-        """Read the demand, resize the pool, publish the state; returns that state (see :meth:`state`)."""
+        """Read the demand, resize the pool, publish the state; returns that state (see
+        :meth:`state`)."""
         client = client or Q.connection()
         now = time.monotonic() if now is None else now
         self._collect(client, now)
@@ -295,7 +297,8 @@ class Supervisor:
         """What the console and the trainer read: ``{"runtime", "min_workers", "max_workers",
         "slots_per_worker", "demand", "published", "depth", "in_flight", "desired" (workers the
         demand asks for now), "target" (after stabilisation), "workers" (running, not draining),
-        "draining", "worker_pids" (running ones), "slots" (live slots of the runtime, any process), "at" (unix s)}``."""
+        "draining", "worker_pids" (running ones), "slots" (live slots of the runtime, any
+        process), "at" (unix s)}``."""
         return {
             "runtime": self.runtime,
             "min_workers": self.policy.min_workers,
@@ -318,7 +321,8 @@ class Supervisor:
     # --- the loop --------------------------------------------------------------------------
 
     def serve(self) -> None:
-        """Tick every ``interval_s`` until :meth:`request_stop` (SIGTERM, Ctrl-C), then stop every child.
+        """Tick every ``interval_s`` until :meth:`request_stop` (SIGTERM, Ctrl-C), then stop
+        every child.
 
         A Redis outage is logged and retried; the children keep serving meanwhile.
         """
@@ -337,7 +341,8 @@ class Supervisor:
         self.stopping = True
 
     def stop(self) -> None:
-        """Drain every child (SIGTERM), wait up to ``drain_timeout_s``, kill the rest, release their slots."""
+        """Drain every child (SIGTERM), wait up to ``drain_timeout_s``, kill the rest, release
+        their slots."""
         self.stopping = True
         now = time.monotonic()
         for child in self.children:

@@ -4,8 +4,9 @@ When Crucible runs as root on a host with the v1 ``memory`` and ``pids`` control
 mounted under ``/sys/fs/cgroup`` (this project's machines), each resident sandbox
 process gets its own cgroup in both, and the one execution tree it runs at a time is
 held there: resident memory (not address space) is capped, a fork bomb is stopped at
-``pids.max`` for that tree alone, and the peak memory of the whole tree is read back. Elsewhere :func:`create` returns None and the rlimits in ``process.py``
-are the only limits; :attr:`ExecutionResult.enforcement` says which was in force.
+``pids.max`` for that tree alone, and the peak memory of the whole tree is read back.
+Elsewhere :func:`create` returns None and the rlimits in ``process.py`` are the only
+limits; :attr:`ExecutionResult.enforcement` says which was in force.
 """
 
 from __future__ import annotations

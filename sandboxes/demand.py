@@ -9,8 +9,8 @@ Three signals size the sandbox pool of one runtime (see :mod:`sandboxes.autoscal
   trainer lives, so a dead trainer's demand expires by itself; the publishers are listed
   in the set ``crucible:sandbox:<runtime>:demanders``. The total is the sum over the
   publishers whose key still exists (:func:`published_demand`).
-* **queue depth**: ``LLEN crucible:sandbox:<runtime>:pending`` (:func:`sandboxes.queue.pending_key`),
-  the list a Kubernetes HPA/KEDA scaler targets;
+* **queue depth**: ``LLEN crucible:sandbox:<runtime>:pending``
+  (:func:`sandboxes.queue.pending_key`), the list a Kubernetes HPA/KEDA scaler targets;
 * **in flight**: the requests the live workers hold in their ``processing`` lists.
 
 The local autoscaler writes its own state to ``crucible:sandbox:<runtime>:autoscaler``
@@ -39,7 +39,8 @@ def demand_key(runtime: str, publisher: str) -> str:
 
 
 def demanders_key(runtime: str) -> str:
-    """The set of publishers that announced demand for ``runtime`` (expired ones are pruned on read)."""
+    """The set of publishers that announced demand for ``runtime`` (expired ones are pruned on
+    read)."""
     return f"{Q.PREFIX}:{runtime}:demanders"
 
 
@@ -51,7 +52,8 @@ def autoscaler_key(runtime: str) -> str:
 def publish(
     publisher: str, *, phase: str, demand: dict[str, int], ttl_s: int = PUBLISH_TTL_S, client=None
 ) -> None:
-    """Announce ``publisher``'s phase and its demand per runtime (executions), for ``ttl_s`` seconds.
+    """Announce ``publisher``'s phase and its demand per runtime (executions), for ``ttl_s``
+    seconds.
 
     Args:
         publisher: who announces (a trainer rank: ``run-<id>-rank-<r>``); unique per process.
@@ -69,7 +71,8 @@ def publish(
     for runtime, count in demand.items():
         if count < 0:
             raise ValueError(
-                f"demand for runtime {runtime!r} is {count}; it counts executions and cannot be negative"
+                f"demand for runtime {runtime!r} is {count}; it counts executions and cannot be "
+                "negative"
             )
         pipe.set(
             demand_key(runtime, publisher),
@@ -81,7 +84,8 @@ def publish(
 
 
 def withdraw(publisher: str, runtimes, *, client=None) -> None:
-    """Take ``publisher``'s demand back at once (a trainer that ends cleanly; no wait for the TTL)."""
+    """Take ``publisher``'s demand back at once (a trainer that ends cleanly; no wait for the
+    TTL)."""
     client = client or Q.connection()
     pipe = client.pipeline(transaction=False)
     for runtime in runtimes:
@@ -143,7 +147,8 @@ class PoolSignals:
 
     @property
     def demand(self) -> int:
-        """What the pool should serve: the larger of the trainers' announcement and the queue's load.
+        """What the pool should serve: the larger of the trainers' announcement and the queue's
+        load.
 
         The larger, not the sum: a trainer announces the executions it is about to queue, so
         once they are queued both signals count the same requests.

@@ -91,7 +91,8 @@ class WarmGrader:
     )
 
     def exec_argv(self, role: str) -> list[str] | None:
-        """The interpreter a tree of ``role`` (``runner``/``driver``) execs; None runs the zygote's Python."""
+        """The interpreter a tree of ``role`` (``runner``/``driver``) execs; None runs the
+        zygote's Python."""
         return None
 
     def ensure_started(self) -> None:

@@ -20,6 +20,7 @@ import time
 
 from sandboxes import demand as D
 from sandboxes import queue as Q
+from sandboxes.runtimes import EXECUTORS
 
 RECENT_MAX = 500
 """How many recent executions each runtime keeps (a capped list: LPUSH + LTRIM)."""
@@ -65,8 +66,6 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def known_runtimes() -> list[str]:
-    from sandboxes.runtimes import EXECUTORS
-
     return sorted(EXECUTORS)
 
 

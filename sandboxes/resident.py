@@ -50,28 +50,29 @@ class ZygoteDied(RuntimeError):
 # "Isolation in pods", has the measurements behind it).
 DEPLOY_GUIDE = (
     "On Kubernetes run the sandbox pods under gVisor (deploy/kubernetes/components/gvisor) or with "
-    'nested namespaces (components/sandbox-nested-namespaces); see deploy/README.md, "Isolation in pods".'
+    "nested namespaces (components/sandbox-nested-namespaces); see deploy/README.md, "
+    '"Isolation in pods".'
 )
 REMEDIES = {
     "namespaces": (
-        "The sandbox isolates each execution in its own user, mount, network, ipc and uts namespaces "
-        "(unshare(2)), and this kernel refused them. In a container that is the runtime's seccomp profile "
-        "(RuntimeDefault refuses unshare and mount without CAP_SYS_ADMIN) or user namespaces turned off "
-        "(sysctl user.max_user_namespaces=0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=1). "
-        + DEPLOY_GUIDE
+        "The sandbox isolates each execution in its own user, mount, network, ipc and uts "
+        "namespaces (unshare(2)), and this kernel refused them. In a container that is the "
+        "runtime's seccomp profile (RuntimeDefault refuses unshare and mount without "
+        "CAP_SYS_ADMIN) or user namespaces turned off (sysctl user.max_user_namespaces=0; on "
+        "Ubuntu kernel.apparmor_restrict_unprivileged_userns=1). " + DEPLOY_GUIDE
     ),
     "identity": (
-        "The sandbox maps its own uid 0 to this process's user in a new user namespace, and the kernel "
-        "refused the mapping (/proc/PID/uid_map). " + DEPLOY_GUIDE
+        "The sandbox maps its own uid 0 to this process's user in a new user namespace, and the "
+        "kernel refused the mapping (/proc/PID/uid_map). " + DEPLOY_GUIDE
     ),
     "root": (
-        "The sandbox builds a read-only root of its own (mount(2), pivot_root(2), then mount_setattr(2) or "
-        "one MS_REMOUNT per mount), and this kernel refused a step: a seccomp profile that refuses mount "
-        "without CAP_SYS_ADMIN, or an LSM policy. " + DEPLOY_GUIDE
+        "The sandbox builds a read-only root of its own (mount(2), pivot_root(2), then "
+        "mount_setattr(2) or one MS_REMOUNT per mount), and this kernel refused a step: a seccomp "
+        "profile that refuses mount without CAP_SYS_ADMIN, or an LSM policy. " + DEPLOY_GUIDE
     ),
     "tree": (
-        "Each execution gets new mount, pid, ipc and uts namespaces (clone(2)), its own tmpfs and its own "
-        "/proc, and this kernel refused a step. " + DEPLOY_GUIDE
+        "Each execution gets new mount, pid, ipc and uts namespaces (clone(2)), its own tmpfs and "
+        "its own /proc, and this kernel refused a step. " + DEPLOY_GUIDE
     ),
     "session": (
         "Each session gets new mount, pid, network, ipc and uts namespaces (clone(2)), a "
@@ -79,9 +80,9 @@ REMEDIES = {
         "5.11+) and its own /proc, and this kernel refused a step. " + DEPLOY_GUIDE
     ),
     "proc": (
-        "Each execution mounts its own /proc in its new pid namespace, and the kernel refuses that while "
-        "/proc is masked: container runtimes mask /proc/kcore, /proc/keys and others unless the pod sets "
-        "procMount: Unmasked (which needs hostUsers: false). " + DEPLOY_GUIDE
+        "Each execution mounts its own /proc in its new pid namespace, and the kernel refuses that "
+        "while /proc is masked: container runtimes mask /proc/kcore, /proc/keys and others unless "
+        "the pod sets procMount: Unmasked (which needs hostUsers: false). " + DEPLOY_GUIDE
     ),
 }
 STAGES = {

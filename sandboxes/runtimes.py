@@ -11,6 +11,7 @@ import functools
 import os
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -81,8 +82,6 @@ def node_major_version() -> int:
     Raises:
         RuntimeUnavailable: Node.js is missing or does not answer.
     """
-    import subprocess
-
     try:
         out = subprocess.run(
             [node_interpreter(), "--version"], capture_output=True, text=True, timeout=30
@@ -104,8 +103,9 @@ class PythonExecutor:
 
     @staticmethod
     def make_grader():
-        """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`), not yet booted."""
-        from sandboxes.grading import PythonGrader
+        """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`), not yet
+        booted."""
+        from sandboxes.grading import PythonGrader  # noqa: PLC0415 (grading imports this module)
 
         return PythonGrader()
 
@@ -118,13 +118,16 @@ class PythonExecutor:
         self.grader.prewarm()
 
     def run(self, request: dict):
-        """Execute one queued request (its sandboxes are booted here if :meth:`prewarm` was not called).
+        """Execute one queued request (its sandboxes are booted here if :meth:`prewarm` was not
+        called).
 
         Raises:
             ZygoteDied: the sandbox died (the worker requeues the request).
             ValueError: the request's kind is not one this runtime runs.
         """
-        from sandboxes.queue import request_limits
+        # The grader's modules, this one with them, run on the standard library alone
+        # (tests/sandboxes/test_not_root.py grades with the system's Python).
+        from sandboxes.queue import request_limits  # noqa: PLC0415 (it needs redis and Django)
 
         if request.get("kind") not in self.kinds:
             raise ValueError(
@@ -152,13 +155,14 @@ class PythonExecutor:
 
 
 class NodeExecutor(PythonExecutor):
-    """Runs ``javascript_tests`` requests in a pre-warmed :class:`~sandboxes.javascript.NodeGrader`."""
+    """Runs ``javascript_tests`` requests in a pre-warmed
+    :class:`~sandboxes.javascript.NodeGrader`."""
 
     kinds = ("javascript_tests",)
 
     @staticmethod
     def make_grader():
-        from sandboxes.javascript import NodeGrader
+        from sandboxes.javascript import NodeGrader  # noqa: PLC0415 (it imports this module)
 
         return NodeGrader()
 

@@ -41,6 +41,7 @@ from sandboxes import cgroups, pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
+from sandboxes.runtimes import executor_for
 from sandboxes.sessions import routing
 from sandboxes.sessions.host import SessionHost
 from sandboxes.sessions.limits import SessionLimits
@@ -70,9 +71,8 @@ return moved
 
 
 def _executor(runtime: str):
-    """The runtime's executor: an object with ``run(request) -> ExecutionResult`` and ``close()``."""
-    from sandboxes.runtimes import executor_for
-
+    """The runtime's executor: an object with ``run(request) -> ExecutionResult`` and
+    ``close()``."""
     return executor_for(runtime)
 
 
@@ -223,7 +223,7 @@ class Slot(threading.Thread):
     def _handle(self, client: redis.Redis, raw: bytes, processing: str) -> None:
         try:
             request = json.loads(raw)
-            request["id"], request["reply_to"]  # noqa: B018 - a request without them cannot be answered
+            request["id"], request["reply_to"]  # a request without them cannot be answered
         except (ValueError, TypeError, KeyError) as exc:
             log.error(
                 "slot %s: dropping a malformed request (%s): %.200r", self.worker_id, exc, raw
@@ -261,7 +261,7 @@ class Slot(threading.Thread):
                 pipe.lrem(processing, 1, raw)
                 pipe.execute()
                 return
-            except Exception as exc:  # noqa: BLE001 - a bad request must not kill the slot
+            except Exception as exc:  # a bad request must not kill the slot (logged with it)
                 log.exception("slot %s: request %s failed", self.worker_id, request.get("id"))
                 result = R.ExecutionResult(
                     status=R.INFRA_ERROR, detail=f"sandbox worker error: {exc}"

@@ -78,7 +78,7 @@ def split_check(test_source, module=None):
             count = 0
             for stmt in node.body:
                 if any(isinstance(sub, ast.Assert) for sub in ast.walk(stmt)):
-                    pairs.append(("assert_%d" % count, stmt))
+                    pairs.append((f"assert_{count}", stmt))
                     count += 1
                 else:
                     pairs.append((None, stmt))
@@ -208,7 +208,7 @@ class Candidate:
         line = channel.replies.readline(MAX_REPLY_BYTES)
         if not line.endswith(b"\n"):
             channel.lost = (
-                "the submission's process exited or sent a reply over %d bytes" % MAX_REPLY_BYTES
+                f"the submission's process exited or sent a reply over {MAX_REPLY_BYTES} bytes"
             )
             raise SubmissionLost(channel.lost)
         reply = json.loads(line)
@@ -218,7 +218,7 @@ class Candidate:
         kind = getattr(builtins, str(error.get("type")), None)
         if not (isinstance(kind, type) and issubclass(kind, Exception)):
             kind = RuntimeError
-        raise kind("%s (raised by the program under test)" % error.get("message", ""))
+        raise kind(f"{error.get('message', '')} (raised by the program under test)")
 
 
 def _statement_code(stmt):
@@ -242,7 +242,7 @@ def main(spec):
             # reference as the oracle of generated tests); each call is one "test".
             module = ast.Module(body=[], type_ignores=[])
             pairs = [
-                ("call_%d" % k, ast.parse("__probe_value__ = candidate(*%s)" % args).body[0])
+                (f"call_{k}", ast.parse(f"__probe_value__ = candidate(*{args})").body[0])
                 for k, args in enumerate(json.loads(spec["tests"]))
             ]
         else:

@@ -49,7 +49,7 @@ def output_ids(suite_source):
     try:
         spec = json.loads(suite_source)
     except ValueError as exc:
-        raise ValueError("output-match suite is not JSON: %s" % exc)
+        raise ValueError(f"output-match suite is not JSON: {exc}") from exc
     outputs = spec.get("outputs") if isinstance(spec, dict) else None
     if not isinstance(outputs, list) or not outputs:
         raise ValueError(
@@ -62,15 +62,13 @@ def output_ids(suite_source):
             or not isinstance(entry.get("id"), str)
             or not isinstance(entry.get("file"), str)
         ):
-            raise ValueError("outputs[%d] needs string fields 'id' and 'file'" % k)
+            raise ValueError(f"outputs[{k}] needs string fields 'id' and 'file'")
         if entry.get("compare", "text") not in COMPARERS:
-            raise ValueError(
-                "outputs[%d]: compare must be one of %s" % (k, ", ".join(sorted(COMPARERS)))
-            )
+            raise ValueError(f"outputs[{k}]: compare must be one of {', '.join(sorted(COMPARERS))}")
         if "expected" not in entry:
-            raise ValueError("outputs[%d] has no 'expected'" % k)
+            raise ValueError(f"outputs[{k}] has no 'expected'")
         if entry["id"] in ids:
-            raise ValueError("outputs[%d]: repeated id %r" % (k, entry["id"]))
+            raise ValueError(f"outputs[{k}]: repeated id {entry['id']!r}")
         ids.append(entry["id"])
     return ids
 
@@ -106,23 +104,22 @@ def _compare_json(text, entry):
     try:
         actual = json.loads(text)
     except ValueError as exc:
-        return False, "not JSON: %s" % exc
+        return False, f"not JSON: {exc}"
     if _same(actual, entry["expected"], float(entry.get("tolerance", 0))):
         return True, ""
-    return False, "got %s" % json.dumps(actual)[:200]
+    return False, f"got {json.dumps(actual)[:200]}"
 
 
 def _compare_number(text, entry):
     try:
         actual = float(text.strip())
     except ValueError:
-        return False, "not a number: %r" % text[:100]
+        return False, f"not a number: {text[:100]!r}"
     if _close(actual, entry["expected"], float(entry.get("tolerance", 0))):
         return True, ""
-    return False, "got %r, expected %r within %s" % (
-        actual,
-        entry["expected"],
-        entry.get("tolerance", 0),
+    return (
+        False,
+        f"got {actual!r}, expected {entry['expected']!r} within {entry.get('tolerance', 0)}",
     )
 
 
@@ -141,8 +138,8 @@ def _compare_text(text, entry):
     got, want = text.split("\n"), str(entry["expected"]).split("\n")
     for k, (a, b) in enumerate(zip(got, want)):
         if a.rstrip() != b.rstrip():
-            return False, "line %d differs: got %r, expected %r" % (k + 1, a[:100], b[:100])
-    return False, "got %d lines, expected %d" % (len(got), len(want))
+            return False, f"line {k + 1} differs: got {a[:100]!r}, expected {b[:100]!r}"
+    return False, f"got {len(got)} lines, expected {len(want)}"
 
 
 COMPARERS = {"json": _compare_json, "number": _compare_number, "text": _compare_text}
@@ -176,7 +173,7 @@ def main(spec):
                 problem = "the program's process did not return its output files"
                 emit(event="submission_lost", error=problem)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            problem = "the program's process is gone: %s" % describe(exc, MAX_ERROR_CHARS)
+            problem = f"the program's process is gone: {describe(exc, MAX_ERROR_CHARS)}"
             emit(event="submission_lost", error=problem)
 
     if verifier == "output-match":
@@ -185,7 +182,7 @@ def main(spec):
             if problem:
                 passed, error = False, "not run: " + problem
             elif text is None:
-                passed, error = False, "the program wrote no %s" % entry["file"]
+                passed, error = False, f"the program wrote no {entry['file']}"
             else:
                 try:
                     passed, error = COMPARERS[entry.get("compare", "text")](text, entry)
@@ -199,7 +196,7 @@ def main(spec):
             score, reason = checker["check"]({p: files.get(p) for p in paths})
             score = float(score)
             if not 0.0 <= score <= 1.0 or math.isnan(score):
-                raise ValueError("check() returned score %r outside [0, 1]" % score)
+                raise ValueError(f"check() returned score {score!r} outside [0, 1]")
             emit(
                 event="test",
                 id=CHECKER_ID,

@@ -38,12 +38,13 @@ one JSON line ``{"t": token, "e": event, "a": short argument repr}`` written to 
 pipe *as it happens* (one ``os.write`` under ``PIPE_BUF``, so a later crash, ``os._exit`` or
 SIGKILL loses nothing already recorded); past :data:`AUDIT_MAX_EVENTS` only the count goes
 on, sent at each power of two, so a flood cannot grow the report. The harness's own end
-writes ``{"t": token, "end": count, "call_ms": CPU milliseconds spent inside the tests' calls}``. CPython offers no way to remove an audit hook, so the
-submission cannot switch it off; the token lives only in the hook's closure (reaching it
-takes ``gc`` or ``ctypes``, themselves audited), so lines the submission writes to the pipe
-itself are told apart, and a channel closed or redirected by it loses the end line, which
-the host reads as tampering. The recording is a witness for the reward, not a boundary: the
-sandbox's namespaces, seccomp filter and read-only root are what stop these actions.
+writes ``{"t": token, "end": count, "call_ms": CPU milliseconds spent inside the tests'
+calls}``. CPython offers no way to remove an audit hook, so the submission cannot switch it
+off; the token lives only in the hook's closure (reaching it takes ``gc`` or ``ctypes``,
+themselves audited), so lines the submission writes to the pipe itself are told apart, and a
+channel closed or redirected by it loses the end line, which the host reads as tampering. The
+recording is a witness for the reward, not a boundary: the sandbox's namespaces, seccomp
+filter and read-only root are what stop these actions.
 """
 
 import _thread
@@ -208,7 +209,7 @@ def _short(value, depth=0):
         )
         text = ("(%s)" if kind is tuple else "[%s]") % inside
     else:
-        text = "<%s>" % kind.__name__
+        text = f"<{kind.__name__!s}>"
     return text[:AUDIT_MAX_ARG_CHARS]
 
 
@@ -238,12 +239,12 @@ def _judge(event, args):
     elif event == "object.__getattr__":
         if len(args) < 2 or args[1] not in FRAME_ATTRIBUTES:
             return None
-        return "%s.%s" % (type(args[0]).__name__, args[1])
+        return f"{type(args[0]).__name__!s}.{args[1]!s}"
     elif event == "sys._getframe":
         frame = args[0] if args else None
         if frame is None or frame.f_code.co_filename not in HARNESS_FILES:
             return None
-        return "harness frame %s" % frame.f_code.co_name
+        return f"harness frame {frame.f_code.co_name}"
     elif event == AUDIT_END:  # the harness's own end is handled by the hook
         return "raised by the submission"
     return _short(tuple(args))
@@ -423,11 +424,11 @@ def main(spec):
         # unit tests any exit while loading is a load error, so no test can run.
         if not (spec.get("script") and exc.code in (None, 0)):
             _audit(AUDIT_END)
-            reply({"load_error": "SystemExit: %s" % str(exc)[:500]})
+            reply({"load_error": f"SystemExit: {str(exc)[:500]}"})
             os._exit(0)
     except BaseException as exc:  # noqa: BLE001 - any other failure to load is a load error
         _audit(AUDIT_END)
-        reply({"load_error": "%s: %s" % (type(exc).__name__, str(exc)[:500])})
+        reply({"load_error": f"{type(exc).__name__!s}: {str(exc)[:500]}"})
         os._exit(0)
     call_s = 0.0  # CPU seconds inside the tests' calls (the end line reports it)
     try:

@@ -96,7 +96,7 @@ pythonapi = ctypes.pythonapi
 def _check(ret, what):
     if ret != 0:
         err = ctypes.get_errno()
-        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def unshare(flags):
@@ -112,7 +112,7 @@ def mount(source, target, fstype, flags, data=None):
             ctypes.c_ulong(flags),
             data.encode() if data else None,
         ),
-        "mount %s" % target,
+        f"mount {target}",
     )
 
 
@@ -145,7 +145,7 @@ def make_tree_read_only():
         return "mount_setattr"
     err = ctypes.get_errno()
     if err not in (errno.ENOSYS, errno.EPERM):
-        raise OSError(err, "mount_setattr /: %s" % os.strerror(err))
+        raise OSError(err, f"mount_setattr /: {os.strerror(err)}")
     # Safe to fall back on either answer: the fallback checks its result mount by mount
     # and fails where it could not make one read-only (an EPERM that means "no
     # CAP_SYS_ADMIN here" fails the same way in mount(2)).
@@ -218,8 +218,7 @@ def remount_each_read_only():
         if current & wanted != wanted:
             raise OSError(
                 errno.EPERM,
-                "remount left %s %s"
-                % (point, "writable" if not current & os.ST_RDONLY else "suid"),
+                f"remount left {point} {'writable' if not current & os.ST_RDONLY else 'suid'}",
             )
 
 
@@ -349,15 +348,15 @@ def fork_into_namespaces(flags):
         return 0
     pythonapi.PyOS_AfterFork_Parent()
     if pid < 0:
-        raise OSError(ctypes.get_errno(), "clone: %s" % os.strerror(ctypes.get_errno()))
+        raise OSError(ctypes.get_errno(), f"clone: {os.strerror(ctypes.get_errno())}")
     return pid
 
 
 def describe(exc):
     """An exception as one line for the host: the failed step and the kernel's answer."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror + (" (%s)" % exc.filename if exc.filename else "")
-    return "%s: %s" % (type(exc).__name__, exc)
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return f"{type(exc).__name__}: {exc}"
 
 
 def run_tree(request, fds, config, roles):
@@ -432,7 +431,7 @@ def clone_child(flags, main):
                 _write_quietly(setup["fd"], describe(exc).encode()[:2000])
             else:  # after setup (the job, the workspace files): the child's own stderr
                 _write_quietly(
-                    2, ("sandbox failed before the program ran: %s\n" % describe(exc)).encode()
+                    2, f"sandbox failed before the program ran: {describe(exc)}\n".encode()
                 )
         finally:
             os._exit(120)
@@ -449,7 +448,7 @@ def wait_for_setup(setup_r):
         while True:
             ready = select.select([setup_r], [], [], max(0.0, deadline - time.monotonic()))[0]
             if not ready:
-                return "the execution's setup took more than %d s" % SETUP_TIMEOUT_S
+                return f"the execution's setup took more than {int(SETUP_TIMEOUT_S)} s"
             chunk = os.read(setup_r, 4096)
             if not chunk:
                 break
@@ -504,7 +503,7 @@ def run_init(request, named, config, roles, parent_alive, setup):
     os.close(low)
     limits = request["limits"]
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    tmp_size = "size=%d,mode=1777,nr_inodes=4096" % limits["file_size_bytes"]
+    tmp_size = f"size={int(limits['file_size_bytes'])},mode=1777,nr_inodes=4096"
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -571,7 +570,8 @@ def run_init(request, named, config, roles, parent_alive, setup):
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the role's own crash is reported by its exit status
-        import traceback
+        # Only a crashing role needs it: not loaded ahead, so not in the heap every fork shares.
+        import traceback  # noqa: PLC0415 (a crash's alone; the zygote's heap stays lean)
 
         traceback.print_exc()
         code = 1
@@ -748,7 +748,7 @@ def load_roles(sources):
         if name in LIBRARIES:
             continue
         namespace = dict(shared, __name__="crucible_" + name, zygote=sys.modules[__name__])
-        exec(compile(source, "<%s>" % name, "exec"), namespace)
+        exec(compile(source, f"<{name}>", "exec"), namespace)
         roles[name] = namespace["main"]
     return roles
 
@@ -874,7 +874,7 @@ def main():
             except OSError as exc:  # clone refused (limits of the host): this request fails
                 for fd in fds:
                     os.close(fd)
-                send_message(control, {"error": "clone: %s" % describe(exc), "setup": True})
+                send_message(control, {"error": f"clone: {describe(exc)}", "setup": True})
                 continue
             if started[0] is None:  # the tree could not be set up: nothing of the job ran
                 send_message(control, {"error": started[1], "setup": True})

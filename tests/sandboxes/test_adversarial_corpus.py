@@ -41,7 +41,8 @@ PLANTED = [
 REMOUNT_RW = (
     "    import ctypes\n"
     "    libc = ctypes.CDLL(None, use_errno=True)\n"
-    "    libc.mount(None, b'/', None, ctypes.c_ulong(32 | 4096), None)  # MS_REMOUNT|MS_BIND, no MS_RDONLY\n"
+    "    libc.mount(None, b'/', None, ctypes.c_ulong(32 | 4096), None)"
+    "  # MS_REMOUNT|MS_BIND, no MS_RDONLY\n"
     "    libc.mount(None, b'/etc', None, ctypes.c_ulong(32 | 4096), None)\n"
     "    open('/etc/crucible-pwned', 'w').write('x')\n"
     "    return a + b\n"
@@ -93,14 +94,22 @@ CORPUS = [
     Case(
         "sigterm-ignored",
         wrong(
-            "    import signal\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    while True:\n        pass\n"
+            "    import signal\n"
+            "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "    while True:\n"
+            "        pass\n"
         ),
         (R.TIMEOUT,),
     ),
     Case(
         "fork-bomb",
         wrong(
-            "    import os\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"
+            "    import os\n"
+            "    while True:\n"
+            "        try:\n"
+            "            os.fork()\n"
+            "        except OSError:\n"
+            "            pass\n"
         ),
         (R.TIMEOUT, R.CRASHED, R.FAILED),
     ),
@@ -115,7 +124,9 @@ CORPUS = [
     Case(
         "huge-file",
         wrong(
-            "    with open('big.bin', 'wb') as f:\n        while True:\n            f.write(b'0' * 1048576)\n"
+            "    with open('big.bin', 'wb') as f:\n"
+            "        while True:\n"
+            "            f.write(b'0' * 1048576)\n"
         ),
         (R.CRASHED, R.FAILED),
     ),
@@ -123,20 +134,28 @@ CORPUS = [
     Case(
         "thread-left-running",
         wrong(
-            "    import threading, time\n    threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n    return 0\n"
+            "    import threading, time\n"
+            "    threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()\n"
+            "    return 0\n"
         ),
     ),
     Case(
         "daemon-child-left-running",
         wrong(
-            "    import os, time\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(3600)\n    return 0\n"
+            "    import os, time\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        time.sleep(3600)\n"
+            "    return 0\n"
         ),
     ),
     Case("ctypes-segfault", wrong("    import ctypes\n    ctypes.string_at(0)\n"), (R.CRASHED,)),
     Case(
         "network-connect",
         wrong(
-            "    import socket\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n    return a + b\n"
+            "    import socket\n"
+            "    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+            "    return a + b\n"
         ),
         (R.FAILED,),
     ),
@@ -149,7 +168,9 @@ CORPUS = [
     Case(
         "read-host-environ",
         wrong(
-            f"    import os\n    blob = open('/proc/1/environ').read() + str(dict(os.environ))\n    return a + b if {HOST_SECRET!r} in blob else 0\n"
+            "    import os\n"
+            "    blob = open('/proc/1/environ').read() + str(dict(os.environ))\n"
+            f"    return a + b if {HOST_SECRET!r} in blob else 0\n"
         ),
     ),
     Case(
@@ -160,7 +181,10 @@ CORPUS = [
     Case(
         "symlink-out-of-workspace",
         wrong(
-            f"    import os\n    os.symlink({str(SENTINEL)!r}, 'link')\n    open('link', 'w').write('pwned')\n    return a + b\n"
+            "    import os\n"
+            f"    os.symlink({str(SENTINEL)!r}, 'link')\n"
+            "    open('link', 'w').write('pwned')\n"
+            "    return a + b\n"
         ),
         (R.FAILED,),
     ),
@@ -177,14 +201,20 @@ CORPUS = [
     Case(
         "postgres-unix-socket",
         wrong(
-            "    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('/var/run/postgresql/.s.PGSQL.5432')\n    return a + b\n"
+            "    import socket\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    s.connect('/var/run/postgresql/.s.PGSQL.5432')\n"
+            "    return a + b\n"
         ),
         (R.FAILED,),
     ),
     Case(
         "redis-unix-socket",
         wrong(
-            f"    import socket\n    s = socket.socket(socket.AF_UNIX)\n    s.connect({str(Path(settings.VAR_DIR) / 'redis.sock')!r})\n    return a + b\n"
+            "    import socket\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.connect({str(Path(settings.VAR_DIR) / 'redis.sock')!r})\n"
+            "    return a + b\n"
         ),
         (R.FAILED,),
     ),
@@ -210,7 +240,10 @@ CORPUS = [
     Case(
         "rewrite-test-files",
         wrong(
-            "    import glob\n    for p in glob.glob('**/*.py', recursive=True):\n        open(p, 'w').write('')\n    return 0\n"
+            "    import glob\n"
+            "    for p in glob.glob('**/*.py', recursive=True):\n"
+            "        open(p, 'w').write('')\n"
+            "    return 0\n"
         ),
     ),
     Case(
@@ -220,25 +253,42 @@ CORPUS = [
     ),
     Case(
         "forge-results-without-nonce",
-        "import os, json\nfor fd in range(3, 64):\n    try:\n        os.write(fd, (json.dumps({'event': 'test', 'id': 'assert_0', 'passed': True}) + '\\n').encode())\n    except OSError:\n        pass\nos._exit(0)\n",
+        "import os, json\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(fd, (json.dumps({'event': 'test', 'id': 'assert_0', 'passed': True})"
+        " + '\\n').encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "os._exit(0)\n",
         (R.CRASHED,),
     ),
     Case(
         "always-equal-object",
-        "class Yes:\n    def __eq__(self, other):\n        return True\n    def __sub__(self, other):\n        return 0\n    __rsub__ = __sub__\n"
-        + wrong("    return Yes()\n"),
+        "class Yes:\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    def __sub__(self, other):\n"
+        "        return 0\n"
+        "    __rsub__ = __sub__\n" + wrong("    return Yes()\n"),
         (R.FAILED,),
     ),
     Case(
         "always-equal-int-subclass",
-        "class Yes(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n"
-        + wrong("    return Yes(0)\n"),
+        "class Yes(int):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = int.__hash__\n" + wrong("    return Yes(0)\n"),
         (R.FAILED,),
     ),
     Case(
         "read-expected-values",
         wrong(
-            "    import sys\n    f = sys._getframe()\n    while f and 'spec' not in f.f_locals:\n        f = f.f_back\n    return eval(str(f.f_locals['spec']))\n"
+            "    import sys\n"
+            "    f = sys._getframe()\n"
+            "    while f and 'spec' not in f.f_locals:\n"
+            "        f = f.f_back\n"
+            "    return eval(str(f.f_locals['spec']))\n"
         ),
         (R.FAILED,),
     ),
@@ -250,8 +300,10 @@ CORPUS = [
         "    frame = frame.f_back\n"
         "spec = frame.f_locals['spec']\n"
         "for i in range(4):\n"
-        "    os.write(spec['results_fd'], (json.dumps({'nonce': spec['nonce'], 'event': 'test', 'id': f'assert_{i}', 'passed': True}) + '\\n').encode())\n"
-        "os.write(spec['results_fd'], (json.dumps({'nonce': spec['nonce'], 'event': 'done'}) + '\\n').encode())\n"
+        "    os.write(spec['results_fd'], (json.dumps({'nonce': spec['nonce'], 'event': 'test', "
+        "'id': f'assert_{i}', 'passed': True}) + '\\n').encode())\n"
+        "os.write(spec['results_fd'], (json.dumps({'nonce': spec['nonce'], 'event': 'done'})"
+        " + '\\n').encode())\n"
         "os._exit(0)\n",
         (R.CRASHED, R.FAILED),
     ),

@@ -37,7 +37,8 @@ def slow_square(seconds: float) -> dict:
 
 @pytest.fixture
 def isolated_queue(settings):
-    """This test's queue: the session's Redis, database :data:`ISOLATED_DB`, emptied before and after."""
+    """This test's queue: the session's Redis, database :data:`ISOLATED_DB`, emptied before and
+    after."""
     url = url_with_db(settings.REDIS_URL, ISOLATED_DB)
     client = redis.Redis.from_url(url)
     client.flushdb()
@@ -87,7 +88,7 @@ def stop(proc: subprocess.Popen) -> str:
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
-        raise AssertionError("the autoscaler did not stop on SIGTERM within 60 s")
+        raise AssertionError("the autoscaler did not stop on SIGTERM within 60 s") from None
     return out
 
 
@@ -196,7 +197,8 @@ def test_a_worker_killed_mid_execution_is_replaced_and_what_it_held_runs_again(i
 
         wait_for(lambda: held() == 2, "the worker holds both requests")
         os.kill(victim, signal.SIGKILL)
-        # The supervisor requeues them at once (not after the 10 s heartbeat TTL), retry count raised.
+        # The supervisor requeues them at once (not after the 10 s heartbeat TTL), retry count
+        # raised.
         requeued = wait_for(
             lambda: client.lrange(Q.pending_key("python"), 0, -1) if held() == 0 else None,
             "both requests back on the queue",
@@ -215,7 +217,8 @@ def test_a_worker_killed_mid_execution_is_replaced_and_what_it_held_runs_again(i
 
 
 def test_a_drained_worker_answers_what_it_holds_before_it_exits(isolated_queue):
-    """The drain the autoscaler relies on: SIGTERM to a busy worker finishes its in-flight executions."""
+    """The drain the autoscaler relies on: SIGTERM to a busy worker finishes its in-flight
+    executions."""
     proc = start(isolated_queue, "--concurrency", "2")
     try:
         batch = Q.submit([slow_square(1.5) for _ in range(2)])

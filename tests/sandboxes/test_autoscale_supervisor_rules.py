@@ -24,7 +24,8 @@ class Counting(Supervisor):
 
 
 def heartbeat(supervisor: Supervisor, runtime: str, *, holding: dict[int, int]) -> None:
-    """Stand in for the children's slots: one live slot per child, holding ``holding[pid]`` requests."""
+    """Stand in for the children's slots: one live slot per child, holding ``holding[pid]``
+    requests."""
     client = Q.connection()
     for child in supervisor.children:
         slot = f"{child.slot_prefix}abc-0"

@@ -2,6 +2,7 @@
 
 from sandboxes import queue as Q
 from sandboxes import result as R
+from sandboxes.grading import local_grader
 from sandboxes.runtimes import executor_for
 from sandboxes.worker import SandboxWorker, Slot
 
@@ -27,8 +28,6 @@ def test_the_next_pair_boots_between_requests():
 
 
 def test_a_grader_used_alone_still_boots_ahead():
-    from sandboxes.grading import local_grader
-
     grader = local_grader()
     assert grader.boot_ahead
     grader.grade("def square(x):\n    return x * x\n", TESTS, "square")

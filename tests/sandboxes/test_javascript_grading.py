@@ -116,10 +116,12 @@ JS_CORPUS = [
         (R.OUTPUT_LIMIT, R.TIMEOUT, R.MEMORY_LIMIT),
     ),
     (
-        "shadow-a-builtin-of-the-tests",  # offers `Boolean` as a function, then answers every call true
+        # offers `Boolean` as a function, then answers every call true
+        "shadow-a-builtin-of-the-tests",
         "const __stringify = JSON.stringify\n"
         "JSON.stringify = function (message, ...rest) {\n"
-        "  if (message && message.ready === true) message = { ready: true, functions: message.functions.concat(['Boolean']) }\n"
+        "  if (message && message.ready === true) message = "
+        "{ ready: true, functions: message.functions.concat(['Boolean']) }\n"
         "  else if (message && message.error) message = { ok: true }\n"
         "  return __stringify.call(JSON, message, ...rest)\n"
         "}\n" + program("  return 42"),
@@ -153,21 +155,24 @@ JS_CORPUS = [
     (
         "host-environment",
         program(
-            "  return Object.keys(process.env).filter(k => /SECRET|DJANGO|REDIS/.test(k)).length ? a + b : 0"
+            "  return Object.keys(process.env).filter(k => /SECRET|DJANGO|REDIS/.test(k)).length"
+            " ? a + b : 0"
         ),
         (R.FAILED,),
     ),
     (
         "detached-child",
         program(
-            "  require('child_process').spawn('sleep', ['3600'], { detached: true, stdio: 'ignore' }).unref(); return 0"
+            "  require('child_process')"
+            ".spawn('sleep', ['3600'], { detached: true, stdio: 'ignore' }).unref(); return 0"
         ),
         (R.FAILED,),
     ),
     (
         "fork-bomb",
         program(
-            "  const cp = require('child_process'); for (;;) { try { cp.spawn('sleep', ['60']) } catch (e) {} }"
+            "  const cp = require('child_process'); "
+            "for (;;) { try { cp.spawn('sleep', ['60']) } catch (e) {} }"
         ),
         (R.TIMEOUT, R.CRASHED, R.FAILED, R.MEMORY_LIMIT),
     ),

@@ -26,20 +26,23 @@ HOST_FILE = sys.argv[2]
 programs = {
     "correct": "def add(a, b):\n    return a + b\n",
     "wrong": "def add(a, b):\n    return a * b\n",
-    "write-host-file": f"def add(a, b):\n    open({HOST_FILE!r}, 'w').write('pwned')\n    return a + b\n",
+    "write-host-file": "def add(a, b):\n"
+                       f"    open({HOST_FILE!r}, 'w').write('pwned')\n    return a + b\n",
     "remount-rw": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-                  "assert libc.mount(None, b'/', None, ctypes.c_ulong(32 | 4096), None) == 0, 'remount refused'\n"
+                  "assert libc.mount(None, b'/', None, ctypes.c_ulong(32 | 4096), None) == 0, "
+                  "'remount refused'\n"
                   "def add(a, b):\n    return a + b\n",
     "timeout": "def add(a, b):\n    while True:\n        pass\n",
-    "capabilities": "def add(a, b):\n    caps = open('/proc/self/status').read().split('CapEff:')[1].split()[0]\n"
+    "capabilities": "def add(a, b):\n"
+                    "    caps = open('/proc/self/status').read().split('CapEff:')[1].split()[0]\n"
                     "    return a + b if int(caps, 16) else 0\n",
 }
 grader = PythonGrader()
 out = {}
 for name, program in programs.items():
     result = grader.grade(program, TESTS, "add", limits=Limits(wall_timeout_s=2, cpu_s=2))
-    out[name] = {"status": result.status, "passed": result.tests_passed, "enforcement": result.enforcement,
-                 "detail": result.detail[:200]}
+    out[name] = {"status": result.status, "passed": result.tests_passed,
+                 "enforcement": result.enforcement, "detail": result.detail[:200]}
 grader.close()
 print(json.dumps(out))
 """

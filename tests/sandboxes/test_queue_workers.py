@@ -13,7 +13,9 @@ import threading
 import time
 
 import pytest
+import redis
 from django.conf import settings
+from django.core.management import CommandError, call_command
 
 from sandboxes import queue as Q
 from sandboxes import result as R
@@ -151,8 +153,6 @@ def test_no_worker_for_a_runtime_is_a_clear_infra_error(monkeypatch):
 
 @pytest.mark.parametrize("bad", [0, -1])
 def test_sandbox_worker_refuses_bad_concurrency(bad):
-    from django.core.management import CommandError, call_command
-
     with pytest.raises(CommandError, match="--concurrency must be at least 1"):
         call_command("sandbox_worker", "--concurrency", str(bad))
 
@@ -182,8 +182,6 @@ def test_sandbox_worker_alone_starts_and_stops_its_own_redis(tmp_path):
 
 
 def _redis_answers(sock) -> bool:
-    import redis
-
     try:
         return bool(redis.Redis(unix_socket_path=str(sock), socket_connect_timeout=1).ping())
     except (redis.RedisError, OSError):

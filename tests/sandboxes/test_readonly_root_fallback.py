@@ -46,8 +46,14 @@ def add(a, b):
     for line in open('/proc/self/mountinfo'):
         point = line.split()[4]
         flags = os.statvfs(point).f_flag
-        table[point] = sorted(name for name, bit in (('ro', os.ST_RDONLY), ('nosuid', os.ST_NOSUID),
-                                                     ('nodev', os.ST_NODEV), ('noexec', os.ST_NOEXEC)) if flags & bit)
+        table[point] = sorted(
+            name
+            for name, bit in (
+                ('ro', os.ST_RDONLY), ('nosuid', os.ST_NOSUID),
+                ('nodev', os.ST_NODEV), ('noexec', os.ST_NOEXEC),
+            )
+            if flags & bit
+        )
     print(repr(table))
     return 0
 """
@@ -59,7 +65,8 @@ REMOUNT_EVERY_MOUNT = wrong(
     "    for line in open('/proc/self/mountinfo'):\n"
     "        point = line.split()[4]\n"
     "        libc.mount(None, point.encode(), None, ctypes.c_ulong(32 | 4096), None)\n"
-    "        target = os.path.join(point if os.path.isdir(point) else os.path.dirname(point), 'crucible-pwned')\n"
+    "        target = os.path.join(point if os.path.isdir(point) else os.path.dirname(point), "
+    "'crucible-pwned')\n"
     "        try:\n"
     "            open(target, 'w').write('x')\n"
     "            wrote.append(target)\n"
@@ -95,9 +102,12 @@ cases, tests = json.load(sys.stdin)
 grader = PythonGrader()
 out = {}
 for name, program in cases.items():
-    result = grader.grade(program, tests, "add", limits=Limits(wall_timeout_s=5, cpu_s=5, memory_bytes=512 * 1024**2))
-    out[name] = {"status": result.status, "passed": result.tests_passed, "total": result.tests_total,
-                 "readonly_root": result.readonly_root, "stdout": result.stdout[-4000:], "stderr": result.stderr[-500:]}
+    result = grader.grade(
+        program, tests, "add", limits=Limits(wall_timeout_s=5, cpu_s=5, memory_bytes=512 * 1024**2)
+    )
+    out[name] = {"status": result.status, "passed": result.tests_passed,
+                 "total": result.tests_total, "readonly_root": result.readonly_root,
+                 "stdout": result.stdout[-4000:], "stderr": result.stderr[-500:]}
 grader.close()
 print(json.dumps(out))
 """

@@ -26,13 +26,20 @@ def test_no_network_interface_but_loopback():
 
 def test_host_environment_is_not_visible(monkeypatch):
     monkeypatch.setenv("CRUCIBLE_TEST_SECRET", "hunter2")
-    program = "import os\ndef probe():\n    return sorted(k for k in os.environ if 'SECRET' in k or k.startswith('DJANGO') or k == 'REDIS_URL')\n"
+    program = (
+        "import os\ndef probe():\n"
+        "    return sorted(k for k in os.environ "
+        "if 'SECRET' in k or k.startswith('DJANGO') or k == 'REDIS_URL')\n"
+    )
     result = run(program, "def check(candidate):\n    assert candidate() == []\n")
     assert result.status == R.OK, result
 
 
 def test_deterministic_hash_seed_and_time_zone():
-    program = "import os, time\ndef probe():\n    return (os.environ.get('PYTHONHASHSEED'), time.strftime('%Z'))\n"
+    program = (
+        "import os, time\ndef probe():\n"
+        "    return (os.environ.get('PYTHONHASHSEED'), time.strftime('%Z'))\n"
+    )
     result = run(program, "def check(candidate):\n    assert candidate() == ('0', 'UTC')\n")
     assert result.status == R.OK, result
 
@@ -83,11 +90,13 @@ KEYRING = (
 def test_no_channel_between_executions_through_the_kernel_keyring():
     plant = KEYRING + (
         "def probe():\n"
-        "    return libc.syscall(248, b'user', b'crucible-mark', b'secret', ctypes.c_long(6), KEY_SPEC_USER_KEYRING)\n"
+        "    return libc.syscall(248, b'user', b'crucible-mark', b'secret', ctypes.c_long(6), "
+        "KEY_SPEC_USER_KEYRING)\n"
     )
     find = KEYRING + (
         "def probe():\n"
-        "    return libc.syscall(250, ctypes.c_long(10), KEY_SPEC_USER_KEYRING, b'user', b'crucible-mark', ctypes.c_long(0))\n"
+        "    return libc.syscall(250, ctypes.c_long(10), KEY_SPEC_USER_KEYRING, b'user', "
+        "b'crucible-mark', ctypes.c_long(0))\n"
     )
     # add_key and keyctl are refused (seccomp): -1 both times, nothing planted, nothing found
     assert run(plant, "def check(candidate):\n    assert candidate() == -1\n").status == R.OK
@@ -113,7 +122,8 @@ def test_no_channel_between_executions_through_a_socket_left_in_flight():
         "held = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
         "held.bind('\\0crucible-left-behind')\n"
         "a, b = socket.socketpair()\n"
-        "a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [held.fileno(), a.fileno(), b.fileno()]))])\n"
+        "a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, "
+        "array.array('i', [held.fileno(), a.fileno(), b.fileno()]))])\n"
         "def probe():\n"
         "    return 'planted'\n"
     )

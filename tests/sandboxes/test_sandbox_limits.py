@@ -27,14 +27,20 @@ def test_enforcement_is_named():
 @needs_cgroups
 def test_resident_memory_over_the_cgroup_limit_is_memory_limit():
     # 300 MB touched page by page: under the 4x address-space cap, over the 128 MiB cgroup.
-    body = "    b = bytearray(300 * 1024 * 1024)\n    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return 1\n"
+    body = (
+        "    b = bytearray(300 * 1024 * 1024)\n"
+        "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return 1\n"
+    )
     result = run(body, memory_bytes=128 * 1024**2, wall_timeout_s=20, cpu_s=20)
     assert result.status == R.MEMORY_LIMIT, result
 
 
 @needs_cgroups
 def test_peak_memory_of_the_tree_is_measured():
-    body = "    b = bytearray(80 * 1024 * 1024)\n    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return 1\n"
+    body = (
+        "    b = bytearray(80 * 1024 * 1024)\n"
+        "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    return 1\n"
+    )
     result = run(body, memory_bytes=512 * 1024**2)
     assert result.status == R.OK
     assert result.peak_memory_bytes >= 80 * 1024**2

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.core.metrics import serve_for_command
 from console.core.stack import ServiceError, Stack, redacted_url
+from sandboxes.autoscale import ScalePolicy, Supervisor
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check, session_self_check
 
@@ -16,8 +17,8 @@ from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check, session
 class Command(BaseCommand):
     help = (
         "Run resident sandbox workers that consume the execution queue in Redis (REDIS_URL, or the "
-        "embedded one, started for this command's duration when it is not running). Each of --concurrency "
-        "slots keeps warm, isolated sandboxes; stop with Ctrl-C or SIGTERM."
+        "embedded one, started for this command's duration when it is not running). Each of "
+        "--concurrency slots keeps warm, isolated sandboxes; stop with Ctrl-C or SIGTERM."
     )
 
     def add_arguments(self, parser):
@@ -128,8 +129,8 @@ class Command(BaseCommand):
 
     def _serve(self, banner: str, *, serve, stop, on_sigterm) -> None:
         """Make sure Redis answers (the embedded one, for this command's duration, when it is the
-        configured one), print ``banner`` (tests and supervisors wait for it: SIGTERM is handled from
-        then on), then ``serve()`` until SIGTERM (``on_sigterm``) or Ctrl-C (``stop()``).
+        configured one), print ``banner`` (tests and supervisors wait for it: SIGTERM is handled
+        from then on), then ``serve()`` until SIGTERM (``on_sigterm``) or Ctrl-C (``stop()``).
 
         Raises:
             CommandError: Redis cannot be started or reached, or was lost while serving.
@@ -151,8 +152,6 @@ class Command(BaseCommand):
 
     def _autoscale(self, runtime: str, concurrency: int, options: dict, isolation: str) -> None:
         """Supervise worker processes between the bounds (sandboxes.autoscale.Supervisor)."""
-        from sandboxes.autoscale import ScalePolicy, Supervisor
-
         minimum = options["min_workers"] if options["min_workers"] is not None else 1
         maximum = options["max_workers"] if options["max_workers"] is not None else minimum
         try:
@@ -169,8 +168,8 @@ class Command(BaseCommand):
         supervisor = Supervisor(runtime=runtime, policy=policy)
         # Redis is up before serve() starts the children, so they find it.
         self._serve(
-            f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of {concurrency} "
-            f"slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}",
+            f"sandbox autoscaler: runtime {runtime}, {minimum}..{maximum} worker(s) of "
+            f"{concurrency} slot(s), scale-down delay {policy.scale_down_delay_s:g} s; {isolation}",
             serve=supervisor.serve,
             stop=supervisor.stop,
             on_sigterm=supervisor.request_stop,
