@@ -53,7 +53,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
 from console.core.stack import Stack, port_free
 from training.config import RunConfig
-from training.rollout import Rollout, TaskSpec, TurnRecord
 
 # Django's models load once common.private_var_dir has set Django up on the benchmark's own var
 # dir (in main): the imports of what uses them stand in the functions.
@@ -316,6 +315,12 @@ def live_run(task_set):
 
 
 def rollouts_for(version, step: int, count: int) -> list:
+    from training.rollout import (  # noqa: PLC0415 (models: after django.setup)
+        Rollout,
+        TaskSpec,
+        TurnRecord,
+    )
+
     spec = TaskSpec(
         task_version_id=version.pk,
         prompt="p",

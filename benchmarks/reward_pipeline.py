@@ -40,17 +40,20 @@ from benchmarks import common
 from console.core.stack import Stack
 from sandboxes.process import Limits
 from sandboxes.queue import python_tests, run_many
-from training.drift import DriftMonitor
-from training.hacks import detect, probes_run
 from training.rewards.base import GradedSubmission, ReferenceStats
 from training.rewards.registry import reward_components_batch, weighted_total
-from training.rollout import TaskSpec
+
+# training.drift, training.hacks and training.rollout load Django's models, which load once
+# common.private_var_dir has set Django up on the benchmark's own var dir (in main): their
+# imports stand in the functions.
 
 WORKERS = 2
 COMPONENTS = ["correctness", "quality", "efficiency", "security"]
 
 
 def _tasks(limit: int):
+    from training.rollout import TaskSpec  # noqa: PLC0415 (models: after django.setup)
+
     return [
         TaskSpec(
             task_version_id=index + 1,
@@ -106,6 +109,8 @@ def _reference_profiles(tasks, runs: int = 3) -> tuple[list, float]:
 
 def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[dict], int]:
     """What a trainer step adds after grading; per-part seconds added to ``timings``."""
+    from training.hacks import detect, probes_run  # noqa: PLC0415 (models: after django.setup)
+
     submissions = [
         GradedSubmission(task=t, code=code, grade=grade, reference=reference)
         for t, code, grade, reference in zip(tasks, programs, grades, references, strict=True)
@@ -124,6 +129,7 @@ def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[d
 
 
 def _drift(rows: list[dict], steps: int = 200) -> dict:
+    from training.drift import DriftMonitor  # noqa: PLC0415 (models: after django.setup)
     from training.services import (  # noqa: PLC0415 (models: after django.setup, in main)
         REWARD_BINS,
         reward_histogram,
