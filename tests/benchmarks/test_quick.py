@@ -135,7 +135,8 @@ CASES = {
         ],
     },
     # Peers per call: unshare (util-linux: every machine) and bwrap (where bubblewrap is
-    # installed; else ``bwrap.unavailable`` says why and its ratios are left out).
+    # installed; else ``bwrap.unavailable`` says why and its ratios are left out). The open
+    # ratios (a copy of a file against a session's open) can round to 0.0: there, not above 0.
     "sandbox_sessions": {
         "ratios": [
             f"ratios.unshare.{key}"
@@ -146,8 +147,6 @@ CASES = {
                 "python_back_to_back",
                 "suite_interleaved",
                 "suite_back_to_back",
-                "open_one_file",
-                "open_repository",
             )
         ],
         "positive": [
@@ -170,17 +169,21 @@ CASES = {
         "equal": {"sessions.suite.tests": 100},
         "same": [("sessions.idle.answering", "sessions.idle.sessions")],
         "present": [
-            f"targets.{target}.{key}"
-            for target in (
-                "open_one_file_p50_ms",
-                "open_repository_p50_ms",
-                "exec_true_p50_ms",
-                "exec_true_interleaved_p50_ms",
-                "per_call_speedup_over_bwrap_interleaved",
-                "per_call_speedup_over_bwrap_back_to_back",
-                "idle_sessions_total_bytes",
-            )
-            for key in ("target", "measured", "met")
+            "ratios.unshare.open_one_file",
+            "ratios.unshare.open_repository",
+            *(
+                f"targets.{target}.{key}"
+                for target in (
+                    "open_one_file_p50_ms",
+                    "open_repository_p50_ms",
+                    "exec_true_p50_ms",
+                    "exec_true_interleaved_p50_ms",
+                    "per_call_speedup_over_bwrap_interleaved",
+                    "per_call_speedup_over_bwrap_back_to_back",
+                    "idle_sessions_total_bytes",
+                )
+                for key in ("target", "measured", "met")
+            ),
         ],
     },
     "sandbox_throughput": {
