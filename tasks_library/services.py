@@ -199,7 +199,7 @@ def test_suite_get_or_create(
                 where,
                 (
                     "field 'test_timeout_s': must be a number of seconds in (0, "
-                    f"timeout_s={timeout_s}]"
+                    f"{timeout_s:g}]: no longer than the whole run's timeout"
                 ),
                 field="test_timeout_s",
             )
@@ -518,10 +518,17 @@ def task_version_edit(
         )
         files = files_check(changes.get("files", version.files), where=where, runtime=runtime)
     except ImportFormatError as exc:
-        raise InputError(exc.detail, field=_edit_field(exc.field, changes)) from exc
+        field = _edit_field(exc.field, changes)
+        raise InputError(f"{field}: {exc.problem}" if field else exc.detail, field=field) from exc
     for name in ("prompt", "entry_point", "reference_solution"):
         if not isinstance(changes.get(name, ""), str):
             raise InputError(f"{name}: must be text", field=name)
+    if not changes.get("prompt", version.prompt).strip():
+        raise InputError(
+            "prompt: the prompt is empty; write what the policy is asked to do (the signature "
+            "and docstring it completes)",
+            field="prompt",
+        )
     if not changes.get("entry_point", version.entry_point).strip():
         raise InputError("entry_point: must name the function the tests call", field="entry_point")
     new, created = task_version_get_or_create(

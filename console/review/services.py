@@ -450,7 +450,9 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
                     field="draft",
                 )
     except ImportFormatError as exc:
-        raise InputError(exc.detail, field=exc.field) from exc
+        # the draft's own names: its hidden tests are ``tests``, a workspace file is ``files``
+        field = {"test": "tests"}.get(exc.field, (exc.field or "").split(".")[0] or None)
+        raise InputError(f"{field}: {exc.problem}" if field else exc.detail, field=field) from exc
     version = list(task_set_versions(task_set=TaskSet.objects.get(name=DRAFT_TASK_SET)))[-1]
     draft.status, draft.task_version = m.TaskDraft.SUBMITTED, version
     draft.submitted_by, draft.submitted_at = submitted_by, timezone.now()

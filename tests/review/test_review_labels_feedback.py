@@ -212,7 +212,7 @@ def test_labelling_through_the_pages(world):
     refused = client.post(
         f"/review/items/{ordered[0].pk}/label/", {"label": m.REWARD_HACK, "note": ""}
     )
-    assert refused.status_code == 400 and b"note: say why" in refused.content
+    assert refused.status_code == 400 and b'id="note-error">say why' in refused.content
     done = client.post(
         f"/review/items/{ordered[0].pk}/label/", {"label": m.CORRECT, "note": "", "advance": "on"}
     )
