@@ -7,6 +7,8 @@ a version and are updated in place.
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
 
 from sandboxes.process import Limits
@@ -94,16 +96,55 @@ class TestSuiteVersion(Authored):
         )
 
 
+def natural_key(task_id: str) -> str:
+    """``task_id`` as a key that sorts the way a reader counts: case-folded, and each run of
+    digits written as its length (two digits) then its value without leading zeros, so
+    ``HumanEval/2`` < ``HumanEval/10`` < ``HumanEval/100`` and ``a/007`` < ``a/8``."""
+
+    def number(match: re.Match) -> str:
+        digits = match.group().lstrip("0") or "0"
+        return f"{len(digits):02d}{digits}"
+
+    return _DIGITS.sub(number, task_id.casefold())
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+class TaskQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """Django's ``bulk_create``, with each task's :attr:`Task.sort_key` filled in first (a bulk
+        write calls no ``save``)."""
+        objs = list(objs)
+        for task in objs:
+            task.sort_key = natural_key(task.task_id)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class Task(models.Model):
-    """A task's identity across versions (``HumanEval/0``)."""
+    """A task's identity across versions (``HumanEval/0``).
+
+    ``sort_key`` is :func:`natural_key` of the id, kept by :meth:`save` and bulk creation: lists
+    order by it, so ``HumanEval/2`` comes before ``HumanEval/10``.
+    """
 
     task_id = models.CharField(max_length=200, unique=True)
+    sort_key = models.CharField(max_length=400, db_index=True, editable=False, default="")
     source = models.CharField(max_length=60)
     tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = TaskQuerySet.as_manager()
+
     def __str__(self) -> str:
         return self.task_id
+
+    def save(self, *args, **kwargs):
+        self.sort_key = natural_key(self.task_id)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "task_id" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "sort_key"}
+        super().save(*args, **kwargs)
 
 
 class TaskVersion(Authored):
