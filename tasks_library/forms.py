@@ -92,6 +92,15 @@ class CurationForm(forms.Form):
     )
 
 
+class VersionCurationForm(forms.Form):
+    """Quarantine (or confirm a quarantine) or approve one version from its task's page. The
+    reason is checked by the services, whose message says what to write."""
+
+    number = forms.IntegerField(min_value=1)
+    action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
+    reason = forms.CharField(required=False, max_length=2000)
+
+
 def _text(**attrs) -> forms.CharField:
     # strip=False: leading indentation of a reference solution is code.
     return forms.CharField(

@@ -9,6 +9,7 @@ urlpatterns = [
     path("tasks/", views.task_list, name="task-list"),
     path("tasks/<path:task_id>/edit/", views.task_edit, name="task-edit"),
     path("tasks/<path:task_id>/validate/", views.task_validate, name="task-validate"),
+    path("tasks/<path:task_id>/curate/", views.task_curate, name="task-curate"),
     path("tasks/<path:task_id>/", views.task_detail, name="task-detail"),
     path("tasksets/", views.taskset_list, name="taskset-list"),
     path("tasksets/<str:name>/", views.taskset_detail, name="taskset-detail"),

@@ -30,6 +30,7 @@ from tasks_library.forms import (
     EditForm,
     FilterForm,
     PinForm,
+    VersionCurationForm,
     first_error,
 )
 from tasks_library.models import Task, TaskSet, TaskVersion
@@ -197,6 +198,41 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
                 ],
             }
     return render(request, "tasks_library/task_detail.html", context)
+
+
+@login_required
+@console_read_page
+@require_POST
+def task_curate(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Quarantine (again: a curator's confirmation, with their reason) or approve one version of a
+    task, any of them, from its page; back to that version."""
+    _require_curator(request)
+    task = get_object_or_404(Task, task_id=task_id)
+    form = VersionCurationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, first_error(form)[1])
+        return redirect(_task_detail_url(task.task_id))
+    number, action = form.cleaned_data["number"], form.cleaned_data["action"]
+    version = task.versions.filter(number=number).first()
+    if version is None:
+        raise Http404(f"task {task_id} has no version {number}")
+    was_quarantined = version.quarantined
+    service = task_versions_quarantine if action == "quarantine" else task_versions_approve
+    try:
+        service(
+            version_ids=[version.pk],
+            author=request.user.get_username(),
+            reason=form.cleaned_data["reason"],
+        )
+    except InputError as exc:
+        messages.error(request, str(exc))
+    else:
+        done = {
+            ("quarantine", False): "quarantined",
+            ("quarantine", True): "quarantine confirmed for",
+        }.get((action, was_quarantined), "approved")
+        messages.success(request, f"{done} {task.task_id} v{number}: {form.cleaned_data['reason']}")
+    return redirect(_task_detail_url(task.task_id, v=number))
 
 
 @login_required
