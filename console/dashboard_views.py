@@ -29,7 +29,8 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -152,7 +153,7 @@ def run_launch(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     if not may_launch_run(request.user):
-        return HttpResponseForbidden(
+        raise PermissionDenied(
             "only curators and operators (training.add_trainingrun) may launch runs"
         )
     form = RunLaunchForm(request.POST if request.method == "POST" else None)
@@ -187,7 +188,7 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
-        return HttpResponseForbidden(
+        raise PermissionDenied(
             "only curators and operators (training.change_trainingrun) may resume runs"
         )
     if not TrainingRun.objects.filter(pk=run_id).exists():

@@ -127,6 +127,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {{ value|when }} and the other filters every page uses (console/templatetags)
+            "builtins": ["console.templatetags.crucible"],
         },
     },
 ]
@@ -309,6 +311,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "console.views.csrf_failure"
 LOGIN_REDIRECT_URL = "task-list"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -8,6 +8,8 @@ from console import metrics_views, views
 urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.svg", views.favicon, name="favicon"),
+    path("favicon.ico", views.favicon, name="favicon-ico"),
     path("metrics", metrics_views.metrics, name="metrics"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
@@ -32,3 +34,5 @@ urlpatterns = [
     path("", include("console.dashboard_urls")),
     path("admin/", admin.site.urls),
 ]
+
+handler403 = "console.views.permission_denied"

@@ -4,12 +4,17 @@ role)."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
@@ -25,6 +30,71 @@ from training.services import alert_acknowledge as acknowledge
 def healthz(request: HttpRequest) -> JsonResponse:
     """Liveness of the console; ``service`` lets a launcher tell it from another server."""
     return JsonResponse({"service": "crucible-console", "ok": True})
+
+
+# The console's icon: an ember on the brand's dark blue (the header's colours).
+FAVICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    b'<rect width="32" height="32" rx="7" fill="#1d2330"/>'
+    b'<path d="M16 5c1 5 7 7 7 14a7 7 0 0 1-14 0c0-4 2-6 4-8 0 3 1 4 3 5-1-4 0-8 0-11z" '
+    b'fill="#ffb347"/></svg>'
+)
+
+
+@require_GET
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """The console's icon (SVG), at ``/favicon.svg`` and at ``/favicon.ico`` where browsers look
+    by default."""
+    return HttpResponse(FAVICON, content_type="image/svg+xml")
+
+
+def _refusal_page(request: HttpRequest, why: str) -> HttpResponse:
+    """The 403 page: why, who is signed in with which roles, and ways back (the referring page
+    when it is on this console, the start page, signing in as someone else)."""
+    referer = request.headers.get("Referer", "")
+    back_is_referer = bool(referer) and url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    user = getattr(request, "user", None)
+    roles = (
+        sorted(user.groups.values_list("name", flat=True))
+        if user is not None and user.is_authenticated
+        else []
+    )
+    if user is not None and user.is_superuser:
+        roles = ["admin", *roles]
+    return render(
+        request,
+        "403.html",
+        {
+            "exception": why,
+            "back": _path_of(referer) if back_is_referer else reverse("run-list"),
+            "back_is_referer": back_is_referer,
+            "roles": roles,
+        },
+        status=403,
+    )
+
+
+def _path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def permission_denied(request: HttpRequest, exception=None) -> HttpResponse:
+    """``handler403``: every refused page (a view's ``PermissionDenied``) is a console page."""
+    return _refusal_page(request, str(exception or "") or "Your account may not do this.")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: a form sent without its token, or from a page open since before the
+    last sign-in."""
+    return _refusal_page(
+        request,
+        "The form was refused: its security token is missing or stale (the page was open from "
+        "before a sign-in or sign-out). Go back, reload the page and send it again.",
+    )
 
 
 @console_read_page
@@ -57,7 +127,7 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     from training.tasks import run_cancel_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
-        return HttpResponseForbidden("only curators and operators may cancel runs")
+        raise PermissionDenied("only curators and operators may cancel runs")
     run = TrainingRun.objects.filter(pk=run_id).first()
     if run is None:
         raise Http404(f"run {run_id} does not exist")
@@ -112,7 +182,7 @@ def alert_acknowledge(request: HttpRequest, run_id: int, alert_id: int) -> HttpR
     except PermissionDenied as exc:
         if wants_json:
             return JsonResponse({"error": str(exc)}, status=403)
-        return HttpResponseForbidden(str(exc))
+        raise
     except ValueError as exc:
         if wants_json:
             return JsonResponse({"error": str(exc)}, status=400)

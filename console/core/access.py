@@ -23,7 +23,8 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from console.core.permissions import (
@@ -39,10 +40,15 @@ from console.core.permissions import (
 
 def page_refusal(request: HttpRequest) -> HttpResponse:
     """The answer to a page read the console refuses: the login page for an anonymous visitor,
-    else 403 saying which role to ask for."""
+    else 403 saying which role to ask for (raised: the project's ``handler403`` renders it as a
+    console page with a way back).
+
+    Raises:
+        PermissionDenied: a signed-in user without a role.
+    """
     if not signed_in(getattr(request, "user", None)):
         return redirect_to_login(request.get_full_path())
-    return HttpResponseForbidden(NO_ROLE)
+    raise PermissionDenied(NO_ROLE)
 
 
 def json_refusal(request: HttpRequest) -> JsonResponse:

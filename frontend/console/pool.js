@@ -1,5 +1,7 @@
 // The sandbox pool panel (run page and /sandboxes/): polls /api/sandboxes/pool/ every few
 // seconds and draws one row per runtime. Reads only; a refusal (403) stops the polling.
+import { when } from "./lib/time.js";
+
 (function () {
   "use strict";
   const panel = document.getElementById("sandbox-pool");
@@ -85,7 +87,7 @@
     }
     updates += 1;
     panel.dataset.updates = String(updates);
-    state.textContent = `updated ${new Date(data.at * 1000).toLocaleTimeString()}`;
+    state.textContent = `updated ${when(data.at)}`;
   }
 
   async function poll() {

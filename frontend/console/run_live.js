@@ -8,6 +8,8 @@
 // import map points the name at the plotly wheel's copy (console/frontend.py).
 import Plotly from "plotly.js-dist-min";
 
+import { timeElement } from "./lib/time.js";
+
 (function () {
   "use strict";
   const heat = document.getElementById("reward-heatmap");
@@ -372,8 +374,8 @@ import Plotly from "plotly.js-dist-min";
     const ack = item.querySelector(".alert-ack");
     if (alert.acknowledged) {
       ack.replaceChildren();
-      const when = alert.acknowledged_at ? new Date(alert.acknowledged_at).toLocaleString() : "";
-      ack.append(el("span", "ack-done", `✓ acknowledged by ${alert.acknowledged_by || "?"} ${when}: `),
+      ack.append(el("span", "ack-done", `✓ acknowledged by ${alert.acknowledged_by || "?"} `),
+        alert.acknowledged_at ? timeElement(alert.acknowledged_at) : "", ": ",
         el("q", "ack-note", alert.acknowledgement_note));
     } else if (canAck && !ack.querySelector("form")) {
       ack.append(ackForm(alert));

@@ -93,6 +93,8 @@ EXEMPT = {
         "(console/metrics_views.py)"
     ),
     "login": "signing in",
+    "favicon": "the console's icon",
+    "favicon-ico": "the console's icon, where browsers look by default",
     "logout": "signing out",
     "admin:*": "Django's admin: staff only",
     "api-schema": "the API's documentation (drf-spectacular): its shape, no data",
@@ -116,6 +118,7 @@ EXEMPT = {
         [
             "task-edit",
             "task-validate",
+            "task-curate",
             "api-quarantine",
             "api-approve",
             "api-validate",

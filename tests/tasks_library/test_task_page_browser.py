@@ -18,7 +18,7 @@ pytestmark = browser_marks()
 
 
 @pytest.fixture
-def long_line_task(library, roles):  # noqa: F811 (the fixture above)
+def long_line_task(library, roles):
     v1 = library[0]
     long_assert = "    assert candidate([" + ", ".join(f"{i}.0" for i in range(600)) + "], 0.5)\n"
     v2 = task_version_edit(
@@ -33,8 +33,8 @@ def long_line_task(library, roles):  # noqa: F811 (the fixture above)
 
 def test_long_lines_stay_in_their_box_and_an_older_version_is_quarantined(
     long_line_task,
-    console_server,  # noqa: F811
-    browser_page,  # noqa: F811
+    console_server,
+    browser_page,
 ):
     curator, v1, v2 = long_line_task
     page = browser_page

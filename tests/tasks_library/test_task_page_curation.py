@@ -23,7 +23,10 @@ def signed_in(user) -> Client:
 def two_versions(library):
     v1 = library[0]
     v2 = task_version_edit(
-        version=v1, author="cora", change_note="tidy", reference_solution=v1.reference_solution + "\n"
+        version=v1,
+        author="cora",
+        change_note="tidy",
+        reference_solution=v1.reference_solution + "\n",
     )
     TaskVersion.objects.filter(pk=v2.pk).update(verdict="valid")
     return v1, TaskVersion.objects.get(pk=v2.pk)
