@@ -301,14 +301,34 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
 # --- the sandbox pool -----------------------------------------------------------------------------
 
 
+def pool_runtime_state(stats: dict) -> str:
+    """What one runtime's pool row means (``sandboxes.pool_stats.runtime_stats``):
+
+    * ``serving``: live workers;
+    * ``unused``: no live worker and nothing for one to do (no request queued or in flight, no
+      trainer announcing demand): Node.js on a Python-only setup, shown grey, not as an alarm;
+    * ``starved``: work waits and no live worker takes it (red).
+    """
+    if stats["workers"]["alive"]:
+        return "serving"
+    waiting = (
+        stats["queue_depth"] + stats["in_flight"] + (stats.get("demand") or {}).get("total", 0)
+    )
+    return "starved" if waiting else "unused"
+
+
 @require_GET
 @console_read_json
 def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
-    """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON; 503 when Redis is down."""
+    """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON, each runtime with its
+    ``state`` (:func:`pool_runtime_state`); 503 when Redis is down."""
     try:
-        return JsonResponse(pool_stats())
+        stats = pool_stats()
     except (redis.RedisError, OSError) as exc:
         return JsonResponse({"error": f"Redis does not answer: {exc}"}, status=503)
+    for runtime in stats["runtimes"].values():
+        runtime["state"] = pool_runtime_state(runtime)
+    return JsonResponse(stats)
 
 
 @require_GET

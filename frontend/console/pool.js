@@ -82,7 +82,10 @@ import { when } from "./lib/time.js";
         cell(String(r.in_flight), "pool-inflight"), demandCell(r.demand), autoscalerCell(r.autoscaler),
         cell(ms(r.latency_ms.p50), "pool-p50"),
         cell(ms(r.latency_ms.p99), "pool-p99"), cell(String(r.recent), "pool-recent"), statuses(r.statuses));
-      if (!r.workers.alive) tr.classList.add("no-workers");
+      // serving, unused (nothing asks for this runtime: grey) or starved (work waits, no worker: red)
+      const state = r.state || (r.workers.alive ? "serving" : "starved");
+      tr.dataset.state = state;
+      tr.classList.add(`state-${state}`);
       rows.append(tr);
     }
     updates += 1;
