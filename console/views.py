@@ -24,6 +24,7 @@ from console.core.permissions import may_operate_run
 from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
 from training.selectors import alert_event
+from training.watch import progress_text
 from training.services import alert_acknowledge as acknowledge
 
 
@@ -114,7 +115,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         {
             "run": run,
             "transitions": run.transitions.all(),
-            "can_cancel": may_operate_run(request.user) and not run.is_terminal,
+            "can_operate": may_operate_run(request.user),
+            "terminal_statuses": TrainingRun.TERMINAL,
+            "progress": (
+                progress_text(run.summary["progress"])
+                if run.status == TrainingRun.RUNNING and (run.summary or {}).get("progress")
+                else ""
+            ),
+            "reward_weights": (run.config or {}).get("reward_weights") or {"correctness": 1.0},
         },
     )
 

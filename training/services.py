@@ -284,6 +284,28 @@ def run_summary_update(*, run_id: int, **fields) -> None:
         run.save(update_fields=["summary"])
 
 
+def run_progress_record(
+    *, run_id: int, phase: str, done: int, total: int, detail: str = ""
+) -> dict:
+    """Record what a run is doing inside a long phase (the SFT warm start's epochs): its
+    ``summary["progress"]`` becomes ``{"phase", "done", "total", "detail", "at"}`` and watchers
+    get it as a ``{"kind": "progress", ...}`` event (the run page, ``train --headless``).
+
+    Returns:
+        The progress recorded.
+    """
+    progress = {
+        "phase": phase,
+        "done": int(done),
+        "total": int(total),
+        "detail": detail,
+        "at": timezone.now().isoformat(timespec="seconds"),
+    }
+    run_summary_update(run_id=run_id, progress=progress)
+    broadcast_run_event(run_id, {"kind": "progress", **progress})
+    return progress
+
+
 # --- launch attempts, resume and cancel (backends and the reconcile loop) -------------------
 
 LAUNCH_CLAIM = "claimed"

@@ -27,6 +27,4 @@ def test_unused_serving_and_starved_runtimes():
 def test_the_pool_api_carries_the_state_of_every_runtime(client):
     data = client.get("/api/sandboxes/pool/").json()
     assert data["runtimes"]["python"]["state"] == "serving"
-    assert all(
-        r["state"] in ("serving", "unused", "starved") for r in data["runtimes"].values()
-    )
+    assert all(r["state"] in ("serving", "unused", "starved") for r in data["runtimes"].values())

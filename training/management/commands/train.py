@@ -8,7 +8,7 @@ from training.config import ConfigError, config_from_command_line
 from training.kubernetes import KubernetesSpec
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
-from training.watch import run_summary, run_wait
+from training.watch import progress_line, run_summary, run_wait
 
 
 class Command(BaseCommand):
@@ -76,7 +76,13 @@ class Command(BaseCommand):
                     if as_json:
                         self.stdout.write(json.dumps({"run_id": run.pk, "status": run.status}))
                     return
-                run = run_wait(run.pk, on_step=None if as_json else self._print_step)
+                # stdout stays the summary (or the step lines); what the run is doing before its
+                # first step (launch, the SFT warm start's epochs) goes to stderr as it happens
+                run = run_wait(
+                    run.pk,
+                    on_step=self._say_step if as_json else self._print_step,
+                    on_progress=lambda current: self.stderr.write(progress_line(current)),
+                )
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -96,6 +102,9 @@ class Command(BaseCommand):
             self.stdout.write(f"run {run.pk} {run.status}: {run.status_reason}")
         if run.status != run.SUCCEEDED:
             raise CommandError(f"run {run.pk} ended {run.status}: {run.status_reason}")
+
+    def _say_step(self, step) -> None:
+        self.stderr.write(f"  step {step.step}: reward/mean={step.reward_mean:.3f}")
 
     def _print_step(self, step) -> None:
         m = step.metrics
