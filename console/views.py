@@ -24,8 +24,8 @@ from console.core.permissions import may_operate_run
 from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
 from training.selectors import alert_event
-from training.watch import progress_text
 from training.services import alert_acknowledge as acknowledge
+from training.watch import progress_text
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

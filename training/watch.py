@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 from training.models import StepMetric, TrainingRun
 
-
 PHASES = {"sft": ("SFT warm start", "epoch")}
 
 
