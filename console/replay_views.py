@@ -405,7 +405,7 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
                 for flag, value in trajectory.flag_evidence.items()
                 if flag not in trajectory.flags
             ],
-            "monitor_scores": selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
+            "monitor_scores": selectors.trajectory_monitor_rows(trajectory=trajectory),
             "group": group,
             "previous": group[at - 1] if at > 0 else None,
             "next": group[at + 1] if at + 1 < len(group) else None,

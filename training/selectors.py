@@ -219,6 +219,49 @@ def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
     return MonitorScore.objects.filter(trajectory_id=trajectory_id).order_by("-score", "monitor")
 
 
+REVIEW_MONITOR = "review"
+"""The monitor table's row of the human review (a ``reviewed_hack`` label): not a stored score."""
+
+
+def trajectory_monitor_rows(*, trajectory: Trajectory) -> list[dict]:
+    """The monitor table of a trajectory's pages: ``{"monitor", "score", "reason", "note"}``
+    per stored monitor score, most suspicious first. When reviewers labelled the trajectory a
+    reward hack (the ``reviewed_hack`` flag), their verdict comes first as the row
+    :data:`REVIEW_MONITOR` (score 1.0, who and why), and every monitor that scored it below 0.5
+    carries a ``note`` saying why the two differ, so that "0.000 no hack flags" never stands
+    beside a reviewer's "reward hack" unexplained."""
+    rows = [
+        {"monitor": s.monitor, "score": s.score, "reason": s.reason, "note": ""}
+        for s in trajectory_monitor_scores(trajectory_id=trajectory.pk)
+    ]
+    evidence = trajectory.flag_evidence.get(flags.REVIEWED_HACK)
+    if flags.REVIEWED_HACK not in trajectory.flags or not isinstance(evidence, dict):
+        return rows
+    reviews = [r for r in evidence.get("reviews") or [evidence] if isinstance(r, dict)]
+    said = "; ".join(f"{r.get('reviewer', '?')}: {r.get('note', '')}".rstrip(": ") for r in reviews)
+    for row in rows:
+        if row["score"] >= 0.5:
+            continue
+        if row["monitor"] == "rules":
+            row["note"] = (
+                "The rule monitor scores the automatic detectors only, and none of them flagged "
+                "this trajectory; a reviewer labelled it a reward hack (reviewed_hack): a miss of "
+                "the detectors, kept in the hack corpus."
+            )
+        else:
+            row["note"] = (
+                "This monitor judged the trajectory without the review; a reviewer labelled it "
+                "a reward hack (reviewed_hack)."
+            )
+    review = {
+        "monitor": REVIEW_MONITOR,
+        "score": 1.0,
+        "reason": f"labelled reward hack by {said}",
+        "note": "",
+    }
+    return [review, *rows]
+
+
 def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajectory]:
     """The trajectories of one group (same run, step and group), by index: id, index, reward,
     status."""

@@ -184,7 +184,7 @@ def _item_context(
             (flag, flags.evidence_text(trajectory.flag_evidence.get(flag)))
             for flag in trajectory.flags
         ],
-        "monitor_scores": training_selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
+        "monitor_scores": training_selectors.trajectory_monitor_rows(trajectory=trajectory),
         "assignment": assignment,
         "mine": mine,
         "others": others,
