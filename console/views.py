@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -20,7 +21,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
 from console.core.access import ConsoleRead, console_read_page
-from console.core.permissions import may_operate_run
+from console.core.permissions import may_operate_run, role_of
+from console.review.selectors import review_queues_of
 from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
 from training.selectors import alert_event
@@ -96,6 +98,33 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         "The form was refused: its security token is missing or stale (the page was open from "
         "before a sign-in or sign-out). Go back, reload the page and send it again.",
     )
+
+
+def landing_url(user) -> str:
+    """Where ``user`` lands after signing in without a ``next``: the page their role works from.
+    A reviewer: the newest queue with an item still open for them (else the review home); a
+    curator: the task library; operators, admins and viewers: the runs."""
+    role = role_of(user)
+    if role == "reviewer":
+        open_queue = next(
+            (q for q in review_queues_of(user=user)[:50] if q.my_done < q.my_assigned), None
+        )
+        return (
+            reverse("review-queue", args=[open_queue.pk]) if open_queue else reverse("review-home")
+        )
+    if role == "curator":
+        return reverse("task-list")
+    return reverse("run-list")
+
+
+class LoginView(auth_views.LoginView):
+    """The console's sign-in: back to ``next`` when given, else to the page the user's role works
+    from (:func:`landing_url`)."""
+
+    template_name = "tasks_library/login.html"
+
+    def get_default_redirect_url(self) -> str:
+        return landing_url(self.request.user)
 
 
 @console_read_page

@@ -11,6 +11,9 @@ urlpatterns = [
     path("review/items/<int:item_id>/", views.review_item, name="review-item"),
     path("review/items/<int:item_id>/label/", views.review_item_label, name="review-item-label"),
     path("review/items/<int:item_id>/assign/", views.review_item_assign, name="review-item-assign"),
+    path(
+        "review/items/<int:item_id>/confirm/", views.review_item_confirm, name="review-item-confirm"
+    ),
     path("review/items/<int:item_id>/draft/", views.review_item_draft, name="review-item-draft"),
     path("review/drafts/<int:draft_id>/", views.review_draft, name="review-draft"),
     path(

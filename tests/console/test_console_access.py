@@ -109,6 +109,7 @@ EXEMPT = {
             "review-queue-new",
             "review-item-label",
             "review-item-assign",
+            "review-item-confirm",
             "review-item-draft",
             "review-draft-submit",
         ],

@@ -141,6 +141,13 @@ ENDPOINTS = {
         REVIEWING,
         lambda w, role: m.ReviewLabel.objects.filter(item=w.item).exists(),
     ),
+    "review item confirm (curators decide an item)": (
+        lambda w: f"/review/items/{w.item.pk}/confirm/",
+        lambda w, role: {"label": m.CORRECT, "note": f"checked by {role}"},
+        "form",
+        CURATORS,
+        lambda w, role: m.ReviewItem.objects.get(pk=w.item.pk).decision == m.CORRECT,
+    ),
     "review item draft": (
         lambda w: f"/review/items/{w.item.pk}/draft/",
         lambda w, role: {
