@@ -1,10 +1,10 @@
 """In a real browser, from queue to label to feedback: a curator creates a review queue on a run
 (one reviewer per item, so a curator must confirm what feeds back, as the queue page says), a
-reviewer signs in and lands on their queue, opens the flagged item, reads its replay on the labelling page,
-labels it "broken task" with the keyboard (3, a note, Ctrl+Enter) and moves on: nothing is
-quarantined on one reviewer's word. The curator signs in, sees the label and confirms it; the task
-version is then quarantined on its task page with both reasons, and the run's review summary counts
-the label."""
+reviewer signs in and lands on their queue, opens the flagged item, reads its replay on the
+labelling page, labels it "broken task" with the keyboard (3, a note, Ctrl+Enter) and moves on:
+nothing is quarantined on one reviewer's word. The curator signs in, sees the label and confirms
+it; the task version is then quarantined on its task page with both reasons, and the run's
+review summary counts the label."""
 
 from pathlib import Path
 
