@@ -35,6 +35,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.core.access import console_read_json, console_read_page, page_refusal
+from console.core.errors import InputError, form_add_error
 from console.core.permissions import may_launch_run, may_operate_run, may_read_console
 from sandboxes.pool_stats import pool_stats
 from tasks_library.models import TaskSet
@@ -85,6 +86,20 @@ def parse_config_text(text: str) -> dict:
 
 
 class RunLaunchForm(forms.Form):
+    name = forms.CharField(
+        required=False, max_length=200, help_text="a short name for the runs table (optional)"
+    )
+    description = forms.CharField(
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 70}),
+        help_text="what this run tries (optional)",
+    )
+    tags = forms.CharField(
+        required=False,
+        max_length=900,
+        help_text="words separated by spaces or commas, e.g. sweep lr-1e-4 (optional)",
+    )
     task_set = forms.ModelChoiceField(
         queryset=TaskSet.objects.order_by("name"),
         empty_label=None,
@@ -125,23 +140,34 @@ class RunLaunchForm(forms.Form):
         except ConfigError as exc:
             self.add_error("config", str(exc))
             return cleaned
-        if "steps" in overrides:
-            self.add_error(
-                "config", "config key 'steps': set the number of steps in the Steps field, not here"
-            )
-            return cleaned
         try:
-            config = RunConfig.from_dict({**overrides, "steps": cleaned["steps"]})
-            if cleaned["backend"] == "kubernetes":
-                # Imported here: the web loads the kubernetes client only to check such a launch.
-                from training.kubernetes import KubernetesSpec  # noqa: PLC0415
-
-                KubernetesSpec.from_config(config.kubernetes)
+            cleaned["run_config"] = launch_config(
+                overrides, steps=cleaned["steps"], backend=cleaned["backend"]
+            )
         except ConfigError as exc:
             self.add_error("config", str(exc))
-            return cleaned
-        cleaned["run_config"] = config
         return cleaned
+
+
+def launch_config(overrides: dict, *, steps: int, backend: str) -> RunConfig:
+    """The run configuration of a launch (the form's and the API's): ``overrides`` on
+    ``RunConfig``'s defaults, ``steps`` given apart, and a Kubernetes spec checked for that
+    backend.
+
+    Raises:
+        ConfigError: naming the config key (``steps`` among the overrides, too).
+    """
+    if "steps" in overrides:
+        raise ConfigError(
+            "config key 'steps': set the number of steps in the Steps field, not here"
+        )
+    config = RunConfig.from_dict({**overrides, "steps": steps})
+    if backend == "kubernetes":
+        # Imported here: the web loads the kubernetes client only to check such a launch.
+        from training.kubernetes import KubernetesSpec  # noqa: PLC0415
+
+        KubernetesSpec.from_config(config.kubernetes)
+    return config
 
 
 def run_launch(request: HttpRequest) -> HttpResponse:
@@ -163,7 +189,13 @@ def run_launch(request: HttpRequest) -> HttpResponse:
                 task_set=form.cleaned_data["task_set"],
                 config=form.cleaned_data["run_config"],
                 backend=form.cleaned_data["backend"],
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                tags=form.cleaned_data["tags"],
+                launched_by=request.user.get_username(),
             )
+        except InputError as exc:  # a bad name, description or tags
+            form_add_error(form, exc)
         except ValueError as exc:  # an empty or unvalidated task set, an unusable held-out set
             message = str(exc)
             form.add_error("config" if message.startswith("config key") else "task_set", message)

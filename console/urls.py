@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from console import metrics_views, views
+from console import api, metrics_views, views
 
 urlpatterns = [
     path("", views.run_list, name="run-list"),
@@ -18,6 +18,10 @@ urlpatterns = [
         views.alert_acknowledge,
         name="alert-acknowledge",
     ),
+    path("api/runs/", api.RunListApi.as_view(), name="api-runs"),
+    path("api/runs/<int:run_id>/", api.RunApi.as_view(), name="api-run"),
+    path("api/runs/<int:run_id>/cancel/", api.RunCancelApi.as_view(), name="api-run-cancel"),
+    path("api/runs/<int:run_id>/resume/", api.RunResumeApi.as_view(), name="api-run-resume"),
     path("api/runs/<int:run_id>/steps/", views.RunStepsApi.as_view(), name="api-run-steps"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -21,11 +21,13 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
 from console.core.access import ConsoleRead, console_read_page
-from console.core.permissions import may_operate_run, role_of
+from console.core.errors import InputError
+from console.core.permissions import may_launch_run, may_operate_run, role_of
 from console.review.selectors import review_queues_of
+from console.run_table import RunTableQuery, duration_text, headers, run_row
 from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
-from training.selectors import alert_event
+from training.selectors import alert_event, run_metric_names
 from training.services import alert_acknowledge as acknowledge
 from training.watch import progress_text
 
@@ -127,9 +129,48 @@ class LoginView(auth_views.LoginView):
         return landing_url(self.request.user)
 
 
+RUN_TABLE_ROWS = 200
+
+
 @console_read_page
 def run_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/run_list.html", {"runs": selectors.run_list()[:100]})
+    """The runs table: name, description, tags, launcher, status, duration, steps and the latest
+    and best of chosen metrics, sorted and filtered by any column (:mod:`console.run_table`);
+    tick runs to compare them. A bad filter is shown, naming it, and the table falls back to
+    every run."""
+    error = ""
+    try:
+        query = RunTableQuery.from_params(request.GET)
+        runs = list(query.runs()[:RUN_TABLE_ROWS])
+    except InputError as exc:
+        error, query = str(exc), RunTableQuery()
+        runs = list(query.runs()[:RUN_TABLE_ROWS])
+    columns = query.metric_columns()
+    rows = [run_row(run, columns) for run in runs]
+    for row in rows:
+        row["duration"] = duration_text(row["duration_s"])
+        row["values"] = [
+            (row["metrics"][c["metric"]]["latest"], row["metrics"][c["metric"]]["best"])
+            for c in columns
+        ]
+    recent = list(selectors.run_list().values_list("pk", flat=True)[:RUN_TABLE_ROWS])
+    return render(
+        request,
+        "console/run_list.html",
+        {
+            "rows": rows,
+            "query": query,
+            "columns": columns,
+            "headers": headers(query, request.GET),
+            "metrics_available": run_metric_names(run_ids=recent),
+            "statuses": [value for value, _label in TrainingRun.STATUSES],
+            "error": error,
+            "filtered": bool(request.GET),
+            "limit": RUN_TABLE_ROWS,
+            "can_launch": may_launch_run(request.user),
+        },
+        status=400 if error else 200,
+    )
 
 
 @console_read_page

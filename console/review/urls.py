@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.review import views as views
+from console.review import api, views
 
 urlpatterns = [
     path("review/", views.review_home, name="review-home"),
@@ -25,4 +25,16 @@ urlpatterns = [
         "review/tasks/<int:task_version_id>/", views.task_version_labels, name="review-task-labels"
     ),
     path("runs/<int:run_id>/review/", views.run_review_summary, name="run-review"),
+    path("api/review/queues/", api.QueueListApi.as_view(), name="api-review-queues"),
+    path("api/review/queues/<int:queue_id>/", api.QueueApi.as_view(), name="api-review-queue"),
+    path(
+        "api/review/items/<int:item_id>/label/",
+        api.ItemLabelApi.as_view(),
+        name="api-review-item-label",
+    ),
+    path(
+        "api/review/items/<int:item_id>/confirm/",
+        api.ItemConfirmApi.as_view(),
+        name="api-review-item-confirm",
+    ),
 ]

@@ -36,6 +36,8 @@ READ = {
     "trajectory-detail": (lambda w: f"/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/", "page"),
     "sandbox-pool": (lambda w: "/sandboxes/", "page"),
     "api-run-steps": (lambda w: f"/api/runs/{w.run.pk}/steps/", "json"),
+    "api-runs": (lambda w: "/api/runs/", "json"),
+    "api-run": (lambda w: f"/api/runs/{w.run.pk}/", "json"),
     "api-run-components": (lambda w: f"/api/runs/{w.run.pk}/components/?first=1&last=1", "json"),
     "api-sandbox-pool": (lambda w: "/api/sandboxes/pool/", "json"),
     "api-trajectories": (lambda w: "/api/trajectories/", "json"),
@@ -81,6 +83,9 @@ LIBRARY_READ = {
     "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
+    # the review API reads as the review pages do: a sign-in always, a role while private
+    "api-review-queues": (lambda w: "/api/review/queues/", "json"),
+    "api-review-queue": (lambda w: f"/api/review/queues/{w.queue.pk}/", "json"),
 }
 WRITE = (
     "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
@@ -105,11 +110,15 @@ EXEMPT = {
             "run-launch",
             "run-resume",
             "run-cancel",
+            "api-run-cancel",
+            "api-run-resume",
             "alert-acknowledge",
             "review-queue-new",
             "review-item-label",
             "review-item-assign",
             "review-item-confirm",
+            "api-review-item-label",
+            "api-review-item-confirm",
             "review-item-draft",
             "review-draft-submit",
         ],

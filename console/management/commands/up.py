@@ -9,7 +9,7 @@ from console.scenarios import HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
-from tasks_library.services import task_set_pin, tasks_import
+from tasks_library.services import command_line_author, task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
@@ -184,7 +184,19 @@ class Command(BaseCommand):
                 name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks"
             )
         try:
-            run = run_create(task_set=task_set, config=config)
+            run = run_create(
+                task_set=task_set,
+                config=config,
+                name=f"up: {self.scenario} demo",
+                description=(
+                    "the main job's demo run: SFT warm start, then GRPO on the shortest trainable "
+                    "HumanEval tasks"
+                    if self.scenario == "default"
+                    else "the main job's hacking scenario: exploitable tasks, honest held-out set"
+                ),
+                tags=["demo", self.scenario],
+                launched_by=command_line_author(),
+            )
         except ValueError as exc:  # no valid task to train on
             raise CommandError(str(exc)) from exc
         self.launched.append(run.pk)
