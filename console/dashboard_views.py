@@ -277,21 +277,27 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     data = [
         {
             "id": pk,
-            "label": f"run {pk} · {runs[pk].task_set.name} · {runs[pk].status}",
+            "label": f"{runs[pk].title} · {runs[pk].task_set.name} · {runs[pk].status}",
             "colour": RUN_COLOURS[i],
+            "reward": selectors.reward_formula(runs[pk].config),
             "curves": selectors.run_curves(run_id=pk),
         }
         for i, pk in enumerate(ids)
     ]
+    ordered = [runs[pk] for pk in ids]
+    config_rows = selectors.runs_config_table(ordered)
     return render(
         request,
         "console/run_compare.html",
         {
-            "runs": [runs[pk] for pk in ids],
+            "runs": ordered,
             "compare_data": data,
             "recent": recent,
             "chosen": ids,
             "colours": dict(zip(ids, RUN_COLOURS)),
+            "config_rows": config_rows,
+            "differences": [row for row in config_rows if row["differs"]],
+            "rewards_differ": len({item["reward"] for item in data}) > 1,
         },
     )
 

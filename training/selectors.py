@@ -717,6 +717,7 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
     return {
         "step": [p["step"] for p in points],
         "reward_mean": [p["reward_mean"] for p in points],
+        "correctness": metric("reward/correctness"),
         "pass_rate": metric("reward/pass_rate"),
         "flag_rate": metric("flags/rate"),
         "entropy": metric("policy/entropy"),
@@ -903,3 +904,51 @@ def run_metric_names(*, run_ids: list[int]) -> list[str]:
         for metrics in StepMetric.objects.filter(condition).values_list("metrics", flat=True):
             names.update(k for k, v in (metrics or {}).items() if isinstance(v, (int, float)))
     return sorted(names)
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    """A nested config as ``{"dotted.key": leaf}`` (lists and scalars are leaves)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def runs_config_table(runs: list[TrainingRun]) -> list[dict]:
+    """The runs' settings side by side, one row per key: ``{"key", "values": [one per run],
+    "differs"}``; the task set, steps and backend first, then every config key flattened
+    (``reward_weights.quality``); a key a run's config lacks shows as None."""
+    flat = [
+        {
+            "task set": run.task_set.name,
+            "steps": run.total_steps,
+            "backend": run.backend,
+            **_flatten(run.config or {}),
+        }
+        for run in runs
+    ]
+    keys = list(dict.fromkeys(key for config in flat for key in config))
+    head, rest = keys[:3], sorted(keys[3:])
+    rows = []
+    for key in head + rest:
+        values = [config.get(key) for config in flat]
+        shown = [
+            json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for v in values
+        ]
+        rows.append({"key": key, "values": shown, "differs": len({repr(v) for v in values}) > 1})
+    return rows
+
+
+def reward_formula(config: dict) -> str:
+    """What a run's reward is, in words: ``correctness`` alone, or ``(correctness×1 +
+    quality×0.2) / 1.2``."""
+    weights = {
+        k: w for k, w in ((config or {}).get("reward_weights") or {"correctness": 1.0}).items() if w
+    }
+    if list(weights) == ["correctness"]:
+        return "correctness"
+    total = sum(weights.values())
+    terms = " + ".join(f"{name}×{weight:g}" for name, weight in weights.items())
+    return f"({terms}) / {total:g}"

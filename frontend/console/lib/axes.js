@@ -25,12 +25,13 @@ export function stepAxis(steps, total, extra) {
   return span < 12 ? { ...axis, tickmode: "linear", tick0: 0, dtick: niceStep(span, 8) } : axis;
 }
 
-// What an empty chart adds to its layout: a y frame and the note in the middle.
-export function emptyFrame(isEmpty, yaxis) {
+// What an empty chart adds to its layout: a y frame and the note (default "no steps yet") in the
+// middle.
+export function emptyFrame(isEmpty, yaxis, note) {
   if (!isEmpty) return { yaxis: yaxis || {} };
   return {
     yaxis: { ...(yaxis || {}), range: [0, 1], autorange: false },
-    annotations: [{ text: EMPTY_NOTE, xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
+    annotations: [{ text: note || EMPTY_NOTE, xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
       font: { size: 14, color: "#8a8f99" } }],
   };
 }
