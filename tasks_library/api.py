@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from django.db.models import Max
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from kombu.exceptions import OperationalError
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.pagination import PageNumberPagination
@@ -36,6 +36,7 @@ from tasks_library.models import (
     TaskSetVersion,
     TaskVersion,
     TestSuiteVersion,
+    ValidationJob,
 )
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
@@ -52,7 +53,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
-from tasks_library.tasks import validate_task_versions
+from tasks_library.tasks import validation_job_start
 from tasks_library.validation.pipeline import Options
 
 # --- errors ---------------------------------------------------------------------
@@ -308,7 +309,41 @@ class ValidateSerializer(IdsSerializer):
 
 class EnqueuedSerializer(serializers.Serializer):
     enqueued = serializers.ListField(child=serializers.IntegerField())
-    job_id = serializers.CharField()
+    job_id = serializers.CharField(help_text="the Celery task's id")
+    job = serializers.IntegerField(help_text="the validation job: follow it at status_url")
+    status_url = serializers.CharField()
+
+
+class ValidationResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task_id = serializers.CharField()
+    number = serializers.IntegerField()
+    verdict = serializers.CharField()
+    quarantined = serializers.BooleanField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    mutation_score = serializers.FloatField(allow_null=True)
+
+
+class ValidationJobSerializer(serializers.ModelSerializer):
+    results = ValidationResultSerializer(many=True, help_text="one per version, once done")
+
+    class Meta:
+        model = ValidationJob
+        fields = [
+            "id",
+            "status",
+            "stage",
+            "stages_done",
+            "stages_total",
+            "version_ids",
+            "options",
+            "results",
+            "error",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class TaskSetSerializer(serializers.ModelSerializer):
@@ -562,7 +597,8 @@ class ApproveApi(CurateApi):
 
 
 class ValidateApi(CuratorApi):
-    """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once."""
+    """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once with the
+    validation job to follow (``status_url``)."""
 
     @extend_schema(
         request=ValidateSerializer,
@@ -575,13 +611,29 @@ class ValidateApi(CuratorApi):
             Options(**data).check()
         except InputError as exc:
             raise BadRequest(exc.field, f"{exc.field}: {exc}") from exc
-        try:
-            job = validate_task_versions.delay(ids, data)
-        except OperationalError as exc:
-            return Response(
-                {"field": None, "error": f"the task queue is unreachable: {exc}"}, status=503
-            )
-        return Response({"enqueued": ids, "job_id": job.id}, status=status.HTTP_202_ACCEPTED)
+        job = validation_job_start(
+            version_ids=ids, options=data, author=request.user.get_username()
+        )
+        if job.status == ValidationJob.FAILED:
+            return Response({"field": None, "error": job.error}, status=503)
+        return Response(
+            {
+                "enqueued": ids,
+                "job_id": job.celery_id,
+                "job": job.pk,
+                "status_url": reverse("api-validation-job", args=[job.pk]),
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class ValidationJobApi(LibraryApi, APIView):
+    """A validation job: its status (queued, running, done, failed), the stage it runs, and each
+    version's verdict once done. Pages poll it to show progress without a reload."""
+
+    @extend_schema(responses={200: ValidationJobSerializer})
+    def get(self, request, job_id: int) -> Response:
+        return Response(ValidationJobSerializer(get_object_or_404(ValidationJob, pk=job_id)).data)
 
 
 @extend_schema(responses={200: TaskSetSerializer(many=True)})

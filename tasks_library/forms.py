@@ -85,10 +85,14 @@ class IdListField(forms.Field):
 class CurationForm(forms.Form):
     """A bulk action on the selected versions; a written reason is required."""
 
-    action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
+    action = forms.ChoiceField(
+        choices=[("quarantine", "quarantine"), ("approve", "approve"), ("validate", "validate")]
+    )
     ids = IdListField()
     reason = forms.CharField(
-        max_length=2000, widget=forms.TextInput(attrs={"placeholder": "reason (required)"})
+        max_length=2000,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "reason (required to quarantine, approve)"}),
     )
 
 

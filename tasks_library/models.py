@@ -317,3 +317,40 @@ class ReferenceProfile(models.Model):
     runs = models.PositiveIntegerField(default=1)
     details = models.JSONField(default=dict, blank=True)
     measured_at = models.DateTimeField(auto_now_add=True)
+
+
+class ValidationJob(models.Model):
+    """One run of the validation pipeline on some task versions in the background (Celery), so
+    that a page or a script can follow its progress and read its result without waiting on it.
+
+    ``stage`` is what runs now (a pipeline stage, or ``storing``); ``stages_done`` of
+    ``stages_total`` the progress; ``results`` one ``{"id", "task_id", "number", "verdict",
+    "quarantined", "reasons", "mutation_score"}`` per version once done; ``error`` why it failed.
+    """
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    version_ids = models.JSONField(default=list)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    stage = models.CharField(max_length=40, blank=True)
+    stages_done = models.PositiveIntegerField(default=0)
+    stages_total = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    celery_id = models.CharField(max_length=100, blank=True)
+    created_by = models.CharField(max_length=AUTHOR_MAX, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"validation job {self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.DONE, self.FAILED)

@@ -25,6 +25,7 @@ from tasks_library.models import (
     TaskSetVersion,
     TaskVersion,
     TestSuiteVersion,
+    ValidationJob,
 )
 from tasks_library.testsplit import visible_subset
 
@@ -639,4 +640,64 @@ def task_version_record_attempts(*, version_id: int, passed: int, total: int) ->
         raise ValueError(f"passed={passed} must be within 0..total={total}")
     TaskVersion.objects.filter(pk=version_id).update(
         attempts_passed=F("attempts_passed") + passed, attempts_total=F("attempts_total") + total
+    )
+
+
+# --- validation jobs: the pipeline in the background, followed by pages and scripts ------------
+
+
+@transaction.atomic
+def validation_job_create(*, version_ids: list[int], options: dict, author: str) -> ValidationJob:
+    """A queued job for the validation of these versions (the caller then queues its Celery task).
+
+    Raises:
+        InputError: (``ids``) no version, or an id that is no task version.
+    """
+    ids = list(dict.fromkeys(int(i) for i in version_ids))
+    if not ids:
+        raise InputError("ids: select at least one task version", field="ids")
+    found = set(TaskVersion.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise InputError(f"ids: no task version with id {missing[0]}", field="ids")
+    return ValidationJob.objects.create(version_ids=ids, options=options or {}, created_by=author)
+
+
+def validation_job_progress(*, job_id: int, stage: str, done: int, total: int) -> None:
+    """The job runs ``stage``: ``done`` of ``total`` stages are behind it."""
+    now = timezone.now()
+    ValidationJob.objects.filter(pk=job_id, started_at=None).update(started_at=now)
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.RUNNING, stage=stage, stages_done=done, stages_total=total
+    )
+
+
+def validation_job_finish(*, job_id: int, versions: list[TaskVersion]) -> None:
+    """The job is done: each version's verdict, quarantine and reasons become its result."""
+    results = [
+        {
+            "id": v.pk,
+            "task_id": v.task.task_id,
+            "number": v.number,
+            "verdict": current.verdict,
+            "quarantined": current.quarantined,
+            "reasons": current.verdict_reasons,
+            "mutation_score": current.mutation_score,
+        }
+        for v in versions
+        for current in [TaskVersion.objects.get(pk=v.pk)]
+    ]
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.DONE,
+        stage="",
+        stages_done=F("stages_total"),
+        results=results,
+        finished_at=timezone.now(),
+    )
+
+
+def validation_job_fail(*, job_id: int, error: str) -> None:
+    """The job failed (the pipeline raised, the queue was unreachable): say why."""
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.FAILED, error=error[:2000], finished_at=timezone.now()
     )

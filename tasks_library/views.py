@@ -19,7 +19,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
-from kombu.exceptions import OperationalError
 
 from console.core.access import console_read_page
 from console.core.errors import InputError, form_add_error
@@ -33,7 +32,7 @@ from tasks_library.forms import (
     VersionCurationForm,
     first_error,
 )
-from tasks_library.models import Task, TaskSet, TaskVersion
+from tasks_library.models import Task, TaskSet, TaskVersion, ValidationJob
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
     task_set_versions,
@@ -49,7 +48,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
-from tasks_library.tasks import validate_task_versions
+from tasks_library.tasks import validation_job_start
 
 PAGE_SIZE = 50
 
@@ -90,6 +89,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             "query": query,
             "curator": is_curator(request.user),
             "sources": task_sources(),
+            "job": _job_of(request),
         },
     )
 
@@ -105,6 +105,8 @@ def _curate(request: HttpRequest) -> HttpResponse:
             form.cleaned_data["ids"],
             form.cleaned_data["reason"],
         )
+        if action == "validate":
+            return _validate_selected(request, ids)
         service = task_versions_quarantine if action == "quarantine" else task_versions_approve
         try:
             changed = service(version_ids=ids, author=request.user.get_username(), reason=reason)
@@ -118,6 +120,33 @@ def _curate(request: HttpRequest) -> HttpResponse:
     filters = FilterForm(request.POST)
     query = urlencode(filters.active())
     return redirect(f"{reverse('task-list')}?{query}" if query else reverse("task-list"))
+
+
+def _validate_selected(request: HttpRequest, ids: list[int]) -> HttpResponse:
+    """The bulk bar's "validate": one job for the selected versions, followed on the list."""
+    filters = FilterForm(request.POST)
+    query = filters.active()
+    try:
+        job = validation_job_start(version_ids=ids, options={}, author=request.user.get_username())
+    except InputError as exc:
+        messages.error(request, str(exc))
+    else:
+        if job.status == ValidationJob.FAILED:
+            messages.error(request, f"could not enqueue validation: {job.error}")
+        else:
+            messages.success(
+                request,
+                f"validation of {len(job.version_ids)} task version"
+                f"{'s' if len(job.version_ids) != 1 else ''} enqueued (job {job.pk})",
+            )
+        query = {**query, "job": job.pk}
+    return redirect(f"{reverse('task-list')}?{urlencode(query)}")
+
+
+def _job_of(request: HttpRequest) -> ValidationJob | None:
+    """The validation job named by ``?job=`` (the page follows it live), if any."""
+    raw = request.GET.get("job", "")
+    return ValidationJob.objects.filter(pk=int(raw)).first() if raw.isdigit() else None
 
 
 def _parse_diff(spec: str, numbers: set[int]) -> tuple[int, int]:
@@ -176,6 +205,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "curator": is_curator(request.user),
         "diff_error": "",
         "diff": None,
+        "job": _job_of(request),
     }
     if request.GET.get("diff"):
         try:
@@ -247,19 +277,18 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     version = (versions.filter(number=int(raw)) if raw.isdigit() else versions).first()
     if version is None:
         raise Http404(f"task {task_id} has no version {raw}")
-    try:
-        validate_task_versions.delay([version.pk], {})
-    except OperationalError as exc:
-        messages.error(
-            request, f"could not enqueue validation: the task queue is unreachable ({exc})"
-        )
+    job = validation_job_start(
+        version_ids=[version.pk], options={}, author=request.user.get_username()
+    )
+    if job.status == ValidationJob.FAILED:
+        messages.error(request, f"could not enqueue validation: {job.error}")
     else:
         messages.success(
             request,
-            f"validation of {task.task_id} v{version.number} enqueued; "
-            "the verdict appears here once a worker has run it",
+            f"validation of {task.task_id} v{version.number} enqueued (job {job.pk}); its "
+            "progress and verdict appear below as a worker runs it",
         )
-    return redirect(_task_detail_url(task.task_id, v=version.number))
+    return redirect(_task_detail_url(task.task_id, v=version.number, job=job.pk))
 
 
 @login_required

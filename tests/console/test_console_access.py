@@ -22,6 +22,7 @@ from django.urls import URLResolver, get_resolver
 from console.review import models as m
 from console.review.services import review_queue_create, task_draft_create
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tasks_library.models import ValidationJob
 from training.models import StepMetric
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +84,7 @@ LIBRARY_READ = {
     "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
+    "api-validation-job": (lambda w: f"/api/validation-jobs/{w.job.pk}/", "json"),
     # the review API reads as the review pages do: a sign-in always, a role while private
     "api-review-queues": (lambda w: "/api/review/queues/", "json"),
     "api-review-queue": (lambda w: f"/api/review/queues/{w.queue.pk}/", "json"),
@@ -199,7 +201,9 @@ def world(humaneval):
         reference_solution="    return 1\n",
         tests="def check(candidate):\n    assert candidate() == 1\n",
     )
+    job = ValidationJob.objects.create(version_ids=[versions[0].pk], created_by="cora")
     return SimpleNamespace(
+        job=job,
         viewer=viewer,
         nobody=nobody,
         run=run,
