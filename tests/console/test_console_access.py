@@ -21,8 +21,8 @@ from django.urls import URLResolver, get_resolver
 
 from console.review import models as m
 from console.review.services import review_queue_create, task_draft_create
-from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from tasks_library.models import ValidationJob
+from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import StepMetric
 
 pytestmark = pytest.mark.django_db
