@@ -13,6 +13,7 @@ urlpatterns = [
     path("metrics", metrics_views.metrics, name="metrics"),
     path("runs/<int:run_id>/", views.run_detail, name="run-detail"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:run_id>/edit/", views.run_edit, name="run-edit"),
     path(
         "runs/<int:run_id>/alerts/<int:alert_id>/ack/",
         views.alert_acknowledge,

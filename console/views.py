@@ -29,6 +29,7 @@ from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
 from training.selectors import alert_event, run_metric_names
 from training.services import alert_acknowledge as acknowledge
+from training.services import run_update
 from training.watch import progress_text
 
 
@@ -218,6 +219,27 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
         messages.success(
             request, f"cancelling run {run_id}: its trainer stops and its backend is cleaned up"
         )
+    return redirect("run-detail", run_id=run_id)
+
+
+@login_required
+@require_POST
+def run_edit(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Rename, describe or retag a run from its page (curators and operators)."""
+    if not TrainingRun.objects.filter(pk=run_id).exists():
+        raise Http404(f"run {run_id} does not exist")
+    try:
+        run_update(
+            run_id=run_id,
+            user=request.user,
+            name=request.POST.get("name", ""),
+            description=request.POST.get("description", ""),
+            tags=request.POST.get("tags", ""),
+        )
+    except InputError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"run {run_id} updated")
     return redirect("run-detail", run_id=run_id)
 
 

@@ -112,6 +112,7 @@ EXEMPT = {
             "run-launch",
             "run-resume",
             "run-cancel",
+            "run-edit",
             "api-run-cancel",
             "api-run-resume",
             "alert-acknowledge",

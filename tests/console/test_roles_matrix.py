@@ -181,6 +181,13 @@ ENDPOINTS = {
         MANAGERS,
         lambda w, role: any(c[0] == "cancel" for c in w.calls),
     ),
+    "run rename and tag (page)": (
+        lambda w: f"/runs/{w.run.pk}/edit/",
+        lambda w, role: {"name": f"page by {role}", "description": "", "tags": "matrix"},
+        "form",
+        MANAGERS,
+        lambda w, role: TrainingRun.objects.filter(name=f"page by {role}").exists(),
+    ),
     "alert acknowledge": (
         lambda w: f"/runs/{w.run.pk}/alerts/{w.alert.pk}/ack/",
         lambda w, role: {"note": f"seen by {role}"},
