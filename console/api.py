@@ -16,12 +16,15 @@ from __future__ import annotations
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException, NotFound
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import rule_permission
+from console.core.api import BadRequest as ApiError
+from console.core.api import ErrorSerializer
+from console.core.api import validated as checked
 from console.core.errors import InputError
 from console.core.permissions import may_launch_run, may_operate_run
 from console.dashboard_views import launch_config
@@ -31,41 +34,6 @@ from training.config import ConfigError
 from training.models import TrainingRun
 from training.services import InvalidTransition, run_create, run_update
 from training.services import run_resume as resume
-
-
-class ApiError(APIException):
-    """``{"field", "error"}`` with a status of its own (400, 404, 409)."""
-
-    def __init__(self, field: str | None, error: str, *, status_code: int = 400) -> None:
-        self.status_code = status_code
-        self.detail = {"field": field, "error": error}
-
-
-class ErrorSerializer(serializers.Serializer):
-    field = serializers.CharField(allow_null=True, help_text="the input at fault, or null")
-    error = serializers.CharField(help_text="what is wrong, starting with the field's name")
-
-
-def checked(serializer_class, data) -> dict:
-    """``data`` checked by ``serializer_class``, unknown keys refused.
-
-    Raises:
-        ApiError: 400 naming the first field at fault.
-    """
-    serializer = serializer_class(data=data)
-    unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
-    if unknown:
-        raise ApiError(
-            unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})"
-        )
-    if not serializer.is_valid():
-        field, errors = next(iter(serializer.errors.items()))
-        while isinstance(errors, (list, dict)):
-            errors = next(iter(errors.values() if isinstance(errors, dict) else errors), "invalid")
-        field = None if field == "non_field_errors" else field
-        raise ApiError(field, f"{field}: {errors}" if field else str(errors))
-    return serializer.validated_data
-
 
 # --- serializers ------------------------------------------------------------------------------
 

@@ -15,12 +15,12 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import APIException
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import IsCuratorOrReadOnly
+from console.core.api import BadRequest, ErrorSerializer, validated
 from console.core.errors import InputError
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
@@ -57,48 +57,6 @@ from tasks_library.tasks import validation_job_start
 from tasks_library.validation.pipeline import Options
 
 # --- errors ---------------------------------------------------------------------
-
-
-class ErrorSerializer(serializers.Serializer):
-    field = serializers.CharField(allow_null=True, help_text="the input field at fault, or null")
-    error = serializers.CharField(help_text="what is wrong, starting with the field's name")
-
-
-class BadRequest(APIException):
-    """400 with ``{"field": ..., "error": ...}``."""
-
-    status_code = 400
-    default_code = "invalid"
-
-    def __init__(self, field: str | None, error: str) -> None:
-        self.detail = {"field": field, "error": error}
-
-
-def _first_message(errors) -> str:
-    while isinstance(errors, (list, dict)):
-        errors = next(iter(errors.values() if isinstance(errors, dict) else errors), "invalid")
-    return str(errors)
-
-
-def validated(serializer_class, data) -> dict:
-    """``data`` checked by ``serializer_class``; unknown keys are refused too.
-
-    Raises:
-        BadRequest: naming the first field at fault.
-    """
-    serializer = serializer_class(data=data)
-    unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
-    if unknown:
-        raise BadRequest(
-            unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})"
-        )
-    if not serializer.is_valid():
-        field, errors = next(iter(serializer.errors.items()))
-        field = None if field == "non_field_errors" else field
-        raise BadRequest(
-            field, f"{field}: {_first_message(errors)}" if field else _first_message(errors)
-        )
-    return serializer.validated_data
 
 
 def filtered(params) -> FilterForm:

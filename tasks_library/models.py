@@ -350,7 +350,3 @@ class ValidationJob(models.Model):
 
     def __str__(self) -> str:
         return f"validation job {self.pk} ({self.status})"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)

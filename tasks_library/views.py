@@ -126,21 +126,33 @@ def _validate_selected(request: HttpRequest, ids: list[int]) -> HttpResponse:
     """The bulk bar's "validate": one job for the selected versions, followed on the list."""
     filters = FilterForm(request.POST)
     query = filters.active()
+    what = f"{len(ids)} task version{'s' if len(ids) != 1 else ''}"
     try:
-        job = validation_job_start(version_ids=ids, options={}, author=request.user.get_username())
+        job = _validation_started(request, ids, what)
     except InputError as exc:
         messages.error(request, str(exc))
     else:
-        if job.status == ValidationJob.FAILED:
-            messages.error(request, f"could not enqueue validation: {job.error}")
-        else:
-            messages.success(
-                request,
-                f"validation of {len(job.version_ids)} task version"
-                f"{'s' if len(job.version_ids) != 1 else ''} enqueued (job {job.pk})",
-            )
         query = {**query, "job": job.pk}
     return redirect(f"{reverse('task-list')}?{urlencode(query)}")
+
+
+def _validation_started(request: HttpRequest, ids: list[int], what: str) -> ValidationJob:
+    """Start a validation job of ``ids`` as the signed-in curator and say so (or why it could
+    not be queued); the page then follows the job live.
+
+    Raises:
+        InputError: (``ids``) none, or an unknown version.
+    """
+    job = validation_job_start(version_ids=ids, options={}, author=request.user.get_username())
+    if job.status == ValidationJob.FAILED:
+        messages.error(request, f"could not enqueue validation: {job.error}")
+    else:
+        messages.success(
+            request,
+            f"validation of {what} enqueued (job {job.pk}); its progress and verdicts appear "
+            "here as a worker runs it",
+        )
+    return job
 
 
 def _job_of(request: HttpRequest) -> ValidationJob | None:
@@ -277,17 +289,7 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     version = (versions.filter(number=int(raw)) if raw.isdigit() else versions).first()
     if version is None:
         raise Http404(f"task {task_id} has no version {raw}")
-    job = validation_job_start(
-        version_ids=[version.pk], options={}, author=request.user.get_username()
-    )
-    if job.status == ValidationJob.FAILED:
-        messages.error(request, f"could not enqueue validation: {job.error}")
-    else:
-        messages.success(
-            request,
-            f"validation of {task.task_id} v{version.number} enqueued (job {job.pk}); its "
-            "progress and verdict appear below as a worker runs it",
-        )
+    job = _validation_started(request, [version.pk], f"{task.task_id} v{version.number}")
     return redirect(_task_detail_url(task.task_id, v=version.number, job=job.pk))
 
 

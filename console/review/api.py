@@ -14,42 +14,17 @@ from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import rule_permission
+from console.core.api import BadRequest as ApiError
+from console.core.api import ErrorSerializer
+from console.core.api import validated as checked
 from console.core.errors import InputError
 from console.core.permissions import is_curator, may_manage_queues, may_read_library, may_review
 from console.review import models as m
 from console.review import selectors, services
-
-
-class ApiError(APIException):
-    status_code = 400
-
-    def __init__(self, field: str | None, error: str) -> None:
-        self.detail = {"field": field, "error": error}
-
-
-def checked(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
-    unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
-    if unknown:
-        raise ApiError(
-            unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})"
-        )
-    if not serializer.is_valid():
-        field, errors = next(iter(serializer.errors.items()))
-        while isinstance(errors, (list, dict)):
-            errors = next(iter(errors.values() if isinstance(errors, dict) else errors), "invalid")
-        raise ApiError(field, f"{field}: {errors}")
-    return serializer.validated_data
-
-
-class ErrorSerializer(serializers.Serializer):
-    field = serializers.CharField(allow_null=True)
-    error = serializers.CharField()
 
 
 class LabelSetEntrySerializer(serializers.Serializer):
@@ -216,6 +191,19 @@ class QueueApi(APIView):
         return Response(_detail(queue_id))
 
 
+def _answer(item: m.ReviewItem, *, label: str, note: str) -> Response:
+    """A label's or a confirmation's answer: what was said and what the item's rule decided."""
+    return Response(
+        {
+            "item": item.pk,
+            "label": label,
+            "note": note,
+            "decision": item.decision,
+            "feedback": item.feedback,
+        }
+    )
+
+
 class _ItemWriteApi(APIView):
     """Writes on an item: the role is checked first (403), then the service's own rule (an
     assigned reviewer, 403 too)."""
@@ -252,15 +240,7 @@ class ItemLabelApi(_ItemWriteApi):
         except InputError as exc:
             raise ApiError(exc.field, str(exc)) from exc
         item.refresh_from_db()
-        return Response(
-            {
-                "item": item.pk,
-                "label": record.label,
-                "note": record.note,
-                "decision": item.decision,
-                "feedback": item.feedback,
-            }
-        )
+        return _answer(item, label=record.label, note=record.note)
 
 
 class ItemConfirmApi(_ItemWriteApi):
@@ -287,12 +267,4 @@ class ItemConfirmApi(_ItemWriteApi):
             )
         except InputError as exc:
             raise ApiError(exc.field, str(exc)) from exc
-        return Response(
-            {
-                "item": item.pk,
-                "label": item.decision,
-                "note": item.confirm_note,
-                "decision": item.decision,
-                "feedback": item.feedback,
-            }
-        )
+        return _answer(item, label=item.decision, note=item.confirm_note)

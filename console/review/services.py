@@ -278,14 +278,7 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
         InputError: no such item, a label not in the queue's label set, or no note for a label
             that says something is wrong (reward hack, broken task, ambiguous task, other).
     """
-    item = (
-        m.ReviewItem.objects.select_for_update()
-        .select_related("trajectory", "queue")
-        .filter(pk=item_id)
-        .first()
-    )
-    if item is None:
-        raise InputError(f"item: review item {item_id} does not exist", field="item")
+    item = _item_locked(item_id)
     assignment = m.ReviewAssignment.objects.filter(
         item=item, reviewer_id=getattr(reviewer, "pk", None)
     ).first()
@@ -327,6 +320,20 @@ def review_item_confirm(*, item_id: int, curator, label: str, note: str = "") ->
     """
     if not is_curator(curator):
         raise PermissionDenied("only curators confirm review labels")
+    item = _item_locked(item_id)
+    note = _label_checked(item.queue, label, note)
+    item.confirmed_by, item.confirmed_at, item.confirm_note = curator, timezone.now(), note
+    item.save(update_fields=["confirmed_by", "confirmed_at", "confirm_note"])
+    _item_decide(item, confirmed=label)
+    return item
+
+
+def _item_locked(item_id: int) -> m.ReviewItem:
+    """Item ``item_id`` locked for this transaction, with its trajectory and queue.
+
+    Raises:
+        InputError: (``item``) no such item.
+    """
     item = (
         m.ReviewItem.objects.select_for_update()
         .select_related("trajectory", "queue")
@@ -335,10 +342,6 @@ def review_item_confirm(*, item_id: int, curator, label: str, note: str = "") ->
     )
     if item is None:
         raise InputError(f"item: review item {item_id} does not exist", field="item")
-    note = _label_checked(item.queue, label, note)
-    item.confirmed_by, item.confirmed_at, item.confirm_note = curator, timezone.now(), note
-    item.save(update_fields=["confirmed_by", "confirmed_at", "confirm_note"])
-    _item_decide(item, confirmed=label)
     return item
 
 

@@ -33,6 +33,7 @@ def labelled(humaneval):
         reviewers_per_item=1,
         reviewers=[rita],
         created_by=curator,
+        quorum=1,  # one reviewer's word feeds back in this queue
     )
     item = queue.items.get()
     review_label(item_id=item.pk, reviewer=rita, label=m.REWARD_HACK, note="reads the tests' file")

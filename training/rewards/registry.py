@@ -44,12 +44,6 @@ def reward(name: str, *, gated: bool = False) -> Callable[[RewardFunction], Rewa
     return register
 
 
-def gated_names() -> list[str]:
-    """The components that count only as far as the program is correct."""
-    _load_builtin()
-    return sorted(name for name, f in REGISTRY.items() if getattr(f, "gated_on_correctness", 0))
-
-
 def _gate(function: RewardFunction, value: float, submission: GradedSubmission) -> float:
     """``value`` clamped to [0, 1], times correctness when ``function`` is gated."""
     value = min(1.0, max(0.0, float(value)))
