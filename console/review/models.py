@@ -4,8 +4,10 @@ feed back.
 A :class:`ReviewQueue` samples trajectories (of one run, or across runs) with a strategy
 (``console.review.sampling``) into ordered :class:`ReviewItem` rows; each item is assigned to
 ``reviewers_per_item`` people (:class:`ReviewAssignment`); each assigned reviewer gives one
-:class:`ReviewLabel` per item. Labels feed back (``console.review.services.review_label``):
-``broken_task`` quarantines the task version for a curator to confirm, ``reward_hack`` adds a
+:class:`ReviewLabel` per item, from the queue's label set. The queue's consensus rule decides an
+item's label (``quorum`` reviewers agreeing, or a curator confirming; ``ReviewItem.decision``), and
+only a decided label feeds back (``console.review.services.review_label``): ``broken_task``
+quarantines the task version for a curator to confirm, ``reward_hack`` adds a
 :class:`HackExample` (exportable to the hack regression corpus) and flags the trajectory.
 A reviewer may turn a trajectory into a :class:`TaskDraft`, which a curator submits to the
 task library.
