@@ -950,5 +950,6 @@ def reward_formula(config: dict) -> str:
     if list(weights) == ["correctness"]:
         return "correctness"
     total = sum(weights.values())
-    terms = " + ".join(f"{name}×{weight:g}" for name, weight in weights.items())
+    ordered = sorted(weights.items(), key=lambda item: (item[0] != "correctness", item[0]))
+    terms = " + ".join(f"{name}×{weight:g}" for name, weight in ordered)
     return f"({terms}) / {total:g}"

@@ -21,7 +21,9 @@ import { timeElement } from "./lib/time.js";
   // says which (a total with a quality share is not plotted as if it were correctness).
   const weightsNode = document.getElementById("reward-weights");
   const weights = (weightsNode && JSON.parse(weightsNode.textContent)) || { correctness: 1 };
-  const weighted = Object.entries(weights).filter(([, w]) => Number(w) > 0);
+  // correctness first, then by name (a JSON column keeps no key order)
+  const weighted = Object.entries(weights).filter(([, w]) => Number(w) > 0)
+    .sort(([a], [b]) => (a === "correctness" ? -1 : b === "correctness" ? 1 : a.localeCompare(b)));
   const correctnessOnly = weighted.length === 1 && weighted[0][0] === "correctness";
   const rewardName = correctnessOnly ? "reward (correctness)"
     : `total reward (${weighted.map(([name, w]) => `${name}×${w}`).join(" + ")}) / ${weighted.reduce((sum, [, w]) => sum + Number(w), 0)}`;

@@ -11,7 +11,11 @@ from tasks_library.models import TaskVersion, ValidationJob
 from tasks_library.tasks import validate_task_versions
 from tests.browser import browser_marks, off_loop, sign_in
 from tests.console.conftest import browser_page, console_server, frontend_bundle  # noqa: F401
-from tests.tasks_library.conftest import make_user, roles  # noqa: F401 (fixtures)
+from tests.tasks_library.conftest import (  # noqa: F401 (fixtures)
+    make_user,
+    no_queued_validation,
+    roles,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -32,7 +36,7 @@ def run_the_worker(job_id: int) -> None:
 
 
 def test_validation_progress_and_verdict_appear_without_a_reload(
-    pending, console_server, browser_page
+    pending, no_queued_validation, console_server, browser_page
 ):
     curator, library = pending
     page = browser_page
