@@ -188,9 +188,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "transitions": run.transitions.all(),
             "can_operate": may_operate_run(request.user),
             "terminal_statuses": TrainingRun.TERMINAL,
-            "progress": (
+            "progress": (  # what the run does before its first step (the SFT warm start)
                 progress_text(run.summary["progress"])
-                if run.status == TrainingRun.RUNNING and (run.summary or {}).get("progress")
+                if run.status == TrainingRun.RUNNING
+                and (run.summary or {}).get("progress")
+                and not run.steps.exists()
                 else ""
             ),
             "reward_weights": (run.config or {}).get("reward_weights") or {"correctness": 1.0},

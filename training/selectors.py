@@ -632,8 +632,12 @@ def run_backfill_bounded(
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
     progress = (run.summary or {}).get("progress")
-    if progress and run.status == TrainingRun.RUNNING:
-        events.append({"kind": "progress", **progress})
+    if (
+        progress
+        and run.status == TrainingRun.RUNNING
+        and not StepMetric.objects.filter(run_id=run_id).exists()
+    ):
+        events.append({"kind": "progress", **progress})  # before the first step only
     full = list(
         StepMetric.objects.filter(run_id=run_id, step__gt=after)
         .defer("timeline")

@@ -428,9 +428,9 @@ def _warm_start(
 
     sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
     tracker.set("idle")
-    if ranks.is_main:  # the warm start is done: no progress to show until the steps come
+    if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
-            run_id=run_id, **sft, device=str(policy.device), ranks=ranks.world, progress=None
+            run_id=run_id, **sft, device=str(policy.device), ranks=ranks.world
         )
 
 
