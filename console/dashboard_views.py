@@ -29,11 +29,13 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.core.access import console_read_json, console_read_page, page_refusal
+from console.core.errors import InputError, form_add_error
 from console.core.permissions import may_launch_run, may_operate_run, may_read_console
 from sandboxes.pool_stats import pool_stats
 from tasks_library.models import TaskSet
@@ -84,6 +86,20 @@ def parse_config_text(text: str) -> dict:
 
 
 class RunLaunchForm(forms.Form):
+    name = forms.CharField(
+        required=False, max_length=200, help_text="a short name for the runs table (optional)"
+    )
+    description = forms.CharField(
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 70}),
+        help_text="what this run tries (optional)",
+    )
+    tags = forms.CharField(
+        required=False,
+        max_length=900,
+        help_text="words separated by spaces or commas, e.g. sweep lr-1e-4 (optional)",
+    )
     task_set = forms.ModelChoiceField(
         queryset=TaskSet.objects.order_by("name"),
         empty_label=None,
@@ -124,23 +140,34 @@ class RunLaunchForm(forms.Form):
         except ConfigError as exc:
             self.add_error("config", str(exc))
             return cleaned
-        if "steps" in overrides:
-            self.add_error(
-                "config", "config key 'steps': set the number of steps in the Steps field, not here"
-            )
-            return cleaned
         try:
-            config = RunConfig.from_dict({**overrides, "steps": cleaned["steps"]})
-            if cleaned["backend"] == "kubernetes":
-                # Imported here: the web loads the kubernetes client only to check such a launch.
-                from training.kubernetes import KubernetesSpec  # noqa: PLC0415
-
-                KubernetesSpec.from_config(config.kubernetes)
+            cleaned["run_config"] = launch_config(
+                overrides, steps=cleaned["steps"], backend=cleaned["backend"]
+            )
         except ConfigError as exc:
             self.add_error("config", str(exc))
-            return cleaned
-        cleaned["run_config"] = config
         return cleaned
+
+
+def launch_config(overrides: dict, *, steps: int, backend: str) -> RunConfig:
+    """The run configuration of a launch (the form's and the API's): ``overrides`` on
+    ``RunConfig``'s defaults, ``steps`` given apart, and a Kubernetes spec checked for that
+    backend.
+
+    Raises:
+        ConfigError: naming the config key (``steps`` among the overrides, too).
+    """
+    if "steps" in overrides:
+        raise ConfigError(
+            "config key 'steps': set the number of steps in the Steps field, not here"
+        )
+    config = RunConfig.from_dict({**overrides, "steps": steps})
+    if backend == "kubernetes":
+        # Imported here: the web loads the kubernetes client only to check such a launch.
+        from training.kubernetes import KubernetesSpec  # noqa: PLC0415
+
+        KubernetesSpec.from_config(config.kubernetes)
+    return config
 
 
 def run_launch(request: HttpRequest) -> HttpResponse:
@@ -152,7 +179,7 @@ def run_launch(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     if not may_launch_run(request.user):
-        return HttpResponseForbidden(
+        raise PermissionDenied(
             "only curators and operators (training.add_trainingrun) may launch runs"
         )
     form = RunLaunchForm(request.POST if request.method == "POST" else None)
@@ -162,7 +189,13 @@ def run_launch(request: HttpRequest) -> HttpResponse:
                 task_set=form.cleaned_data["task_set"],
                 config=form.cleaned_data["run_config"],
                 backend=form.cleaned_data["backend"],
+                name=form.cleaned_data["name"],
+                description=form.cleaned_data["description"],
+                tags=form.cleaned_data["tags"],
+                launched_by=request.user.get_username(),
             )
+        except InputError as exc:  # a bad name, description or tags
+            form_add_error(form, exc)
         except ValueError as exc:  # an empty or unvalidated task set, an unusable held-out set
             message = str(exc)
             form.add_error("config" if message.startswith("config key") else "task_set", message)
@@ -187,7 +220,7 @@ def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     from training.tasks import run_launch as run_launch_task  # noqa: PLC0415
 
     if not may_operate_run(request.user):
-        return HttpResponseForbidden(
+        raise PermissionDenied(
             "only curators and operators (training.change_trainingrun) may resume runs"
         )
     if not TrainingRun.objects.filter(pk=run_id).exists():
@@ -244,21 +277,27 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     data = [
         {
             "id": pk,
-            "label": f"run {pk} · {runs[pk].task_set.name} · {runs[pk].status}",
+            "label": f"{runs[pk].title} · {runs[pk].task_set.name} · {runs[pk].status}",
             "colour": RUN_COLOURS[i],
+            "reward": selectors.reward_formula(runs[pk].config),
             "curves": selectors.run_curves(run_id=pk),
         }
         for i, pk in enumerate(ids)
     ]
+    ordered = [runs[pk] for pk in ids]
+    config_rows = selectors.runs_config_table(ordered)
     return render(
         request,
         "console/run_compare.html",
         {
-            "runs": [runs[pk] for pk in ids],
+            "runs": ordered,
             "compare_data": data,
             "recent": recent,
             "chosen": ids,
             "colours": dict(zip(ids, RUN_COLOURS)),
+            "config_rows": config_rows,
+            "differences": [row for row in config_rows if row["differs"]],
+            "rewards_differ": len({item["reward"] for item in data}) > 1,
         },
     )
 
@@ -300,14 +339,34 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
 # --- the sandbox pool -----------------------------------------------------------------------------
 
 
+def pool_runtime_state(stats: dict) -> str:
+    """What one runtime's pool row means (``sandboxes.pool_stats.runtime_stats``):
+
+    * ``serving``: live workers;
+    * ``unused``: no live worker and nothing for one to do (no request queued or in flight, no
+      trainer announcing demand): Node.js on a Python-only setup, shown grey, not as an alarm;
+    * ``starved``: work waits and no live worker takes it (red).
+    """
+    if stats["workers"]["alive"]:
+        return "serving"
+    waiting = (
+        stats["queue_depth"] + stats["in_flight"] + (stats.get("demand") or {}).get("total", 0)
+    )
+    return "starved" if waiting else "unused"
+
+
 @require_GET
 @console_read_json
 def sandbox_pool_api(request: HttpRequest) -> JsonResponse:
-    """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON; 503 when Redis is down."""
+    """The pool statistics (``sandboxes.pool_stats.pool_stats``) as JSON, each runtime with its
+    ``state`` (:func:`pool_runtime_state`); 503 when Redis is down."""
     try:
-        return JsonResponse(pool_stats())
+        stats = pool_stats()
     except (redis.RedisError, OSError) as exc:
         return JsonResponse({"error": f"Redis does not answer: {exc}"}, status=503)
+    for runtime in stats["runtimes"].values():
+        runtime["state"] = pool_runtime_state(runtime)
+    return JsonResponse(stats)
 
 
 @require_GET

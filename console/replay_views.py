@@ -22,10 +22,10 @@ from rest_framework.pagination import LimitOffsetPagination, PageNumberPaginatio
 from console.core.access import ConsoleRead, console_read_page
 from sandboxes.result import STATUSES
 from training import flags, selectors
-from training.models import MonitorScore, Trajectory, Turn
+from training.models import MonitorScore, Trajectory
+from training.replay import TURN_CHUNK, TurnSerializer, replay_turns, turn_chunk
 
 PAGE_SIZE = 50
-TURN_CHUNK = 25
 # Flags the trainer raises itself; detectors add their own (the filter takes any name).
 KNOWN_FLAGS = tuple(flags.KINDS)  # the filter's suggestions
 
@@ -148,60 +148,6 @@ class TrajectoryDetailSerializer(serializers.ModelSerializer):
     def get_monitor_scores(self, trajectory: Trajectory) -> list:
         scores = selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk)
         return MonitorScoreSerializer(scores, many=True).data
-
-
-class TurnSerializer(serializers.ModelSerializer):
-    """One turn as the replay draws it; ``diff`` is the unified diff of ``code`` from the
-    previous turn's code as ``[kind, line]`` pairs (kind: head, hunk, add, del, ctx)."""
-
-    sampled_tokens = serializers.IntegerField(allow_null=True)
-    observation_tokens = serializers.IntegerField(allow_null=True)
-    diff = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Turn
-        fields = [
-            "id",
-            "index",
-            "action",
-            "policy_text",
-            "code",
-            "diff",
-            "observation",
-            "sandbox_status",
-            "sandbox_result",
-            "sampled_tokens",
-            "observation_tokens",
-        ]
-
-    @extend_schema_field(
-        serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
-    )
-    def get_diff(self, turn: Turn) -> list:
-        before = self.context.get("code_before", {})
-        if turn.pk not in before:
-            return []
-        return [list(pair) for pair in selectors.code_diff(old=before[turn.pk], new=turn.code)]
-
-
-def turn_chunk(
-    turns: list[Turn], *, trajectory_id: int, offset: int, context: dict | None = None
-) -> list[dict]:
-    """Serialize consecutive turns starting at position ``offset``, each diffed against the one
-    before (the first turn of a trajectory has no diff)."""
-    code_before = {}
-    previous = (
-        selectors.turn_code_before(trajectory_id=trajectory_id, offset=offset)
-        if offset > 0 and turns
-        else None
-    )
-    for turn in turns:
-        if previous is not None:
-            code_before[turn.pk] = previous
-        previous = turn.code
-    return TurnSerializer(
-        turns, many=True, context={**(context or {}), "code_before": code_before}
-    ).data
 
 
 # --- JSON API -------------------------------------------------------------------------
@@ -385,8 +331,6 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
         selectors.trajectory_group(run_id=run_id, step=trajectory.step, group=trajectory.group)
     )
     at = next(i for i, t in enumerate(group) if t.pk == trajectory.pk)
-    index = selectors.trajectory_turn_index(trajectory_id=trajectory.pk)
-    first = list(selectors.trajectory_turns(trajectory_id=trajectory.pk)[:TURN_CHUNK])
     components = sorted(trajectory.reward_components.items())
     return render(
         request,
@@ -405,19 +349,10 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
                 for flag, value in trajectory.flag_evidence.items()
                 if flag not in trajectory.flags
             ],
-            "monitor_scores": selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
+            "monitor_scores": selectors.trajectory_monitor_rows(trajectory=trajectory),
             "group": group,
             "previous": group[at - 1] if at > 0 else None,
             "next": group[at + 1] if at + 1 < len(group) else None,
-            "turns": [
-                {"number": n + 1, "index": i, "action": a, "status": s}
-                for n, (i, a, s) in enumerate(index)
-            ],
-            "first_chunk": {
-                "offset": 0,
-                "count": len(index),
-                "chunk": TURN_CHUNK,
-                "results": turn_chunk(first, trajectory_id=trajectory.pk, offset=0),
-            },
+            **replay_turns(trajectory=trajectory),
         },
     )

@@ -127,6 +127,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # {{ value|when }} and the other filters every page uses (console/templatetags)
+            "builtins": ["console.templatetags.crucible"],
         },
     },
 ]
@@ -297,9 +299,12 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Crucible API",
     "DESCRIPTION": (
-        "Task library curation (task versions, validation, quarantine, task sets) and training "
-        "runs. Sign in with a session (the console's login) or HTTP Basic; writes need the "
-        "curators group."
+        "What the console's pages do, for pipelines and notebooks: the task library (task "
+        "versions, validation jobs, quarantine, task sets), training runs (the runs table, "
+        "launch, rename, cancel, resume), trajectories, review (queues, labels, curators' "
+        "confirmations). Sign in with a session (the console's login) or HTTP Basic; each write "
+        "needs the role its page needs (curators, operators, reviewers). Errors are "
+        '{"field", "error"}. [Back to the console](/)'
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -309,6 +314,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "console.views.csrf_failure"
 LOGIN_REDIRECT_URL = "task-list"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from django.db.models import Max
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
-from kombu.exceptions import OperationalError
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import APIException
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import IsCuratorOrReadOnly
+from console.core.api import BadRequest, ErrorSerializer, validated
 from console.core.errors import InputError
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
@@ -36,6 +36,7 @@ from tasks_library.models import (
     TaskSetVersion,
     TaskVersion,
     TestSuiteVersion,
+    ValidationJob,
 )
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
@@ -52,52 +53,10 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
-from tasks_library.tasks import validate_task_versions
+from tasks_library.tasks import validation_job_start
 from tasks_library.validation.pipeline import Options
 
 # --- errors ---------------------------------------------------------------------
-
-
-class ErrorSerializer(serializers.Serializer):
-    field = serializers.CharField(allow_null=True, help_text="the input field at fault, or null")
-    error = serializers.CharField(help_text="what is wrong, starting with the field's name")
-
-
-class BadRequest(APIException):
-    """400 with ``{"field": ..., "error": ...}``."""
-
-    status_code = 400
-    default_code = "invalid"
-
-    def __init__(self, field: str | None, error: str) -> None:
-        self.detail = {"field": field, "error": error}
-
-
-def _first_message(errors) -> str:
-    while isinstance(errors, (list, dict)):
-        errors = next(iter(errors.values() if isinstance(errors, dict) else errors), "invalid")
-    return str(errors)
-
-
-def validated(serializer_class, data) -> dict:
-    """``data`` checked by ``serializer_class``; unknown keys are refused too.
-
-    Raises:
-        BadRequest: naming the first field at fault.
-    """
-    serializer = serializer_class(data=data)
-    unknown = sorted(set(data) - set(serializer.fields)) if hasattr(data, "keys") else []
-    if unknown:
-        raise BadRequest(
-            unknown[0], f"{unknown[0]}: unknown field (known: {', '.join(serializer.fields)})"
-        )
-    if not serializer.is_valid():
-        field, errors = next(iter(serializer.errors.items()))
-        field = None if field == "non_field_errors" else field
-        raise BadRequest(
-            field, f"{field}: {_first_message(errors)}" if field else _first_message(errors)
-        )
-    return serializer.validated_data
 
 
 def filtered(params) -> FilterForm:
@@ -315,7 +274,41 @@ class ValidateSerializer(IdsSerializer):
 
 class EnqueuedSerializer(serializers.Serializer):
     enqueued = serializers.ListField(child=serializers.IntegerField())
-    job_id = serializers.CharField()
+    job_id = serializers.CharField(help_text="the Celery task's id")
+    job = serializers.IntegerField(help_text="the validation job: follow it at status_url")
+    status_url = serializers.CharField()
+
+
+class ValidationResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task_id = serializers.CharField()
+    number = serializers.IntegerField()
+    verdict = serializers.CharField()
+    quarantined = serializers.BooleanField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    mutation_score = serializers.FloatField(allow_null=True)
+
+
+class ValidationJobSerializer(serializers.ModelSerializer):
+    results = ValidationResultSerializer(many=True, help_text="one per version, once done")
+
+    class Meta:
+        model = ValidationJob
+        fields = [
+            "id",
+            "status",
+            "stage",
+            "stages_done",
+            "stages_total",
+            "version_ids",
+            "options",
+            "results",
+            "error",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class TaskSetSerializer(serializers.ModelSerializer):
@@ -569,7 +562,8 @@ class ApproveApi(CurateApi):
 
 
 class ValidateApi(CuratorApi):
-    """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once."""
+    """Enqueue validation of task versions in the sandbox pool (Celery); 202 at once with the
+    validation job to follow (``status_url``)."""
 
     @extend_schema(
         request=ValidateSerializer,
@@ -582,13 +576,29 @@ class ValidateApi(CuratorApi):
             Options(**data).check()
         except InputError as exc:
             raise BadRequest(exc.field, f"{exc.field}: {exc}") from exc
-        try:
-            job = validate_task_versions.delay(ids, data)
-        except OperationalError as exc:
-            return Response(
-                {"field": None, "error": f"the task queue is unreachable: {exc}"}, status=503
-            )
-        return Response({"enqueued": ids, "job_id": job.id}, status=status.HTTP_202_ACCEPTED)
+        job = validation_job_start(
+            version_ids=ids, options=data, author=request.user.get_username()
+        )
+        if job.status == ValidationJob.FAILED:
+            return Response({"field": None, "error": job.error}, status=503)
+        return Response(
+            {
+                "enqueued": ids,
+                "job_id": job.celery_id,
+                "job": job.pk,
+                "status_url": reverse("api-validation-job", args=[job.pk]),
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
+class ValidationJobApi(LibraryApi, APIView):
+    """A validation job: its status (queued, running, done, failed), the stage it runs, and each
+    version's verdict once done. Pages poll it to show progress without a reload."""
+
+    @extend_schema(responses={200: ValidationJobSerializer})
+    def get(self, request, job_id: int) -> Response:
+        return Response(ValidationJobSerializer(get_object_or_404(ValidationJob, pk=job_id)).data)
 
 
 @extend_schema(responses={200: TaskSetSerializer(many=True)})

@@ -85,11 +85,24 @@ class IdListField(forms.Field):
 class CurationForm(forms.Form):
     """A bulk action on the selected versions; a written reason is required."""
 
-    action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
+    action = forms.ChoiceField(
+        choices=[("quarantine", "quarantine"), ("approve", "approve"), ("validate", "validate")]
+    )
     ids = IdListField()
     reason = forms.CharField(
-        max_length=2000, widget=forms.TextInput(attrs={"placeholder": "reason (required)"})
+        max_length=2000,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "reason (required to quarantine, approve)"}),
     )
+
+
+class VersionCurationForm(forms.Form):
+    """Quarantine (or confirm a quarantine) or approve one version from its task's page. The
+    reason is checked by the services, whose message says what to write."""
+
+    number = forms.IntegerField(min_value=1)
+    action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
+    reason = forms.CharField(required=False, max_length=2000)
 
 
 def _text(**attrs) -> forms.CharField:

@@ -7,6 +7,8 @@ a version and are updated in place.
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
 
 from sandboxes.process import Limits
@@ -101,16 +103,55 @@ class TestSuiteVersion(Authored):
         )
 
 
+def natural_key(task_id: str) -> str:
+    """``task_id`` as a key that sorts the way a reader counts: case-folded, and each run of
+    digits written as its length (two digits) then its value without leading zeros, so
+    ``HumanEval/2`` < ``HumanEval/10`` < ``HumanEval/100`` and ``a/007`` < ``a/8``."""
+
+    def number(match: re.Match) -> str:
+        digits = match.group().lstrip("0") or "0"
+        return f"{len(digits):02d}{digits}"
+
+    return _DIGITS.sub(number, task_id.casefold())
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+class TaskQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """Django's ``bulk_create``, with each task's :attr:`Task.sort_key` filled in first (a bulk
+        write calls no ``save``)."""
+        objs = list(objs)
+        for task in objs:
+            task.sort_key = natural_key(task.task_id)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class Task(models.Model):
-    """A task's identity across versions (``HumanEval/0``)."""
+    """A task's identity across versions (``HumanEval/0``).
+
+    ``sort_key`` is :func:`natural_key` of the id, kept by :meth:`save` and bulk creation: lists
+    order by it, so ``HumanEval/2`` comes before ``HumanEval/10``.
+    """
 
     task_id = models.CharField(max_length=200, unique=True)
+    sort_key = models.CharField(max_length=400, db_index=True, editable=False, default="")
     source = models.CharField(max_length=60)
     tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = TaskQuerySet.as_manager()
+
     def __str__(self) -> str:
         return self.task_id
+
+    def save(self, *args, **kwargs):
+        self.sort_key = natural_key(self.task_id)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "task_id" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "sort_key"}
+        super().save(*args, **kwargs)
 
 
 class TaskVersion(Authored):
@@ -283,3 +324,36 @@ class ReferenceProfile(models.Model):
     runs = models.PositiveIntegerField(default=1)
     details = models.JSONField(default=dict, blank=True)
     measured_at = models.DateTimeField(auto_now_add=True)
+
+
+class ValidationJob(models.Model):
+    """One run of the validation pipeline on some task versions in the background (Celery), so
+    that a page or a script can follow its progress and read its result without waiting on it.
+
+    ``stage`` is what runs now (a pipeline stage, or ``storing``); ``stages_done`` of
+    ``stages_total`` the progress; ``results`` one ``{"id", "task_id", "number", "verdict",
+    "quarantined", "reasons", "mutation_score"}`` per version once done; ``error`` why it failed.
+    """
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    version_ids = models.JSONField(default=list)
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    stage = models.CharField(max_length=40, blank=True)
+    stages_done = models.PositiveIntegerField(default=0)
+    stages_total = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    celery_id = models.CharField(max_length=100, blank=True)
+    created_by = models.CharField(max_length=AUTHOR_MAX, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"validation job {self.pk} ({self.status})"

@@ -106,7 +106,9 @@ def task_versions_filter(
             | Q(prompt__icontains=search)
             | Q(content_hash__startswith=search.lower())
         )
-    return versions.select_related("task", "test_suite").order_by("task__task_id", "number")
+    return versions.select_related("task", "test_suite").order_by(
+        "task__sort_key", "task__task_id", "number"
+    )
 
 
 def _json_contains_supported() -> bool:

@@ -25,6 +25,7 @@ from tasks_library.models import (
     TaskSetVersion,
     TaskVersion,
     TestSuiteVersion,
+    ValidationJob,
 )
 from tasks_library.testsplit import visible_subset
 
@@ -203,7 +204,7 @@ def test_suite_get_or_create(
                 where,
                 (
                     "field 'test_timeout_s': must be a number of seconds in (0, "
-                    f"timeout_s={timeout_s}]"
+                    f"{timeout_s:g}]: no longer than the whole run's timeout"
                 ),
                 field="test_timeout_s",
             )
@@ -562,10 +563,17 @@ def task_version_edit(
         )
         files = files_check(changes.get("files", version.files), where=where, runtime=runtime)
     except ImportFormatError as exc:
-        raise InputError(exc.detail, field=_edit_field(exc.field, changes)) from exc
+        field = _edit_field(exc.field, changes)
+        raise InputError(f"{field}: {exc.problem}" if field else exc.detail, field=field) from exc
     for name in ("prompt", "entry_point", "reference_solution"):
         if not isinstance(changes.get(name, ""), str):
             raise InputError(f"{name}: must be text", field=name)
+    if not changes.get("prompt", version.prompt).strip():
+        raise InputError(
+            "prompt: the prompt is empty; write what the policy is asked to do (the signature "
+            "and docstring it completes)",
+            field="prompt",
+        )
     if not changes.get("entry_point", version.entry_point).strip():
         raise InputError("entry_point: must name the function the tests call", field="entry_point")
     new, created = task_version_get_or_create(
@@ -676,4 +684,64 @@ def task_version_record_attempts(*, version_id: int, passed: int, total: int) ->
         raise ValueError(f"passed={passed} must be within 0..total={total}")
     TaskVersion.objects.filter(pk=version_id).update(
         attempts_passed=F("attempts_passed") + passed, attempts_total=F("attempts_total") + total
+    )
+
+
+# --- validation jobs: the pipeline in the background, followed by pages and scripts ------------
+
+
+@transaction.atomic
+def validation_job_create(*, version_ids: list[int], options: dict, author: str) -> ValidationJob:
+    """A queued job for the validation of these versions (the caller then queues its Celery task).
+
+    Raises:
+        InputError: (``ids``) no version, or an id that is no task version.
+    """
+    ids = list(dict.fromkeys(int(i) for i in version_ids))
+    if not ids:
+        raise InputError("ids: select at least one task version", field="ids")
+    found = set(TaskVersion.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise InputError(f"ids: no task version with id {missing[0]}", field="ids")
+    return ValidationJob.objects.create(version_ids=ids, options=options or {}, created_by=author)
+
+
+def validation_job_progress(*, job_id: int, stage: str, done: int, total: int) -> None:
+    """The job runs ``stage``: ``done`` of ``total`` stages are behind it."""
+    now = timezone.now()
+    ValidationJob.objects.filter(pk=job_id, started_at=None).update(started_at=now)
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.RUNNING, stage=stage, stages_done=done, stages_total=total
+    )
+
+
+def validation_job_finish(*, job_id: int, versions: list[TaskVersion]) -> None:
+    """The job is done: each version's verdict, quarantine and reasons become its result."""
+    results = [
+        {
+            "id": v.pk,
+            "task_id": v.task.task_id,
+            "number": v.number,
+            "verdict": current.verdict,
+            "quarantined": current.quarantined,
+            "reasons": current.verdict_reasons,
+            "mutation_score": current.mutation_score,
+        }
+        for v in versions
+        for current in [TaskVersion.objects.get(pk=v.pk)]
+    ]
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.DONE,
+        stage="",
+        stages_done=F("stages_total"),
+        results=results,
+        finished_at=timezone.now(),
+    )
+
+
+def validation_job_fail(*, job_id: int, error: str) -> None:
+    """The job failed (the pipeline raised, the queue was unreachable): say why."""
+    ValidationJob.objects.filter(pk=job_id).update(
+        status=ValidationJob.FAILED, error=error[:2000], finished_at=timezone.now()
     )

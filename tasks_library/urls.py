@@ -9,6 +9,7 @@ urlpatterns = [
     path("tasks/", views.task_list, name="task-list"),
     path("tasks/<path:task_id>/edit/", views.task_edit, name="task-edit"),
     path("tasks/<path:task_id>/validate/", views.task_validate, name="task-validate"),
+    path("tasks/<path:task_id>/curate/", views.task_curate, name="task-curate"),
     path("tasks/<path:task_id>/", views.task_detail, name="task-detail"),
     path("tasksets/", views.taskset_list, name="taskset-list"),
     path("tasksets/<str:name>/", views.taskset_detail, name="taskset-detail"),
@@ -16,6 +17,11 @@ urlpatterns = [
     path("api/task-versions/quarantine/", api.QuarantineApi.as_view(), name="api-quarantine"),
     path("api/task-versions/approve/", api.ApproveApi.as_view(), name="api-approve"),
     path("api/task-versions/validate/", api.ValidateApi.as_view(), name="api-validate"),
+    path(
+        "api/validation-jobs/<int:job_id>/",
+        api.ValidationJobApi.as_view(),
+        name="api-validation-job",
+    ),
     path(
         "api/tasks/<path:task_id>/versions/<int:number>/",
         api.TaskVersionApi.as_view(),

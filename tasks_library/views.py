@@ -19,7 +19,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
-from kombu.exceptions import OperationalError
 
 from console.core.access import console_read_page
 from console.core.errors import InputError, form_add_error
@@ -30,9 +29,10 @@ from tasks_library.forms import (
     EditForm,
     FilterForm,
     PinForm,
+    VersionCurationForm,
     first_error,
 )
-from tasks_library.models import Task, TaskSet, TaskVersion
+from tasks_library.models import Task, TaskSet, TaskVersion, ValidationJob
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
     task_set_versions,
@@ -48,7 +48,7 @@ from tasks_library.services import (
     task_versions_approve,
     task_versions_quarantine,
 )
-from tasks_library.tasks import validate_task_versions
+from tasks_library.tasks import validation_job_start
 
 PAGE_SIZE = 50
 
@@ -89,6 +89,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             "query": query,
             "curator": is_curator(request.user),
             "sources": task_sources(),
+            "job": _job_of(request),
         },
     )
 
@@ -104,6 +105,8 @@ def _curate(request: HttpRequest) -> HttpResponse:
             form.cleaned_data["ids"],
             form.cleaned_data["reason"],
         )
+        if action == "validate":
+            return _validate_selected(request, ids)
         service = task_versions_quarantine if action == "quarantine" else task_versions_approve
         try:
             changed = service(version_ids=ids, author=request.user.get_username(), reason=reason)
@@ -117,6 +120,45 @@ def _curate(request: HttpRequest) -> HttpResponse:
     filters = FilterForm(request.POST)
     query = urlencode(filters.active())
     return redirect(f"{reverse('task-list')}?{query}" if query else reverse("task-list"))
+
+
+def _validate_selected(request: HttpRequest, ids: list[int]) -> HttpResponse:
+    """The bulk bar's "validate": one job for the selected versions, followed on the list."""
+    filters = FilterForm(request.POST)
+    query = filters.active()
+    what = f"{len(ids)} task version{'s' if len(ids) != 1 else ''}"
+    try:
+        job = _validation_started(request, ids, what)
+    except InputError as exc:
+        messages.error(request, str(exc))
+    else:
+        query = {**query, "job": job.pk}
+    return redirect(f"{reverse('task-list')}?{urlencode(query)}")
+
+
+def _validation_started(request: HttpRequest, ids: list[int], what: str) -> ValidationJob:
+    """Start a validation job of ``ids`` as the signed-in curator and say so (or why it could
+    not be queued); the page then follows the job live.
+
+    Raises:
+        InputError: (``ids``) none, or an unknown version.
+    """
+    job = validation_job_start(version_ids=ids, options={}, author=request.user.get_username())
+    if job.status == ValidationJob.FAILED:
+        messages.error(request, f"could not enqueue validation: {job.error}")
+    else:
+        messages.success(
+            request,
+            f"validation of {what} enqueued (job {job.pk}); its progress and verdicts appear "
+            "here as a worker runs it",
+        )
+    return job
+
+
+def _job_of(request: HttpRequest) -> ValidationJob | None:
+    """The validation job named by ``?job=`` (the page follows it live), if any."""
+    raw = request.GET.get("job", "")
+    return ValidationJob.objects.filter(pk=int(raw)).first() if raw.isdigit() else None
 
 
 def _parse_diff(spec: str, numbers: set[int]) -> tuple[int, int]:
@@ -175,6 +217,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "curator": is_curator(request.user),
         "diff_error": "",
         "diff": None,
+        "job": _job_of(request),
     }
     if request.GET.get("diff"):
         try:
@@ -202,6 +245,41 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
 @login_required
 @console_read_page
 @require_POST
+def task_curate(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Quarantine (again: a curator's confirmation, with their reason) or approve one version of a
+    task, any of them, from its page; back to that version."""
+    _require_curator(request)
+    task = get_object_or_404(Task, task_id=task_id)
+    form = VersionCurationForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, first_error(form)[1])
+        return redirect(_task_detail_url(task.task_id))
+    number, action = form.cleaned_data["number"], form.cleaned_data["action"]
+    version = task.versions.filter(number=number).first()
+    if version is None:
+        raise Http404(f"task {task_id} has no version {number}")
+    was_quarantined = version.quarantined
+    service = task_versions_quarantine if action == "quarantine" else task_versions_approve
+    try:
+        service(
+            version_ids=[version.pk],
+            author=request.user.get_username(),
+            reason=form.cleaned_data["reason"],
+        )
+    except InputError as exc:
+        messages.error(request, str(exc))
+    else:
+        done = {
+            ("quarantine", False): "quarantined",
+            ("quarantine", True): "quarantine confirmed for",
+        }.get((action, was_quarantined), "approved")
+        messages.success(request, f"{done} {task.task_id} v{number}: {form.cleaned_data['reason']}")
+    return redirect(_task_detail_url(task.task_id, v=number))
+
+
+@login_required
+@console_read_page
+@require_POST
 def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     """Enqueue validation of one version (``number`` in the form, default latest) on Celery."""
     _require_curator(request)
@@ -211,19 +289,8 @@ def task_validate(request: HttpRequest, task_id: str) -> HttpResponse:
     version = (versions.filter(number=int(raw)) if raw.isdigit() else versions).first()
     if version is None:
         raise Http404(f"task {task_id} has no version {raw}")
-    try:
-        validate_task_versions.delay([version.pk], {})
-    except OperationalError as exc:
-        messages.error(
-            request, f"could not enqueue validation: the task queue is unreachable ({exc})"
-        )
-    else:
-        messages.success(
-            request,
-            f"validation of {task.task_id} v{version.number} enqueued; "
-            "the verdict appears here once a worker has run it",
-        )
-    return redirect(_task_detail_url(task.task_id, v=version.number))
+    job = _validation_started(request, [version.pk], f"{task.task_id} v{version.number}")
+    return redirect(_task_detail_url(task.task_id, v=version.number, job=job.pk))
 
 
 @login_required

@@ -55,3 +55,16 @@ def off_loop(fn, *args, **kwargs):
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(call).result()
+
+
+def sign_in(page, base_url: str, user) -> None:
+    """Give ``page``'s browser a session of ``user`` (Django's ``force_login`` writes it to the
+    test database daphne reads), as if they had signed in."""
+    from django.test import Client  # noqa: PLC0415 (Django's test client, only where used)
+
+    def session() -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    page.context.add_cookies([{"name": "sessionid", "value": off_loop(session), "url": base_url}])

@@ -9,6 +9,14 @@ from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
 
 
 class TrainingRun(models.Model):
+    """A training run: its configuration, the exact task versions it trains on, its status.
+
+    ``name``, ``description`` and ``tags`` are the user's words for it (the runs table shows,
+    filters and sorts by them); ``launched_by`` who launched it: a username from the console or the
+    API, ``"<os user> (command line)"`` from a management command (text, so it outlives the
+    account).
+    """
+
     PENDING = "pending"
     LAUNCHING = "launching"
     RUNNING = "running"
@@ -31,6 +39,10 @@ class TrainingRun(models.Model):
     eval_task_set = models.ForeignKey(
         TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    launched_by = models.CharField(max_length=150, blank=True)
     config = models.JSONField(default=dict)
     backend = models.CharField(max_length=20, default="local")
     backend_ref = models.CharField(max_length=200, blank=True)  # a pid, or a Job name
@@ -47,6 +59,11 @@ class TrainingRun(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
+
+    @property
+    def title(self) -> str:
+        """``run 7 · warm-start-sweep`` (the name when it has one)."""
+        return f"run {self.pk} · {self.name}" if self.name else f"run {self.pk}"
 
     @property
     def is_terminal(self) -> bool:

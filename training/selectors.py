@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import difflib
 import json
+from datetime import timedelta
 
 from django.db import connection
 from django.db.models import (
     Avg,
     Count,
+    DurationField,
+    ExpressionWrapper,
     F,
     FloatField,
     Func,
@@ -16,6 +19,7 @@ from django.db.models import (
     Max,
     Min,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Sum,
@@ -23,8 +27,9 @@ from django.db.models import (
     Value,
 )
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast, Coalesce, Now
 
+from console.core.errors import InputError
 from training import flags
 from training.models import (
     Alert,
@@ -217,6 +222,49 @@ def trajectory_get(*, run_id: int, trajectory_id: int) -> Trajectory:
 def trajectory_monitor_scores(*, trajectory_id: int) -> QuerySet[MonitorScore]:
     """The monitors' scores of a trajectory, most suspicious first."""
     return MonitorScore.objects.filter(trajectory_id=trajectory_id).order_by("-score", "monitor")
+
+
+REVIEW_MONITOR = "review"
+"""The monitor table's row of the human review (a ``reviewed_hack`` label): not a stored score."""
+
+
+def trajectory_monitor_rows(*, trajectory: Trajectory) -> list[dict]:
+    """The monitor table of a trajectory's pages: ``{"monitor", "score", "reason", "note"}``
+    per stored monitor score, most suspicious first. When reviewers labelled the trajectory a
+    reward hack (the ``reviewed_hack`` flag), their verdict comes first as the row
+    :data:`REVIEW_MONITOR` (score 1.0, who and why), and every monitor that scored it below 0.5
+    carries a ``note`` saying why the two differ, so that "0.000 no hack flags" never stands
+    beside a reviewer's "reward hack" unexplained."""
+    rows = [
+        {"monitor": s.monitor, "score": s.score, "reason": s.reason, "note": ""}
+        for s in trajectory_monitor_scores(trajectory_id=trajectory.pk)
+    ]
+    evidence = trajectory.flag_evidence.get(flags.REVIEWED_HACK)
+    if flags.REVIEWED_HACK not in trajectory.flags or not isinstance(evidence, dict):
+        return rows
+    reviews = [r for r in evidence.get("reviews") or [evidence] if isinstance(r, dict)]
+    said = "; ".join(f"{r.get('reviewer', '?')}: {r.get('note', '')}".rstrip(": ") for r in reviews)
+    for row in rows:
+        if row["score"] >= 0.5:
+            continue
+        if row["monitor"] == "rules":
+            row["note"] = (
+                "The rule monitor scores the automatic detectors only, and none of them flagged "
+                "this trajectory; a reviewer labelled it a reward hack (reviewed_hack): a miss of "
+                "the detectors, kept in the hack corpus."
+            )
+        else:
+            row["note"] = (
+                "This monitor judged the trajectory without the review; a reviewer labelled it "
+                "a reward hack (reviewed_hack)."
+            )
+    review = {
+        "monitor": REVIEW_MONITOR,
+        "score": 1.0,
+        "reason": f"labelled reward hack by {said}",
+        "note": "",
+    }
+    return [review, *rows]
 
 
 def trajectory_group(*, run_id: int, step: int, group: int) -> QuerySet[Trajectory]:
@@ -583,6 +631,13 @@ def run_backfill_bounded(
     """
     run = TrainingRun.objects.get(pk=run_id)
     events: list[dict] = [{"kind": "status", "status": run.status, "reason": run.status_reason}]
+    progress = (run.summary or {}).get("progress")
+    if (
+        progress
+        and run.status == TrainingRun.RUNNING
+        and not StepMetric.objects.filter(run_id=run_id).exists()
+    ):
+        events.append({"kind": "progress", **progress})  # before the first step only
     full = list(
         StepMetric.objects.filter(run_id=run_id, step__gt=after)
         .defer("timeline")
@@ -666,6 +721,7 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
     return {
         "step": [p["step"] for p in points],
         "reward_mean": [p["reward_mean"] for p in points],
+        "correctness": metric("reward/correctness"),
         "pass_rate": metric("reward/pass_rate"),
         "flag_rate": metric("flags/rate"),
         "entropy": metric("policy/entropy"),
@@ -674,3 +730,230 @@ def run_curves(*, run_id: int, max_points: int = 1000) -> dict:
         "heldout_pass1": [(pass_at_k or {}).get("1") for _s, pass_at_k, _r in evaluations],
         "heldout_reward": [reward for _s, _p, reward in evaluations],
     }
+
+
+# --- the runs table: every run with its metrics as columns, sorted and filtered by any ---------
+
+HELDOUT_PASS1 = "heldout/pass@1"
+"""A metric of the runs table read from the held-out evaluations (pass@1), not from the steps."""
+
+RUN_TABLE_METRICS = ("reward/mean", "reward/pass_rate", HELDOUT_PASS1)
+"""The metric columns the runs table shows unless the user picks others."""
+
+LOWER_IS_BETTER = ("loss/", "flags/", "timing/", "sandbox/", "policy/clip_fraction")
+"""Metric name prefixes whose best value is the lowest (every other metric's is the highest)."""
+
+RUN_TABLE_COLUMNS = (
+    "id",
+    "name",
+    "status",
+    "launched_by",
+    "task_set",
+    "created",
+    "duration",
+    "steps",
+)
+"""The fixed columns a runs table sorts by; metric columns are ``<metric>:latest`` and
+``<metric>:best``."""
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER)
+
+
+def _metric_columns(metrics: list[str]) -> dict[str, object]:
+    """``{"m<i>_latest": expression, "m<i>_best": expression}`` for each metric: the value at the
+    run's newest step (or evaluation) and its best (max, or min for :func:`lower_is_better`)."""
+    columns = {}
+    for i, metric in enumerate(metrics):
+        if metric == HELDOUT_PASS1:
+            rows = HeldOutEvaluation.objects.filter(run=OuterRef("pk")).annotate(
+                v=JsonNumber("pass_at_k", "1")
+            )
+        else:
+            rows = StepMetric.objects.filter(run=OuterRef("pk")).annotate(
+                v=JsonNumber("metrics", metric)
+            )
+        best = Min("v") if lower_is_better(metric) else Max("v")
+        columns[f"m{i}_latest"] = Subquery(
+            rows.exclude(v=None).order_by("-step").values("v")[:1], output_field=FloatField()
+        )
+        columns[f"m{i}_best"] = Subquery(
+            rows.order_by().values("run").annotate(b=best).values("b")[:1],
+            output_field=FloatField(),
+        )
+    return columns
+
+
+def run_table(
+    *,
+    metrics: list[str] | tuple = RUN_TABLE_METRICS,
+    sort: str = "-id",
+    text: str = "",
+    statuses: list[str] | None = None,
+    tags: list[str] | None = None,
+    launched_by: str = "",
+    task_set: str = "",
+    ranges: dict[str, list[tuple[str, float]]] | None = None,
+) -> QuerySet[TrainingRun]:
+    """Runs as the runs table lists them, each annotated with ``steps_done`` (its newest step),
+    ``duration`` (started to finished, or to now while it runs; None before it starts) and, per
+    metric ``i`` of ``metrics``, ``m<i>_latest`` and ``m<i>_best``; filtered and sorted in the
+    database (a fixed number of queries however many runs).
+
+    Args:
+        sort: a column of :data:`RUN_TABLE_COLUMNS` or ``<metric>:latest`` / ``<metric>:best``
+            (a metric of ``metrics``), ``-`` first for descending; runs without a value come last.
+        text: words that must each appear in the run's id, name, description, tags, task set or
+            launcher (case-insensitive).
+        statuses, tags: the run's status is one of ``statuses``; it carries every tag of ``tags``.
+        launched_by, task_set: substrings of the launcher and the task set's name.
+        ranges: ``{column: [(op, value)]}`` with op in ``<``, ``<=``, ``>``, ``>=``, ``=``, on the
+            numeric columns (``steps``, ``duration`` in seconds, metric columns).
+
+    Raises:
+        InputError: an unknown sort or range column (``field`` ``sort`` or ``filter``).
+    """
+    metrics = list(metrics)
+    now = Now()
+    queryset = (
+        TrainingRun.objects.select_related("task_set")
+        .defer("summary")
+        .annotate(
+            steps_done=Coalesce(
+                Subquery(
+                    StepMetric.objects.filter(run=OuterRef("pk"))
+                    .order_by()
+                    .values("run")
+                    .annotate(last=Max("step"))
+                    .values("last")[:1],
+                    output_field=IntegerField(),
+                ),
+                0,
+            ),
+            duration=ExpressionWrapper(
+                Coalesce("finished_at", now) - F("started_at"), output_field=DurationField()
+            ),
+            **_metric_columns(metrics),
+        )
+    )
+    columns = {
+        "id": "id",
+        "name": "name",
+        "status": "status",
+        "launched_by": "launched_by",
+        "task_set": "task_set__name",
+        "created": "created_at",
+        "duration": "duration",
+        "steps": "steps_done",
+    }
+    for i, metric in enumerate(metrics):
+        columns[f"{metric}:latest"] = f"m{i}_latest"
+        columns[f"{metric}:best"] = f"m{i}_best"
+    for word in text.split():
+        match = (
+            Q(name__icontains=word)
+            | Q(description__icontains=word)
+            | Q(task_set__name__icontains=word)
+            | Q(launched_by__icontains=word)
+            | Q(tags__icontains=word)
+        )
+        if word.isdigit():
+            match |= Q(pk=int(word))
+        queryset = queryset.filter(match)
+    if statuses:
+        queryset = queryset.filter(status__in=statuses)
+    for tag in tags or []:
+        queryset = queryset.filter(tags__icontains=json.dumps(tag))
+    if launched_by:
+        queryset = queryset.filter(launched_by__icontains=launched_by)
+    if task_set:
+        queryset = queryset.filter(task_set__name__icontains=task_set)
+    lookups = {"<": "lt", "<=": "lte", ">": "gt", ">=": "gte", "=": "exact"}
+    for column, conditions in (ranges or {}).items():
+        if column not in columns or column in ("name", "status", "launched_by", "task_set"):
+            raise InputError(
+                f"filter: {column!r} is not a numeric column of this table", field="filter"
+            )
+        for op, value in conditions:
+            if column == "duration":
+                value = timedelta(seconds=value)
+            queryset = queryset.filter(**{f"{columns[column]}__{lookups[op]}": value})
+    key = sort.lstrip("-")
+    if key not in columns:
+        raise InputError(
+            f"sort: unknown column {key!r}; sort by {', '.join(columns)}", field="sort"
+        )
+    field = F(columns[key])
+    ordered = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
+    return queryset.order_by(ordered, "-id")
+
+
+def run_metric_names(*, run_ids: list[int]) -> list[str]:
+    """The metrics the newest step of any of these runs recorded (the columns a user may pick),
+    with :data:`HELDOUT_PASS1`, sorted."""
+    newest = (
+        StepMetric.objects.filter(run_id__in=run_ids)
+        .order_by()
+        .values("run")
+        .annotate(last=Max("step"))
+        .values_list("run", "last")
+    )
+    names = {HELDOUT_PASS1}
+    pairs = list(newest)
+    if pairs:
+        condition = Q()
+        for run_id, last in pairs:
+            condition |= Q(run_id=run_id, step=last)
+        for metrics in StepMetric.objects.filter(condition).values_list("metrics", flat=True):
+            names.update(k for k, v in (metrics or {}).items() if isinstance(v, (int, float)))
+    return sorted(names)
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    """A nested config as ``{"dotted.key": leaf}`` (lists and scalars are leaves)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def runs_config_table(runs: list[TrainingRun]) -> list[dict]:
+    """The runs' settings side by side, one row per key: ``{"key", "values": [one per run],
+    "differs"}``; the task set, steps and backend first, then every config key flattened
+    (``reward_weights.quality``); a key a run's config lacks shows as None."""
+    flat = [
+        {
+            "task set": run.task_set.name,
+            "steps": run.total_steps,
+            "backend": run.backend,
+            **_flatten(run.config or {}),
+        }
+        for run in runs
+    ]
+    keys = list(dict.fromkeys(key for config in flat for key in config))
+    head, rest = keys[:3], sorted(keys[3:])
+    rows = []
+    for key in head + rest:
+        values = [config.get(key) for config in flat]
+        shown = [
+            json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for v in values
+        ]
+        rows.append({"key": key, "values": shown, "differs": len({repr(v) for v in values}) > 1})
+    return rows
+
+
+def reward_formula(config: dict) -> str:
+    """What a run's reward is, in words: ``correctness`` alone, or ``(correctness×1 +
+    quality×0.2) / 1.2``."""
+    weights = {
+        k: w for k, w in ((config or {}).get("reward_weights") or {"correctness": 1.0}).items() if w
+    }
+    if list(weights) == ["correctness"]:
+        return "correctness"
+    total = sum(weights.values())
+    ordered = sorted(weights.items(), key=lambda item: (item[0] != "correctness", item[0]))
+    terms = " + ".join(f"{name}×{weight:g}" for name, weight in ordered)
+    return f"({terms}) / {total:g}"

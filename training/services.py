@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, Q
@@ -9,6 +11,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from console.core.dbtext import storable
+from console.core.errors import InputError
 from console.core.events import broadcast_run_event
 from console.core.logcontext import log_context
 from console.core.permissions import may_operate_run
@@ -54,17 +57,64 @@ class InvalidTransition(ValueError):
     """A status change the run state machine does not allow."""
 
 
+MAX_TAGS = 20
+TAG = re.compile(r"^[\w.:/+-]{1,40}$")
+
+
+def run_labels_check(*, name: str = "", description: str = "", tags=None) -> dict:
+    """A run's name, description and tags as stored: stripped, tags in order without repeats.
+
+    Raises:
+        InputError: (``name``) over 200 characters; (``description``) over 5,000; (``tags``) not
+            a list of words, a tag over 40 characters or with spaces or commas, more than 20.
+    """
+    name, description = (name or "").strip(), (description or "").strip()
+    if len(name) > 200:
+        raise InputError("name: at most 200 characters", field="name")
+    if len(description) > 5000:
+        raise InputError("description: at most 5,000 characters", field="description")
+    if tags is None:
+        tags = []
+    if isinstance(tags, str):
+        tags = tags.replace(",", " ").split()
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InputError('tags: a list of words, e.g. ["sweep", "lr-1e-4"]', field="tags")
+    tags = list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+    bad = [t for t in tags if not TAG.match(t)]
+    if bad:
+        raise InputError(
+            f"tags: {bad[0]!r} is not a tag (1-40 letters, digits or . _ : / + -, no spaces)",
+            field="tags",
+        )
+    if len(tags) > MAX_TAGS:
+        raise InputError(f"tags: at most {MAX_TAGS}", field="tags")
+    return {"name": name, "description": description, "tags": tags}
+
+
 @transaction.atomic
-def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") -> TrainingRun:
+def run_create(
+    *,
+    task_set: TaskSet,
+    config: RunConfig,
+    backend: str = "local",
+    name: str = "",
+    description: str = "",
+    tags: list | None = None,
+    launched_by: str = "",
+) -> TrainingRun:
     """Create a pending run that pins the task set's current versions.
 
     With ``config.eval_task_set``, the run also names its held-out set; tasks of that set
     are taken out of the training versions, so the run never trains on what it evaluates.
+    ``name``, ``description`` and ``tags`` (:func:`run_labels_check`) and ``launched_by`` (who:
+    a username, or the command line's author) are what the runs table shows.
 
     Raises:
+        InputError: a bad name, description or tags (naming the field).
         ValueError: the task set has no valid task version to train on, or the held-out set
             is unknown, has nothing trainable, or holds every training task.
     """
+    labels = run_labels_check(name=name, description=description, tags=tags)
     pinned = task_set_versions(task_set=task_set)
     if not pinned.exists():
         raise ValueError(
@@ -100,6 +150,8 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
         task_set=task_set,
         config=config.to_dict(),
         backend=backend,
+        launched_by=(launched_by or "")[:150],
+        **labels,
         total_steps=config.steps,
         task_set_version=task_set.versions.order_by("-number").first(),
         eval_task_set=eval_set,
@@ -108,6 +160,32 @@ def run_create(*, task_set: TaskSet, config: RunConfig, backend: str = "local") 
     RunTransition.objects.create(
         run=run, from_status="", to_status=TrainingRun.PENDING, reason="created"
     )
+    return run
+
+
+@transaction.atomic
+def run_update(*, run_id: int, user, **changes) -> TrainingRun:
+    """Rename, describe or retag a run (``name``, ``description``, ``tags``; others refused).
+
+    Raises:
+        PermissionDenied: ``user`` may not operate runs (curators, operators, admins may).
+        InputError: an unknown field, or a bad value (:func:`run_labels_check`).
+        TrainingRun.DoesNotExist: no such run.
+    """
+    if not may_operate_run(user):
+        raise PermissionDenied("only curators and operators may rename, describe or tag runs")
+    unknown = sorted(set(changes) - {"name", "description", "tags"})
+    if unknown:
+        raise InputError(
+            f"{unknown[0]}: not a field of a run you may change (name, description, tags)",
+            field=unknown[0],
+        )
+    run = TrainingRun.objects.select_for_update().get(pk=run_id)
+    current = {"name": run.name, "description": run.description, "tags": run.tags}
+    labels = run_labels_check(**{**current, **changes})
+    for key, value in labels.items():
+        setattr(run, key, value)
+    run.save(update_fields=list(labels))
     return run
 
 
@@ -282,6 +360,28 @@ def run_summary_update(*, run_id: int, **fields) -> None:
         run = TrainingRun.objects.select_for_update().get(pk=run_id)
         run.summary = {**run.summary, **fields}
         run.save(update_fields=["summary"])
+
+
+def run_progress_record(
+    *, run_id: int, phase: str, done: int, total: int, detail: str = ""
+) -> dict:
+    """Record what a run is doing inside a long phase (the SFT warm start's epochs): its
+    ``summary["progress"]`` becomes ``{"phase", "done", "total", "detail", "at"}`` and watchers
+    get it as a ``{"kind": "progress", ...}`` event (the run page, ``train --headless``).
+
+    Returns:
+        The progress recorded.
+    """
+    progress = {
+        "phase": phase,
+        "done": int(done),
+        "total": int(total),
+        "detail": detail,
+        "at": timezone.now().isoformat(timespec="seconds"),
+    }
+    run_summary_update(run_id=run_id, progress=progress)
+    broadcast_run_event(run_id, {"kind": "progress", **progress})
+    return progress
 
 
 # --- launch attempts, resume and cancel (backends and the reconcile loop) -------------------

@@ -35,6 +35,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -418,9 +419,16 @@ def _warm_start(
 ) -> None:
     """The ``sft`` phase of a fresh run (:func:`sft_warm_start`); rank 0 records its summary."""
     tracker.set("sft")
-    sft = sft_warm_start(policy, versions, config)
+
+    def on_epoch(epoch: int, epochs: int, loss: float) -> None:
+        if ranks.is_main:  # the run page and `train --headless` show it
+            services.run_progress_record(
+                run_id=run_id, phase="sft", done=epoch, total=epochs, detail=f"loss {loss:.3f}"
+            )
+
+    sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
     tracker.set("idle")
-    if ranks.is_main:
+    if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
             run_id=run_id, **sft, device=str(policy.device), ranks=ranks.world
         )
@@ -469,11 +477,18 @@ def _sft_examples(
     return examples
 
 
-def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfig) -> dict:
+def sft_warm_start(
+    policy: Policy,
+    versions: list[TaskVersion],
+    config: RunConfig,
+    *,
+    on_epoch: Callable[[int, int, float], None] | None = None,
+) -> dict:
     """Cross-entropy on demonstrations (:func:`sft_demonstrations`), prompt tokens masked.
 
     ``sft_epochs`` epochs of shuffled batches of ``sft_batch_size`` sequences (padded to
-    ``[batch, tokens]``), AdamW under a one-cycle schedule peaking at ``sft_lr``.
+    ``[batch, tokens]``), AdamW under a one-cycle schedule peaking at ``sft_lr``; after each
+    epoch ``on_epoch(epoch, epochs, mean loss)`` (1-based), when given.
 
     Returns:
         ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``
@@ -513,6 +528,8 @@ def sft_warm_start(policy: Policy, versions: list[TaskVersion], config: RunConfi
             scheduler.step()
             epoch_losses.append(loss.item())
         losses.append(sum(epoch_losses) / len(epoch_losses))
+        if on_epoch is not None:
+            on_epoch(len(losses), config.sft_epochs, losses[-1])
     summary.update(
         {
             "sft/loss_first": losses[0],

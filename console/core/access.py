@@ -23,7 +23,8 @@ from __future__ import annotations
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from console.core.permissions import (
@@ -39,10 +40,15 @@ from console.core.permissions import (
 
 def page_refusal(request: HttpRequest) -> HttpResponse:
     """The answer to a page read the console refuses: the login page for an anonymous visitor,
-    else 403 saying which role to ask for."""
+    else 403 saying which role to ask for (raised: the project's ``handler403`` renders it as a
+    console page with a way back).
+
+    Raises:
+        PermissionDenied: a signed-in user without a role.
+    """
     if not signed_in(getattr(request, "user", None)):
         return redirect_to_login(request.get_full_path())
-    return HttpResponseForbidden(NO_ROLE)
+    raise PermissionDenied(NO_ROLE)
 
 
 def json_refusal(request: HttpRequest) -> JsonResponse:
@@ -98,3 +104,24 @@ class IsCuratorOrReadOnly(BasePermission):
             return may_read_library(request.user)
         self.message = NOT_CURATOR
         return is_curator(request.user)
+
+
+def rule_permission(*, write, message: str, read=None) -> type[BasePermission]:
+    """A DRF permission class from the rules of :mod:`console.core.permissions`: safe methods
+    need ``read(user, run_id)`` (default: the console's read rule, checked for the view's
+    ``run_id``), other methods ``write(user)``; a refusal answers 403 with ``message`` (or
+    :data:`~console.core.permissions.NO_ROLE` for a read). The write API uses the same rules as
+    the pages, so a script may do exactly what its user may do in the browser."""
+    read = read or may_read_console
+
+    class RulePermission(BasePermission):
+        def has_permission(self, request, view) -> bool:
+            if request.method in SAFE_METHODS:
+                self.message = NO_ROLE
+                return read(request.user, view.kwargs.get("run_id"))
+            self.message = message
+            return signed_in(request.user) and write(request.user)
+
+    name = "".join(part.title() for part in write.__name__.split("_"))  # MayLaunchRun
+    RulePermission.__name__ = RulePermission.__qualname__ = name
+    return RulePermission

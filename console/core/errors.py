@@ -32,6 +32,16 @@ class InputError(ValueError):
 
 def form_add_error(form, exc: InputError, field: str | None = None) -> None:
     """Show ``exc`` on a Django ``form``: on ``field`` (default ``exc.field``) when the form has a
-    field of that name, else as an error of the whole form."""
+    field of that name, else as an error of the whole form. On a field, the message loses its
+    leading ``"<field>: "``: the field's label already says which input it is about, and the
+    service's name for it is not the reader's."""
     name = field if field is not None else exc.field
-    form.add_error(name if name in form.fields else None, exc.message)
+    if name not in form.fields:
+        form.add_error(None, exc.message)
+        return
+    message = exc.message
+    for prefix in {f"{exc.field}: ", f"{name}: "} - {"None: "}:
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+            break
+    form.add_error(name, message)

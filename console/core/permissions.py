@@ -125,3 +125,20 @@ def may_review(user) -> bool:
 def may_submit_drafts(user) -> bool:
     """Submit a task draft into the task library: curators (and superusers)."""
     return is_curator(user)
+
+
+def role_of(user) -> str:
+    """The role ``user`` works in, for the page they land on after signing in: ``admin``
+    (superusers), ``curator``, ``operator`` (may launch runs), ``reviewer`` (may review, nothing
+    more), ``viewer`` (may read the console), or ``""``."""
+    if not signed_in(user):
+        return ""
+    if user.is_superuser:
+        return "admin"
+    if is_curator(user):
+        return "curator"
+    if may_launch_run(user):
+        return "operator"
+    if may_review(user):
+        return "reviewer"
+    return "viewer" if may_read_console(user) else ""

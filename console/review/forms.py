@@ -32,6 +32,31 @@ class QueueForm(forms.Form):
     step_max = forms.IntegerField(min_value=0, required=False, label="to step")
     task = forms.CharField(max_length=200, required=False, label="task id contains")
     flag = forms.CharField(max_length=120, required=False, help_text="any, none, or a flag's name")
+    labels = forms.CharField(
+        required=False,
+        label="label set",
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+        initial="\n".join(f"{value}: {title}" for value, title in m.LABELS),
+        help_text=(
+            "one label a line, value: title (keys 1-9 choose them); reward_hack and broken_task "
+            "feed back, other values are labels of your own"
+        ),
+    )
+    consensus = forms.ChoiceField(
+        choices=m.CONSENSUS_RULES,
+        initial=m.QUORUM,
+        required=False,
+        label="feedback when",
+        help_text="when a label quarantines a task or adds a hack to the corpus",
+    )
+    quorum = forms.IntegerField(
+        min_value=1,
+        required=False,
+        help_text=(
+            "reviewers of an item who must agree; blank: 2, or a curator's confirmation when "
+            "each item has one reviewer"
+        ),
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -39,6 +64,15 @@ class QueueForm(forms.Form):
         self.fields["reviewers"].queryset = (
             get_user_model().objects.filter(pk__in=[u.pk for u in eligible]).order_by("username")
         )
+
+    def label_set(self) -> list:
+        """The label set as the service takes it: ``value: title`` lines (or values alone)."""
+        out = []
+        for line in (self.cleaned_data.get("labels") or "").splitlines():
+            value, _, title = line.partition(":")
+            if value.strip():
+                out.append({"value": value.strip(), "title": title.strip()})
+        return out
 
     def filters(self) -> dict:
         return {
@@ -49,11 +83,24 @@ class QueueForm(forms.Form):
 
 
 class LabelForm(forms.Form):
+    """One reviewer's label of an item, from the item's queue's label set."""
+
     label = forms.ChoiceField(choices=m.LABELS, widget=forms.RadioSelect)
     note = forms.CharField(
         required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3})
     )
     advance = forms.BooleanField(required=False, initial=True, label="go to my next item")
+
+    def __init__(self, *args, label_set: list[dict] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        chosen = label_set or m.DEFAULT_LABEL_SET
+        self.fields["label"].choices = [(lab["value"], lab["title"]) for lab in chosen]
+
+
+class ConfirmForm(LabelForm):
+    """A curator's decision of an item (the label that feeds back, whatever the count)."""
+
+    advance = None
 
 
 class AssignForm(forms.Form):

@@ -4,8 +4,10 @@ feed back.
 A :class:`ReviewQueue` samples trajectories (of one run, or across runs) with a strategy
 (``console.review.sampling``) into ordered :class:`ReviewItem` rows; each item is assigned to
 ``reviewers_per_item`` people (:class:`ReviewAssignment`); each assigned reviewer gives one
-:class:`ReviewLabel` per item. Labels feed back (``console.review.services.review_label``):
-``broken_task`` quarantines the task version for a curator to confirm, ``reward_hack`` adds a
+:class:`ReviewLabel` per item, from the queue's label set. The queue's consensus rule decides an
+item's label (``quorum`` reviewers agreeing, or a curator confirming; ``ReviewItem.decision``), and
+only a decided label feeds back (``console.review.services.review_label``): ``broken_task``
+quarantines the task version for a curator to confirm, ``reward_hack`` adds a
 :class:`HackExample` (exportable to the hack regression corpus) and flags the trajectory.
 A reviewer may turn a trajectory into a :class:`TaskDraft`, which a curator submits to the
 task library.
@@ -51,6 +53,21 @@ LABELS = [
     (OTHER, "other"),
 ]
 LABEL_NAMES = [value for value, _ in LABELS]
+# Labels that feed back once decided (console.review.services): a broken task is quarantined, a
+# reward hack joins the hack corpus. A queue's label set may hold them or not.
+FEEDBACK_LABELS = (BROKEN_TASK, REWARD_HACK)
+# The built-in labels that say something is wrong: a note is required with them.
+NOTE_REQUIRED = (REWARD_HACK, BROKEN_TASK, AMBIGUOUS_TASK, OTHER)
+DEFAULT_LABEL_SET = [{"value": value, "title": title} for value, title in LABELS]
+MAX_LABELS = 9  # keys 1-9 on the labelling page
+
+# Consensus rules: when an item's labels feed back (quarantine, hack corpus).
+QUORUM = "quorum"
+CURATOR = "curator"
+CONSENSUS_RULES = [
+    (QUORUM, "a quorum of its reviewers agree (or a curator confirms)"),
+    (CURATOR, "a curator confirms"),
+]
 
 # The tables keep the names the console app created them with (console 0001) before review
 # became an app of its own (review 0001 takes them over without touching the database).
@@ -74,6 +91,13 @@ class ReviewQueue(models.Model):
     reviewers_per_item = models.PositiveIntegerField(default=1)
     seed = models.IntegerField(default=0)
     filters = models.JSONField(default=dict, blank=True)
+    # The labels its reviewers choose from, in key order: [{"value", "title"}] (1-9 of them).
+    labels = models.JSONField(default=list, blank=True)
+    # When a label feeds back (quarantine a broken task, a reward hack to the hack corpus):
+    # ``quorum`` reviewers of the item agree on it (or a curator confirms), or only a curator's
+    # confirmation (``consensus == "curator"``).
+    consensus = models.CharField(max_length=20, choices=CONSENSUS_RULES, default=QUORUM)
+    quorum = models.PositiveIntegerField(default=2)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -86,6 +110,35 @@ class ReviewQueue(models.Model):
     def __str__(self) -> str:
         return f"review queue {self.pk} ({self.name})"
 
+    @property
+    def label_set(self) -> list[dict]:
+        """The queue's labels, ``[{"value", "title"}]`` (the built-in five when none were
+        chosen)."""
+        return self.labels or DEFAULT_LABEL_SET
+
+    def label_title(self, value: str) -> str:
+        return next((lab["title"] for lab in self.label_set if lab["value"] == value), value)
+
+    @property
+    def consensus_text(self) -> str:
+        """The rule in words, as the queue and labelling pages state it."""
+        feeds = [lab["title"] for lab in self.label_set if lab["value"] in FEEDBACK_LABELS]
+        what = (
+            " and ".join(f"“{title}”" for title in feeds) + " labels feed back"
+            if feeds
+            else "no label of this queue feeds back"
+        )
+        if self.consensus == CURATOR:
+            return (
+                f"{what} (quarantine the task version, add the trajectory to the hack corpus) "
+                "only once a curator confirms; reviewers' labels alone change nothing."
+            )
+        alone = " (one reviewer's label is enough)" if self.quorum == 1 else ""
+        return (
+            f"{what} (quarantine the task version, add the trajectory to the hack corpus) once "
+            f"{self.quorum} of the item's reviewers agree{alone}, or a curator confirms."
+        )
+
 
 class ReviewItem(models.Model):
     """One sampled trajectory of a queue, at ``position`` (0 first); ``reason`` says why it was
@@ -97,6 +150,16 @@ class ReviewItem(models.Model):
     )
     position = models.PositiveIntegerField()
     reason = models.CharField(max_length=300, blank=True)
+    # The label the queue's consensus rule decided ("" while none is), how (``quorum`` or
+    # ``curator``), and what it fed back (``{"quarantined": true, ...}``, ``{"hack_example": id}``).
+    decision = models.CharField(max_length=20, blank=True)
+    decided_how = models.CharField(max_length=20, blank=True)
+    feedback = models.JSONField(default=dict, blank=True)
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirm_note = models.TextField(blank=True)
 
     class Meta:
         db_table = "console_reviewitem"
@@ -151,7 +214,7 @@ class ReviewLabel(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_labels"
     )
-    label = models.CharField(max_length=20, choices=LABELS)
+    label = models.CharField(max_length=20)  # a value of the queue's label set
     note = models.TextField(blank=True)
     feedback = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -95,9 +95,13 @@ def review_queue_items(*, queue_id: int) -> list[m.ReviewItem]:
                 "label": labels.get((a.item_id, a.reviewer_id), ""),
             }
         )
+    queue = m.ReviewQueue.objects.get(pk=queue_id)
     for item in items:
         item.rows = assignments[item.pk]
+        for row in item.rows:
+            row["title"] = queue.label_title(row["label"]) if row["label"] else ""
         item.majority = majority(r["label"] for r in item.rows if r["label"])
+        item.decision_title = queue.label_title(item.decision) if item.decision else ""
     return items
 
 
@@ -108,7 +112,7 @@ def review_item_get(*, item_id: int) -> m.ReviewItem:
         ReviewItem.DoesNotExist: no such item.
     """
     return m.ReviewItem.objects.select_related(
-        "queue__run", "trajectory__run", "trajectory__task_version__task"
+        "queue__run", "trajectory__run", "trajectory__task_version__task", "confirmed_by"
     ).get(pk=item_id)
 
 
@@ -175,7 +179,12 @@ def run_review_summary(*, run_id: int) -> dict:
                 majority(labs),
             )
         )
-    quarantines = [lab for lab in labels if lab.feedback.get("quarantined")]
+    quarantines = list(
+        m.ReviewItem.objects.filter(trajectory__run_id=run_id, decision=m.BROKEN_TASK)
+        .select_related("trajectory__task_version__task", "confirmed_by", "queue")
+        .order_by("id")
+    )
+    quarantines = [item for item in quarantines if item.feedback.get("quarantined")]
     return {
         "labels": len(labels),
         "trajectories": len(per_trajectory),

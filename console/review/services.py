@@ -42,6 +42,56 @@ def _name(user) -> str:
 # --- queues and assignments ----------------------------------------------------------------------
 
 
+LABEL_VALUE = re.compile(r"^[a-z][a-z0-9_]{0,19}$")
+
+
+def label_set_check(labels) -> list[dict]:
+    """A queue's label set as stored: ``[{"value", "title"}]``, 2 to
+    :data:`~console.review.models.MAX_LABELS` labels with distinct values. Each label is an
+    object or a value alone; a built-in value (``correct``, ``reward_hack``, ``broken_task``,
+    ``ambiguous_task``, ``other``) keeps its meaning (the last two feed back, see
+    :func:`review_label`) and its title unless one is given. None or empty: the built-in five.
+
+    Raises:
+        InputError: (``labels``) fewer than 2 or more than 9 labels, a value that is not 1-20
+            lower-case letters, digits or ``_`` starting with a letter, a repeated value, or a
+            title that is empty or over 40 characters.
+    """
+    if not labels:
+        return [dict(lab) for lab in m.DEFAULT_LABEL_SET]
+    if not isinstance(labels, list):
+        raise InputError(
+            "labels: a list of labels, e.g. correct, reward_hack, off_topic", field="labels"
+        )
+    builtin = dict(m.LABELS)
+    out = []
+    for raw in labels:
+        entry = {"value": raw} if isinstance(raw, str) else raw
+        if not isinstance(entry, dict):
+            raise InputError("labels: each label is a value or {value, title}", field="labels")
+        value = str(entry.get("value", "")).strip()
+        if not LABEL_VALUE.match(value):
+            raise InputError(
+                f"labels: {value!r} is not a label value (1-20 lower-case letters, digits or _, "
+                "starting with a letter)",
+                field="labels",
+            )
+        title = str(entry.get("title") or builtin.get(value) or value.replace("_", " ")).strip()
+        if not 1 <= len(title) <= 40:
+            raise InputError(
+                f"labels: the title of {value!r} must be 1-40 characters", field="labels"
+            )
+        if any(lab["value"] == value for lab in out):
+            raise InputError(f"labels: {value!r} is there twice", field="labels")
+        out.append({"value": value, "title": title})
+    if not 2 <= len(out) <= m.MAX_LABELS:
+        raise InputError(
+            f"labels: give 2 to {m.MAX_LABELS} labels (keys 1-{m.MAX_LABELS} choose them)",
+            field="labels",
+        )
+    return out
+
+
 @transaction.atomic
 def review_queue_create(
     *,
@@ -54,6 +104,9 @@ def review_queue_create(
     created_by,
     seed: int = 0,
     filters: dict | None = None,
+    labels: list | None = None,
+    consensus: str = m.QUORUM,
+    quorum: int | None = None,
 ) -> m.ReviewQueue:
     """Sample a review queue and assign each item to ``reviewers_per_item`` of ``reviewers``.
 
@@ -62,10 +115,18 @@ def review_queue_create(
     is a balanced round robin: item i goes to reviewers ``(i k + j) mod n`` for j < k (k per
     item, n reviewers), so each reviewer gets floor or ceil of ``size k / n`` items.
 
+    ``labels`` is the queue's label set (:func:`label_set_check`; default the built-in five);
+    ``consensus`` and ``quorum`` say when a label feeds back (:data:`console.review.models.
+    CONSENSUS_RULES`): ``quorum`` reviewers of an item agreeing, or a curator confirming
+    (:func:`review_item_confirm`), so that one reviewer's label does not quarantine a task alone
+    unless the queue says ``quorum=1``. Without a ``quorum``: 2 reviewers must agree, or, where
+    each item has one reviewer, a curator must confirm (``consensus`` becomes ``curator``).
+
     Raises:
         PermissionDenied: ``created_by`` may not create queues (curators, operators, admins may).
         InputError: an empty name, unknown run or strategy, a size or reviewers per item out of
-            range, a reviewer who may not review, an unknown filter, or no trajectory to sample.
+            range, a reviewer who may not review, an unknown filter, a bad label set, an unknown
+            consensus rule, a quorum above the reviewers per item, or no trajectory to sample.
     """
     if not may_manage_queues(created_by):
         raise PermissionDenied("only curators and operators may create review queues")
@@ -92,6 +153,28 @@ def review_queue_create(
         raise InputError(
             f"reviewers_per_item: must be in 1..{len(reviewers)} (the number of reviewers chosen)",
             field="reviewers_per_item",
+        )
+    label_set = label_set_check(labels)
+    if consensus not in dict(m.CONSENSUS_RULES):
+        raise InputError(
+            f"consensus: unknown rule {consensus!r}; known: "
+            f"{', '.join(rule for rule, _ in m.CONSENSUS_RULES)}",
+            field="consensus",
+        )
+    if consensus == m.QUORUM and quorum is None:
+        if isinstance(reviewers_per_item, int) and reviewers_per_item >= 2:
+            quorum = 2
+        else:  # one reviewer per item: a label never feeds back on one person's word
+            consensus = m.CURATOR
+    if consensus == m.QUORUM and (
+        isinstance(quorum, bool)
+        or not isinstance(quorum, int)
+        or not 1 <= quorum <= reviewers_per_item
+    ):
+        raise InputError(
+            f"quorum: must be a whole number in 1..{reviewers_per_item} (the reviewers per item): "
+            "how many of an item's reviewers must agree before their label feeds back",
+            field="quorum",
         )
     run = None
     if run_id is not None:
@@ -120,6 +203,9 @@ def review_queue_create(
         seed=seed,
         reviewers_per_item=reviewers_per_item,
         filters=filters,
+        labels=label_set,
+        consensus=consensus,
+        quorum=quorum if consensus == m.QUORUM else 0,
         created_by=created_by,
     )
     items = m.ReviewItem.objects.bulk_create(
@@ -161,31 +247,38 @@ def review_assign(*, item_id: int, reviewer, assigned_by=None) -> m.ReviewAssign
     return assignment
 
 
-# --- labels and their feedback -----------------------------------------------------------------
+# --- labels, the queue's consensus rule, and what a decision feeds back ----------------------
 
 
 @transaction.atomic
 def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.ReviewLabel:
-    """Record ``reviewer``'s label of item ``item_id`` (a second call updates it) and feed it back.
+    """Record ``reviewer``'s label of item ``item_id`` (a second call updates it), then apply the
+    queue's consensus rule to the item (:func:`_item_decide`).
 
-    Feedback, in this transaction:
+    A label feeds back only once the rule decides it (:attr:`ReviewQueue.consensus_text`):
+    ``quorum`` of the item's reviewers giving the same label, or a curator confirming one
+    (:func:`review_item_confirm`); a queue with ``consensus="curator"`` waits for the curator
+    whatever the reviewers agree. What a decision feeds back, in this transaction:
 
     * ``broken_task``: the trajectory's task version is quarantined (tasks_library's
-      ``task_versions_quarantine``) with a reason naming the reviewer, the trajectory and the
-      note, for a curator to confirm or approve on the task page; a version already
-      quarantined is left as it is.
+      ``task_versions_quarantine``) with a reason naming who decided, the trajectory and the
+      notes, for a curator to confirm or approve on the task page; a version already quarantined
+      is left as it is. A later change of the decision leaves the quarantine to the curator.
     * ``reward_hack``: a :class:`~console.review.models.HackExample` of the trajectory's final code
-      (one per trajectory), and the ``reviewed_hack`` flag on the trajectory with the
-      reviewer and note as evidence. Relabelling away from ``reward_hack`` takes the reviewer's
-      evidence back, and the flag and example with it once no reviewer holds the label.
+      (one per trajectory), and the ``reviewed_hack`` flag with the agreeing reviewers' notes as
+      evidence. A decision that moves away from ``reward_hack`` (a reviewer changed their label
+      and the quorum is gone) takes this item's evidence back, and the flag and example with it
+      once no item holds it.
+
+    The label's ``feedback`` records the item's state after it: ``{"decision", "agree",
+    "needed"}`` and what the decision fed back.
 
     Raises:
         PermissionDenied: ``reviewer`` is not assigned this item.
-        InputError: no such item, an unknown label, or no note for a label other than ``correct``.
+        InputError: no such item, a label not in the queue's label set, or no note for a label
+            that says something is wrong (reward hack, broken task, ambiguous task, other).
     """
-    item = m.ReviewItem.objects.select_related("trajectory").filter(pk=item_id).first()
-    if item is None:
-        raise InputError(f"item: review item {item_id} does not exist", field="item")
+    item = _item_locked(item_id)
     assignment = m.ReviewAssignment.objects.filter(
         item=item, reviewer_id=getattr(reviewer, "pk", None)
     ).first()
@@ -193,57 +286,165 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
         raise PermissionDenied(
             f"item {item_id} is not assigned to {_name(reviewer)}; only its reviewers label it"
         )
-    if label not in m.LABEL_NAMES:
-        raise InputError(
-            f"label: unknown {label!r}; known: {', '.join(m.LABEL_NAMES)}", field="label"
-        )
-    note = (note or "").strip()
-    if label != m.CORRECT and not note:
-        raise InputError(
-            f"note: say why the trajectory is {label.replace('_', ' ')}: what you saw, where",
-            field="note",
-        )
-    existing = (
-        m.ReviewLabel.objects.select_for_update().filter(item=item, reviewer=reviewer).first()
+    note = _label_checked(item.queue, label, note)
+    record = m.ReviewLabel.objects.filter(item=item, reviewer=reviewer).first() or m.ReviewLabel(
+        item=item, trajectory=item.trajectory, reviewer=reviewer
     )
-    previous = existing.label if existing else None
-    if existing is None:
-        record = m.ReviewLabel(item=item, trajectory=item.trajectory, reviewer=reviewer)
-    else:
-        record = existing
     record.label, record.note = label, note
-    feedback = {}
-    if previous == m.REWARD_HACK and label != m.REWARD_HACK:
-        _hack_retract(trajectory_id=item.trajectory_id, reviewer=reviewer)
-    if label == m.BROKEN_TASK:
-        feedback = _broken_task_feedback(item=item, reviewer=reviewer, note=note)
-    elif label == m.REWARD_HACK:
-        feedback = _reward_hack_feedback(item=item, reviewer=reviewer, note=note)
-    record.feedback = feedback
     record.save()
+    _item_decide(item)
+    agree = m.ReviewLabel.objects.filter(item=item, label=label).count()
+    record.feedback = {
+        "decision": item.decision,
+        "agree": agree,
+        "needed": item.queue.quorum if item.queue.consensus == m.QUORUM else None,
+        **(item.feedback if item.decision == label else {}),
+    }
+    record.save(update_fields=["feedback"])
     if assignment.completed_at is None:
         assignment.completed_at = timezone.now()
         assignment.save(update_fields=["completed_at"])
     return record
 
 
-def _broken_task_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
+@transaction.atomic
+def review_item_confirm(*, item_id: int, curator, label: str, note: str = "") -> m.ReviewItem:
+    """A curator decides an item: ``label`` (one of the queue's) becomes its decision whatever
+    the reviewers' count, and feeds back as :func:`review_label` says. Confirming again with
+    another label changes the decision (a reward hack's evidence of this item is taken back).
+
+    Raises:
+        PermissionDenied: ``curator`` is not a curator.
+        InputError: no such item, a label not in the queue's set, or no note for a label that
+            says something is wrong.
+    """
+    if not is_curator(curator):
+        raise PermissionDenied("only curators confirm review labels")
+    item = _item_locked(item_id)
+    note = _label_checked(item.queue, label, note)
+    item.confirmed_by, item.confirmed_at, item.confirm_note = curator, timezone.now(), note
+    item.save(update_fields=["confirmed_by", "confirmed_at", "confirm_note"])
+    _item_decide(item, confirmed=label)
+    return item
+
+
+def _item_locked(item_id: int) -> m.ReviewItem:
+    """Item ``item_id`` locked for this transaction, with its trajectory and queue.
+
+    Raises:
+        InputError: (``item``) no such item.
+    """
+    item = (
+        m.ReviewItem.objects.select_for_update()
+        .select_related("trajectory", "queue")
+        .filter(pk=item_id)
+        .first()
+    )
+    if item is None:
+        raise InputError(f"item: review item {item_id} does not exist", field="item")
+    return item
+
+
+def _label_checked(queue: m.ReviewQueue, label: str, note: str) -> str:
+    values = [lab["value"] for lab in queue.label_set]
+    if label not in values:
+        raise InputError(
+            f"label: unknown {label!r}; this queue's labels: {', '.join(values)}", field="label"
+        )
+    note = (note or "").strip()
+    if label in m.NOTE_REQUIRED and not note:
+        raise InputError(
+            f"note: say why the trajectory is {queue.label_title(label)}: what you saw, where",
+            field="note",
+        )
+    return note
+
+
+def item_decision(item: m.ReviewItem, counts: dict[str, int]) -> tuple[str, str]:
+    """``(label, how)`` the queue's rule decides for ``item`` given its reviewers' label counts:
+    a curator's confirmation first, else (rule ``quorum``) the one label at least ``quorum``
+    reviewers gave; ``("", "")`` while undecided (too few agree, or two labels both reached it)."""
+    if item.confirmed_by_id is not None and item.decision and item.decided_how == m.CURATOR:
+        return item.decision, m.CURATOR
+    queue = item.queue
+    if queue.consensus != m.QUORUM:
+        return "", ""
+    reached = [label for label, n in counts.items() if n >= queue.quorum]
+    return (reached[0], m.QUORUM) if len(reached) == 1 else ("", "")
+
+
+def _item_decide(item: m.ReviewItem, *, confirmed: str | None = None) -> None:
+    """Apply the queue's consensus rule to ``item`` (locked) and feed a changed decision back."""
+    labels = list(m.ReviewLabel.objects.filter(item=item).select_related("reviewer").order_by("id"))
+    if confirmed is not None:
+        decision, how = confirmed, m.CURATOR
+    else:
+        counts: dict[str, int] = {}
+        for lab in labels:
+            counts[lab.label] = counts.get(lab.label, 0) + 1
+        decision, how = item_decision(item, counts)
+    previous = item.decision
+    if (decision, how) == (previous, item.decided_how):
+        return
+    feedback = dict(item.feedback) if decision == previous else {}
+    if previous == m.REWARD_HACK and decision != m.REWARD_HACK:
+        _hack_retract(item=item)
+        feedback = {}
+    if decision != previous:
+        agreeing = [lab for lab in labels if lab.label == decision]
+        if decision == m.BROKEN_TASK:
+            feedback = _broken_task_feedback(item=item, agreeing=agreeing, how=how)
+        elif decision == m.REWARD_HACK:
+            feedback = _reward_hack_feedback(item=item, agreeing=agreeing, how=how)
+    item.decision, item.decided_how, item.feedback = decision, how if decision else "", feedback
+    item.save(update_fields=["decision", "decided_how", "feedback"])
+
+
+def _decided_by(item: m.ReviewItem, agreeing: list[m.ReviewLabel], how: str) -> str:
+    if how == m.CURATOR:
+        return f"curator {_name(item.confirmed_by)} confirmed"
+    return (
+        f"{len(agreeing)} reviewers agreed ({', '.join(_name(lab.reviewer) for lab in agreeing)})"
+    )
+
+
+def _broken_task_feedback(*, item: m.ReviewItem, agreeing: list, how: str) -> dict:
     trajectory = item.trajectory
     version = TaskVersion.objects.select_for_update().get(pk=trajectory.task_version_id)
     if version.quarantined:
         return {"quarantined": False, "already_quarantined": True, "task_version": version.pk}
+    notes = [f"{_name(lab.reviewer)}: {lab.note}" for lab in agreeing if lab.note]
+    if how == m.CURATOR:
+        notes.append(f"{_name(item.confirmed_by)} (curator): {item.confirm_note}")
+    author = _name(item.confirmed_by) if how == m.CURATOR else _name(agreeing[0].reviewer)
     reason = (
-        f"review: {_name(reviewer)} labelled trajectory {trajectory.pk} (run {trajectory.run_id}, "
-        f"step {trajectory.step}; review queue {item.queue_id}, item {item.pk}) broken_task: "
-        f"{note} -- a curator confirms (keeps the quarantine) or approves with a reason"
+        f"review: {_decided_by(item, agreeing, how)} that trajectory {trajectory.pk} (run "
+        f"{trajectory.run_id}, step {trajectory.step}; review queue {item.queue_id}, item "
+        f"{item.pk}) shows a broken_task: {'; '.join(notes)} -- a curator confirms (keeps the "
+        "quarantine) or approves with a reason"
     )
-    task_versions_quarantine(version_ids=[version.pk], author=_name(reviewer), reason=reason)
+    task_versions_quarantine(version_ids=[version.pk], author=author, reason=reason)
     return {"quarantined": True, "task_version": version.pk}
 
 
-def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
+def _reward_hack_feedback(*, item: m.ReviewItem, agreeing: list, how: str) -> dict:
     trajectory = Trajectory.objects.select_for_update().get(pk=item.trajectory_id)
     detector_flags = [f for f in trajectory.flags if f != REVIEWED_HACK]
+    notes = [
+        {"reviewer": _name(lab.reviewer), "note": lab.note, "queue": item.queue_id, "item": item.pk}
+        for lab in agreeing
+    ]
+    if how == m.CURATOR:
+        notes.append(
+            {
+                "reviewer": _name(item.confirmed_by),
+                "note": item.confirm_note,
+                "queue": item.queue_id,
+                "item": item.pk,
+                "confirmed": True,
+            }
+        )
+    first = notes[0]
     example, _ = m.HackExample.objects.get_or_create(
         trajectory=trajectory,
         defaults={
@@ -251,22 +452,15 @@ def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
             "code": trajectory.final_code,
             "label": m.REWARD_HACK,
             "flags": detector_flags,
-            "note": note,
-            "created_by": reviewer,
+            "note": first["note"],  # every agreeing note is in the flag's evidence
+            "created_by": agreeing[0].reviewer if agreeing else item.confirmed_by,
         },
     )
     evidence = dict(trajectory.flag_evidence.get(REVIEWED_HACK) or {})
-    reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
-    reviews.append(
-        {"reviewer": _name(reviewer), "note": note, "queue": item.queue_id, "item": item.pk}
-    )
+    reviews = [r for r in evidence.get("reviews", []) if r.get("item") != item.pk] + notes
     trajectory.flag_evidence = {
         **trajectory.flag_evidence,
-        REVIEWED_HACK: {
-            "reviewer": reviews[0]["reviewer"],
-            "note": reviews[0]["note"],
-            "reviews": reviews,
-        },
+        REVIEWED_HACK: {"reviewer": first["reviewer"], "note": first["note"], "reviews": reviews},
     }
     if REVIEWED_HACK not in trajectory.flags:
         trajectory.flags = [*trajectory.flags, REVIEWED_HACK]
@@ -274,12 +468,12 @@ def _reward_hack_feedback(*, item: m.ReviewItem, reviewer, note: str) -> dict:
     return {"hack_example": example.pk, "flagged": REVIEWED_HACK}
 
 
-def _hack_retract(*, trajectory_id: int, reviewer) -> None:
-    """Take ``reviewer``'s reward-hack evidence off a trajectory; the flag and the hack example
-    go once no reviewer's evidence is left."""
-    trajectory = Trajectory.objects.select_for_update().get(pk=trajectory_id)
+def _hack_retract(*, item: m.ReviewItem) -> None:
+    """Take ``item``'s reward-hack evidence off its trajectory; the flag and the hack example go
+    once no item's evidence is left."""
+    trajectory = Trajectory.objects.select_for_update().get(pk=item.trajectory_id)
     evidence = dict(trajectory.flag_evidence.get(REVIEWED_HACK) or {})
-    reviews = [r for r in evidence.get("reviews", []) if r.get("reviewer") != _name(reviewer)]
+    reviews = [r for r in evidence.get("reviews", []) if r.get("item") != item.pk]
     others = dict(trajectory.flag_evidence)
     if reviews:
         others[REVIEWED_HACK] = {
@@ -451,7 +645,9 @@ def task_draft_submit(*, draft_id: int, submitted_by) -> TaskVersion:
                     field="draft",
                 )
     except ImportFormatError as exc:
-        raise InputError(exc.detail, field=exc.field) from exc
+        # the draft's own names: its hidden tests are ``tests``, a workspace file is ``files``
+        field = {"test": "tests"}.get(exc.field, (exc.field or "").split(".")[0] or None)
+        raise InputError(f"{field}: {exc.problem}" if field else exc.detail, field=field) from exc
     version = list(task_set_versions(task_set=TaskSet.objects.get(name=DRAFT_TASK_SET)))[-1]
     draft.status, draft.task_version = m.TaskDraft.SUBMITTED, version
     draft.submitted_by, draft.submitted_at = submitted_by, timezone.now()

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from console.review import views as views
+from console.review import api, views
 
 urlpatterns = [
     path("review/", views.review_home, name="review-home"),
@@ -11,6 +11,9 @@ urlpatterns = [
     path("review/items/<int:item_id>/", views.review_item, name="review-item"),
     path("review/items/<int:item_id>/label/", views.review_item_label, name="review-item-label"),
     path("review/items/<int:item_id>/assign/", views.review_item_assign, name="review-item-assign"),
+    path(
+        "review/items/<int:item_id>/confirm/", views.review_item_confirm, name="review-item-confirm"
+    ),
     path("review/items/<int:item_id>/draft/", views.review_item_draft, name="review-item-draft"),
     path("review/drafts/<int:draft_id>/", views.review_draft, name="review-draft"),
     path(
@@ -22,4 +25,16 @@ urlpatterns = [
         "review/tasks/<int:task_version_id>/", views.task_version_labels, name="review-task-labels"
     ),
     path("runs/<int:run_id>/review/", views.run_review_summary, name="run-review"),
+    path("api/review/queues/", api.QueueListApi.as_view(), name="api-review-queues"),
+    path("api/review/queues/<int:queue_id>/", api.QueueApi.as_view(), name="api-review-queue"),
+    path(
+        "api/review/items/<int:item_id>/label/",
+        api.ItemLabelApi.as_view(),
+        name="api-review-item-label",
+    ),
+    path(
+        "api/review/items/<int:item_id>/confirm/",
+        api.ItemConfirmApi.as_view(),
+        name="api-review-item-confirm",
+    ),
 ]

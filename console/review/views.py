@@ -23,11 +23,19 @@ from console.core.permissions import is_curator, may_manage_queues, may_review, 
 from console.review import models as m
 from console.review import selectors as selectors
 from console.review import services as services
-from console.review.forms import AssignForm, DraftForm, LabelForm, QueueForm, first_error
+from console.review.forms import (
+    AssignForm,
+    ConfirmForm,
+    DraftForm,
+    LabelForm,
+    QueueForm,
+    first_error,
+)
 from tasks_library.models import TaskVersion
 from training import flags
 from training import selectors as training_selectors
 from training.models import TrainingRun
+from training.replay import replay_turns
 
 
 def _item_or_404(item_id: int) -> m.ReviewItem:
@@ -78,6 +86,9 @@ def review_queue_new(request: HttpRequest) -> HttpResponse:
                 created_by=request.user,
                 seed=data["seed"] or 0,
                 filters=form.filters(),
+                labels=form.label_set(),
+                consensus=data["consensus"] or m.QUORUM,
+                quorum=data["quorum"],
             )
         except InputError as exc:
             form_add_error(form, exc)
@@ -137,11 +148,40 @@ def review_item_assign(request: HttpRequest, item_id: int) -> HttpResponse:
     return redirect(f"{reverse('review-queue', args=[item.queue_id])}#item-{item.pk}")
 
 
+def _consensus(item: m.ReviewItem, *, show_counts: bool) -> dict:
+    """The item's consensus state for its page: the queue's rule in words, the decision (if any)
+    and, once the reader may see others' labels, how many gave each."""
+    queue = item.queue
+    counts: dict[str, int] = {}
+    for value in item.labels.values_list("label", flat=True):
+        counts[value] = counts.get(value, 0) + 1
+    return {
+        "rule": queue.consensus_text,
+        "decision": item.decision,
+        "decision_title": queue.label_title(item.decision) if item.decision else "",
+        "decided_how": item.decided_how,
+        "feedback": item.feedback,
+        "confirmed_by": item.confirmed_by,
+        "confirm_note": item.confirm_note,
+        "needed": queue.quorum if queue.consensus == m.QUORUM else None,
+        "labelled": sum(counts.values()),
+        "counts": (
+            [
+                (queue.label_title(value), n)
+                for value, n in sorted(counts.items(), key=lambda c: -c[1])
+            ]
+            if show_counts
+            else []
+        ),
+    }
+
+
 def _item_context(
-    request: HttpRequest, item: m.ReviewItem, *, label_form=None, draft_form=None
+    request: HttpRequest, item: m.ReviewItem, *, label_form=None, draft_form=None, confirm_form=None
 ) -> dict:
     trajectory = item.trajectory
     user = request.user
+    queue = item.queue
     assignment = item.assignments.filter(reviewer=user).first()
     mine = m.ReviewLabel.objects.filter(item=item, reviewer=user).first()
     # Others' labels stay hidden from a reviewer until they have labelled (no anchoring).
@@ -151,14 +191,23 @@ def _item_context(
         if show_others
         else []
     )
+    for lab in others:
+        lab.title = queue.label_title(lab.label)
     version = trajectory.task_version
     if label_form is None:
         label_form = LabelForm(
+            label_set=queue.label_set,
             initial={
                 "label": mine.label if mine else None,
                 "note": mine.note if mine else "",
                 "advance": True,
-            }
+            },
+        )
+    can_confirm = is_curator(user)
+    if confirm_form is None and can_confirm:
+        confirm_form = ConfirmForm(
+            label_set=queue.label_set,
+            initial={"label": item.decision or None, "note": item.confirm_note},
         )
     if draft_form is None:
         draft_form = DraftForm(
@@ -174,9 +223,25 @@ def _item_context(
         )
     return {
         "item": item,
-        "queue": item.queue,
+        "queue": queue,
         "trajectory": trajectory,
         "run": trajectory.run,
+        **replay_turns(trajectory=trajectory),
+        "embedded": True,
+        "consensus": _consensus(item, show_counts=show_others),
+        "can_confirm": can_confirm,
+        "confirm_form": confirm_form,
+        "mine_title": queue.label_title(mine.label) if mine else "",
+        "label_buttons": [
+            {
+                "key": i + 1,
+                "value": lab["value"],
+                "title": lab["title"],
+                "needs_note": lab["value"] in m.NOTE_REQUIRED,
+                "feeds_back": lab["value"] in m.FEEDBACK_LABELS,
+            }
+            for i, lab in enumerate(queue.label_set)
+        ],
         "version": version,
         "task": version.task,
         "components": sorted(trajectory.reward_components.items()),
@@ -184,7 +249,7 @@ def _item_context(
             (flag, flags.evidence_text(trajectory.flag_evidence.get(flag)))
             for flag in trajectory.flags
         ],
-        "monitor_scores": training_selectors.trajectory_monitor_scores(trajectory_id=trajectory.pk),
+        "monitor_scores": training_selectors.trajectory_monitor_rows(trajectory=trajectory),
         "assignment": assignment,
         "mine": mine,
         "others": others,
@@ -197,7 +262,6 @@ def _item_context(
         else None,
         "label_form": label_form,
         "draft_form": draft_form,
-        "labels": m.LABELS,
         "can_draft": may_review(user) and (assignment is not None or is_curator(user)),
         "drafts": m.TaskDraft.objects.filter(from_trajectory=trajectory).order_by("-id"),
         "hack_example": m.HackExample.objects.filter(trajectory=trajectory).first(),
@@ -228,7 +292,7 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
         raise PermissionDenied(
             f"item {item.pk} is not assigned to you; only its reviewers label it"
         )
-    form = LabelForm(request.POST)
+    form = LabelForm(request.POST, label_set=item.queue.label_set)
     if not form.is_valid():
         messages.error(request, first_error(form))
         return render(
@@ -252,14 +316,8 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
             _item_context(request, item, label_form=form),
             status=400,
         )
-    done = f"item {item.position + 1} labelled {record.get_label_display()}"
-    if record.feedback.get("quarantined"):
-        done += f"; task {item.trajectory.task_version} quarantined for a curator to confirm"
-    elif record.feedback.get("already_quarantined"):
-        done += f"; task {item.trajectory.task_version} was already quarantined"
-    elif record.feedback.get("hack_example"):
-        done += "; added to the hack corpus and flagged reviewed_hack"
-    messages.success(request, done)
+    done = f"item {item.position + 1} labelled {item.queue.label_title(record.label)}"
+    messages.success(request, done + _feedback_said(item.queue, record.feedback, record.label))
     following = (
         selectors.review_next_item(
             queue_id=item.queue_id, reviewer=request.user, position=item.position
@@ -268,6 +326,58 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
         else None
     )
     return redirect("review-item", item_id=following.pk if following else item.pk)
+
+
+def _feedback_said(queue: m.ReviewQueue, feedback: dict, label: str) -> str:
+    """What a label or a confirmation did, for the message after it."""
+    version = "the task version"
+    if feedback.get("quarantined"):
+        return f"; consensus reached: {version} is quarantined for a curator to confirm"
+    if feedback.get("already_quarantined"):
+        return f"; consensus reached: {version} was already quarantined"
+    if feedback.get("hack_example"):
+        return "; consensus reached: added to the hack corpus and flagged reviewed_hack"
+    if label in m.FEEDBACK_LABELS and feedback.get("decision") != label:
+        if feedback.get("needed"):
+            return (
+                f"; nothing fed back yet: {feedback.get('agree', 1)} of the {feedback['needed']} "
+                "reviewers the queue needs agree (or a curator confirms)"
+            )
+        return "; nothing fed back yet: this queue waits for a curator to confirm"
+    return ""
+
+
+@login_required
+@require_POST
+def review_item_confirm(request: HttpRequest, item_id: int) -> HttpResponse:
+    """A curator decides an item's label: it feeds back whatever the reviewers' count."""
+    item = _item_or_404(item_id)
+    if not is_curator(request.user):
+        raise PermissionDenied("only curators confirm review labels")
+    form = ConfirmForm(request.POST, label_set=item.queue.label_set)
+    if form.is_valid():
+        try:
+            item = services.review_item_confirm(
+                item_id=item.pk,
+                curator=request.user,
+                label=form.cleaned_data["label"],
+                note=form.cleaned_data["note"],
+            )
+        except InputError as exc:
+            form_add_error(form, exc)
+        else:
+            label = form.cleaned_data["label"]
+            said = _feedback_said(item.queue, {**item.feedback, "decision": label}, label)
+            messages.success(
+                request, f"item {item.position + 1} decided: {item.queue.label_title(label)}{said}"
+            )
+            return redirect("review-item", item_id=item.pk)
+    return render(
+        request,
+        "review/item.html",
+        _item_context(request, item, confirm_form=form),
+        status=400,
+    )
 
 
 @login_required

@@ -1,5 +1,7 @@
 // The sandbox pool panel (run page and /sandboxes/): polls /api/sandboxes/pool/ every few
 // seconds and draws one row per runtime. Reads only; a refusal (403) stops the polling.
+import { when } from "./lib/time.js";
+
 (function () {
   "use strict";
   const panel = document.getElementById("sandbox-pool");
@@ -80,12 +82,15 @@
         cell(String(r.in_flight), "pool-inflight"), demandCell(r.demand), autoscalerCell(r.autoscaler),
         cell(ms(r.latency_ms.p50), "pool-p50"),
         cell(ms(r.latency_ms.p99), "pool-p99"), cell(String(r.recent), "pool-recent"), statuses(r.statuses));
-      if (!r.workers.alive) tr.classList.add("no-workers");
+      // serving, unused (nothing asks for this runtime: grey) or starved (work waits, no worker: red)
+      const state = r.state || (r.workers.alive ? "serving" : "starved");
+      tr.dataset.state = state;
+      tr.classList.add(`state-${state}`);
       rows.append(tr);
     }
     updates += 1;
     panel.dataset.updates = String(updates);
-    state.textContent = `updated ${new Date(data.at * 1000).toLocaleTimeString()}`;
+    state.textContent = `updated ${when(data.at)}`;
   }
 
   async function poll() {

@@ -4,7 +4,8 @@
 // chunk comes embedded in the page). So a trajectory of thousands of turns opens at
 // once and only what is looked at is ever drawn. Long texts are cut in the DOM with a
 // "show all" button. Keys: j/k or arrows (next/previous turn), g/G (first/last turn),
-// n/p (next/previous trajectory of the group); #turn-N in the address selects turn N.
+// n/p (next/previous trajectory of the group; not when embedded in the labelling page, whose
+// own keys they are); #turn-N in the address selects turn N.
 (function () {
   "use strict";
   const root = document.getElementById("turns");
@@ -145,6 +146,39 @@
       Array.isArray(r.tests) && r.tests.length ? testsTable(r.tests) : el("p", { class: "none", text: "no test results" }));
   }
 
+  // --- a turn's blocks ------------------------------------------------------------------
+  // Each block draws one kind of data a turn carries and returns null when the turn has none:
+  // a turn is drawn from its data, so a richer turn (the agent's messages, tool calls and their
+  // outputs, the workspace's diff per edit) adds a block here without touching the others.
+  const block = (title, ...children) => el("div", { class: "block" },
+    typeof title === "string" ? el("h3", { text: title }) : title, ...children);
+
+  function policyBlock(turn) {
+    return "policy_text" in turn ? block("Policy", longText(turn.policy_text, "text policy", 30, 3000)) : null;
+  }
+
+  function codeBlock(turn, pos) {
+    if (!("code" in turn)) return null;
+    if (pos === 0 || !Array.isArray(turn.diff)) return block("Code", longText(turn.code, "code", 80, 8000));
+    return block(el("h3", {}, "Code ", el("span", { class: "sub",
+      text: turn.diff.length ? `diff from turn ${pos}` : `unchanged from turn ${pos}` })),
+      turn.diff.length ? diffBlock(turn.diff) : null,
+      el("details", { class: "full-code" }, el("summary", { text: `full code (${lineCount(turn.code)} lines)` }),
+        longText(turn.code, "code", 200, 20000)));
+  }
+
+  function sandboxBlock(turn) {
+    return "sandbox_result" in turn ? block("Sandbox", sandbox(turn)) : null;
+  }
+
+  function observationBlock(turn) {
+    return "observation" in turn
+      ? block("Observation shown to the policy", longText(turn.observation, "text observation", 30, 3000)) : null;
+  }
+
+  // The turn's two columns: what the policy did, and what the environment answered.
+  const COLUMNS = [[policyBlock, codeBlock], [sandboxBlock, observationBlock]];
+
   function renderTurn(pos) {
     const section = sections[pos];
     if (!section || section.dataset.rendered) return;
@@ -156,21 +190,8 @@
     if (turn.sampled_tokens !== null && turn.sampled_tokens !== undefined) {
       tokens.textContent = `${turn.sampled_tokens} sampled tokens · ${turn.observation_tokens || 0} observation tokens`;
     }
-    const code = pos === 0
-      ? el("div", { class: "block" }, el("h3", { text: "Code" }), longText(turn.code, "code", 80, 8000))
-      : el("div", { class: "block" }, el("h3", {}, "Code ", el("span", { class: "sub",
-        text: turn.diff.length ? `diff from turn ${pos}` : `unchanged from turn ${pos}` })),
-        turn.diff.length ? diffBlock(turn.diff) : null,
-        el("details", { class: "full-code" }, el("summary", { text: `full code (${lineCount(turn.code)} lines)` }),
-          longText(turn.code, "code", 200, 20000)));
     const content = el("div", { class: "turn-grid" },
-      el("div", { class: "col" },
-        el("div", { class: "block" }, el("h3", { text: "Policy" }), longText(turn.policy_text, "text policy", 30, 3000)),
-        code),
-      el("div", { class: "col" },
-        el("div", { class: "block" }, el("h3", { text: "Sandbox" }), sandbox(turn)),
-        el("div", { class: "block" }, el("h3", { text: "Observation shown to the policy" }),
-          longText(turn.observation, "text observation", 30, 3000))));
+      ...COLUMNS.map((blocks) => el("div", { class: "col" }, ...blocks.map((draw) => draw(turn, pos)))));
     body.replaceChildren(content);
     section.dataset.rendered = "1";
     if (selected >= 0 && performance.now() < pinUntil) sections[selected].scrollIntoView({ block: "start" });
@@ -264,6 +285,8 @@
     if (section && !event.target.closest("a, button, summary")) select(Number(section.dataset.pos), false);
   });
 
+  // Embedded in the labelling page, the replay keeps j/k/g/G; n and p are the page's own.
+  const embedded = root.dataset.embedded === "1";
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable]")) return;
@@ -273,8 +296,8 @@
       case "k": case "ArrowUp": move(-1); break;
       case "g": case "Home": select(0); break;
       case "G": case "End": select(count - 1); break;
-      case "n": go(root.dataset.next); break;
-      case "p": go(root.dataset.prev); break;
+      case "n": if (embedded) return; go(root.dataset.next); break;
+      case "p": if (embedded) return; go(root.dataset.prev); break;
       default: return;
     }
     event.preventDefault();

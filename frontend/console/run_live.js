@@ -8,11 +8,27 @@
 // import map points the name at the plotly wheel's copy (console/frontend.py).
 import Plotly from "plotly.js-dist-min";
 
+import { emptyFrame, stepAxis } from "./lib/axes.js";
+import { timeElement } from "./lib/time.js";
+
 (function () {
   "use strict";
   const heat = document.getElementById("reward-heatmap");
   if (!heat) return;
   const runId = heat.dataset.runId;
+  const totalSteps = Number(heat.dataset.totalSteps) || 0;
+  // What the run's reward is: correctness alone, or a weighted total of components. A series
+  // says which (a total with a quality share is not plotted as if it were correctness).
+  const weightsNode = document.getElementById("reward-weights");
+  const weights = (weightsNode && JSON.parse(weightsNode.textContent)) || { correctness: 1 };
+  // correctness first, then by name (a JSON column keeps no key order)
+  const weighted = Object.entries(weights).filter(([, w]) => Number(w) > 0)
+    .sort(([a], [b]) => (a === "correctness" ? -1 : b === "correctness" ? 1 : a.localeCompare(b)));
+  const correctnessOnly = weighted.length === 1 && weighted[0][0] === "correctness";
+  const rewardName = correctnessOnly ? "reward (correctness)"
+    : `total reward (${weighted.map(([name, w]) => `${name}×${w}`).join(" + ")}) / ${weighted.reduce((sum, [, w]) => sum + Number(w), 0)}`;
+  const meanTitle = correctnessOnly ? "Mean reward, pass rate, held-out pass@1 and alerts"
+    : "Mean total reward, correctness, pass rate, held-out pass@1";
   const meanDiv = document.getElementById("reward-mean");
   const timeDiv = document.getElementById("step-time");
   const policyDiv = document.getElementById("policy-stats");
@@ -43,6 +59,13 @@ import Plotly from "plotly.js-dist-min";
     pending = false;
     const ordered = [...steps.values()].sort((a, b) => a.step - b.step);
     const x = ordered.map((e) => e.step);
+    const empty = !ordered.length;
+    // every chart's layout: its title, whole-number step ticks, a frame and a note while empty
+    const frame = (title, more) => {
+      const { yaxis, xaxis, ...rest } = more || {};
+      return { title: { text: title }, xaxis: stepAxis(x, totalSteps, xaxis), margin: { t: 40, r: 20 },
+        ...emptyFrame(empty, yaxis), ...rest };
+    };
     const bins = ordered.length ? ordered[0].bins : [];
     const centres = bins.slice(0, -1).map((b, i) => ((b + bins[i + 1]) / 2).toFixed(2));
     const counts = centres.map((_, row) => ordered.map((e) => e.histogram[row] || 0));
@@ -55,14 +78,15 @@ import Plotly from "plotly.js-dist-min";
       text: centres.map(() => spanText),
       hovertemplate: "%{text}<br>reward ≈ %{y}<br>%{customdata} trajectories<extra></extra>",
       colorbar: { title: { text: "log(1+n)" } } }],
-      { title: { text: "Reward distribution per step" }, xaxis: { title: { text: "step" } },
-        yaxis: { title: { text: "reward (bin centre)" } }, margin: { t: 40, r: 20 } },
-      { displayModeBar: false, responsive: true });
+      frame(`Distribution of the ${correctnessOnly ? "reward (correctness)" : "total reward"} per step`,
+        { yaxis: { title: { text: `${correctnessOnly ? "reward" : "total reward"} (bin centre)` } } }), CONFIG);
     const evals = [...evaluations.values()].sort((a, b) => a.step - b.step);
     const marked = [...alerts.values()].sort((a, b) => a.step - b.step);
     Plotly.react(meanDiv, [
-      { type: "scatter", mode: "lines+markers", name: "reward/mean", x: x, y: ordered.map((e) => e.reward_mean) },
-      { type: "scatter", mode: "lines", name: "reward/pass_rate", x: x,
+      { type: "scatter", mode: "lines+markers", name: rewardName, x: x, y: ordered.map((e) => e.reward_mean) },
+      ...(correctnessOnly ? [] : [{ type: "scatter", mode: "lines", name: "correctness (mean)", x: x,
+        y: ordered.map((e) => (e.metrics || {})["reward/correctness"]), line: { dash: "dashdot" } }]),
+      { type: "scatter", mode: "lines", name: "pass rate (all hidden tests)", x: x,
         y: ordered.map((e) => (e.metrics || {})["reward/pass_rate"]) },
       { type: "scatter", mode: "lines+markers", name: "held-out reward", x: evals.map((e) => e.step),
         y: evals.map((e) => e.reward_mean), marker: { symbol: "diamond", size: 9 }, line: { dash: "dot" } },
@@ -77,29 +101,24 @@ import Plotly from "plotly.js-dist-min";
         text: marked.map((a) => `${a.severity}: ${a.detector} on ${a.stream}` +
           (a.last_step !== a.step ? ` (to step ${a.last_step}, ×${a.repeats + 1})` : "")),
         hovertemplate: "step %{x}<br>%{text}<extra></extra>" },
-    ], { title: { text: "Mean reward, pass rate, held-out pass@1 and alerts" }, xaxis: { title: { text: "step" } },
-         yaxis: { range: [0, 1] }, margin: { t: 40, r: 20 },
+    ], frame(meanTitle, { yaxis: { range: [0, 1] }, legend: { orientation: "h", y: -0.3 },
          shapes: marked.map((a) => ({ type: "line", xref: "x", yref: "paper", x0: a.step, x1: a.step, y0: 0, y1: 1,
            line: { color: SEVERITY_COLOURS[a.severity] || "#555", width: 1.5, dash: a.acknowledged ? "dot" : "solid" },
-           opacity: a.acknowledged ? 0.4 : 0.8 })) },
-      { displayModeBar: false, responsive: true });
+           opacity: a.acknowledged ? 0.4 : 0.8 })) }), CONFIG);
     meanDiv.dataset.alertMarks = String(marked.length);
     const metric = (name) => ordered.map((e) => (e.metrics || {})[name]);
     // a chart whose metrics no step recorded says so in its title
     const noted = (title, series) => (ordered.length && !series.some((ys) => ys.some((v) => typeof v === "number"))
       ? `${title} (not recorded by this run)` : title);
     Plotly.react(timeDiv, PHASES.map(([key, label]) => ({ type: "bar", name: label, x: x, y: metric(key) })),
-      { title: { text: noted("Time per step (s)", PHASES.map(([key]) => metric(key))) }, barmode: "stack", xaxis: { title: { text: "step" } },
-        margin: { t: 40, r: 20 } }, { displayModeBar: false, responsive: true });
+      frame(noted("Time per step (s)", PHASES.map(([key]) => metric(key))), { barmode: "stack" }), CONFIG);
     Plotly.react(policyDiv, POLICY.map(([key, label]) => ({ type: "scatter", mode: "lines+markers", name: label,
-      x: x, y: metric(key) })), { title: { text: noted("Policy: entropy, KL to reference, clip fraction", POLICY.map(([key]) => metric(key))) },
-      xaxis: { title: { text: "step" } }, margin: { t: 40, r: 20 } }, { displayModeBar: false, responsive: true });
+      x: x, y: metric(key) })), frame(noted("Policy: entropy, KL to reference, clip fraction", POLICY.map(([key]) => metric(key)))), CONFIG);
     Plotly.react(lossDiv, [{ type: "scatter", mode: "lines+markers", name: "loss/policy", x: x, y: metric("loss/policy") }],
-      { title: { text: noted("Policy loss", [metric("loss/policy")]) }, xaxis: { title: { text: "step" } }, margin: { t: 40, r: 20 } }, CONFIG);
+      frame(noted("Policy loss", [metric("loss/policy")])), CONFIG);
     Plotly.react(flagDiv, [{ type: "scatter", mode: "lines+markers", name: "flags/rate", x: x, y: metric("flags/rate"),
       line: { color: "#b3261e" }, fill: "tozeroy", fillcolor: "rgba(179,38,30,0.12)" }],
-      { title: { text: noted("Hack-flag rate (share of trajectories flagged)", [metric("flags/rate")]) }, xaxis: { title: { text: "step" } },
-        yaxis: { rangemode: "tozero" }, margin: { t: 40, r: 20 } }, CONFIG);
+      frame(noted("Hack-flag rate (share of trajectories flagged)", [metric("flags/rate")]), { yaxis: { rangemode: "tozero" } }), CONFIG);
     // tokens/generated over the step's time split (generation + sandbox + grading + update)
     const rate = ordered.map((e) => {
       const m = e.metrics || {};
@@ -107,8 +126,7 @@ import Plotly from "plotly.js-dist-min";
       return typeof m["tokens/generated"] === "number" && seconds > 0 ? m["tokens/generated"] / seconds : null;
     });
     Plotly.react(tokensDiv, [{ type: "scatter", mode: "lines+markers", name: "tokens/s", x: x, y: rate,
-      line: { color: "#2e7d32" } }], { title: { text: noted("Generated tokens per second of step time", [rate]) },
-      xaxis: { title: { text: "step" } }, yaxis: { rangemode: "tozero" }, margin: { t: 40, r: 20 } }, CONFIG);
+      line: { color: "#2e7d32" } }], frame(noted("Generated tokens per second of step time", [rate]), { yaxis: { rangemode: "tozero" } }), CONFIG);
     const covered = ordered.reduce((sum, e) => sum + (e.span || 1), 0);
     countEl.textContent = String(covered);
     heat.dataset.steps = String(covered);
@@ -195,7 +213,8 @@ import Plotly from "plotly.js-dist-min";
     if (!n) {
       sliderLabel.textContent = "–";
       Plotly.react(distDiv, [], { title: { text: "Reward distribution of recent steps" }, margin: { t: 40, r: 20 },
-        xaxis: { range: [0, 1], title: { text: "reward" } }, yaxis: { visible: false } }, CONFIG);
+        xaxis: { range: [0, 1], title: { text: "reward" } }, yaxis: { visible: false },
+        annotations: emptyFrame(true).annotations }, CONFIG);
       return;
     }
     const end = Math.min(Number(slider.value), n - 1);
@@ -372,8 +391,8 @@ import Plotly from "plotly.js-dist-min";
     const ack = item.querySelector(".alert-ack");
     if (alert.acknowledged) {
       ack.replaceChildren();
-      const when = alert.acknowledged_at ? new Date(alert.acknowledged_at).toLocaleString() : "";
-      ack.append(el("span", "ack-done", `✓ acknowledged by ${alert.acknowledged_by || "?"} ${when}: `),
+      ack.append(el("span", "ack-done", `✓ acknowledged by ${alert.acknowledged_by || "?"} `),
+        alert.acknowledged_at ? timeElement(alert.acknowledged_at) : "", ": ",
         el("q", "ack-note", alert.acknowledgement_note));
     } else if (canAck && !ack.querySelector("form")) {
       ack.append(ackForm(alert));
@@ -391,6 +410,7 @@ import Plotly from "plotly.js-dist-min";
     document.dispatchEvent(new CustomEvent("crucible:run-event", { detail: event }));
     if (event.kind === "step") {
       if (!steps.has(event.step)) steps.set(event.step, event);
+      if (progressEl) progressEl.hidden = true; // a step: the warm start is over
       lastSeq = Math.max(lastSeq, event.seq);
       const known = componentNames.size;
       for (const name of Object.keys(event.components || {})) componentNames.add(name);
@@ -416,21 +436,59 @@ import Plotly from "plotly.js-dist-min";
       evaluations.set(event.step, event);
       schedule();
     } else if (event.kind === "status") {
-      statusEl.textContent = event.status;
-      statusEl.className = "status status-" + event.status;
-      reasonEl.textContent = event.reason || "";
+      followStatus(event.status, event.reason);
+    } else if (event.kind === "progress") {
+      showProgress(event);
     }
+  }
+
+  // --- the run's status, live: the badge, its reason, what the buttons may do ---------------
+  const TERMINAL = new Set((heat.dataset.terminal || "succeeded,failed,cancelled").split(","));
+  const cancelForm = document.getElementById("cancel-form");
+  const resumeForm = document.getElementById("resume-form");
+  const progressEl = document.getElementById("progress");
+  let status = statusEl.textContent.trim();
+  const PROGRESS_PHASES = { sft: ["SFT warm start", "epoch"] };
+
+  function ended() { return TERMINAL.has(status); }
+
+  function followStatus(next, reason) {
+    status = next;
+    statusEl.textContent = next;
+    statusEl.className = "status status-" + next;
+    reasonEl.textContent = reason || "";
+    // an ended run cancels no more; only an interrupted one resumes
+    if (cancelForm) cancelForm.hidden = ended();
+    if (resumeForm) resumeForm.hidden = next !== "interrupted";
+    if (progressEl && next !== "running") progressEl.hidden = true;
+    if (ended()) live.textContent = `ended (${next})`;
+    else if (live.textContent.startsWith("ended")) live.textContent = "live";
+  }
+
+  function showProgress(progress) {
+    if (!progressEl || ended()) return;
+    const [phase, unit] = PROGRESS_PHASES[progress.phase] || [progress.phase, "step"];
+    progressEl.textContent = `· ${phase}: ${unit} ${progress.done} of ${progress.total}` +
+      (progress.detail ? ` (${progress.detail})` : "");
+    progressEl.hidden = false;
+  }
+
+  if (cancelForm) {
+    cancelForm.addEventListener("submit", (submitted) => {
+      const question = cancelForm.querySelector("button").dataset.confirm;
+      if (question && !window.confirm(question)) submitted.preventDefault();
+    });
   }
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${location.host}/ws/runs/${runId}/?after=${lastSeq}`);
-    socket.onopen = () => { live.textContent = "live"; retry = 500; };
+    socket.onopen = () => { live.textContent = ended() ? `ended (${status})` : "live"; retry = 500; };
     socket.onmessage = (message) => onEvent(JSON.parse(message.data));
     socket.onclose = (closed) => {
       if (closed.code === 4403) { live.textContent = "not allowed: sign in with a role that may watch runs"; return; }
       if (closed.code === 4404) { live.textContent = "this run does not exist"; return; }
-      live.textContent = "reconnecting…";
+      if (!ended()) live.textContent = "reconnecting…";
       setTimeout(connect, retry);
       retry = Math.min(retry * 2, 10000);
     };

@@ -26,3 +26,10 @@ class ImportFormatError(InputError):
         super().__init__(f"{where}: {detail}" if where else detail, field=field)
         self.where = where
         self.detail = detail
+
+    @property
+    def problem(self) -> str:
+        """:attr:`detail` without its leading ``"field 'NAME': "``: what is wrong, for a caller
+        that names the field its own way (an edit form, the edit API)."""
+        prefix = f"field '{self.field}': "
+        return self.detail[len(prefix) :] if self.detail.startswith(prefix) else self.detail

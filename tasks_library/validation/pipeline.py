@@ -315,7 +315,11 @@ def verdict_of(findings: list[str]) -> str:
 
 
 def task_versions_validate(
-    *, versions: list[TaskVersion], options: Options | None = None, timings: dict | None = None
+    *,
+    versions: list[TaskVersion],
+    options: Options | None = None,
+    timings: dict | None = None,
+    on_stage: Callable[[str, int, int], None] | None = None,
 ) -> list[TaskVersion]:
     """Run the pipeline on ``versions`` in the sandbox pool; store one report per version.
 
@@ -326,6 +330,8 @@ def task_versions_validate(
 
     Args:
         timings: when given, filled with ``{stage: {"executions", "seconds"}}``.
+        on_stage: when given, called ``(stage, stages done, stages in all)`` as each stage of
+            :data:`STAGES` starts, then as the verdicts are stored (``"storing"``).
 
     Raises:
         ValueError: impossible ``options``.
@@ -338,7 +344,9 @@ def task_versions_validate(
     requests: dict[str, list[dict]] = {stage: [] for stage in STAGES}
     plans = [_plan(version, options, requests) for version in versions]
     results: dict[str, list[R.ExecutionResult]] = {}
-    for stage in STAGES:
+    for done, stage in enumerate(STAGES):
+        if on_stage is not None:
+            on_stage(stage, done, len(STAGES) + 1)
         if stage == "mutation":
             for plan in plans:
                 _bound_mutants(plan, results["reference"], requests["mutation"])
@@ -349,6 +357,8 @@ def task_versions_validate(
                 "executions": len(requests[stage]),
                 "seconds": round(time.monotonic() - started, 3),
             }
+    if on_stage is not None:
+        on_stage("storing", len(STAGES), len(STAGES) + 1)
     for plan in plans:
         findings, reasons, report, score = _judge(plan, results, options)
         _store(plan.version, verdict_of(findings), reasons, report, score)

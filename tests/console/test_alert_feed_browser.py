@@ -2,6 +2,7 @@
 and on the mean-reward chart; a curator acknowledges it with a note and a second (anonymous)
 viewer sees the acknowledgement live; a repeat within the cool-down updates the same entry."""
 
+import re
 import time
 from pathlib import Path
 
@@ -178,6 +179,9 @@ def test_alert_appears_live_and_acknowledgement_reaches_other_viewers(console_se
             in anonymous.locator(f"li[data-alert-id='{alert.pk}']").inner_text()
         )
         assert "LR warm-up" in anonymous.locator(f"li[data-alert-id='{alert.pk}']").inner_text()
+        # the time is written the console's one way, as the server writes it
+        ack_time = anonymous.locator(f"li[data-alert-id='{alert.pk}'] .alert-ack time")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", ack_time.inner_text())
         assert curator.locator("#alert-open").inner_text() == "1"
         off_loop(
             raise_alert,

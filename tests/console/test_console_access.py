@@ -21,6 +21,7 @@ from django.urls import URLResolver, get_resolver
 
 from console.review import models as m
 from console.review.services import review_queue_create, task_draft_create
+from tasks_library.models import ValidationJob
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import StepMetric
 
@@ -36,6 +37,8 @@ READ = {
     "trajectory-detail": (lambda w: f"/runs/{w.run.pk}/trajectories/{w.trajectory.pk}/", "page"),
     "sandbox-pool": (lambda w: "/sandboxes/", "page"),
     "api-run-steps": (lambda w: f"/api/runs/{w.run.pk}/steps/", "json"),
+    "api-runs": (lambda w: "/api/runs/", "json"),
+    "api-run": (lambda w: f"/api/runs/{w.run.pk}/", "json"),
     "api-run-components": (lambda w: f"/api/runs/{w.run.pk}/components/?first=1&last=1", "json"),
     "api-sandbox-pool": (lambda w: "/api/sandboxes/pool/", "json"),
     "api-trajectories": (lambda w: "/api/trajectories/", "json"),
@@ -81,6 +84,10 @@ LIBRARY_READ = {
     "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
+    "api-validation-job": (lambda w: f"/api/validation-jobs/{w.job.pk}/", "json"),
+    # the review API reads as the review pages do: a sign-in always, a role while private
+    "api-review-queues": (lambda w: "/api/review/queues/", "json"),
+    "api-review-queue": (lambda w: f"/api/review/queues/{w.queue.pk}/", "json"),
 }
 WRITE = (
     "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
@@ -93,6 +100,8 @@ EXEMPT = {
         "(console/metrics_views.py)"
     ),
     "login": "signing in",
+    "favicon": "the console's icon",
+    "favicon-ico": "the console's icon, where browsers look by default",
     "logout": "signing out",
     "admin:*": "Django's admin: staff only",
     "api-schema": "the API's documentation (drf-spectacular): its shape, no data",
@@ -103,10 +112,16 @@ EXEMPT = {
             "run-launch",
             "run-resume",
             "run-cancel",
+            "run-edit",
+            "api-run-cancel",
+            "api-run-resume",
             "alert-acknowledge",
             "review-queue-new",
             "review-item-label",
             "review-item-assign",
+            "review-item-confirm",
+            "api-review-item-label",
+            "api-review-item-confirm",
             "review-item-draft",
             "review-draft-submit",
         ],
@@ -116,6 +131,7 @@ EXEMPT = {
         [
             "task-edit",
             "task-validate",
+            "task-curate",
             "api-quarantine",
             "api-approve",
             "api-validate",
@@ -186,7 +202,9 @@ def world(humaneval):
         reference_solution="    return 1\n",
         tests="def check(candidate):\n    assert candidate() == 1\n",
     )
+    job = ValidationJob.objects.create(version_ids=[versions[0].pk], created_by="cora")
     return SimpleNamespace(
+        job=job,
         viewer=viewer,
         nobody=nobody,
         run=run,

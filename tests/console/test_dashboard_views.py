@@ -352,6 +352,7 @@ def test_pool_api_reports_real_workers_queue_latency_and_statuses():
         "statuses",
         "demand",
         "autoscaler",
+        "state",
     }
     assert python["demand"]["total"] >= python["demand"]["published"] >= 0
     assert python["autoscaler"] is None  # the session's workers are a fixed pool

@@ -102,10 +102,10 @@ def test_build_is_current_for_its_inputs_only(scratch):
     )
     pool.write_bytes(original)
     assert frontend.build_outdated(scratch) is None, "the same content again: current"
-    (scratch / "console" / "lib").mkdir()
-    (scratch / "console" / "lib" / "axes.js").write_text("export const x = 1;\n")
-    assert "console/lib/axes.js" in frontend.build_outdated(scratch)
-    (scratch / "console" / "lib" / "axes.js").unlink()
+    (scratch / "console" / "shared").mkdir()
+    (scratch / "console" / "shared" / "extra.js").write_text("export const x = 1;\n")
+    assert "console/shared/extra.js" in frontend.build_outdated(scratch)
+    (scratch / "console" / "shared" / "extra.js").unlink()
     (scratch / "console" / "review.css").unlink()
     assert "console/review.css" in frontend.build_outdated(scratch)
 

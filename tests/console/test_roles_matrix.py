@@ -18,8 +18,8 @@ from tasks_library.forms import EditForm
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.tasks import validate_task_versions
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
-from training.models import Alert
-from training.tasks import run_cancel_task
+from training.models import Alert, TrainingRun
+from training.tasks import run_cancel_task, run_launch
 
 pytestmark = pytest.mark.django_db
 
@@ -81,8 +81,12 @@ def world(humaneval, monkeypatch):
         threshold=0.5,
         message="reward moved",
     )
+    interrupted = TrainingRun.objects.create(
+        task_set=run.task_set, total_steps=5, status=TrainingRun.INTERRUPTED, config={}
+    )
     calls = []
     monkeypatch.setattr(run_cancel_task, "delay", lambda *a, **k: calls.append(("cancel", a)))
+    monkeypatch.setattr(run_launch, "delay", lambda *a, **k: calls.append(("launch", a)))
     monkeypatch.setattr(
         validate_task_versions,
         "delay",
@@ -92,6 +96,7 @@ def world(humaneval, monkeypatch):
         users=users,
         olga=olga,
         run=run,
+        interrupted=interrupted,
         versions=versions,
         trajectories=trajectories,
         queue=queue,
@@ -141,6 +146,13 @@ ENDPOINTS = {
         REVIEWING,
         lambda w, role: m.ReviewLabel.objects.filter(item=w.item).exists(),
     ),
+    "review item confirm (curators decide an item)": (
+        lambda w: f"/review/items/{w.item.pk}/confirm/",
+        lambda w, role: {"label": m.CORRECT, "note": f"checked by {role}"},
+        "form",
+        CURATORS,
+        lambda w, role: m.ReviewItem.objects.get(pk=w.item.pk).decision == m.CORRECT,
+    ),
     "review item draft": (
         lambda w: f"/review/items/{w.item.pk}/draft/",
         lambda w, role: {
@@ -169,12 +181,79 @@ ENDPOINTS = {
         MANAGERS,
         lambda w, role: any(c[0] == "cancel" for c in w.calls),
     ),
+    "run rename and tag (page)": (
+        lambda w: f"/runs/{w.run.pk}/edit/",
+        lambda w, role: {"name": f"page by {role}", "description": "", "tags": "matrix"},
+        "form",
+        MANAGERS,
+        lambda w, role: TrainingRun.objects.filter(name=f"page by {role}").exists(),
+    ),
     "alert acknowledge": (
         lambda w: f"/runs/{w.run.pk}/alerts/{w.alert.pk}/ack/",
         lambda w, role: {"note": f"seen by {role}"},
         "form",
         MANAGERS,
         lambda w, role: Alert.objects.get(pk=w.alert.pk).acknowledged_at is not None,
+    ),
+    # --- the review API: the same rules as the review pages ---------------------------------------
+    "review queue create (API)": (
+        lambda w: "/api/review/queues/",
+        lambda w, role: {
+            "name": f"api by {role}",
+            "run": w.run.pk,
+            "strategy": m.UNIFORM,
+            "size": 2,
+            "reviewers": ["rita"],
+        },
+        "json",
+        MANAGERS,
+        lambda w, role: m.ReviewQueue.objects.filter(name=f"api by {role}").exists(),
+    ),
+    "review item label (API)": (
+        lambda w: f"/api/review/items/{w.item.pk}/label/",
+        lambda w, role: {"label": m.CORRECT},
+        "json",
+        REVIEWING,
+        lambda w, role: m.ReviewLabel.objects.filter(item=w.item).exists(),
+    ),
+    "review item confirm (API)": (
+        lambda w: f"/api/review/items/{w.item.pk}/confirm/",
+        lambda w, role: {"label": m.CORRECT, "note": role},
+        "json",
+        CURATORS,
+        lambda w, role: m.ReviewItem.objects.get(pk=w.item.pk).decision == m.CORRECT,
+    ),
+    # --- the runs API: the same rules as the run pages -------------------------------------------
+    "run launch (API)": (
+        lambda w: "/api/runs/",
+        lambda w, role: {"task_set": w.run.task_set.name, "steps": 3, "name": f"api by {role}"},
+        "json",
+        MANAGERS,
+        lambda w, role: (
+            TrainingRun.objects.filter(name=f"api by {role}").exists()
+            and ("launch", (TrainingRun.objects.get(name=f"api by {role}").pk,)) in w.calls
+        ),
+    ),
+    "run cancel (API)": (
+        lambda w: f"/api/runs/{w.run.pk}/cancel/",
+        lambda w, role: {"reason": f"by {role}"},
+        "json",
+        MANAGERS,
+        lambda w, role: any(c[0] == "cancel" for c in w.calls),
+    ),
+    "run resume (API)": (
+        lambda w: f"/api/runs/{w.interrupted.pk}/resume/",
+        lambda w, role: {},
+        "json",
+        MANAGERS,
+        lambda w, role: TrainingRun.objects.get(pk=w.interrupted.pk).status == "launching",
+    ),
+    "run rename and tag (API)": (
+        lambda w: f"/api/runs/{w.run.pk}/",
+        lambda w, role: {"name": f"named by {role}", "tags": ["matrix"]},
+        "json-patch",
+        MANAGERS,
+        lambda w, role: TrainingRun.objects.filter(name=f"named by {role}").exists(),
     ),
     # --- the task library's pages -----------------------------------------------------------------
     "task edit (page)": (
@@ -263,6 +342,8 @@ def test_role_against_write(world, endpoint, role):
     path, data = path_of(world), data_of(world, role)
     if kind == "json":
         response = client.post(path, data, content_type="application/json")
+    elif kind == "json-patch":
+        response = client.patch(path, data, content_type="application/json")
     else:
         response = client.post(path, data)
     location = response.get("Location", "")

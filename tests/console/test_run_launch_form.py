@@ -4,6 +4,8 @@ are refused; the form is CSRF-protected; an interrupted run resumes through the 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
@@ -218,7 +220,11 @@ def test_an_interrupted_run_resumes_from_its_page(roles, eager_celery, launched)
         and "cora" in run.status_reason
     )
     assert launched == [run.pk]
-    assert b'id="resume-button"' not in curator.get(f"/runs/{run.pk}/").content
+    # resumed: the button is hidden until the run is interrupted again (the page follows it live)
+    assert re.search(
+        r'<form [^>]*id="resume-form"[^>]* hidden>',
+        curator.get(f"/runs/{run.pk}/").content.decode(),
+    )
     # not interrupted any more: nothing to resume, said on the page, nothing launched
     again = curator.post(f"/runs/{run.pk}/resume/", follow=True)
     assert b"nothing to resume" in again.content and launched == [run.pk]

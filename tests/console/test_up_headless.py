@@ -13,6 +13,7 @@ import pytest
 import redis as redis_client
 
 from console.core.stack import port_free
+from console.management.commands.up import console_after
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,9 +74,20 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     assert summary["quarantined"] == 4 and summary["trainable"] == 160
     assert summary["run"]["status"] == "succeeded"
     assert [s["step"] for s in summary["run"]["steps"]] == [1, 2]
-    assert summary["console"] == f"http://127.0.0.1:{port}/runs/{summary['run']['run_id']}/"
+    # the console `up --headless` started is closed when the summary is read: no address
+    assert summary["console"] is None
+    assert summary["run_page"] == f"/runs/{summary['run']['run_id']}/"
+    assert "stops with this command (--headless)" in proc.stderr
     assert f"console: http://127.0.0.1:{port}/" in proc.stderr
     assert port_free(port), "the console started by `up --headless` is still listening"
+
+
+def test_the_summary_names_the_console_only_while_it_stays_up():
+    base = "http://127.0.0.1:8000"
+    assert console_after(base, headless=True, started=["redis", "worker", "web"]) is None
+    # a console that was already running (or `up` without --headless) stays: its address holds
+    assert console_after(base, headless=True, started=["redis", "worker"]) == base
+    assert console_after(base, headless=False, started=["web"]) == base
 
 
 @pytest.mark.slow

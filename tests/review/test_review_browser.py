@@ -1,7 +1,10 @@
-"""In a real browser, from queue to label to feedback: a curator creates a review queue on a run, a
-reviewer signs in, opens their first item, labels it "broken task" with the keyboard (3, a note,
-Ctrl+Enter) and moves on; the task version is then quarantined on its task page with the reviewer's
-reason, and the run's review summary counts the label."""
+"""In a real browser, from queue to label to feedback: a curator creates a review queue on a run
+(one reviewer per item, so a curator must confirm what feeds back, as the queue page says), a
+reviewer signs in and lands on their queue, opens the flagged item, reads its replay on the
+labelling page, labels it "broken task" with the keyboard (3, a note, Ctrl+Enter) and moves on:
+nothing is quarantined on one reviewer's word. The curator signs in, sees the label and confirms
+it; the task version is then quarantined on its task page with both reasons, and the run's
+review summary counts the label."""
 
 from pathlib import Path
 
@@ -60,6 +63,7 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.click("#create-queue")
     page.wait_for_selector("#item-table")
     assert page.locator("#item-table tbody tr").count() == 3
+    assert "only once a curator confirms" in page.locator("#consensus-rule").inner_text()
     first_row = page.locator("#item-table tbody tr").first
     assert (
         f"trajectory {flagged.pk}" in first_row.inner_text()
@@ -70,8 +74,14 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.click("header .user button")  # log out
     page.wait_for_url("**/accounts/login/")
 
-    # the reviewer of the flagged item signs in and opens it from "my queues"
-    log_in(page, server, assignee, "/review/")
+    # the reviewer of the flagged item signs in and lands on their queue
+    page.goto(f"{server}/accounts/login/")
+    page.fill("#id_username", assignee)
+    page.fill("#id_password", PASSWORD)
+    page.click("#login-submit")
+    page.wait_for_selector("#item-table")
+    assert page.url.startswith(f"{server}/review/queues/")
+    page.goto(f"{server}/review/")
     assert page.locator("#my-queues .my-progress").first.inner_text().startswith("0/")
     page.screenshot(path=str(ARTIFACTS / "review_home.png"), full_page=True)
     page.locator("#my-queues a").first.click()
@@ -84,6 +94,14 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
         page.locator("#replay-link").get_attribute("href")
         == f"/runs/{run.pk}/trajectories/{flagged.pk}/"
     )
+    # the replay is on the labelling page: its turns drawn, j moves to the next turn
+    page.wait_for_selector("#turns section.turn[data-rendered='1']", timeout=10000)
+    assert page.locator("#turns section.turn").count() == 3
+    assert "I will tighten the comparison" in page.locator("#turn-1").inner_text()
+    page.locator("body").click(position={"x": 5, "y": 300})
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.wait_for_selector("#turn-2.selected", timeout=5000)
     page.screenshot(path=str(ARTIFACTS / "review_item.png"), full_page=True)
 
     # keyboard: 3 chooses "broken task"; it needs a note, so the note box takes the focus
@@ -103,8 +121,9 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
         "your progress 1/2" if assignee == "rex" else "your progress 1/1"
     )
     message = page.locator(".messages li.success").inner_text()
-    assert "labelled broken task" in message and "quarantined for a curator to confirm" in message
+    assert "labelled broken task" in message and "waits for a curator to confirm" in message
     page.screenshot(path=str(ARTIFACTS / "review_item_after.png"), full_page=True)
+    assert not off_loop(lambda: TaskVersion.objects.get(pk=versions[0].pk).quarantined)
 
     # the reviewer turns the next item's trajectory into a task draft (keys typed in the form stay
     # there)
@@ -117,15 +136,34 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     assert "candidate([1.0, 1.5], 0.6)" in page.locator("#draft-tests").inner_text()
     page.screenshot(path=str(ARTIFACTS / "review_draft.png"), full_page=True)
 
-    # feedback: the task version is quarantined on its task page, with the reviewer's reason
+    # the curator signs in (landing on the task library), reads the label and confirms it
+    page.click("header .user button")  # log out
+    page.wait_for_url("**/accounts/login/")
+    page.fill("#id_username", "cora")
+    page.fill("#id_password", PASSWORD)
+    page.click("#login-submit")
+    page.wait_for_url(f"{server}/tasks/")
+    item_id = off_loop(lambda: flagged.review_items.values_list("pk", flat=True).get())
+    page.goto(f"{server}/review/items/{item_id}/")
+    assert "broken task × 1" in page.locator("#consensus-counts").inner_text()
+    assert "Not decided yet" in page.locator("#consensus-state").inner_text()
+    page.select_option("#confirm-label", "broken_task")
+    page.fill("#confirm-note", "checked: the hidden test contradicts the docstring")
+    page.click("#confirm-submit")
+    page.wait_for_selector("#consensus-state:text('Decided')")
+    assert "quarantined" in page.locator("#feedback").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "review_item_confirmed.png"), full_page=True)
+
+    # feedback: the task version is quarantined on its task page, with both reasons
     version = off_loop(lambda: TaskVersion.objects.select_related("task").get(pk=versions[0].pk))
     assert version.quarantined and assignee in version.quarantine_reason
     page.goto(f"{server}/tasks/{version.task.task_id}/?v={version.number}")
     page.wait_for_selector("#quarantined")
     body = page.locator("body").inner_text()
     assert (
-        f"labelled trajectory {flagged.pk}" in body
+        f"that trajectory {flagged.pk}" in body
         and "Hidden test 2 contradicts the docstring" in body
+        and "curator cora confirmed" in body
     )
     page.screenshot(path=str(ARTIFACTS / "review_task_quarantined.png"), full_page=True)
 
@@ -133,7 +171,7 @@ def test_queue_to_label_to_feedback(console_server, browser_page, humaneval):
     page.goto(f"{server}/runs/{run.pk}/review/")
     assert page.locator("#labels-by-kind tr[data-label='broken_task'] td.num").inner_text() == "1"
     assert (
-        f"{version.task.task_id} v{version.number} by {assignee}"
+        f"{version.task.task_id} v{version.number} confirmed by curator cora"
         in page.locator("#run-quarantines").inner_text()
     )
     page.screenshot(path=str(ARTIFACTS / "review_run_summary.png"), full_page=True)

@@ -1,6 +1,7 @@
-"""Labels and what they feed back: broken_task quarantines the task version (shown on its task
-page), reward_hack adds a HackExample (exported in the corpus format) and flags the trajectory; only
-assigned reviewers label, notes are required but for "correct", relabelling updates. Task drafts
+"""Labels and what they feed back once the queue's quorum agrees: broken_task quarantines the task
+version (shown on its task page), reward_hack adds a HackExample (exported in the corpus format) and
+flags the trajectory; only assigned reviewers label, notes are required but for "correct",
+relabelling updates. Task drafts
 reach the task library whole or not at all. create_user knows every role."""
 
 import importlib.util
@@ -74,55 +75,71 @@ def world(humaneval):
     }
 
 
-def test_broken_task_quarantines_the_version_for_a_curator(world):
-    t, items, rita = world["t"], world["items"], world["rita"]
+def test_broken_task_quarantines_the_version_once_the_quorum_agrees(world):
+    t, items, rita, rex = world["t"], world["items"], world["rita"], world["rex"]
     version = world["versions"][1]
-    record = review_label(
-        item_id=items[t[1].pk].pk,
+    item = items[t[1].pk]
+    first = review_label(
+        item_id=item.pk,
         reviewer=rita,
         label=m.BROKEN_TASK,
         note="the docstring's example contradicts the hidden tests",
     )
+    # one reviewer's label does not quarantine a task alone (the queue's quorum is 2)
+    version.refresh_from_db()
+    assert not version.quarantined
+    assert first.feedback == {"decision": "", "agree": 1, "needed": 2}
+    second = review_label(item_id=item.pk, reviewer=rex, label=m.BROKEN_TASK, note="agree, broken")
     version.refresh_from_db()
     assert version.quarantined
-    assert (
-        "rita" in version.quarantine_reason and f"trajectory {t[1].pk}" in version.quarantine_reason
-    )
-    assert "docstring's example contradicts" in version.quarantine_reason
+    reason = version.quarantine_reason
+    assert "2 reviewers agreed (rita, rex)" in reason and f"trajectory {t[1].pk}" in reason
+    assert "docstring's example contradicts" in reason and "agree, broken" in reason
     assert version.curated_by == "rita"
-    assert record.feedback == {"quarantined": True, "task_version": version.pk}
+    assert second.feedback == {
+        "decision": m.BROKEN_TASK,
+        "agree": 2,
+        "needed": 2,
+        "quarantined": True,
+        "task_version": version.pk,
+    }
+    item.refresh_from_db()
+    assert (item.decision, item.decided_how) == (m.BROKEN_TASK, m.QUORUM)
     # the curator sees it on the task page
     client = Client()
     client.force_login(world["cora"])
     page = client.get(f"/tasks/{version.task.task_id}/?v={version.number}").content.decode()
-    assert 'id="quarantined"' in page and f"labelled trajectory {t[1].pk}" in page
+    assert 'id="quarantined"' in page and f"that trajectory {t[1].pk}" in page
     # and on the task version's review labels
     labels = client.get(f"/review/tasks/{version.pk}/").content.decode()
     assert "docstring&#x27;s example contradicts" in labels and "quarantined the version" in labels
-    # a second broken_task leaves the first quarantine (and its reason) as it was
-    reason = version.quarantine_reason
-    second = review_label(
-        item_id=items[t[1].pk].pk, reviewer=world["rex"], label=m.BROKEN_TASK, note="agree, broken"
-    )
+    # a reviewer changing their mind afterwards leaves the quarantine to the curator
+    review_label(item_id=item.pk, reviewer=rex, label=m.CORRECT, note="")
     version.refresh_from_db()
-    assert version.quarantine_reason == reason
-    assert second.feedback == {
-        "quarantined": False,
-        "already_quarantined": True,
-        "task_version": version.pk,
-    }
+    item.refresh_from_db()
+    assert version.quarantine_reason == reason and item.decision == ""
 
 
-def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory(world):
+def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory_once_agreed(world):
     t, items, rita, rex = world["t"], world["items"], world["rita"], world["rex"]
+    item = items[t[0].pk]
     record = review_label(
-        item_id=items[t[0].pk].pk,
-        reviewer=rita,
-        label=m.REWARD_HACK,
-        note="exits before the checker reports",
+        item_id=item.pk, reviewer=rita, label=m.REWARD_HACK, note="exits before the checker reports"
+    )
+    assert record.feedback == {"decision": "", "agree": 1, "needed": 2}
+    assert not m.HackExample.objects.exists()
+    assert REVIEWED_HACK not in Trajectory.objects.get(pk=t[0].pk).flags
+    record = review_label(
+        item_id=item.pk, reviewer=rex, label=m.REWARD_HACK, note="sys.exit(0) at import"
     )
     example = m.HackExample.objects.get(trajectory=t[0])
-    assert record.feedback == {"hack_example": example.pk, "flagged": REVIEWED_HACK}
+    assert record.feedback == {
+        "decision": m.REWARD_HACK,
+        "agree": 2,
+        "needed": 2,
+        "hack_example": example.pk,
+        "flagged": REVIEWED_HACK,
+    }
     assert example.code == t[0].final_code and example.task_version_id == t[0].task_version_id
     assert (
         example.flags == ["early_exit"]
@@ -133,25 +150,17 @@ def test_reward_hack_adds_a_hack_example_and_flags_the_trajectory(world):
     assert trajectory.flags == ["early_exit", REVIEWED_HACK]
     evidence = trajectory.flag_evidence[REVIEWED_HACK]
     assert evidence["reviewer"] == "rita" and evidence["note"] == "exits before the checker reports"
+    assert [r["reviewer"] for r in evidence["reviews"]] == ["rita", "rex"]
     assert trajectory.flag_evidence["early_exit"] == {"detector": "early_exit", "line": 3}  # kept
-    # a second reviewer: one example, two pieces of evidence
-    review_label(
-        item_id=items[t[0].pk].pk, reviewer=rex, label=m.REWARD_HACK, note="sys.exit(0) at import"
-    )
-    assert m.HackExample.objects.filter(trajectory=t[0]).count() == 1
-    trajectory.refresh_from_db()
-    assert [r["reviewer"] for r in trajectory.flag_evidence[REVIEWED_HACK]["reviews"]] == [
-        "rita",
-        "rex",
-    ]
-    # relabelled away: rita's evidence goes; once nobody holds the label, flag and example go
-    review_label(item_id=items[t[0].pk].pk, reviewer=rita, label=m.CORRECT, note="")
-    trajectory.refresh_from_db()
-    assert REVIEWED_HACK in trajectory.flags
-    assert trajectory.flag_evidence[REVIEWED_HACK]["reviewer"] == "rex"
-    review_label(item_id=items[t[0].pk].pk, reviewer=rex, label=m.OTHER, note="not sure any more")
+    # one reviewer relabels: the quorum is gone, so the flag and the example go with it
+    review_label(item_id=item.pk, reviewer=rita, label=m.CORRECT, note="")
     trajectory.refresh_from_db()
     assert trajectory.flags == ["early_exit"] and REVIEWED_HACK not in trajectory.flag_evidence
+    assert not m.HackExample.objects.exists()
+    # and back: agreed again
+    review_label(item_id=item.pk, reviewer=rita, label=m.REWARD_HACK, note="on second look, yes")
+    assert m.HackExample.objects.filter(trajectory=t[0]).count() == 1
+    review_label(item_id=item.pk, reviewer=rex, label=m.OTHER, note="not sure any more")
     assert not m.HackExample.objects.exists()
     # the replay page's review panel shows the labels
     client = Client()
@@ -212,7 +221,7 @@ def test_labelling_through_the_pages(world):
     refused = client.post(
         f"/review/items/{ordered[0].pk}/label/", {"label": m.REWARD_HACK, "note": ""}
     )
-    assert refused.status_code == 400 and b"note: say why" in refused.content
+    assert refused.status_code == 400 and b'id="note-error">say why' in refused.content
     done = client.post(
         f"/review/items/{ordered[0].pk}/label/", {"label": m.CORRECT, "note": "", "advance": "on"}
     )
@@ -238,15 +247,18 @@ def test_labelling_through_the_pages(world):
 
 def test_export_hack_corpus_in_the_corpus_format(world, tmp_path):
     t, items = world["t"], world["items"]
+    # both reviewers of each item agree (the queue's quorum), so both reach the corpus
     review_label(
         item_id=items[t[0].pk].pk, reviewer=world["rita"], label=m.REWARD_HACK, note="exits early"
     )
+    review_label(item_id=items[t[0].pk].pk, reviewer=world["rex"], label=m.REWARD_HACK, note="yes")
     review_label(
         item_id=items[t[3].pk].pk,
         reviewer=world["rex"],
         label=m.REWARD_HACK,
         note="hard-codes\nthe one visible example",
     )
+    review_label(item_id=items[t[3].pk].pk, reviewer=world["rita"], label=m.REWARD_HACK, note="yes")
     out = StringIO()
     call_command("export_hack_corpus", "--output", str(tmp_path / "reviewed.py"), stdout=out)
     assert "wrote 2 hack examples" in out.getvalue()
@@ -347,7 +359,7 @@ def test_task_drafts_reach_the_library_whole_or_not_at_all(world):
     client = Client()
     client.force_login(cora)
     shown = client.post(f"/review/drafts/{broken.pk}/submit/", follow=True)
-    assert b"not submitted: field &#x27;test&#x27;: test code does not parse" in shown.content
+    assert b"not submitted: tests: test code does not parse" in shown.content
     assert b'id="draft-status">draft<' in shown.content
 
 

@@ -204,7 +204,7 @@ def _crucible_line(**overrides) -> dict:
                     "test_timeout_s": 3,
                 }
             },
-            ":2: field 'test_timeout_s': must be a number of seconds in (0, timeout_s=2]",
+            ":2: field 'test_timeout_s': must be a number of seconds in (0, 2]",
         ),
     ],
 )

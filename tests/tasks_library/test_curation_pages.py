@@ -206,7 +206,7 @@ def test_bulk_quarantine_and_approve_from_the_list(library, curator):
         {"action": "quarantine", "ids": ids, "reason": "", "verdict": "valid"},
         follow=True,
     )
-    assert "reason: This field is required" in text(response)
+    assert "reason: write why these versions are quarantined" in text(response)
     assert (
         response.redirect_chain[-1][0] == "/tasks/?verdict=valid"
     )  # the filter survives the action

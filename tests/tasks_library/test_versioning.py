@@ -77,11 +77,11 @@ def test_diff_shows_only_the_changed_fields(three):
         ({"change_note": "x"}, "nothing changed: this content is already"),
         (
             {"change_note": "x", "hidden_tests": "def check(candidate):\n    pass\n"},
-            "field 'test': the tests contain no assertion",
+            "hidden_tests: the tests contain no assertion",
         ),
         ({"change_note": "x", "hidden_tests": "def check(:\n"}, "test code does not parse"),
         ({"change_note": "x", "environment": {"runtime": "cobol"}}, "unknown environment 'cobol'"),
-        ({"change_note": "x", "timeout_s": -1}, "field 'timeout_s': must be a number of seconds"),
+        ({"change_note": "x", "timeout_s": -1}, "timeout_s: must be a number of seconds"),
         ({"change_note": "x", "files": {"/etc/passwd": "x"}}, "must be a relative path"),
     ],
 )

@@ -84,13 +84,19 @@ def test_unparsable_code_scores_zero():
 
 
 def test_per_submission_callable_and_registry_agree_with_the_batch():
-    submissions = [sub(REFERENCE), sub(SLOPPY), sub("    return any(True for _ in numbers)\n")]
+    completions = [REFERENCE, SLOPPY, "    return any(True for _ in numbers)\n"]
+    passed = R.ExecutionResult(status=R.OK, tests=[R.TestResult(id="t1", passed=True)])
+    submissions = [
+        GradedSubmission(task=task(), code=PROMPT + c, grade=passed) for c in completions
+    ]
     batch = Q.quality_batch(submissions)
     assert [Q.quality(s) for s in submissions] == batch
     assert [reward_components(s, ["quality"])["quality"] for s in submissions] == batch
     assert [
         row["quality"] for row in reward_components_batch(submissions, ["quality", "correctness"])
     ] == batch
+    # the registry's quality counts only as far as the program is correct (here: no test passed)
+    assert [reward_components(sub(c), ["quality"])["quality"] for c in completions] == [0.0] * 3
 
 
 def test_humaneval_references_score_one(humaneval):

@@ -69,6 +69,16 @@ def test_train_headless_json_runs_through_celery_and_cleans_up(fresh_home):
     out = manage("train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY)
     summary = json.loads(out.stdout)
     assert summary["status"] == "succeeded", summary
+    # stdout is the summary alone; the run's status, the warm start's progress (here the last
+    # epoch at least: two tiny epochs pass within one poll) and the steps went to stderr
+    run_id = summary["run_id"]
+    for line in (
+        f"run {run_id} launching",
+        f"run {run_id} running: SFT warm start, epoch 2 of 2",
+        "step 2: reward/mean=",
+        f"run {run_id} succeeded",
+    ):
+        assert line in out.stderr, out.stderr
     assert isinstance(summary["run_id"], int)
     assert [s["step"] for s in summary["steps"]] == [1, 2]
     assert all(0.0 <= s["reward_mean"] <= 1.0 for s in summary["steps"])

@@ -107,7 +107,7 @@ def efficiency_score(
     return t**0.5 * m**0.2 * g**0.3
 
 
-@reward("efficiency")
+@reward("efficiency", gated=True)  # times correctness: see training/rewards/registry.py
 def efficiency(submission: GradedSubmission) -> float:
     """Time (CPU ms) and peak memory on the hidden tests against the reference's profile, and
     the growth exponent where both are known: 1.0 as efficient as the reference, 0 for a grade

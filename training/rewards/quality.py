@@ -309,7 +309,7 @@ def quality_batch(submissions: list[GradedSubmission]) -> list[float]:
     return [score(f, r) for f, r in zip(figures, references)]
 
 
-@reward("quality")
+@reward("quality", gated=True)  # times correctness: see training/rewards/registry.py
 def quality(submission: GradedSubmission) -> float:
     """Lint findings (ruff) and decision points (radon) per logical line of the completion,
     against the reference's: 1.0 as clean and simple as the reference, lower for worse, 0 for

@@ -3,6 +3,15 @@
 A run's config picks components and weights (``reward_weights``: ``{"correctness": 1.0,
 "quality": 0.2}``); the trajectory keeps every component and the weighted mean as its
 reward. Each component returns a value in [0, 1]; higher is better.
+
+**Gated on correctness.** A component registered with ``gated=True`` (quality, efficiency,
+security) measures *how* a program works, which means nothing for a program that does not:
+:func:`reward_components` multiplies it by correctness, the share of hidden tests passed
+(``submission.grade.score``). The bare prompt, code that does not parse or a short clean wrong
+answer earns nothing from them; half the tests passed, half of its quality. So a trajectory's
+total reward is 0 when it fails every test, whatever the weights, and never rises above what its
+correctness allows (``total <= correctness`` when correctness is weighted at all). The raw
+measure is the function itself (``training.rewards.quality.quality(submission)``).
 """
 
 from __future__ import annotations
@@ -17,8 +26,9 @@ RewardFunction = Callable[[GradedSubmission], float]
 REGISTRY: dict[str, RewardFunction] = {}
 
 
-def reward(name: str) -> Callable[[RewardFunction], RewardFunction]:
-    """Register ``f`` as the reward component ``name`` (a decorator).
+def reward(name: str, *, gated: bool = False) -> Callable[[RewardFunction], RewardFunction]:
+    """Register ``f`` as the reward component ``name`` (a decorator); ``gated``: the component
+    only counts as far as the program is correct (see the module's docstring).
 
     Raises:
         ValueError: ``name`` is taken.
@@ -27,10 +37,19 @@ def reward(name: str) -> Callable[[RewardFunction], RewardFunction]:
     def register(function: RewardFunction) -> RewardFunction:
         if name in REGISTRY and REGISTRY[name] is not function:
             raise ValueError(f"reward component {name!r} is registered twice")
+        function.gated_on_correctness = gated
         REGISTRY[name] = function
         return function
 
     return register
+
+
+def _gate(function: RewardFunction, value: float, submission: GradedSubmission) -> float:
+    """``value`` clamped to [0, 1], times correctness when ``function`` is gated."""
+    value = min(1.0, max(0.0, float(value)))
+    if getattr(function, "gated_on_correctness", False):
+        value *= min(1.0, max(0.0, float(submission.grade.score)))
+    return value
 
 
 def _load_builtin() -> None:
@@ -63,15 +82,16 @@ def check_weights(weights: dict) -> None:
 
 
 def reward_components(submission: GradedSubmission, names) -> dict[str, float]:
-    """Every named component of ``submission``, each clamped to [0, 1]."""
+    """Every named component of ``submission``, each clamped to [0, 1], the gated ones times
+    correctness."""
     _load_builtin()
-    return {name: min(1.0, max(0.0, float(REGISTRY[name](submission)))) for name in names}
+    return {name: _gate(REGISTRY[name], REGISTRY[name](submission), submission) for name in names}
 
 
 def reward_components_batch(submissions: list[GradedSubmission], names) -> list[dict[str, float]]:
     """:func:`reward_components` for many submissions at once: a component with a ``batch``
     callable computes the whole batch in one go (quality: one ruff run); values clamped to
-    [0, 1]."""
+    [0, 1], the gated ones times correctness."""
     _load_builtin()
     names = list(names)
     columns = {}
@@ -82,8 +102,8 @@ def reward_components_batch(submissions: list[GradedSubmission], names) -> list[
             batch(submissions) if batch is not None else [function(s) for s in submissions]
         )
     return [
-        {name: min(1.0, max(0.0, float(columns[name][i]))) for name in names}
-        for i in range(len(submissions))
+        {name: _gate(REGISTRY[name], columns[name][i], s) for name in names}
+        for i, s in enumerate(submissions)
     ]
 
 

@@ -439,7 +439,7 @@ def security_score(findings: list[Finding]) -> float:
     return score
 
 
-@reward("security")
+@reward("security", gated=True)  # times correctness: see training/rewards/registry.py
 def security(submission: GradedSubmission) -> float:
     """1.0 with nothing suspicious; lower with more and severer findings: audit events recorded
     inside the sandbox (network, processes, native code, writes outside /tmp, tampering...) and

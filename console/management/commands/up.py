@@ -9,12 +9,12 @@ from console.scenarios import HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
-from tasks_library.services import task_set_pin, tasks_import
+from tasks_library.services import command_line_author, task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
-from training.watch import run_summary, run_wait
+from training.watch import progress_line, run_summary, run_wait
 
 # The main job validates every task on the way to training, so it runs a lighter pipeline
 # than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
@@ -33,6 +33,13 @@ DEMO_CONFIG = {
     "group_size": 8,
     "max_turns": 2,
 }
+
+
+def console_after(base: str, *, headless: bool, started: list[str]) -> str | None:
+    """The console's address as the summary may print it: None when this command started the
+    console (``web`` in ``started``) and ``--headless`` stops it on exit, since the address would
+    be closed by the time anyone reads it."""
+    return None if headless and "web" in started else base
 
 
 class Command(BaseCommand):
@@ -106,7 +113,17 @@ class Command(BaseCommand):
                 )
                 summary = self._main_job(base, config=config, demo_tasks=demo_tasks)
                 summary["seconds"] = round(time.monotonic() - started, 1)
+                after = console_after(
+                    base, headless=headless, started=[name for name, _proc in stack.started]
+                )
+                summary["console"] = f"{after}{summary['run_page']}" if after else None
                 self.stdout.write(json.dumps(summary, indent=2))
+                if after is None:
+                    self._say(
+                        f"the console at {base}/ stops with this command (--headless); run "
+                        "`./crucible up` without --headless to keep it, with the run's pages at "
+                        f"{summary['run_page']}"
+                    )
                 if not headless:
                     self._say(
                         f"run finished; the console stays up at {base}/ — press Ctrl-C to stop"
@@ -167,14 +184,28 @@ class Command(BaseCommand):
                 name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks"
             )
         try:
-            run = run_create(task_set=task_set, config=config)
+            run = run_create(
+                task_set=task_set,
+                config=config,
+                name=f"up: {self.scenario} demo",
+                description=(
+                    "the main job's demo run: SFT warm start, then GRPO on the shortest trainable "
+                    "HumanEval tasks"
+                    if self.scenario == "default"
+                    else "the main job's hacking scenario: exploitable tasks, honest held-out set"
+                ),
+                tags=["demo", self.scenario],
+                launched_by=command_line_author(),
+            )
         except ValueError as exc:  # no valid task to train on
             raise CommandError(str(exc)) from exc
         self.launched.append(run.pk)
         run_launch.delay(run.pk)
         self._say(f"launched run {run.pk} through Celery; watch it live at {base}/runs/{run.pk}/")
         run = run_wait(
-            run.pk, on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}")
+            run.pk,
+            on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"),
+            on_progress=lambda current: self._say(f"  {progress_line(current)}"),
         )
         self._say(f"run {run.pk} {run.status}: {run.status_reason}")
         return {
@@ -185,7 +216,7 @@ class Command(BaseCommand):
                 v: sum(1 for x in versions if x.verdict == v)
                 for v in sorted({x.verdict for x in versions})
             },
-            "console": f"{base}/runs/{run.pk}/",
+            "run_page": f"/runs/{run.pk}/",
             "run": run_summary(run),
             "alerts": [
                 {"step": a.step, "stream": a.stream, "detector": a.detector, "severity": a.severity}

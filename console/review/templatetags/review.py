@@ -4,6 +4,7 @@ replay page's panel (``review/panel.html``), read by
 
 from django import template
 
+from console.review.models import LABELS
 from console.review.selectors import trajectory_review as read
 
 register = template.Library()
@@ -18,3 +19,12 @@ def trajectory_review(context, trajectory) -> dict:
     if user is None or not user.is_authenticated:
         return {"signed_out": True}
     return read(trajectory_id=trajectory.pk, user=user)
+
+
+@register.filter
+def label_title(label) -> str:
+    """A review label's title in its queue's label set (a custom label's own title)."""
+    item = getattr(label, "item", None)
+    if item is not None:
+        return item.queue.label_title(label.label)
+    return dict(LABELS).get(label.label, label.label.replace("_", " "))

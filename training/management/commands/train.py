@@ -4,11 +4,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.core.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
+from tasks_library.services import command_line_author
 from training.config import ConfigError, config_from_command_line
 from training.kubernetes import KubernetesSpec
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
-from training.watch import run_summary, run_wait
+from training.watch import progress_line, run_summary, run_wait
 
 
 class Command(BaseCommand):
@@ -40,6 +41,15 @@ class Command(BaseCommand):
             "whose spec is the config key kubernetes, e.g. "
             '--set \'kubernetes={"image": "reg/crucible:1"}\'',
         )
+        parser.add_argument("--name", default="", help="the run's name in the runs table")
+        parser.add_argument("--description", default="", help="what the run tries")
+        parser.add_argument(
+            "--tag",
+            action="append",
+            default=[],
+            dest="tags",
+            help="a tag of the run (repeatable), e.g. --tag sweep --tag lr-1e-4",
+        )
         parser.add_argument(
             "--headless", action="store_true", help="wait for the run to end, print a summary"
         )
@@ -51,14 +61,33 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, taskset, steps, overrides, headless, as_json, backend="local", **options
+        self,
+        *args,
+        taskset,
+        steps,
+        overrides,
+        headless,
+        as_json,
+        backend="local",
+        name="",
+        description="",
+        tags=(),
+        **options,
     ):
         try:
             task_set = task_set_get(name=taskset)
             config = config_from_command_line(defaults={}, overrides=overrides, steps=steps)
             if backend == "kubernetes":
                 KubernetesSpec.from_config(config.kubernetes)  # the image is required there
-            run = run_create(task_set=task_set, config=config, backend=backend)
+            run = run_create(
+                task_set=task_set,
+                config=config,
+                backend=backend,
+                name=name,
+                description=description,
+                tags=list(tags),
+                launched_by=command_line_author(),
+            )
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         try:
@@ -76,7 +105,13 @@ class Command(BaseCommand):
                     if as_json:
                         self.stdout.write(json.dumps({"run_id": run.pk, "status": run.status}))
                     return
-                run = run_wait(run.pk, on_step=None if as_json else self._print_step)
+                # stdout stays the summary (or the step lines); what the run is doing before its
+                # first step (launch, the SFT warm start's epochs) goes to stderr as it happens
+                run = run_wait(
+                    run.pk,
+                    on_step=self._say_step if as_json else self._print_step,
+                    on_progress=lambda current: self.stderr.write(progress_line(current)),
+                )
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -96,6 +131,9 @@ class Command(BaseCommand):
             self.stdout.write(f"run {run.pk} {run.status}: {run.status_reason}")
         if run.status != run.SUCCEEDED:
             raise CommandError(f"run {run.pk} ended {run.status}: {run.status_reason}")
+
+    def _say_step(self, step) -> None:
+        self.stderr.write(f"  step {step.step}: reward/mean={step.reward_mean:.3f}")
 
     def _print_step(self, step) -> None:
         m = step.metrics
