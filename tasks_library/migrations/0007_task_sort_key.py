@@ -27,7 +27,7 @@ def fill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tasks_library", "0005_reference_profile"),
+        ("tasks_library", "0006_testsuiteversion_setup_code"),
     ]
 
     operations = [

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tasks_library", "0006_task_sort_key"),
+        ("tasks_library", "0007_task_sort_key"),
     ]
 
     operations = [
