@@ -270,6 +270,7 @@ class Codec:
         if kind is bytes or kind is bytearray:
             return {"t": kind.__name__, "v": value.hex()}
         if kind is list or kind is tuple or kind is set or kind is frozenset:
+            self._reserve(len(value))
             return {"t": kind.__name__, "v": [self._enc(item, down) for item in value]}
         if kind is dict or kind is collections.OrderedDict or kind is collections.Counter:
             return {"t": kind.__name__, "v": self._pairs(value, down)}
@@ -282,6 +283,7 @@ class Codec:
                 "v": self._pairs(value, down),
             }
         if kind is collections.deque:
+            self._reserve(len(value))
             return {"t": "deque", "m": value.maxlen, "v": [self._enc(i, down) for i in value]}
         if kind is range:
             return {"t": "range", "v": [str(value.start), str(value.stop), str(value.step)]}
@@ -329,7 +331,14 @@ class Codec:
             "standard-library values and the task's own classes only)"
         )
 
+    def _reserve(self, items):
+        """Refuse a container whose items alone would pass the parts budget, before encoding
+        any of them (a bomb of a million items must not get to build its encoding first)."""
+        if self.nodes + items > PLAIN_MAX_NODES:
+            raise NotPlainData(f"value has more than {PLAIN_MAX_NODES} parts")
+
     def _pairs(self, mapping, down):
+        self._reserve(2 * len(mapping))
         # An OrderedDict's order is its own (move_to_end), not its dict storage's.
         items = mapping.items() if type(mapping) is collections.OrderedDict else dict.items(mapping)
         return [[self._enc(k, down), self._enc(v, down)] for k, v in items]
