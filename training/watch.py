@@ -19,46 +19,55 @@ def progress_text(progress: dict) -> str:
 
 
 def progress_line(run: TrainingRun) -> str:
-    """One line on what ``run`` is doing: its status and reason, or, while it runs a long phase
-    (``summary["progress"]``, :func:`training.services.run_progress_record`), how far it is:
-    ``run 3 running: SFT warm start, epoch 4 of 18 (loss 1.234)``."""
-    progress = (run.summary or {}).get("progress") or {}
-    if run.status == TrainingRun.RUNNING and progress:
-        return f"run {run.pk} running: {progress_text(progress).replace(': ', ', ', 1)}"
+    """One line on ``run``'s status and reason: ``run 3 launching: claimed``."""
     return f"run {run.pk} {run.status}" + (f": {run.status_reason}" if run.status_reason else "")
+
+
+def phase_line(run_id: int, progress: dict) -> str:
+    """One line on how far a run's long phase is (``summary["progress"]``, recorded by
+    :func:`training.services.run_progress_record`):
+    ``run 3 running: SFT warm start, epoch 4 of 18 (loss 1.234)``."""
+    return f"run {run_id} running: {progress_text(progress).replace(': ', ', ', 1)}"
 
 
 def run_wait(
     run_id: int,
     *,
     on_step: Callable[[StepMetric], None] | None = None,
-    on_progress: Callable[[TrainingRun], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
     poll_s: float = 1.0,
     timeout_s: float | None = None,
 ) -> TrainingRun:
     """Poll the database until run ``run_id`` is terminal; call ``on_step`` for each new step and
-    ``on_progress`` for the run each time its status or its progress changes (first with the
-    state it is found in; :func:`progress_line` says it in words).
+    ``on_progress`` with one line (:func:`progress_line`, :func:`phase_line`) for each change of
+    the run's status or of its phase's progress, first with the state it is found in.
+
+    The warm start's last progress stays in the run's summary, so it is reported even when the
+    whole phase (or the whole run) passed between two polls.
 
     Raises:
         TimeoutError: ``timeout_s`` passed first.
     """
     seen = 0
-    said = None
+    said_status = said_progress = None
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         run = TrainingRun.objects.get(pk=run_id)
-        state = (run.status, run.status_reason, (run.summary or {}).get("progress"))
-        if on_progress and state != said and not run.is_terminal:
-            said = state
-            on_progress(run)
+        status = (run.status, run.status_reason)
+        progress = (run.summary or {}).get("progress")
+        if on_progress and status != said_status and not run.is_terminal:
+            said_status = status
+            on_progress(progress_line(run))
+        if on_progress and progress and progress != said_progress:
+            said_progress = progress
+            on_progress(phase_line(run_id, progress))
         for step in StepMetric.objects.filter(run_id=run_id, step__gt=seen).order_by("step"):
             seen = step.step
             if on_step:
                 on_step(step)
         if run.is_terminal:
-            if on_progress and state != said:
-                on_progress(run)
+            if on_progress and status != said_status:
+                on_progress(progress_line(run))
             return run
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"run {run_id} still {run.status} after {timeout_s:.0f} s")

@@ -10,7 +10,7 @@ from training.config import RunConfig
 from training.models import StepMetric, TrainingRun
 from training.policy import build_default_policy
 from training.trainer import sft_warm_start
-from training.watch import progress_line, run_wait
+from training.watch import run_wait
 
 pytestmark = pytest.mark.django_db
 
@@ -49,8 +49,8 @@ def test_run_wait_reports_each_status_and_progress_change(humaneval):
     ]
     lines, steps = [], []
 
-    def on_progress(current):
-        lines.append(progress_line(current))
+    def on_progress(line):
+        lines.append(line)
         if script:
             script.pop(0)()
 
@@ -67,3 +67,19 @@ def test_run_wait_reports_each_status_and_progress_change(humaneval):
     assert f"run {run.pk} running: SFT warm start, epoch 2 of 2 (loss 1.250)" in lines
     assert lines[-1] == f"run {run.pk} succeeded: done"
     assert len(lines) == len(set(lines))  # each change once
+
+
+def test_a_warm_start_that_ends_between_two_polls_is_still_reported(humaneval):
+    run, _versions = seed_run(humaneval, tasks=1)
+    # the whole run (warm start, a step, the end) happened before the first poll
+    TrainingRun.objects.filter(pk=run.pk).update(status=TrainingRun.RUNNING)
+    services.run_progress_record(run_id=run.pk, phase="sft", done=2, total=2, detail="loss 1.250")
+    StepMetric.objects.create(run_id=run.pk, step=1, reward_mean=0.5)
+    services.run_transition(run_id=run.pk, to_status="succeeded", reason="done")
+    lines = []
+    run_wait(run.pk, on_progress=lines.append, on_step=lambda s: lines.append(f"step {s.step}"))
+    assert lines == [
+        f"run {run.pk} running: SFT warm start, epoch 2 of 2 (loss 1.250)",
+        "step 1",
+        f"run {run.pk} succeeded: done",
+    ]

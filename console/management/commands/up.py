@@ -14,7 +14,7 @@ from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import ConfigError, RunConfig, config_from_command_line
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
-from training.watch import progress_line, run_summary, run_wait
+from training.watch import run_summary, run_wait
 
 # The main job validates every task on the way to training, so it runs a lighter pipeline
 # than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
@@ -205,7 +205,7 @@ class Command(BaseCommand):
         run = run_wait(
             run.pk,
             on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"),
-            on_progress=lambda current: self._say(f"  {progress_line(current)}"),
+            on_progress=lambda line: self._say(f"  {line}"),
         )
         self._say(f"run {run.pk} {run.status}: {run.status_reason}")
         return {

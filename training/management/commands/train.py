@@ -9,7 +9,7 @@ from training.config import ConfigError, config_from_command_line
 from training.kubernetes import KubernetesSpec
 from training.services import run_create, run_interrupt_if_active
 from training.tasks import run_launch
-from training.watch import progress_line, run_summary, run_wait
+from training.watch import run_summary, run_wait
 
 
 class Command(BaseCommand):
@@ -110,7 +110,7 @@ class Command(BaseCommand):
                 run = run_wait(
                     run.pk,
                     on_step=self._say_step if as_json else self._print_step,
-                    on_progress=lambda current: self.stderr.write(progress_line(current)),
+                    on_progress=self.stderr.write,
                 )
         except ServiceError as exc:
             raise CommandError(str(exc)) from exc
