@@ -174,6 +174,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis: broker, result store, channel layer ----------------------------------
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+# Built environments (sandboxes/environments/store.py): content-addressed, read-only, shared by
+# every process on the machine that points here.
+ENVIRONMENT_STORE = Path(
+    env_str("CRUCIBLE_ENVIRONMENT_STORE", str(VAR_DIR / "environments"))
+).resolve()
 REDIS_URL = env_secret("REDIS_URL")
 EMBEDDED_REDIS = not REDIS_URL
 if EMBEDDED_REDIS:

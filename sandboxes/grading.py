@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 
 from sandboxes import result as R
+from sandboxes.environments.mount import HOST, Mount
 from sandboxes.harness.python_check import compile_suite, program_names, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.harness.python_stdio import stdio_ids
@@ -213,17 +214,28 @@ class PythonGrader(WarmGrader):
 
     runner_fds = AUDITED_RUNNER_FDS
 
-    def __init__(self) -> None:
-        self.interpreter = python_interpreter()
-        binds = interpreter_bind_dirs(self.interpreter)
+    def __init__(self, mount: Mount = HOST) -> None:
+        """``mount``: the environment both sandboxes run in (its root, packages and
+        variables, see :func:`sandboxes.environments.mount_for`); default the host's Python
+        with the standard library only."""
+        self.mount = mount
+        self.interpreter = mount.launcher[-1] if mount.launcher else python_interpreter()
+        binds = interpreter_bind_dirs(self.interpreter) if mount.host_root else []
         self.runner = Zygote(
-            self.interpreter, "python_runner", _harness_sources("python_runner"), binds
+            self.interpreter,
+            "python_runner",
+            _harness_sources("python_runner"),
+            binds,
+            extra_config=dict(mount.config),
+            launcher=list(mount.launcher),
         )
         self.driver = Zygote(
             self.interpreter,
             "python_check",
             _harness_sources("python_check", "python_outputs", "python_stdio"),
             binds,
+            extra_config=dict(mount.config),
+            launcher=list(mount.launcher),
         )
         self.spare = None
 

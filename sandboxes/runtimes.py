@@ -92,22 +92,58 @@ def node_major_version() -> int:
 
 
 class PythonExecutor:
-    """Runs ``python_tests`` requests in a warm :class:`~sandboxes.grading.PythonGrader`."""
+    """Runs ``python_tests`` requests in warm :class:`~sandboxes.grading.PythonGrader` s: one
+    for the runtime's bare environment (booted at start), and one per environment a request
+    names (``payload["environment"]``, see :mod:`sandboxes.environments`), started on first
+    use and kept for the next :data:`KEEP_ENVIRONMENTS` environments."""
 
     kinds = ("python_tests",)
+    family = "python"
+    runtime = "python"  # the queue it serves
+    KEEP_ENVIRONMENTS = 4
 
     def __init__(self) -> None:
-        self.grader = self.make_grader()
+        self.grader = self.make_grader(self.bare_mount())
         self.grader.boot_ahead = False  # the worker calls prewarm() once it has answered
         self.grader.prewarm()
+        self.by_environment: dict[str, object] = {}
+
+    def bare_mount(self):
+        """The environment of requests that name none (the host's Python)."""
+        from sandboxes.environments.mount import HOST  # noqa: PLC0415 (stdlib-only module)
+
+        return HOST
 
     @staticmethod
-    def make_grader():
-        """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`), not yet
-        booted."""
+    def make_grader(mount):
+        """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`) in
+        ``mount``, not yet booted."""
         from sandboxes.grading import PythonGrader  # noqa: PLC0415 (grading imports this module)
 
-        return PythonGrader()
+        return PythonGrader(mount)
+
+    def grader_for(self, environment: dict | None):
+        """The warm grader of a request's environment (the bare one when it names none).
+
+        Raises:
+            EnvironmentCorrupt: the environment is not built on this worker or differs from
+                its manifest.
+        """
+        from sandboxes.environments.mount import mount_for  # noqa: PLC0415 (stdlib-only module)
+
+        if not environment or not (environment.get("root") or environment.get("packages")):
+            return self.grader
+        key = str(environment.get("key"))
+        if key == self.grader.mount.key:  # the runtime's own root, already warm
+            return self.grader
+        grader = self.by_environment.pop(key, None)
+        if grader is None:
+            grader = self.make_grader(mount_for(environment, family=self.family))
+            if len(self.by_environment) >= self.KEEP_ENVIRONMENTS:
+                oldest = next(iter(self.by_environment))
+                self.by_environment.pop(oldest).close()
+        self.by_environment[key] = grader  # most recently used last
+        return grader
 
     def prewarm(self) -> None:
         """Boot the sandboxes of the next request now (call it between requests).
@@ -141,7 +177,7 @@ class PythonExecutor:
         )
         if payload.get("setup"):
             extra["setup"] = payload["setup"]
-        return self.grader.grade(
+        result = self.grader_for(payload.get("environment")).grade(
             payload["program"],
             payload["tests"],
             payload["entry_point"],
@@ -149,9 +185,38 @@ class PythonExecutor:
             limits=request_limits(request),
             **extra,
         )
+        result.environment = environment_key(payload.get("environment"), self.runtime)
+        return result
 
     def close(self) -> None:
         self.grader.close()
+        for grader in self.by_environment.values():
+            grader.close()
+        self.by_environment.clear()
+
+
+def environment_key(environment: dict | None, runtime: str) -> str:
+    """What a result records it ran in: the environment's build key, else the bare runtime."""
+    if environment and environment.get("key"):
+        return str(environment["key"])
+    return f"host-{runtime}"
+
+
+class RootPythonExecutor(PythonExecutor):
+    """A Python that is not the host's: every grader runs in its Debian root filesystem
+    (:mod:`sandboxes.environments.debian`), built into the store on first use."""
+
+    def bare_mount(self):
+        from sandboxes.environments.build import materialise  # noqa: PLC0415 (needs packaging)
+        from sandboxes.environments.mount import mount_for  # noqa: PLC0415 (stdlib-only module)
+        from sandboxes.environments.spec import parse  # noqa: PLC0415 (needs packaging)
+        from sandboxes.environments.store import EnvironmentBuildError  # noqa: PLC0415
+
+        try:
+            built = materialise(parse(self.runtime, []))
+        except EnvironmentBuildError as exc:
+            raise RuntimeUnavailable(f"runtime {self.runtime}: {exc}") from exc
+        return mount_for(built.request_field(), family=self.family)
 
 
 class NodeExecutor(PythonExecutor):
@@ -159,15 +224,21 @@ class NodeExecutor(PythonExecutor):
     :class:`~sandboxes.javascript.NodeGrader`."""
 
     kinds = ("javascript_tests",)
+    family = "node"
+    runtime = "node"
 
     @staticmethod
-    def make_grader():
+    def make_grader(mount):
         from sandboxes.javascript import NodeGrader  # noqa: PLC0415 (it imports this module)
 
-        return NodeGrader()
+        return NodeGrader(mount)
 
 
-EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor}
+class Python313Executor(RootPythonExecutor):
+    runtime = "python3.13"
+
+
+EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor, "python3.13": Python313Executor}
 
 
 def executor_for(runtime: str):

@@ -1,0 +1,114 @@
+"""Building environment versions: their layers into the store, the outcome onto the row.
+
+:func:`environment_build` is what validation, the build job and ``build_environment`` call: it
+checks the version's runtime and pins, builds (or finds) its layers in the content-addressed
+store (``sandboxes.environments``), and records on the :class:`EnvironmentVersion` what was
+installed, sizes, build seconds and log, or the failure with its reason. A failed build
+publishes nothing; the task versions that need it are left unvalidated (see
+``validation/pipeline.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.utils import timezone
+
+from console.core.errors import InputError
+from sandboxes.environments.build import Materialised, materialise
+from sandboxes.environments.spec import EnvironmentSpec, EnvironmentSpecError, parse
+from sandboxes.environments.store import EnvironmentBuildError
+from tasks_library.models import EnvironmentVersion
+
+
+class EnvironmentUnavailable(InputError):
+    """An environment version that cannot be built as written (or whose build failed).
+
+    Attributes:
+        kind: the build error's kind (``missing_package``, ``unpinned``, ``conflict``,
+            ``out_of_disk``, ``timeout``, ``runtime_unavailable``...).
+        package: the requirement at fault, when one is.
+    """
+
+    def __init__(self, message: str, *, field: str, kind: str, package: str = "") -> None:
+        super().__init__(message, field=field)
+        self.kind, self.package = kind, package
+
+
+def environment_spec(environment: EnvironmentVersion) -> EnvironmentSpec:
+    """The checked spec of ``environment``.
+
+    Raises:
+        EnvironmentUnavailable: an unknown runtime or an unpinned package (field ``runtime``
+            or ``packages``), the message naming the environment.
+    """
+    try:
+        return parse(environment.runtime, list(environment.packages))
+    except EnvironmentSpecError as exc:
+        raise EnvironmentUnavailable(
+            f"environment {environment}: {exc}",
+            field=exc.field,
+            kind="unpinned" if exc.field == "packages" else "runtime_unavailable",
+            package=exc.package,
+        ) from None
+
+
+def environment_build(
+    *, environment: EnvironmentVersion, progress: Callable[[str], None] | None = None
+) -> Materialised:
+    """Build ``environment``'s layers (a cache hit when built already) and record the outcome.
+
+    Returns:
+        the built layers (``request_field()`` goes into sandbox requests).
+
+    Raises:
+        EnvironmentUnavailable: the spec is refused or the build failed; the row records
+            ``build_status="failed"`` with the message and the log.
+    """
+    EnvironmentVersion.objects.filter(pk=environment.pk).update(build_status="building")
+    try:
+        spec = environment_spec(environment)
+        built = materialise(spec, progress=progress)
+    except EnvironmentUnavailable as exc:
+        _record_failure(environment, str(exc), "")
+        raise
+    except EnvironmentSpecError as exc:  # the runtime cannot be provided here
+        message = f"environment {environment}: {exc}"
+        _record_failure(environment, message, "")
+        raise EnvironmentUnavailable(
+            message, field=exc.field, kind="runtime_unavailable", package=exc.package
+        ) from None
+    except EnvironmentBuildError as exc:
+        message = f"environment {environment}: {exc}"
+        _record_failure(environment, message, exc.log)
+        raise EnvironmentUnavailable(
+            message, field="packages", kind=exc.kind, package=exc.package
+        ) from None
+    layers = [(name, b) for name, b in (("root", built.root), ("packages", built.packages)) if b]
+    fields = {
+        "build_status": EnvironmentVersion.BUILD_BUILT,
+        "build_key": built.key,
+        "build_error": "",
+        "build_log": "\n".join(f"== {name} ==\n{b.record.get('log', '')}" for name, b in layers),
+        "resolved_packages": [
+            dict(entry, layer=name) for name, b in layers for entry in b.record.get("resolved", [])
+        ],
+        "size_bytes": sum(int(b.record.get("size_bytes", 0)) for _n, b in layers),
+        "build_seconds": round(sum(float(b.record.get("seconds", 0)) for _n, b in layers), 3),
+        "built_at": timezone.now(),
+    }
+    EnvironmentVersion.objects.filter(pk=environment.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(environment, name, value)
+    return built
+
+
+def _record_failure(environment: EnvironmentVersion, message: str, log: str) -> None:
+    fields = {
+        "build_status": EnvironmentVersion.BUILD_FAILED,
+        "build_error": message,
+        "build_log": log,
+    }
+    EnvironmentVersion.objects.filter(pk=environment.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(environment, name, value)
