@@ -452,12 +452,14 @@ def run_python_tests(
     limits: Limits | None = None,
     setup: str = "",
     verifier: str = "python-check",
+    grader: PythonGrader | None = None,
 ) -> R.ExecutionResult:
-    """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`).
+    """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`), or in
+    ``grader``'s (one started in an environment).
 
     A sandbox that dies is replaced and the execution is reported as ``infra_error``.
     """
-    grader = local_grader()
+    grader = grader or local_grader()
     try:
         return grader.grade(
             program,
