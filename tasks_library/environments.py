@@ -112,3 +112,21 @@ def _record_failure(environment: EnvironmentVersion, message: str, log: str) -> 
     EnvironmentVersion.objects.filter(pk=environment.pk).update(**fields)
     for name, value in fields.items():
         setattr(environment, name, value)
+
+
+_requests: dict[str, dict] = {}
+
+
+def environment_request(environment: EnvironmentVersion) -> dict:
+    """The ``environment`` field of sandbox requests for task versions of ``environment``
+    (``Materialised.request_field()``), built on first use in this process.
+
+    Raises:
+        EnvironmentUnavailable: it cannot be built (see :func:`environment_build`).
+    """
+    found = _requests.get(environment.content_hash)
+    if found is None:
+        found = _requests[environment.content_hash] = environment_build(
+            environment=environment
+        ).request_field()
+    return found
