@@ -108,7 +108,8 @@ class PythonExecutor:
         self.grader.prewarm()
         self.by_environment: dict[str, object] = {}
 
-    def bare_mount(self):
+    @classmethod
+    def bare_mount(cls):
         """The environment of requests that name none (the host's Python)."""
         from sandboxes.environments.mount import HOST  # noqa: PLC0415 (stdlib-only module)
 
@@ -206,17 +207,23 @@ class RootPythonExecutor(PythonExecutor):
     """A Python that is not the host's: every grader runs in its Debian root filesystem
     (:mod:`sandboxes.environments.debian`), built into the store on first use."""
 
-    def bare_mount(self):
+    @classmethod
+    def bare_mount(cls):
+        """The runtime's Debian root, built into the store on first use.
+
+        Raises:
+            RuntimeUnavailable: the root cannot be built here (the build's error).
+        """
         from sandboxes.environments.build import materialise  # noqa: PLC0415 (needs packaging)
         from sandboxes.environments.mount import mount_for  # noqa: PLC0415 (stdlib-only module)
         from sandboxes.environments.spec import parse  # noqa: PLC0415 (needs packaging)
         from sandboxes.environments.store import EnvironmentBuildError  # noqa: PLC0415
 
         try:
-            built = materialise(parse(self.runtime, []))
+            built = materialise(parse(cls.runtime, []))
         except EnvironmentBuildError as exc:
-            raise RuntimeUnavailable(f"runtime {self.runtime}: {exc}") from exc
-        return mount_for(built.request_field(), family=self.family)
+            raise RuntimeUnavailable(f"runtime {cls.runtime}: {exc}") from exc
+        return mount_for(built.request_field(), family=cls.family)
 
 
 class NodeExecutor(PythonExecutor):
@@ -239,6 +246,21 @@ class Python313Executor(RootPythonExecutor):
 
 
 EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor, "python3.13": Python313Executor}
+
+
+def runtime_mount(runtime: str):
+    """The bare environment of a sandbox runtime (queue name): the host's for ``python`` and
+    ``node``, the runtime's own root (built on first use) for one like ``python3.13``.
+
+    Raises:
+        RuntimeUnavailable: the runtime's root cannot be built here.
+    """
+    executor = EXECUTORS.get(runtime)
+    if executor is None or not issubclass(executor, RootPythonExecutor):
+        from sandboxes.environments.mount import HOST  # noqa: PLC0415 (stdlib-only module)
+
+        return HOST
+    return executor.bare_mount()
 
 
 def executor_for(runtime: str):

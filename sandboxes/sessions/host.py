@@ -44,6 +44,7 @@ from pathlib import Path
 
 from sandboxes import cgroups
 from sandboxes import result as R
+from sandboxes.environments.mount import HOST, Mount
 from sandboxes.process import SANDBOX_ENV
 from sandboxes.resident import Zygote, _send, interpreter_bind_dirs
 from sandboxes.runtimes import python_interpreter
@@ -125,15 +126,22 @@ class HostedSession:
 class SessionHost:
     """One slot's session zygote and open sessions (see the module)."""
 
-    def __init__(self, store: WorkspaceStore, *, interpreter: str | None = None) -> None:
+    def __init__(
+        self, store: WorkspaceStore, *, interpreter: str | None = None, mount: Mount = HOST
+    ) -> None:
+        """``mount``: the environment its sessions run in (the runtime's root and packages,
+        see :func:`sandboxes.environments.mount.mount_for`); default the host's Python."""
+        if mount.launcher:
+            interpreter = mount.launcher[-1]
         interpreter = interpreter or python_interpreter()
         self.store = store
         self.zygote = Zygote(
             interpreter,
             "session",
             _sources(),
-            interpreter_bind_dirs(interpreter),
-            extra_config={"store": str(store.root)},
+            interpreter_bind_dirs(interpreter) if mount.host_root else [],
+            extra_config={**mount.config, "store": str(store.root)},
+            launcher=list(mount.launcher),
         )
         self.sessions: dict[str, HostedSession] = {}
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id -> (kind, reason)

@@ -21,6 +21,7 @@ import redis
 
 from sandboxes import queue as Q
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
+from sandboxes.runtimes import runtime_mount
 from sandboxes.sessions import routing
 from sandboxes.sessions.host import FileOpRefused, SessionGone, SessionHost
 from sandboxes.sessions.limits import SessionLimits, check_exec
@@ -63,7 +64,7 @@ class SessionSlot(threading.Thread):
             while not self.stopping.wait(0 if self.host is None else HOUSEKEEPING_EVERY_S):
                 try:
                     if self.host is None:
-                        host = SessionHost(self.store)
+                        host = SessionHost(self.store, mount=runtime_mount(self.runtime))
                         host.start()  # on this thread: its zygote dies with it (PDEATHSIG)
                         self.host = host
                         consumers = [
