@@ -248,6 +248,12 @@ class Python313Executor(RootPythonExecutor):
 EXECUTORS = {"python": PythonExecutor, "node": NodeExecutor, "python3.13": Python313Executor}
 
 
+def base_runtime(runtime: str) -> str:
+    """The runtime of a queue name: ``python@<key>`` (one environment's own queue, see
+    ``CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT``) is served by the ``python`` runtime."""
+    return runtime.split("@", 1)[0]
+
+
 def runtime_mount(runtime: str):
     """The bare environment of a sandbox runtime (queue name): the host's for ``python`` and
     ``node``, the runtime's own root (built on first use) for one like ``python3.13``.
@@ -255,7 +261,7 @@ def runtime_mount(runtime: str):
     Raises:
         RuntimeUnavailable: the runtime's root cannot be built here.
     """
-    executor = EXECUTORS.get(runtime)
+    executor = EXECUTORS.get(base_runtime(runtime))
     if executor is None or not issubclass(executor, RootPythonExecutor):
         from sandboxes.environments.mount import HOST  # noqa: PLC0415 (stdlib-only module)
 
@@ -271,7 +277,7 @@ def executor_for(runtime: str):
         RuntimeUnavailable: the runtime's interpreter is missing here.
     """
     try:
-        return EXECUTORS[runtime]()
+        return EXECUTORS[base_runtime(runtime)]()
     except KeyError:
         raise ValueError(
             f"unknown sandbox runtime {runtime!r}; known: {', '.join(sorted(EXECUTORS))}"

@@ -15,7 +15,12 @@ from collections.abc import Callable
 from django.utils import timezone
 
 from console.core.errors import InputError
-from sandboxes.environments.build import Materialised, materialise
+from sandboxes.environments.build import (
+    Materialised,
+    environment_queue,
+    materialise,
+    queue_runtime,
+)
 from sandboxes.environments.spec import EnvironmentSpec, EnvironmentSpecError, parse
 from sandboxes.environments.store import EnvironmentBuildError
 from tasks_library.models import EnvironmentVersion
@@ -130,3 +135,68 @@ def environment_request(environment: EnvironmentVersion) -> dict:
             environment=environment
         ).request_field()
     return found
+
+
+def environment_get(reference: str) -> EnvironmentVersion:
+    """An environment version by id (``17``), content-hash prefix (6+ hex digits) or name (its
+    newest version).
+
+    Raises:
+        InputError: none matches, or a hash prefix matches several (field ``environment``).
+    """
+    reference = (reference or "").strip()
+    if reference.isdigit():
+        found = EnvironmentVersion.objects.filter(pk=int(reference)).first()
+        if found:
+            return found
+    if len(reference) >= 6 and all(c in "0123456789abcdef" for c in reference):
+        matches = list(EnvironmentVersion.objects.filter(content_hash__startswith=reference)[:2])
+        if len(matches) > 1:
+            raise InputError(
+                f"environment {reference!r}: several versions start with that hash; give more "
+                "digits",
+                field="environment",
+            )
+        if matches:
+            return matches[0]
+    found = EnvironmentVersion.objects.filter(name=reference).order_by("-created_at", "-pk").first()
+    if found is None:
+        known = sorted(set(EnvironmentVersion.objects.values_list("name", flat=True)))
+        raise InputError(
+            f"no environment {reference!r}; give an id, a content-hash prefix or a name "
+            f"(known names: {', '.join(known) or 'none'})",
+            field="environment",
+        )
+    return found
+
+
+def store_keys_in_use() -> set[str]:
+    """The store hashes (roots and packages) of every environment version a task version uses,
+    and the roots of the runtimes this machine's workers serve."""
+    keys = {spec_root for spec_root in _runtime_roots()}
+    used = EnvironmentVersion.objects.filter(taskversion__isnull=False).distinct()
+    for environment in used:
+        try:
+            spec = parse(environment.runtime, list(environment.packages))
+        except EnvironmentSpecError:
+            continue
+        keys.update(k for k in (spec.root_hash(), spec.packages_hash()) if k)
+    return keys
+
+
+def _runtime_roots() -> list[str]:
+    from sandboxes.environments.debian import ROOTS  # noqa: PLC0415 (only for the collector)
+
+    return [h for h in (parse(runtime, []).root_hash() for runtime in ROOTS) if h]
+
+
+def environment_queue_of(environment: EnvironmentVersion, family: str) -> str:
+    """The sandbox queue that grades task versions of ``environment`` (without building it)."""
+    try:
+        spec = parse(environment.runtime, list(environment.packages))
+    except EnvironmentSpecError:
+        return queue_runtime(environment.runtime, family)
+    packages = spec.packages_hash()
+    return environment_queue(
+        environment.runtime, family, packages or "", has_layers=packages is not None
+    )

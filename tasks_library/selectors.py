@@ -8,9 +8,9 @@ import json
 from django.db import connection
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
-from sandboxes.environments.build import queue_runtime
 from sandboxes.suites import harness
 from tasks_library.difficulty import bucket_filter
+from tasks_library.environments import environment_queue_of
 from tasks_library.models import Task, TaskSet, TaskVersion
 
 
@@ -46,11 +46,12 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
 
 
 def runtimes_of(versions) -> list[str]:
-    """The sandbox runtimes (queues: ``python``, ``node``, ``python3.13``) that grading these
-    versions needs: the harness's family, run by the environment's runtime."""
+    """The sandbox queues (``python``, ``node``, ``python3.13``, or ``python@<key>`` with a queue
+    per environment) that grading these versions needs: the harness's family, run by the
+    environment's runtime."""
     return sorted(
         {
-            queue_runtime(v.environment.runtime, harness(v.test_suite.harness).runtime)
+            environment_queue_of(v.environment, harness(v.test_suite.harness).runtime)
             for v in versions
         }
     )

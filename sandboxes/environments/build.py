@@ -30,6 +30,19 @@ def check_runtime(spec: EnvironmentSpec) -> None:
         )
 
 
+def environment_queue(runtime: str, family: str, key: str, *, has_layers: bool) -> str:
+    """The queue of one built environment: its runtime's (:func:`queue_runtime`), or with
+    ``CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT`` (Kubernetes, where each environment version is an
+    image of its own: ``manage.py environment_image``) ``<runtime>@<key[:16]>`` for one with
+    packages, which only that image's pods consume."""
+    from django.conf import settings  # noqa: PLC0415 (settings only where a request is made)
+
+    queue = queue_runtime(runtime, family)
+    if has_layers and getattr(settings, "SANDBOX_QUEUE_PER_ENVIRONMENT", False):
+        return f"{queue}@{key[:16]}"
+    return queue
+
+
 def queue_runtime(runtime: str, family: str) -> str:
     """The sandbox queue (``sandbox_worker --runtime``) that serves an environment's runtime:
     ``python`` for the host's Python, ``node`` for Node.js, the runtime's own name for a
@@ -65,7 +78,9 @@ class Materialised:
         """What a queued request carries (``payload["environment"]``)."""
         return {
             "key": self.key,
-            "queue": queue_runtime(self.spec.runtime, self.spec.family),
+            "queue": environment_queue(
+                self.spec.runtime, self.spec.family, self.key, has_layers=self.packages is not None
+            ),
             "runtime": self.spec.runtime,
             "root": self.root.hash if self.root else None,
             "packages": self.packages.hash if self.packages else None,
@@ -77,8 +92,10 @@ def materialise(
     *,
     progress: Callable[[str], None] | None = None,
     environment_store: EnvironmentStore | None = None,
+    lock: list[dict] | None = None,
 ) -> Materialised:
-    """Build (or find) the root and the packages of ``spec``.
+    """Build (or find) the root and the packages of ``spec`` (Python packages exactly as
+    ``lock`` lists them when given: see :func:`~sandboxes.environments.packages.build_python`).
 
     Raises:
         EnvironmentSpecError: the runtime cannot be provided here.
@@ -105,7 +122,7 @@ def materialise(
         packages = target.ensure(
             packages_hash,
             {"runtime": spec.runtime, "packages": spec.packages},
-            lambda tree: builder(spec, tree),
+            lambda tree: builder(spec, tree, lock=lock) if lock else builder(spec, tree),
             progress=say,
         )
     return Materialised(spec, root, packages)

@@ -153,49 +153,69 @@ def target_tags(runtime: str) -> list[str]:
     return options
 
 
-def build_python(spec: EnvironmentSpec, tree: Path, *, timeout_s: float = BUILD_TIMEOUT_S) -> dict:
+def build_python(
+    spec: EnvironmentSpec,
+    tree: Path,
+    *,
+    lock: list[dict] | None = None,
+    timeout_s: float = BUILD_TIMEOUT_S,
+) -> dict:
     """Install ``spec``'s pins into ``tree/site-packages``.
 
+    Args:
+        lock: a previous build's ``resolved`` list (every package with its version and the
+            sha256 of its file): installed exactly, ``--no-deps --require-hashes``, so an image
+            built later gets the same files though the index has newer dependencies by then.
+
     Returns:
-        ``{"resolved": [{"name", "version"}...], "log": str}``.
+        ``{"resolved": [{"name", "version", "sha256"}...], "log": str}``: what pip's
+        installation report says it installed (the pins and their dependencies).
 
     Raises:
         EnvironmentBuildError: pip failed (kind and package say why).
     """
     target = tree / SITE_PACKAGES
     requirements = tree.parent / "requirements.txt"
-    requirements.write_text("".join(p.requirement_line() + "\n" for p in spec.python_pins))
+    report = tree.parent / "pip-report.json"
+    if lock:
+        lines = [f"{p['name']}=={p['version']} --hash=sha256:{p['sha256']}" for p in lock]
+    else:
+        lines = [p.requirement_line() for p in spec.python_pins]
+    requirements.write_text("".join(line + "\n" for line in lines))
     command = [sys.executable, "-m", "pip", "install", "--no-compile", "--target", str(target)]
-    command += ["--no-warn-script-location", "-r", str(requirements)]
-    if spec.require_hashes:
+    command += ["--no-warn-script-location", "--report", str(report), "-r", str(requirements)]
+    if lock:
+        command += ["--no-deps", "--require-hashes"]
+    elif spec.require_hashes:
         command.append("--require-hashes")
     command += target_tags(spec.runtime)
     what = f"pip install for {spec.runtime}"
     log = _run(command, timeout_s=timeout_s, what=what)
-    listed = subprocess.run(
-        [sys.executable, "-m", "pip", "list", "--path", str(target), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"),
-    )
     try:
-        resolved = json.loads(listed.stdout or "[]")
-    except ValueError as exc:
+        installed = json.loads(report.read_text())["install"]
+        resolved = [
+            {
+                "name": item["metadata"]["name"],
+                "version": item["metadata"]["version"],
+                "sha256": item["download_info"]
+                .get("archive_info", {})
+                .get("hashes", {})
+                .get("sha256", ""),
+            }
+            for item in installed
+        ]
+    except (OSError, ValueError, KeyError) as exc:
         raise EnvironmentBuildError(
-            f"pip list could not read what was installed: {listed.stderr.strip()}", log=log
+            f"pip's installation report could not be read: {exc}", log=_tail(log)
         ) from exc
-    # pip's own bookkeeping differs from build to build (it names the time and the installer's
-    # paths); nothing in the sandbox reads it.
+    # pip's own bookkeeping differs from build to build (the installer's paths; REQUESTED marks
+    # what was named on the command line, which a lock names all of); nothing in a sandbox
+    # reads it.
     shutil.rmtree(target / "bin", ignore_errors=True)
-    for record in target.glob("*.dist-info/RECORD"):
-        record.unlink()
-    for direct in target.glob("*.dist-info/direct_url.json"):
-        direct.unlink()
-    return {
-        "resolved": [{"name": r["name"], "version": r["version"]} for r in resolved],
-        "log": _tail(log),
-    }
+    for name in ("RECORD", "direct_url.json", "REQUESTED"):
+        for path in target.glob(f"*.dist-info/{name}"):
+            path.unlink()
+    return {"resolved": sorted(resolved, key=lambda r: r["name"].lower()), "log": _tail(log)}
 
 
 def build_node(spec: EnvironmentSpec, tree: Path, *, timeout_s: float = BUILD_TIMEOUT_S) -> dict:

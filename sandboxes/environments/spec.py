@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-# Bumped when a builder changes what it writes: every build hash changes with it.
-BUILD_FORMAT = 1
+# Bumped when a layer's builder changes what it writes or records: that layer's build hashes
+# change with it (packages 2: the build record keeps each file's sha256 from pip's report;
+# 3: pip's REQUESTED markers are dropped).
+BUILD_FORMAT = {"root": 1, "packages": 3}
 HOST_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_RUNTIME = re.compile(r"^python3\.(\d+)$")
 NODE_RUNTIME = re.compile(r"^node(\d+)$")
@@ -108,7 +110,9 @@ class EnvironmentSpec:
 
 
 def _digest(content: dict) -> str:
-    text = json.dumps(dict(content, format=BUILD_FORMAT), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        dict(content, format=BUILD_FORMAT[content["layer"]]), sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -110,6 +110,11 @@ def manifest_of(tree: Path) -> dict[str, str]:
     return entries
 
 
+def manifest_digest(built: Built) -> str:
+    """``sha256:<hex>`` of a published environment's manifest: equal digests, equal files."""
+    return file_digest(built.path / MANIFEST)
+
+
 def tree_size(tree: Path) -> int:
     """Bytes of the regular files under ``tree`` (symlinks not followed)."""
     total = 0
@@ -310,6 +315,24 @@ class EnvironmentStore:
         return sorted(
             p.name for p in self.root.iterdir() if not p.name.startswith(".") and p.is_dir()
         )
+
+    def remove_abandoned_builds(self) -> list[str]:
+        """Delete the temp directories of builds whose builder died (no one holds their lock);
+        the names removed."""
+        removed = []
+        for work in (self.root / ".building").iterdir():
+            build_hash = work.name.rsplit("-", 1)[0]
+            with open(self.root / ".locks" / f"{build_hash}.lock", "a+") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a live build
+                try:
+                    remove_tree(work)
+                    removed.append(work.name)
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        return removed
 
     def remove(self, build_hash: str) -> None:
         """Delete a published environment (under its lock: never one being built)."""
