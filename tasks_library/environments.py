@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.db import transaction
 from django.utils import timezone
 
 from console.core.errors import InputError
@@ -23,7 +24,8 @@ from sandboxes.environments.build import (
 )
 from sandboxes.environments.spec import EnvironmentSpec, EnvironmentSpecError, parse
 from sandboxes.environments.store import EnvironmentBuildError
-from tasks_library.models import EnvironmentVersion
+from tasks_library.models import EnvironmentVersion, TaskVersion
+from tasks_library.services import environment_get_or_create, task_version_edit
 
 
 class EnvironmentUnavailable(InputError):
@@ -200,3 +202,78 @@ def environment_queue_of(environment: EnvironmentVersion, family: str) -> str:
     return environment_queue(
         environment.runtime, family, packages or "", has_layers=packages is not None
     )
+
+
+def environment_create(
+    *,
+    name: str,
+    runtime: str,
+    packages: list[str],
+    image: str = "",
+    author: str = "",
+    change_note: str = "",
+    parent: EnvironmentVersion | None = None,
+) -> EnvironmentVersion:
+    """A new environment version (or the existing one with exactly this content); with
+    ``parent``, a new version of that environment (its edit).
+
+    Raises:
+        InputError: an empty name, an unknown runtime, an unpinned or repeated package (field
+            ``name``, ``runtime`` or ``packages``, naming the package), an edit without a change
+            note or without a change.
+    """
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise InputError("name: give the environment a name (at most 100 characters)", field="name")
+    if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
+        raise InputError("packages: a list of pinned requirements, one a line", field="packages")
+    packages = [p.strip() for p in packages if p.strip()]
+    try:
+        parse(runtime, packages)
+    except EnvironmentSpecError as exc:
+        raise InputError(f"{exc.field}: {exc}", field=exc.field) from None
+    if len(image or "") > 300:
+        raise InputError("image: at most 300 characters", field="image")
+    content = {"name": name, "runtime": runtime, "packages": packages, "image": image or ""}
+    if parent is not None:
+        if not change_note.strip():
+            raise InputError("change_note: say what changed and why", field="change_note")
+        if all(getattr(parent, key) == value for key, value in content.items()):
+            raise InputError("nothing changed: edit the runtime, packages or image", field=None)
+    return environment_get_or_create(
+        content=content, author=author, change_note=change_note, parent=parent
+    )
+
+
+@transaction.atomic
+def environment_move(
+    *, old: EnvironmentVersion, new: EnvironmentVersion, author: str, change_note: str
+) -> list:
+    """Give every task whose newest version runs in ``old`` a new version in ``new`` (nothing
+    else changes); returns the new task versions, pending validation.
+
+    Raises:
+        InputError: no task's newest version uses ``old``, or a harness cannot run in ``new``'s
+            runtime (from the edit).
+    """
+    newest = {}
+    candidates = TaskVersion.objects.select_related("task", "test_suite", "environment")
+    for version in candidates.filter(task__versions__environment=old).order_by(
+        "task_id", "-number"
+    ):
+        newest.setdefault(version.task_id, version)
+    moving = [v for v in newest.values() if v.environment_id == old.pk]
+    if not moving:
+        raise InputError(
+            f"no task's newest version runs in {old}; nothing to move", field="environment"
+        )
+    content = {key: getattr(new, key) for key in EnvironmentVersion.CONTENT_FIELDS}
+    return [
+        task_version_edit(
+            version=version,
+            author=author,
+            change_note=change_note or f"moved to environment {new}",
+            environment=content,
+        )
+        for version in moving
+    ]

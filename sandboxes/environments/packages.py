@@ -183,7 +183,11 @@ def build_python(
         lines = [p.requirement_line() for p in spec.python_pins]
     requirements.write_text("".join(line + "\n" for line in lines))
     command = [sys.executable, "-m", "pip", "install", "--no-compile", "--target", str(target)]
-    command += ["--no-warn-script-location", "--report", str(report), "-r", str(requirements)]
+    # --no-warn-conflicts: pip's after-install check compares the target with the packages of
+    # the interpreter running pip, which no sandbox sees (conflicts among the pins themselves
+    # still fail the resolution).
+    command += ["--no-warn-script-location", "--no-warn-conflicts"]
+    command += ["--report", str(report), "-r", str(requirements)]
     if lock:
         command += ["--no-deps", "--require-hashes"]
     elif spec.require_hashes:
