@@ -116,7 +116,8 @@ def _classify(what: str, output: str, log: str) -> EnvironmentBuildError:
             log=_tail(log),
         )
     if "E404" in output or "404 Not Found" in output:
-        found = re.search(r"404 Not Found - GET \S+/(\S+) - ", output)
+        found = re.search(r"The requested resource '([^']+)' could not be found", output)
+        found = found or re.search(r"404 Not Found - GET \S+/(\S+?)(?: - |\s|$)", output)
         package = found.group(1) if found else ""
         return EnvironmentBuildError(
             f"{what}: package {package or '(see the log)'} does not exist on the npm registry; "
