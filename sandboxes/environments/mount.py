@@ -77,4 +77,7 @@ def mount_for(environment: dict | None, *, family: str = "python") -> Mount:
             config["environ"]["NODE_PATH"] = f"{PACKAGES_INSIDE}/{NODE_MODULES}"
         else:
             config["python_path"] = [f"{PACKAGES_INSIDE}/{SITE_PACKAGES}"]
+            # For interpreters started inside (a session's `python3 script.py`): the zygote's
+            # own forks have the packages on sys.path already.
+            config["environ"]["PYTHONPATH"] = f"{PACKAGES_INSIDE}/{SITE_PACKAGES}"
     return Mount(str(environment.get("key", "")), launcher, config)
