@@ -28,9 +28,11 @@ from pathlib import Path
 
 from sandboxes.environments.store import EnvironmentBuildError
 
-# runtime -> (Debian suite, packages beyond minbase, the interpreter's path inside the root)
+# runtime -> (Debian suite, packages beyond minbase, the interpreter's path inside the root).
+# ``python3`` (trixie's default Python is 3.13) so that a session's shell finds ``python3``;
+# procps and curl: the tools an agent's shell (and the session corpus) reaches for.
 ROOTS = {
-    "python3.13": ("trixie", ("python3.13",), "/usr/bin/python3.13"),
+    "python3.13": ("trixie", ("python3", "procps", "curl"), "/usr/bin/python3.13"),
 }
 DEBOOTSTRAP_TIMEOUT_S = 900.0
 LOADER = "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"

@@ -28,8 +28,9 @@ from packaging.utils import canonicalize_name
 
 # Bumped when a layer's builder changes what it writes or records: that layer's build hashes
 # change with it (packages 2: the build record keeps each file's sha256 from pip's report;
-# 3: pip's REQUESTED markers are dropped).
-BUILD_FORMAT = {"root": 1, "packages": 3}
+# 3: pip's REQUESTED markers are dropped; root 2, packages 4: files keep their modes less the
+# write and set-id bits, where they were all made world-readable before).
+BUILD_FORMAT = {"root": 2, "packages": 4}
 HOST_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_RUNTIME = re.compile(r"^python3\.(\d+)$")
 NODE_RUNTIME = re.compile(r"^node(\d+)$")

@@ -127,16 +127,16 @@ def tree_size(tree: Path) -> int:
 
 
 def _make_read_only(top: Path) -> None:
-    """Every file and directory under ``top`` (and ``top``) loses its write bits; the
-    sandbox user still reads and enters all of it."""
+    """Every file and directory under ``top`` (and ``top``) loses its write, setuid and setgid
+    bits and keeps the rest: what its builder made unreadable to others (a root filesystem's
+    ``/etc/shadow``, 0640) stays unreadable to the sandbox user."""
     for dirpath, dirnames, filenames in os.walk(top, topdown=False):
         for name in filenames + dirnames:
             full = os.path.join(dirpath, name)
             st = os.lstat(full)
             if stat.S_ISLNK(st.st_mode):
                 continue
-            keep_x = st.st_mode & 0o111 or stat.S_ISDIR(st.st_mode)
-            os.chmod(full, 0o555 if keep_x else 0o444)
+            os.chmod(full, stat.S_IMODE(st.st_mode) & ~0o6222)
     os.chmod(top, 0o555)
 
 

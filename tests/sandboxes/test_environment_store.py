@@ -137,3 +137,19 @@ def test_repeated_and_unknown_are_refused():
     with pytest.raises(EnvironmentSpecError, match="name@X.Y.Z"):
         parse("node20", ["lodash"])
     assert parse("node20", ["lodash@4.17.21"]).packages == ["lodash@4.17.21"]
+
+
+def test_published_modes_lose_write_and_set_id_bits_only(tmp_path):
+    def build(tree: Path) -> dict:
+        (tree / "etc").mkdir()
+        secret = tree / "etc" / "shadow"
+        secret.write_text("root:*:1:0:99999:7:::\n")
+        secret.chmod(0o640)  # as Debian ships it: not for others
+        tool = tree / "su"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o4755)
+        return {}
+
+    built = EnvironmentStore(tmp_path).ensure("9" * 64, {}, build)
+    assert (built.tree / "etc" / "shadow").stat().st_mode & 0o7777 == 0o440
+    assert (built.tree / "su").stat().st_mode & 0o7777 == 0o555
