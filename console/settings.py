@@ -25,10 +25,6 @@ VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("CRUCIBLE_DEBUG", False)
-# The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
-# websockets) open to anonymous viewers; false: signed-in users with a role or
-# training.view_trainingrun only (console/core/access.py).
-CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # --- secret key and HTTPS security ------------------------------------------------
 # CRUCIBLE_PRODUCTION=true marks a deployment served over HTTPS (TLS here, or at an ingress
 # or proxy in front). It is an explicit switch, not guessed from DATABASE_URL, because the
@@ -37,6 +33,11 @@ CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # `manage.py check --deploy` is clean. Secrets may come from files (VAR_FILE, as Kubernetes
 # mounts them): console.core.env.env_secret.
 PRODUCTION = env_bool("CRUCIBLE_PRODUCTION", False)
+# The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
+# websockets) open to anonymous viewers; false: signed-in users with a role or
+# training.view_trainingrun only (console/core/access.py). Open by default on a laptop, private
+# by default in production: an operator opens a deployment on purpose, never by omission.
+CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", not PRODUCTION)
 SECRET_KEY = env_secret("CRUCIBLE_SECRET_KEY")
 if not SECRET_KEY:
     if PRODUCTION:
@@ -293,7 +294,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "console.core.api.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -312,6 +313,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Ids in paths are <id:...> (console/core/bounds.py): 0..2**63-1, no larger.
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    },
 }
 LOGIN_URL = "login"
 CSRF_FAILURE_VIEW = "console.views.csrf_failure"

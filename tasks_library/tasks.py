@@ -32,9 +32,13 @@ def validate_task_versions(
         validation_job_progress(job_id=job_id, stage=stage, done=done, total=total)
 
     try:
+        # Checked here too: a message queued before the bounds existed (or by hand) must not
+        # plan 10**20 executions; it fails its job with the reason instead.
+        checked = Options(**(options or {}))
+        checked.check()
         task_versions_validate(
             versions=versions,
-            options=Options(**(options or {})),
+            options=checked,
             on_stage=progress if job_id is not None else None,
         )
     except Exception as exc:

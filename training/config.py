@@ -15,6 +15,45 @@ ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
 
 
+# The largest value of each numeric key: what a real run needs and no more (a group_size of
+# 10**20 would be refused by nothing else before the trainer allocated for it). Every int and
+# float key has one (tests/security/test_numeric_bounds.py checks).
+MAXIMA: dict[str, float] = {
+    "steps": 1_000_000,
+    "seed": 2**32 - 1,
+    "sft_epochs": 10_000,
+    "sft_lr": 10.0,
+    "sft_batch_size": 65_536,
+    "lr": 10.0,
+    "tasks_per_step": 65_536,
+    "group_size": 1024,
+    "max_turns": 1000,
+    "max_new_tokens": 1_048_576,
+    "max_prompt_tokens": 1_048_576,
+    "train_tasks": 10_000_000,
+    "temperature": 100.0,
+    "top_p": 1.0,
+    "clip_low": 1.0,
+    "clip_high": 1.0,
+    "ppo_epochs": 100,
+    "kl_coef": 1000.0,
+    "overlong_cache_tokens": 1_048_576,
+    "lr_warmup_steps": 1_000_000,
+    "grad_clip": 1e6,
+    "sandbox_parallelism": 4096,
+    "rollout_timeout_s": 86_400.0,
+    "checkpoint_every": 1_000_000,
+    "keep_checkpoints": 1000,
+    "nproc_per_node": 64,
+    "max_resumes": 1000,
+    "eval_every": 1_000_000,
+    "eval_samples": 1024,
+    "n_embd": 65_536,
+    "n_layer": 1024,
+    "n_head": 1024,
+}
+
+
 class ConfigError(InputError):
     """A run configuration that cannot be launched; the message names the key."""
 
@@ -207,6 +246,13 @@ class RunConfig:
             "max_resumes",
             "eval_every",
         )
+        if self.seed < 0:
+            raise ConfigError(f"config key 'seed' must be 0 or more, got {self.seed}")
+        for key, top in MAXIMA.items():
+            if not getattr(self, key) <= top:  # NaN fails too
+                raise ConfigError(
+                    f"config key {key!r} must be at most {top:g}, got {getattr(self, key)}"
+                )
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(

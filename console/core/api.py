@@ -5,8 +5,14 @@ the runs' and the review's APIs share it, so a script reads every refusal the sa
 
 from __future__ import annotations
 
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import pagination, serializers
 from rest_framework.exceptions import APIException
+
+from console.core.bounds import ID_MAX
+
+PAGE_MAX = 1_000_000  # pages of a list: 50 million rows at 50 a page
+OFFSET_MAX = 1_000_000  # rows skipped by a limit/offset list (turns of one trajectory)
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -50,3 +56,78 @@ def validated(serializer_class, data) -> dict:
         message = first_message(errors)
         raise BadRequest(field, f"{field}: {message}" if field else message)
     return serializer.validated_data
+
+
+def bounded_query_int(request, name: str, *, minimum: int, maximum: int, default: int) -> int:
+    """Query parameter ``name`` as an int in ``[minimum, maximum]`` (``default`` when absent).
+
+    Raises:
+        BadRequest: naming ``name`` and the bounds, for text or a number outside them.
+    """
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not minimum <= value <= maximum:
+        raise BadRequest(name, f"{name}: give an integer from {minimum} to {maximum}, got {raw!r}")
+    return value
+
+
+def int_parameter(name: str, *, minimum: int = 0, maximum: int = ID_MAX, **kwargs):
+    """A query parameter of the OpenAPI schema: an integer with its bounds."""
+    schema = {"type": "integer", "minimum": minimum, "maximum": maximum}
+    return OpenApiParameter(name, schema, **kwargs)
+
+
+def _bounded_schema_parameters(parameters: list[dict], bounds: dict[str, tuple[int, int]]):
+    for parameter in parameters:
+        if parameter["name"] in bounds:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
+    return parameters
+
+
+class PageNumberPagination(pagination.PageNumberPagination):
+    """DRF's page numbers with bounds: ``page`` in 1..:data:`PAGE_MAX` (400 naming the parameter
+    otherwise); ``page_size`` capped at ``max_page_size``; both bounds in the schema."""
+
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+    def paginate_queryset(self, queryset, request, view=None):
+        # page_size past max_page_size is capped, as DRF documents; the page number is refused.
+        bounded_query_int(request, self.page_query_param, minimum=1, maximum=PAGE_MAX, default=1)
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view):
+        return _bounded_schema_parameters(
+            super().get_schema_operation_parameters(view),
+            {
+                self.page_query_param: (1, PAGE_MAX),
+                self.page_size_query_param: (1, self.max_page_size),
+            },
+        )
+
+
+class LimitOffsetPagination(pagination.LimitOffsetPagination):
+    """DRF's limit and offset with bounds: ``offset`` in 0..:data:`OFFSET_MAX` (400 naming the
+    parameter otherwise); ``limit`` capped at ``max_limit``; both bounds in the schema."""
+
+    max_limit = 200
+
+    def paginate_queryset(self, queryset, request, view=None):
+        # limit past max_limit is capped, as DRF documents; the offset is refused.
+        bounded_query_int(
+            request, self.offset_query_param, minimum=0, maximum=OFFSET_MAX, default=0
+        )
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view):
+        return _bounded_schema_parameters(
+            super().get_schema_operation_parameters(view),
+            {self.limit_query_param: (1, self.max_limit), self.offset_query_param: (0, OFFSET_MAX)},
+        )

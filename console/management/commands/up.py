@@ -4,6 +4,7 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import STEP_MAX, bounded
 from console.core.stack import ServiceError, Stack
 from console.scenarios import HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
@@ -55,17 +56,19 @@ class Command(BaseCommand):
         parser.add_argument("--headless", action="store_true", help="exit when the run ends")
         parser.add_argument(
             "--steps",
-            type=int,
+            type=bounded(1, STEP_MAX),
             default=None,
             help="GRPO steps of the demo run (default 20; 30 for --scenario hacking)",
         )
         parser.add_argument(
             "--demo-tasks",
-            type=int,
+            type=bounded(1, 10_000),
             default=None,
             help="tasks in the demo task set (default 16; 8 for --scenario hacking)",
         )
-        parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
+        parser.add_argument(
+            "--port", type=bounded(1, 65_535), default=8000, help="console port (default 8000)"
+        )
         parser.add_argument(
             "--set",
             action="append",
