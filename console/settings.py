@@ -9,9 +9,11 @@ code path changes. Secrets may be given as files instead (``<VAR>_FILE``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange as _Exchange
 from kombu import Queue as _Queue
@@ -91,6 +93,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",  # sign-in throttling (below)
     "console",
     "console.review",
     "tasks_library",
@@ -110,6 +113,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last before the metrics: it turns a locked-out sign-in (form, HTTP Basic) into a 429.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -285,13 +291,18 @@ WHITENOISE_IMMUTABLE_FILE_TEST = (
 )
 
 # --- API and sign-in ------------------------------------------------------------
-# Reading needs a signed-in user (session from the console, or HTTP Basic for
-# scripts); writing to the task library needs the "curators" group (console.core.permissions).
+# Reading needs a signed-in user: a session from the console, a personal API key as a bearer
+# token (console/apikeys.py), or HTTP Basic (off in production unless CRUCIBLE_API_BASIC_AUTH
+# turns it on: a password on every request, and a password guesser's favourite door). Writing
+# needs the role its page needs (console.core.permissions). The API key class comes first: its
+# challenge (WWW-Authenticate) is the one a refused request gets with its 401.
+API_BASIC_AUTH = env_bool("CRUCIBLE_API_BASIC_AUTH", not PRODUCTION)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "console.apikeys.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        *(["console.apikeys.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "console.core.api.PageNumberPagination",
@@ -318,6 +329,50 @@ SPECTACULAR_SETTINGS = {
         "id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     },
 }
+# Sign-in throttling (django-axes): after CRUCIBLE_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for CRUCIBLE_LOGIN_LOCKOUT_MINUTES, on the
+# login form and on HTTP Basic alike (429, console/apikeys.py:lockout_response); each failure and
+# each lockout is logged (logger "axes", WARNING) and recorded (admin: Axes, access attempts).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("CRUCIBLE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CRUCIBLE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "console.apikeys.lockout_response"
+AXES_VERBOSE = True
+# Log lines name the username and address (never a password): an operator needs them to tell a
+# forgotten password from a guesser.
+AXES_SENSITIVE_PARAMETERS: list[str] = []
+# Behind a proxy the client's address is its X-Forwarded-For (CRUCIBLE_TRUST_X_FORWARDED_PROTO
+# says a proxy overwrites the forwarding headers); else the peer address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+    if env_bool("CRUCIBLE_TRUST_X_FORWARDED_PROTO", False)
+    else ["REMOTE_ADDR"]
+)
+
+# --- Content-Security-Policy (django-csp) on every page ------------------------------------
+# Scripts only from this origin (the one inline script carries the request's nonce); styles
+# inline too, since plotly.js injects its <style> elements and templates set style attributes;
+# websockets and fetches to this origin; no framing, no plugins, forms post here only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 LOGIN_URL = "login"
 CSRF_FAILURE_VIEW = "console.views.csrf_failure"
 LOGIN_REDIRECT_URL = "task-list"

@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
-from console import api, metrics_views, views
+from console import api, apikey_views, metrics_views, views
 
 urlpatterns = [
     path("", views.run_list, name="run-list"),
@@ -25,10 +29,16 @@ urlpatterns = [
     path("api/runs/<id:run_id>/resume/", api.RunResumeApi.as_view(), name="api-run-resume"),
     path("api/runs/<id:run_id>/steps/", views.RunStepsApi.as_view(), name="api-run-steps"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("accounts/login/", views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("account/api-keys/", apikey_views.api_keys, name="api-keys"),
+    path(
+        "account/api-keys/<id:key_id>/revoke/",
+        apikey_views.api_key_revoke_view,
+        name="api-key-revoke",
+    ),
     path("", include("tasks_library.urls")),
     path("", include("console.replay_urls")),
     path("", include("console.review.urls")),
