@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from console.core.access import rule_permission
 from console.core.api import BadRequest as ApiError
-from console.core.api import ErrorSerializer, PageNumberPagination
+from console.core.api import ErrorSerializer, PageNumberPagination, paged
 from console.core.api import validated as checked
 from console.core.errors import InputError
 from console.core.permissions import may_launch_run, may_operate_run
@@ -172,7 +172,7 @@ class RunListApi(APIView):
         tags=["runs"],
         summary="Runs, as the runs table lists them",
         parameters=TABLE_PARAMETERS,
-        responses={200: RunRowSerializer(many=True), 400: ErrorSerializer},
+        responses={200: paged(RunRowSerializer), 400: ErrorSerializer},
     )
     def get(self, request) -> Response:
         try:

@@ -306,6 +306,10 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "console.core.api.PageNumberPagination",
+    # JSON bodies only: a form encoding cannot tell an empty list or null from a missing field.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Every error body {"field", "error"} (console/core/api.py), as the schema documents it.
+    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -325,6 +329,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Ids in paths are <id:...> (console/core/bounds.py): 0..2**63-1, no larger.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.core.api.document_error_responses",
+    ],
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     },

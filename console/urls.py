@@ -47,3 +47,4 @@ urlpatterns = [
 ]
 
 handler403 = "console.views.permission_denied"
+handler404 = "console.views.not_found"

@@ -101,6 +101,18 @@ def permission_denied(request: HttpRequest, exception=None) -> HttpResponse:
     return _refusal_page(request, str(exception or "") or "Your account may not do this.")
 
 
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """``handler404``: under ``/api/`` a JSON ``{"field": null, "error"}`` (a script reads every
+    refusal the same way), elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"field": None, "error": f"no API operation or object at {request.path}"}, status=404
+        )
+    from django.views.defaults import page_not_found  # noqa: PLC0415 (Django's default)
+
+    return page_not_found(request, exception)
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """``CSRF_FAILURE_VIEW``: a form sent without its token, or from a page open since before the
     last sign-in."""

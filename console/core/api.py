@@ -18,6 +18,76 @@ OFFSET_MAX = 1_000_000  # rows skipped by a limit/offset list (turns of one traj
 class ErrorSerializer(serializers.Serializer):
     field = serializers.CharField(allow_null=True, help_text="the input field at fault, or null")
     error = serializers.CharField(help_text="what is wrong, starting with the field's name")
+    detail = serializers.CharField(
+        required=False,
+        help_text="the same message where DRF raised it (authentication, permission, not found)",
+    )
+
+
+def paged(serializer_class: type[serializers.Serializer]) -> type[serializers.Serializer]:
+    """The schema of a page of ``serializer_class`` rows as :class:`PageNumberPagination` answers
+    it (for an ``APIView`` that paginates by hand: drf-spectacular only sees generic views')."""
+    name = serializer_class.__name__.removesuffix("Serializer")
+    return type(
+        f"Paged{name}Serializer",
+        (serializers.Serializer,),
+        {
+            "count": serializers.IntegerField(help_text="rows in every page"),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": serializer_class(many=True),
+        },
+    )
+
+
+def exception_handler(exc, context):
+    """DRF's handler, then every error body in the one shape ``{"field", "error"}`` (DRF's own
+    ``{"detail": ...}`` keeps its ``detail`` beside them; a serializer's or a form's
+    ``{name: [messages]}`` becomes its first field and message)."""
+    from rest_framework.views import exception_handler as drf_handler  # noqa: PLC0415 (DRF's)
+
+    response = drf_handler(exc, context)
+    if response is None or not isinstance(response.data, (dict, list)):
+        return response
+    data = response.data
+    if isinstance(data, dict) and "error" in data:
+        return response
+    if isinstance(data, dict) and set(data) == {"detail"}:
+        response.data = {"field": None, "error": str(data["detail"]), "detail": str(data["detail"])}
+        return response
+    if isinstance(data, dict) and data:
+        field, errors = next(iter(data.items()))
+        field = None if field in ("non_field_errors", "__all__") else str(field)
+        message = first_message(errors)
+        response.data = {"field": field, "error": f"{field}: {message}" if field else message}
+    else:
+        response.data = {"field": None, "error": first_message(data) if data else "invalid"}
+    return response
+
+
+def document_error_responses(result, generator, request, public):
+    """drf-spectacular post-processing: every operation documents the errors it can answer, in
+    the shape of :class:`ErrorSerializer` (component ``Error``): 401 and 403 (every operation
+    needs a sign-in, and a role for its write), 404 where the path names something or a page
+    may be past the last, 400 where there is input (parameters or a body)."""
+    error = {"$ref": "#/components/schemas/Error"}
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            wanted = {"401": "not signed in, or bad credentials", "403": "refused: the role"}
+            parameters = operation.get("parameters", [])
+            if any(p.get("in") == "path" for p in parameters):
+                wanted["404"] = "nothing of that id or name"
+            if any(p.get("name") in ("page", "offset") for p in parameters):
+                wanted["404"] = "a page past the last"
+            if parameters or "requestBody" in operation:
+                wanted["400"] = "bad input, naming the field"
+            for code, why in wanted.items():
+                responses.setdefault(
+                    code,
+                    {"description": why, "content": {"application/json": {"schema": error}}},
+                )
+    return result
 
 
 class BadRequest(APIException):
