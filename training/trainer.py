@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from console.core.broker import BROKER_ERRORS, BrokerLost, broker_retry
 from console.core.logcontext import log_context_bind, log_context_process
 from console.core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
@@ -59,6 +60,7 @@ from training.checkpoint import (
     read_model_state,
     read_rank_state,
     rng_restore,
+    rng_states,
 )
 from training.config import RunConfig
 from training.drift import DriftConfig, drift_step
@@ -199,8 +201,15 @@ def train_run(run_id: int) -> None:
     ``cancelled`` (seen between steps) or ``failed`` with the error as reason. Under
     torchrun only rank 0 moves the run; every rank trains.
 
+    Redis going away is not the run's failure: sandbox batches, rollouts and the held-out
+    evaluation wait for it and retry (console/core/broker.py), and a broker that stays away
+    longer than ``CRUCIBLE_BROKER_WAIT_S`` ends the run ``interrupted`` (resumable from its last
+    checkpoint by the reconcile loop), with the reason.
+
     Raises:
         ResumeError: the newest checkpoint already holds every step (nothing to train).
+        BrokerLost: Redis stayed away longer than the broker wait, after the run was marked
+            ``interrupted``.
         Exception: whatever failed the run, after it was recorded.
     """
     log_context_process(run_id=run_id)  # every record of this process is about this run
@@ -219,6 +228,16 @@ def train_run(run_id: int) -> None:
         tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
         try:
             _train(run, config, ranks, tracker)
+        except (BrokerLost, *BROKER_ERRORS) as exc:
+            log.exception("run %s lost its broker", run_id)
+            if ranks.is_main:
+                services.run_transition(
+                    run_id=run_id,
+                    to_status=TrainingRun.INTERRUPTED,
+                    reason=f"lost the broker (Redis); resumable from the last checkpoint: "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            raise
         except Exception as exc:
             log.exception("run %s failed", run_id)
             if ranks.is_main:
@@ -787,14 +806,21 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     trajectories per task; group numbers are global), announcing the ``rollout`` and
     ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
     mine = trainer.ranks.shard(len(tasks))
-    return collect_rollouts(
-        trainer.policy,
-        tasks[mine.start : mine.stop],
-        trainer.rollout_config,
-        generator=trainer.generator,
-        first_group=mine.start,
-        scorer=trainer.scorer,
-        on_phase=trainer.tracker.set,
+    # Redis lost mid-rollout: wait for it, then roll the share out again from the same random
+    # states, so the step draws what it would have drawn without the outage.
+    states = rng_states(trainer.generator)
+    return broker_retry(
+        lambda: collect_rollouts(
+            trainer.policy,
+            tasks[mine.start : mine.stop],
+            trainer.rollout_config,
+            generator=trainer.generator,
+            first_group=mine.start,
+            scorer=trainer.scorer,
+            on_phase=trainer.tracker.set,
+        ),
+        what=f"run {trainer.run.pk}'s rollouts",
+        before_retry=lambda: rng_restore(states, trainer.generator),
     )
 
 
@@ -879,7 +905,11 @@ def _record(
         # The Celery task module (and its app) loads only for runs that have an LLM monitor.
         from training.tasks import run_llm_monitor_task  # noqa: PLC0415
 
-        run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
+        # seconds per trajectory: a Celery worker's job; the step is recorded, so a lost broker
+        # delays this message, never the record
+        broker_retry(
+            lambda: run_llm_monitor_task.delay(run_id, step), what=f"run {run_id}'s LLM monitor"
+        )
 
 
 def _record_attempts(rollouts: list[Rollout]) -> None:
@@ -901,13 +931,16 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
     again (the held-out onset signal reads the evaluation)."""
     config, run = trainer.config, trainer.run
     trainer.tracker.set("eval", sandbox_demand(trainer.heldout, each=config.eval_samples))
-    result = heldout_evaluate(
-        trainer.policy,
-        trainer.heldout,
-        samples=config.eval_samples,
-        rollout_config=trainer.rollout_config,
-        seed=config.seed * 1_000_003 + step,
-        scorer=trainer.scorer,
+    result = broker_retry(  # its own seeded generator: a retry draws the same samples
+        lambda: heldout_evaluate(
+            trainer.policy,
+            trainer.heldout,
+            samples=config.eval_samples,
+            rollout_config=trainer.rollout_config,
+            seed=config.seed * 1_000_003 + step,
+            scorer=trainer.scorer,
+        ),
+        what=f"run {run.pk}'s held-out evaluation",
     )
     services.evaluation_record(
         run_id=run.pk,
