@@ -198,7 +198,8 @@ def train_run(run_id: int) -> None:
     """Train run ``run_id`` to the end (or resume it) and record its outcome on the run.
 
     The run must be ``launching``; it becomes ``running``, then ``succeeded``,
-    ``cancelled`` (seen between steps) or ``failed`` with the error as reason. Under
+    ``cancelled`` (seen between steps) or ``failed`` with the error as reason (``interrupted``
+    when a checkpoint could not be written: a full disk, the last good checkpoint intact). Under
     torchrun only rank 0 moves the run; every rank trains.
 
     Redis going away is not the run's failure: sandbox batches, rollouts and the held-out
@@ -228,14 +229,20 @@ def train_run(run_id: int) -> None:
         tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
         try:
             _train(run, config, ranks, tracker)
-        except (BrokerLost, *BROKER_ERRORS) as exc:
-            log.exception("run %s lost its broker", run_id)
+        except (BrokerLost, *BROKER_ERRORS, checkpoint.CheckpointWriteError) as exc:
+            # Infrastructure, not the run's fault: interrupted, resumable from the last good
+            # checkpoint (the reconcile loop resumes it, up to max_resumes).
+            log.exception("run %s interrupted", run_id)
             if ranks.is_main:
+                what = (
+                    "checkpoint write failed"
+                    if isinstance(exc, checkpoint.CheckpointWriteError)
+                    else "lost the broker (Redis); resumable from the last checkpoint"
+                )
                 services.run_transition(
                     run_id=run_id,
                     to_status=TrainingRun.INTERRUPTED,
-                    reason=f"lost the broker (Redis); resumable from the last checkpoint: "
-                    f"{type(exc).__name__}: {exc}",
+                    reason=f"{what}: {type(exc).__name__}: {exc}",
                 )
             raise
         except Exception as exc:
@@ -957,6 +964,11 @@ def _checkpoint(trainer: Trainer, step: int) -> None:
     model and tokenizer, each rank its optimizer, schedule, RNG and sampler states), then
     publish it atomically (rank 0) and keep the newest ``keep_checkpoints``."""
     trainer.tracker.set("checkpoint")
+    with checkpoint.writing(trainer.directory, step):  # a full disk: CheckpointWriteError
+        _checkpoint_write(trainer, step)
+
+
+def _checkpoint_write(trainer: Trainer, step: int) -> None:
     ranks, policy = trainer.ranks, trainer.policy
     staging = checkpoint.staging_dir(trainer.directory, step)
     if ranks.is_main:
