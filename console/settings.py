@@ -210,6 +210,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # How long a long-running process (the trainer, a sandbox batch) waits for a lost Redis before
 # giving up (console/core/broker.py): the trainer then ends `interrupted`, resumable.
 CRUCIBLE_BROKER_WAIT_S = env_int("CRUCIBLE_BROKER_WAIT_S", 300, minimum=0)
+# The same for a lost database (console/core/dbwait.py): a PostgreSQL restart under the trainer.
+CRUCIBLE_DATABASE_WAIT_S = env_int("CRUCIBLE_DATABASE_WAIT_S", 300, minimum=0)
 # Threads: every task waits on I/O (the database, the sandbox queue, the Kubernetes API, a
 # trainer process, an LLM endpoint), and one process keeps the task metrics in one registry.
 CELERY_WORKER_POOL = "threads"
