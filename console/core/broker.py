@@ -69,18 +69,24 @@ def await_broker(*, what: str, error: BaseException, deadline: float) -> None:
         BrokerLost: Redis did not answer by ``deadline``.
     """
     log.warning("%s lost Redis (%s: %s); waiting for it", what, type(error).__name__, error)
+    if not poll_until(_answers, deadline=deadline):
+        raise BrokerLost(
+            f"{what}: Redis did not answer for {broker_wait_s():.0f} s "
+            f"(CRUCIBLE_BROKER_WAIT_S); last error: {type(error).__name__}: {error}"
+        ) from error
+    log.warning("%s: Redis answers again; retrying", what)
+
+
+def poll_until(check: Callable[[], bool], *, deadline: float) -> bool:
+    """Call ``check`` until it returns True (then True) or ``time.monotonic()`` passes
+    ``deadline`` (then False), sleeping between calls with a back-off from 0.25 s to 5 s."""
     pause = POLL_FIRST_S
-    while True:
-        if _answers():
-            log.warning("%s: Redis answers again; retrying", what)
-            return
+    while not check():
         if time.monotonic() >= deadline:
-            raise BrokerLost(
-                f"{what}: Redis did not answer for {broker_wait_s():.0f} s "
-                f"(CRUCIBLE_BROKER_WAIT_S); last error: {type(error).__name__}: {error}"
-            ) from error
+            return False
         time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
         pause = min(pause * 2, POLL_MAX_S)
+    return True
 
 
 def broker_retry(

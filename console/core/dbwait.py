@@ -22,6 +22,8 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
+from console.core.broker import poll_until
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -71,13 +73,9 @@ def db_retry(fn: Callable[[], T], *, what: str) -> T:
             if deadline is None:
                 deadline = time.monotonic() + database_wait_s()
                 log.warning("%s lost the database (%s); waiting for it", what, exc)
-            pause = 0.25
-            while not _reconnects():
-                if time.monotonic() >= deadline:
-                    raise DatabaseLost(
-                        f"{what}: the database did not answer for {database_wait_s():.0f} s "
-                        f"(CRUCIBLE_DATABASE_WAIT_S); last error: {type(exc).__name__}: {exc}"
-                    ) from exc
-                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-                pause = min(pause * 2, 5.0)
+            if not poll_until(_reconnects, deadline=deadline):
+                raise DatabaseLost(
+                    f"{what}: the database did not answer for {database_wait_s():.0f} s "
+                    f"(CRUCIBLE_DATABASE_WAIT_S); last error: {type(exc).__name__}: {exc}"
+                ) from exc
             log.warning("%s: the database answers again; retrying", what)

@@ -139,6 +139,36 @@ def _wait(check, *, seconds: float, what: str, proc: subprocess.Popen, logfile: 
     )
 
 
+def celery_worker_argv(queues: list[str], *, hostname: str, concurrency: int = 8) -> list[str]:
+    """The command line of a Celery worker (thread pool) consuming ``queues``, as the stack
+    starts it (add ``--beat`` for the embedded one)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "console",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "--pool",
+        "threads",
+        # A local run holds one thread for its whole length (it supervises the trainer): 8
+        # threads (cheap, they wait on I/O) leave control and validation work room beside the
+        # few runs a single host trains at once.
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        hostname,
+        # One worker has no peers to gossip or mingle with, and kombu's restart of these steps
+        # after a lost broker is what crashed the worker (the module docstring).
+        "--without-gossip",
+        "--without-mingle",
+    ]
+
+
 def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
@@ -388,34 +418,7 @@ class Stack:
             # clean-ups); one embedded worker means one scheduler.
             beat = ["--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")]
         proc, logfile = self._spawn(
-            "celery",
-            # A local run holds one thread for its whole length (it supervises the trainer):
-            # 8 threads (cheap, they wait on I/O) leave control and validation work room
-            # beside the few runs a single host trains at once.
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "worker",
-                "-Q",
-                ",".join(missing),
-                "--pool",
-                "threads",
-                "--concurrency",
-                "8",
-                "--loglevel",
-                "INFO",
-                "--hostname",
-                f"crucible-{os.getpid()}@%h",
-                # One embedded worker has no peers to gossip or mingle with, and kombu's restart
-                # of these steps after a lost broker is what crashed the worker (the module
-                # docstring).
-                "--without-gossip",
-                "--without-mingle",
-                *beat,
-            ],
+            "celery", celery_worker_argv(missing, hostname=f"crucible-{os.getpid()}@%h") + beat
         )
         _wait(
             lambda: set(missing) <= celery_queues_consumed(),
