@@ -206,11 +206,19 @@ CELERY_TASK_ROUTES = ("training.routing.route_launch", "console.core.queues.rout
 CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 # A message taken but not acknowledged within this many seconds (its worker died) is delivered
-# again; a local-backend launch stays unacknowledged for its whole run and is redelivered every
-# period, a no-op (the launch is idempotent).
+# again. Two minutes: a validation batch whose worker was killed comes back within minutes, not
+# an hour (which a user calls a hang). A late-acknowledged task that simply runs longer is
+# delivered again too, and each is safe against that: a local-backend launch finds its run claimed
+# (a no-op), a validation job finds its lease held by the live worker and defers
+# (tasks_library/tasks.py), the LLM monitor skips what it scored.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 3600, minimum=60),
+    "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 120, minimum=60),
 }
+# How long a long-running process (the trainer, a sandbox batch) waits for a lost Redis before
+# giving up (console/core/broker.py): the trainer then ends `interrupted`, resumable.
+CRUCIBLE_BROKER_WAIT_S = env_int("CRUCIBLE_BROKER_WAIT_S", 300, minimum=0)
+# The same for a lost database (console/core/dbwait.py): a PostgreSQL restart under the trainer.
+CRUCIBLE_DATABASE_WAIT_S = env_int("CRUCIBLE_DATABASE_WAIT_S", 300, minimum=0)
 # Threads: every task waits on I/O (the database, the sandbox queue, the Kubernetes API, a
 # trainer process, an LLM endpoint), and one process keeps the task metrics in one registry.
 CELERY_WORKER_POOL = "threads"

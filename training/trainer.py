@@ -41,8 +41,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from django.db import transaction
 from tokenizers import Tokenizer
 
+from console.core.broker import BROKER_ERRORS, BrokerLost, broker_retry
+from console.core.dbwait import DB_ERRORS, DatabaseLost, db_retry
 from console.core.logcontext import log_context_bind, log_context_process
 from console.core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
@@ -59,11 +62,12 @@ from training.checkpoint import (
     read_model_state,
     read_rank_state,
     rng_restore,
+    rng_states,
 )
 from training.config import RunConfig
 from training.drift import DriftConfig, drift_step
 from training.heldout import heldout_evaluate
-from training.models import TrainingRun
+from training.models import StepMetric, TrainingRun
 from training.paths import run_dir
 from training.phase import PhaseTracker
 from training.policy import Policy, build_default_policy, load_policy
@@ -196,11 +200,19 @@ def train_run(run_id: int) -> None:
     """Train run ``run_id`` to the end (or resume it) and record its outcome on the run.
 
     The run must be ``launching``; it becomes ``running``, then ``succeeded``,
-    ``cancelled`` (seen between steps) or ``failed`` with the error as reason. Under
+    ``cancelled`` (seen between steps) or ``failed`` with the error as reason (``interrupted``
+    when a checkpoint could not be written: a full disk, the last good checkpoint intact). Under
     torchrun only rank 0 moves the run; every rank trains.
+
+    Redis going away is not the run's failure: sandbox batches, rollouts and the held-out
+    evaluation wait for it and retry (console/core/broker.py), and a broker that stays away
+    longer than ``CRUCIBLE_BROKER_WAIT_S`` ends the run ``interrupted`` (resumable from its last
+    checkpoint by the reconcile loop), with the reason.
 
     Raises:
         ResumeError: the newest checkpoint already holds every step (nothing to train).
+        BrokerLost: Redis stayed away longer than the broker wait, after the run was marked
+            ``interrupted``.
         Exception: whatever failed the run, after it was recorded.
     """
     log_context_process(run_id=run_id)  # every record of this process is about this run
@@ -219,6 +231,19 @@ def train_run(run_id: int) -> None:
         tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
         try:
             _train(run, config, ranks, tracker)
+        except (
+            BrokerLost,
+            *BROKER_ERRORS,
+            DatabaseLost,
+            *DB_ERRORS,
+            checkpoint.CheckpointWriteError,
+        ) as exc:
+            # Infrastructure, not the run's fault: interrupted, resumable from the last good
+            # checkpoint (the reconcile loop resumes it, up to max_resumes).
+            log.exception("run %s interrupted", run_id)
+            if ranks.is_main:
+                _interrupted(run_id, exc)
+            raise
         except Exception as exc:
             log.exception("run %s failed", run_id)
             if ranks.is_main:
@@ -232,6 +257,26 @@ def train_run(run_id: int) -> None:
             tracker.close()
     finally:
         distributed.teardown()
+
+
+def _interrupted(run_id: int, exc: BaseException) -> None:
+    """Record that infrastructure (the broker, the database, the disk) stopped the run."""
+    if isinstance(exc, checkpoint.CheckpointWriteError):
+        what = "checkpoint write failed"
+    elif isinstance(exc, (DatabaseLost, *DB_ERRORS)):
+        what = "lost the database; resumable from the last checkpoint"
+    else:
+        what = "lost the broker (Redis); resumable from the last checkpoint"
+    try:
+        services.run_transition(
+            run_id=run_id,
+            to_status=TrainingRun.INTERRUPTED,
+            reason=f"{what}: {type(exc).__name__}: {exc}",
+        )
+    except DB_ERRORS:
+        # The database itself is away: the reconcile loop finds the trainer gone and interrupts
+        # the run with the backend's reason.
+        log.exception("run %s: could not record the interruption", run_id)
 
 
 def _train(
@@ -248,7 +293,10 @@ def _train(
             return
         _step(trainer, step)
         if ranks.is_main:
-            drift_step(run.pk, step, trainer.drift_config)
+            db_retry(
+                lambda step=step: drift_step(run.pk, step, trainer.drift_config),
+                what=f"run {run.pk}'s drift detectors",
+            )
         if trainer.heldout and ranks.is_main and _due(step, config.eval_every, config.steps):
             _evaluate_heldout(trainer, step)
         if _due(step, config.checkpoint_every, config.steps):
@@ -757,9 +805,9 @@ def _resume_records(run_id: int, start_step: int) -> None:
 def _cancelled(trainer: Trainer) -> bool:
     """Whether the run was cancelled: rank 0 reads the database, every rank gets its answer."""
     run, ranks = trainer.run, trainer.ranks
-    cancelled = (
-        ranks.is_main
-        and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+    cancelled = ranks.is_main and db_retry(
+        lambda: TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists(),
+        what=f"run {run.pk}'s cancel check",
     )
     return distributed.broadcast_value(cancelled)
 
@@ -787,14 +835,21 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     trajectories per task; group numbers are global), announcing the ``rollout`` and
     ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
     mine = trainer.ranks.shard(len(tasks))
-    return collect_rollouts(
-        trainer.policy,
-        tasks[mine.start : mine.stop],
-        trainer.rollout_config,
-        generator=trainer.generator,
-        first_group=mine.start,
-        scorer=trainer.scorer,
-        on_phase=trainer.tracker.set,
+    # Redis lost mid-rollout: wait for it, then roll the share out again from the same random
+    # states, so the step draws what it would have drawn without the outage.
+    states = rng_states(trainer.generator)
+    return broker_retry(
+        lambda: collect_rollouts(
+            trainer.policy,
+            tasks[mine.start : mine.stop],
+            trainer.rollout_config,
+            generator=trainer.generator,
+            first_group=mine.start,
+            scorer=trainer.scorer,
+            on_phase=trainer.tracker.set,
+        ),
+        what=f"run {trainer.run.pk}'s rollouts",
+        before_retry=lambda: rng_restore(states, trainer.generator),
     )
 
 
@@ -869,30 +924,46 @@ def _record(
     timeline) and broadcast it, export it to Prometheus, run the rule monitors, and queue the
     LLM monitor when the run has one."""
     run_id = trainer.run.pk
-    _record_attempts(rollouts)
-    record = services.step_record(
-        run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
-    )
+    # A database lost meanwhile (a PostgreSQL restart): each write waits for it and runs again.
+    # Each is one transaction (rolled back whole by the drop), and the step's record looks first
+    # whether its commit landed before the drop: no attempt counted twice, no step recorded twice.
+    db_retry(lambda: _record_attempts(rollouts), what=f"run {run_id}'s attempt counts")
+
+    def record_once() -> StepMetric:
+        landed = StepMetric.objects.filter(run_id=run_id, step=step).first()
+        return landed or services.step_record(
+            run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
+        )
+
+    record = db_retry(record_once, what=f"run {run_id}'s step {step} record")
     trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # console/core/metrics
-    services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # rules: milliseconds
+    db_retry(  # rules: milliseconds
+        lambda: services.run_monitors_step(run_id=run_id, step=step, include_llm=False),
+        what=f"run {run_id}'s rule monitors",
+    )
     if trainer.config.llm_monitor:
         # The Celery task module (and its app) loads only for runs that have an LLM monitor.
         from training.tasks import run_llm_monitor_task  # noqa: PLC0415
 
-        run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
+        # seconds per trajectory: a Celery worker's job; the step is recorded, so a lost broker
+        # delays this message, never the record
+        broker_retry(
+            lambda: run_llm_monitor_task.delay(run_id, step), what=f"run {run_id}'s LLM monitor"
+        )
 
 
 def _record_attempts(rollouts: list[Rollout]) -> None:
     """Feed each task version's hidden-test results into its pass-rate counts (dropped and
-    timed-out trajectories were never graded, so they do not count)."""
+    timed-out trajectories were never graded, so they do not count), in one transaction."""
     by_version: dict[int, list] = {}
     for rollout in rollouts:
         if not rollout.dropped and flags.ROLLOUT_TIMEOUT not in rollout.flags:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
-    for version_id, members in by_version.items():
-        task_version_record_attempts(
-            version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
-        )
+    with transaction.atomic():
+        for version_id, members in by_version.items():
+            task_version_record_attempts(
+                version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
+            )
 
 
 def _evaluate_heldout(trainer: Trainer, step: int) -> None:
@@ -901,22 +972,31 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
     again (the held-out onset signal reads the evaluation)."""
     config, run = trainer.config, trainer.run
     trainer.tracker.set("eval", sandbox_demand(trainer.heldout, each=config.eval_samples))
-    result = heldout_evaluate(
-        trainer.policy,
-        trainer.heldout,
-        samples=config.eval_samples,
-        rollout_config=trainer.rollout_config,
-        seed=config.seed * 1_000_003 + step,
-        scorer=trainer.scorer,
+    result = broker_retry(  # its own seeded generator: a retry draws the same samples
+        lambda: heldout_evaluate(
+            trainer.policy,
+            trainer.heldout,
+            samples=config.eval_samples,
+            rollout_config=trainer.rollout_config,
+            seed=config.seed * 1_000_003 + step,
+            scorer=trainer.scorer,
+        ),
+        what=f"run {run.pk}'s held-out evaluation",
     )
-    services.evaluation_record(
-        run_id=run.pk,
-        step=step,
-        task_set_id=run.eval_task_set_id,
-        samples_per_task=config.eval_samples,
-        result=result,
+    db_retry(
+        lambda: services.evaluation_record(
+            run_id=run.pk,
+            step=step,
+            task_set_id=run.eval_task_set_id,
+            samples_per_task=config.eval_samples,
+            result=result,
+        ),
+        what=f"run {run.pk}'s held-out evaluation record",
     )
-    drift_step(run.pk, step, trainer.drift_config)
+    db_retry(
+        lambda: drift_step(run.pk, step, trainer.drift_config),
+        what=f"run {run.pk}'s drift detectors",
+    )
 
 
 def _checkpoint(trainer: Trainer, step: int) -> None:
@@ -924,6 +1004,11 @@ def _checkpoint(trainer: Trainer, step: int) -> None:
     model and tokenizer, each rank its optimizer, schedule, RNG and sampler states), then
     publish it atomically (rank 0) and keep the newest ``keep_checkpoints``."""
     trainer.tracker.set("checkpoint")
+    with checkpoint.writing(trainer.directory, step):  # a full disk: CheckpointWriteError
+        _checkpoint_write(trainer, step)
+
+
+def _checkpoint_write(trainer: Trainer, step: int) -> None:
     ranks, policy = trainer.ranks, trainer.policy
     staging = checkpoint.staging_dir(trainer.directory, step)
     if ranks.is_main:

@@ -79,6 +79,21 @@ CASES = {
             ),
         ],
     },
+    # No peer: the API and console at a fixed rate, and a big step's ingestion while watched.
+    "load": {
+        "ratios": [],
+        "positive": [
+            "requests.requests",
+            *(
+                f"requests.families.{family}.latency_ms.p99"
+                for family in ("api_runs", "api_trajectories", "api_tasks", "console_pages")
+            ),
+            "ingestion.turns_per_s",
+            "ingestion.fanout.record_to_receipt_ms.p99",
+        ],
+        "equal": {"requests.errors": 0, "ingestion.console_during.errors": 0},
+        "same": [("ingestion.fanout.events_received", "ingestion.fanout.events_expected")],
+    },
     "reward_pipeline": {
         "ratios": ["overhead_ratio", "overhead_ratio_from_parts"],
         "positive": [

@@ -104,7 +104,7 @@ class Command(BaseCommand):
         summary = None
         self.launched: list[int] = []
         try:
-            with Stack() as stack:
+            with Stack(supervise=True) as stack:
                 stack.check_web_port(port)
                 stack.worker()
                 stack.sandbox_workers()

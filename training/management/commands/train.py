@@ -94,7 +94,7 @@ class Command(BaseCommand):
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         try:
-            with Stack() as stack:
+            with Stack(supervise=True) as stack:
                 stack.worker()
                 for runtime in runtimes_of(task_set_versions(task_set=task_set)):
                     stack.sandbox_workers(runtime, concurrency=config.sandbox_parallelism)
