@@ -181,6 +181,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis: broker, result store, channel layer ----------------------------------
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+# Each environment version with packages on a queue of its own (<runtime>@<key>), served by the
+# pods of its own image (manage.py environment_image): true on Kubernetes, where one image holds
+# one environment; false here, where every worker mounts every environment from the store.
+SANDBOX_QUEUE_PER_ENVIRONMENT = env_bool("CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT", False)
+# Built environments (sandboxes/environments/store.py): content-addressed, read-only, shared by
+# every process on the machine that points here.
+ENVIRONMENT_STORE = Path(
+    env_str("CRUCIBLE_ENVIRONMENT_STORE", str(VAR_DIR / "environments"))
+).resolve()
 REDIS_URL = env_secret("REDIS_URL")
 EMBEDDED_REDIS = not REDIS_URL
 if EMBEDDED_REDIS:

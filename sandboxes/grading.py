@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 
 from sandboxes import result as R
+from sandboxes.environments.mount import HOST, Mount
 from sandboxes.harness.python_check import compile_suite, program_names, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.harness.python_stdio import stdio_ids
@@ -213,17 +214,28 @@ class PythonGrader(WarmGrader):
 
     runner_fds = AUDITED_RUNNER_FDS
 
-    def __init__(self) -> None:
-        self.interpreter = python_interpreter()
-        binds = interpreter_bind_dirs(self.interpreter)
+    def __init__(self, mount: Mount = HOST) -> None:
+        """``mount``: the environment both sandboxes run in (its root, packages and
+        variables, see :func:`sandboxes.environments.mount_for`); default the host's Python
+        with the standard library only."""
+        self.mount = mount
+        self.interpreter = mount.launcher[-1] if mount.launcher else python_interpreter()
+        binds = interpreter_bind_dirs(self.interpreter) if mount.host_root else []
         self.runner = Zygote(
-            self.interpreter, "python_runner", _harness_sources("python_runner"), binds
+            self.interpreter,
+            "python_runner",
+            _harness_sources("python_runner"),
+            binds,
+            extra_config=dict(mount.config),
+            launcher=list(mount.launcher),
         )
         self.driver = Zygote(
             self.interpreter,
             "python_check",
             _harness_sources("python_check", "python_outputs", "python_stdio"),
             binds,
+            extra_config=dict(mount.config),
+            launcher=list(mount.launcher),
         )
         self.spare = None
 
@@ -440,12 +452,14 @@ def run_python_tests(
     limits: Limits | None = None,
     setup: str = "",
     verifier: str = "python-check",
+    grader: PythonGrader | None = None,
 ) -> R.ExecutionResult:
-    """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`).
+    """Grade in this thread's resident sandboxes (see :meth:`PythonGrader.grade`), or in
+    ``grader``'s (one started in an environment).
 
     A sandbox that dies is replaced and the execution is reported as ``infra_error``.
     """
-    grader = local_grader()
+    grader = grader or local_grader()
     try:
         return grader.grade(
             program,

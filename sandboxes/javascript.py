@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 from sandboxes import result as R
+from sandboxes.environments.mount import HOST, Mount
 from sandboxes.grading import _result
 from sandboxes.pairs import WarmGrader
 from sandboxes.process import Limits
@@ -71,12 +72,14 @@ def _harness(name: str) -> str:
 class NodeGrader(WarmGrader):
     """Grades JavaScript programs in a warm pair of zygotes whose trees exec ``node``."""
 
-    def __init__(self) -> None:
+    def __init__(self, mount: Mount = HOST) -> None:
+        """``mount``: the environment (its ``node_modules`` on ``NODE_PATH``); default the
+        machine's Node.js alone."""
         self.node = node_interpreter()
         python = python_interpreter()
         binds = interpreter_bind_dirs(python) + interpreter_bind_dirs(self.node)
-        self.runner = Zygote(python, "exec", {}, binds)
-        self.driver = Zygote(python, "exec", {}, binds)
+        self.runner = Zygote(python, "exec", {}, binds, extra_config=dict(mount.config))
+        self.driver = Zygote(python, "exec", {}, binds, extra_config=dict(mount.config))
         self.spare = None
         self.heap_mb = Limits().memory_bytes // 2**20
 

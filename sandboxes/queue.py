@@ -208,9 +208,13 @@ def python_tests(
     files: dict[str, str] | None = None,
     verifier: str = "python-check",
     setup: str = "",
+    environment: dict | None = None,
 ) -> dict:
     """A request to grade ``program`` on ``test_source`` with ``verifier``, beside the
-    workspace ``files``, after the suite's ``setup`` code (see :meth:`PythonGrader.grade`)."""
+    workspace ``files``, after the suite's ``setup`` code (see :meth:`PythonGrader.grade`), in
+    ``environment`` (``Materialised.request_field()`` of :mod:`sandboxes.environments.build`:
+    its ``queue`` names the runtime's workers); None: the host's Python, standard library
+    only."""
     payload = {
         "program": program,
         "tests": test_source,
@@ -221,7 +225,10 @@ def python_tests(
     }
     if setup:
         payload["setup"] = setup
-    return request("python_tests", payload, limits=limits)
+    if environment:
+        payload["environment"] = environment
+    runtime = (environment or {}).get("queue") or "python"
+    return request("python_tests", payload, runtime=runtime, limits=limits)
 
 
 def javascript_tests(
@@ -233,8 +240,10 @@ def javascript_tests(
     limits: Limits | None = None,
     files: dict[str, str] | None = None,
     setup: str = "",
+    environment: dict | None = None,
 ) -> dict:
-    """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``).
+    """A request to grade a JavaScript ``program`` on ``console.assert`` tests (runtime ``node``),
+    in ``environment`` (its ``node_modules``; None: Node.js alone).
 
     Raises:
         ValueError: workspace ``files`` or ``setup`` code were given (the Node.js runner takes
@@ -250,4 +259,6 @@ def javascript_tests(
         "entry_point": entry_point,
         "prompt": prompt,
     }
+    if environment:
+        payload["environment"] = environment
     return request("javascript_tests", payload, runtime="node", limits=limits)

@@ -173,7 +173,10 @@ class Zygote:
         role: the harness whose ``main(spec)`` each execution runs.
         sources: harness name -> source, loaded into the zygote once.
         bind_dirs: host directories bound read-only into its root besides the system's.
-        extra_config: more keys of its ``config`` message (the session zygote's ``store``).
+        extra_config: more keys of its ``config`` message (the session zygote's ``store``,
+            an environment's ``system_root``, ``mounts``, ``python_path``, ``environ``).
+        launcher: the argv that starts ``interpreter`` when running its path is not enough
+            (an environment root's own dynamic loader and libraries); empty: the path.
     """
 
     interpreter: str
@@ -181,6 +184,7 @@ class Zygote:
     sources: dict[str, str]
     bind_dirs: list[str] = field(default_factory=list)
     extra_config: dict = field(default_factory=dict)
+    launcher: list[str] = field(default_factory=list)
     process: subprocess.Popen | None = None
     control: socket.socket | None = None
     cgroup: cgroups.Cgroup | None = None
@@ -199,7 +203,15 @@ class Zygote:
         with open(source, encoding="utf-8") as handle:
             program = handle.read()
         self.process = subprocess.Popen(
-            [self.interpreter, "-I", "-S", "-c", program, str(there.fileno()), str(os.getpid())],
+            [
+                *(self.launcher or [self.interpreter]),
+                "-I",
+                "-S",
+                "-c",
+                program,
+                str(there.fileno()),
+                str(os.getpid()),
+            ],
             env=dict(SANDBOX_ENV),
             stdin=subprocess.DEVNULL,
             pass_fds=(there.fileno(),),

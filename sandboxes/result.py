@@ -57,6 +57,9 @@ class ExecutionResult:
         readonly_root: how the sandbox made its root read-only: ``mount_setattr`` (one
             recursive syscall), ``remount`` (one ``MS_REMOUNT`` per mount, checked, where
             the kernel lacks it: gVisor); empty where no sandbox ran.
+        environment: the build key of the environment it ran in (its packages' hash, else
+            its root's, else ``host-<runtime>``, see ``sandboxes.environments``); empty where no
+            worker ran it.
         audit: what the submission attempted, recorded inside its sandbox by an audit hook
             (Python; see ``harness/python_runner.py``): ``{"event", "args"}`` each, the
             event's CPython audit name and a short repr of its arguments, at most
@@ -88,6 +91,7 @@ class ExecutionResult:
     audit_count: int = 0
     call_cpu_ms: float = 0.0
     readonly_root: str = ""
+    environment: str = ""
 
     @property
     def tests_passed(self) -> int:

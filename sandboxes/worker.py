@@ -41,7 +41,7 @@ from sandboxes import cgroups, pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
-from sandboxes.runtimes import executor_for
+from sandboxes.runtimes import base_runtime, executor_for
 from sandboxes.sessions import routing
 from sandboxes.sessions.host import SessionHost
 from sandboxes.sessions.limits import SessionLimits
@@ -87,6 +87,8 @@ SELF_CHECKS = {
         "function add(a, b) {\n  return a + b;\n}\n", "console.assert(add(1, 2) === 3);\n", "add"
     ),
 }
+# A runtime with a root of its own checks its interpreter the same way (its bare environment).
+SELF_CHECKS["python3.13"] = SELF_CHECKS["python"]
 
 
 class SelfCheckFailed(RuntimeError):
@@ -120,7 +122,7 @@ def self_check(runtime: str) -> R.ExecutionResult:
             f"the {runtime} sandbox cannot start here: {exc}.", getattr(exc, "remedy", "")
         ) from exc
     try:
-        result = executor.run(dict(SELF_CHECKS[runtime](), id="self-check"))
+        result = executor.run(dict(SELF_CHECKS[base_runtime(runtime)](), id="self-check"))
     except ZygoteDied as exc:
         raise SelfCheckFailed(
             f"the {runtime} sandbox started, but a trivial execution failed: {exc}.",

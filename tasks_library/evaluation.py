@@ -13,6 +13,7 @@ from pathlib import Path
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
+from tasks_library.environments import environment_request
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import TaskVersion
 
@@ -95,6 +96,7 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
                 limits=suite.limits(),
                 files=version.files,
                 setup=suite.setup_code,
+                environment=environment_request(version.environment),
             )
         )
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]

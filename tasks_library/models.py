@@ -43,6 +43,30 @@ class EnvironmentVersion(Authored):
 
     CONTENT_FIELDS = ("name", "runtime", "packages", "image")
 
+    # The build (tasks_library/environments.py): facts about this version, updated in place.
+    BUILD_UNBUILT, BUILD_BUILDING, BUILD_BUILT, BUILD_FAILED = (
+        "unbuilt",
+        "building",
+        "built",
+        "failed",
+    )
+    BUILD_STATUSES = [
+        (BUILD_UNBUILT, "not built"),
+        (BUILD_BUILDING, "building"),
+        (BUILD_BUILT, "built"),
+        (BUILD_FAILED, "build failed"),
+    ]
+    build_status = models.CharField(max_length=16, choices=BUILD_STATUSES, default=BUILD_UNBUILT)
+    # The store key its sandboxes run in (packages hash, else root hash, else host-<runtime>).
+    build_key = models.CharField(max_length=80, blank=True)
+    build_error = models.TextField(blank=True)
+    build_log = models.TextField(blank=True)
+    # What was installed: [{"name", "version", "layer"}] (pip's, npm's or dpkg's list).
+    resolved_packages = models.JSONField(default=list, blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)  # bytes of its layers' files
+    build_seconds = models.FloatField(null=True, blank=True)  # of the last build that ran
+    built_at = models.DateTimeField(null=True, blank=True)
+
     def __str__(self) -> str:
         return f"{self.name}@{self.content_hash[:12]}"
 

@@ -10,6 +10,7 @@ from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
 from sandboxes.suites import harness
 from tasks_library.difficulty import bucket_filter
+from tasks_library.environments import environment_queue_of
 from tasks_library.models import Task, TaskSet, TaskVersion
 
 
@@ -45,8 +46,15 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
 
 
 def runtimes_of(versions) -> list[str]:
-    """The sandbox runtimes (``python``, ``node``) that grading these versions needs."""
-    return sorted({harness(v.test_suite.harness).runtime for v in versions})
+    """The sandbox queues (``python``, ``node``, ``python3.13``, or ``python@<key>`` with a queue
+    per environment) that grading these versions needs: the harness's family, run by the
+    environment's runtime."""
+    return sorted(
+        {
+            environment_queue_of(v.environment, harness(v.test_suite.harness).runtime)
+            for v in versions
+        }
+    )
 
 
 def trainable(versions: QuerySet[TaskVersion]) -> QuerySet[TaskVersion]:

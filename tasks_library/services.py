@@ -14,6 +14,8 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from console.core.errors import InputError
+from sandboxes.environments.spec import EnvironmentSpecError
+from sandboxes.environments.spec import parse as parse_environment
 from sandboxes.runtimes import node_major_version
 from sandboxes.suites import PER_TEST_TIMEOUT_HARNESSES, SETUP_HARNESSES, harness
 from tasks_library.hashing import content_hash
@@ -153,6 +155,12 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
             f"whose harness needs a {runtime} runtime",
             field="environment.runtime",
         )
+    try:  # pins are checked now; whether this machine can build them, when it builds
+        parse_environment(canonical["runtime"], packages)
+    except EnvironmentSpecError as exc:
+        raise ImportFormatError(
+            where, f"field 'environment.{exc.field}': {exc}", field=f"environment.{exc.field}"
+        ) from None
     return canonical
 
 

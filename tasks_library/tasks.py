@@ -7,7 +7,8 @@ from celery import shared_task
 from kombu.exceptions import OperationalError
 
 from console.core.lease import Lease
-from tasks_library.models import TaskVersion, ValidationJob
+from tasks_library.environments import EnvironmentUnavailable, environment_build
+from tasks_library.models import EnvironmentVersion, TaskVersion, ValidationJob
 from tasks_library.services import (
     validation_job_create,
     validation_job_fail,
@@ -104,3 +105,41 @@ def validation_job_start(*, version_ids: list[int], options: dict, author: str) 
         ValidationJob.objects.filter(pk=job.pk).update(celery_id=sent.id or "")
     job.refresh_from_db()
     return job
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def build_environment_task(environment_id: int) -> dict:
+    """Build an environment version into the store (a cache hit when built), writing each step
+    to its ``build_log`` as it starts (the environment page shows it live), then the outcome.
+
+    Safe to deliver twice: a second build of the same layers is a cache hit.
+    """
+    environment = EnvironmentVersion.objects.get(pk=environment_id)
+    lines: list[str] = []
+
+    def progress(line: str) -> None:
+        lines.append(line)
+        EnvironmentVersion.objects.filter(pk=environment_id).update(build_log="\n".join(lines))
+
+    try:
+        built = environment_build(environment=environment, progress=progress)
+    except EnvironmentUnavailable as exc:
+        return {"status": "failed", "error": str(exc), "kind": exc.kind, "package": exc.package}
+    return {"status": "built", "key": built.key, "cache_hit": built.cache_hit}
+
+
+def environment_build_start(*, environment: EnvironmentVersion) -> EnvironmentVersion:
+    """Mark ``environment`` building and queue its build (Celery, queue ``validation``); a queue
+    that cannot be reached marks the build failed at once, saying so."""
+    EnvironmentVersion.objects.filter(pk=environment.pk).update(
+        build_status=EnvironmentVersion.BUILD_BUILDING, build_error="", build_log="queued"
+    )
+    try:
+        build_environment_task.delay(environment.pk)
+    except OperationalError as exc:
+        EnvironmentVersion.objects.filter(pk=environment.pk).update(
+            build_status=EnvironmentVersion.BUILD_FAILED,
+            build_error=f"the task queue is unreachable: {exc}",
+        )
+    environment.refresh_from_db()
+    return environment

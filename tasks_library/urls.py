@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from tasks_library import api, views
+from tasks_library import api, environment_views, environments_api, views
 
 urlpatterns = [
     path("tasks/", views.task_list, name="task-list"),
@@ -11,6 +11,30 @@ urlpatterns = [
     path("tasks/<path:task_id>/validate/", views.task_validate, name="task-validate"),
     path("tasks/<path:task_id>/curate/", views.task_curate, name="task-curate"),
     path("tasks/<path:task_id>/", views.task_detail, name="task-detail"),
+    path("environments/", environment_views.environment_list, name="environment-list"),
+    path(
+        "environments/<int:environment_id>/",
+        environment_views.environment_detail,
+        name="environment-detail",
+    ),
+    path(
+        "api/environments/", environments_api.EnvironmentListApi.as_view(), name="api-environments"
+    ),
+    path(
+        "api/environments/<int:environment_id>/",
+        environments_api.EnvironmentApi.as_view(),
+        name="api-environment",
+    ),
+    path(
+        "api/environments/<int:environment_id>/versions/",
+        environments_api.EnvironmentVersionsApi.as_view(),
+        name="api-environment-versions",
+    ),
+    path(
+        "api/environments/<int:environment_id>/build/",
+        environments_api.EnvironmentBuildApi.as_view(),
+        name="api-environment-build",
+    ),
     path("tasksets/", views.taskset_list, name="taskset-list"),
     path("tasksets/<str:name>/", views.taskset_detail, name="taskset-detail"),
     path("api/task-versions/", api.TaskVersionListApi.as_view(), name="api-task-versions"),

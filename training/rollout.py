@@ -52,6 +52,14 @@ class TaskSpec:
     # The task version's reference (baselines for rewards and detectors).
     reference_solution: str = ""
     setup_code: str = ""  # the suite's setup code, run before the tests (python-check)
+    # The request field of the task version's built environment (sandboxes.environments);
+    # None: the host's bare runtime.
+    environment: dict | None = None
+
+    @property
+    def runtime(self) -> str:
+        """The sandbox queue that grades it (the environment's, else the harness's)."""
+        return (self.environment or {}).get("queue") or harness(self.harness).runtime
 
 
 @dataclass
@@ -186,6 +194,7 @@ def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
             limits=_limits(task),
             files=task.files,
             setup=task.setup_code,
+            environment=task.environment,
         )
         for code, tests, task in items
     ]
@@ -218,10 +227,7 @@ def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
 
 def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
     """Executions about to be queued for ``tasks`` (``each`` per task), per sandbox runtime."""
-    return {
-        runtime: count * each
-        for runtime, count in Counter(harness(t.harness).runtime for t in tasks).items()
-    }
+    return {runtime: count * each for runtime, count in Counter(t.runtime for t in tasks).items()}
 
 
 def observation_text(result: R.ExecutionResult) -> str:

@@ -50,6 +50,7 @@ from console.core.logcontext import log_context_bind, log_context_process
 from console.core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
 from tasks_library.difficulty import DifficultySampler, pass_rate
+from tasks_library.environments import environment_request
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
@@ -400,7 +401,9 @@ def _run_versions(run: TrainingRun) -> list[TaskVersion]:
         RuntimeError: a runtime has no live sandbox worker (the message says how to start one).
     """
     versions = list(
-        run.task_versions.select_related("task", "test_suite").order_by("task__task_id")
+        run.task_versions.select_related("task", "test_suite", "environment").order_by(
+            "task__task_id"
+        )
     )
     for runtime in runtimes_of(versions):
         if not live_workers(runtime):
@@ -661,6 +664,7 @@ def _task_specs(
             test_timeout_s=v.test_suite.test_timeout_s,
             reference_solution=v.reference_solution,
             setup_code=v.test_suite.setup_code,
+            environment=environment_request(v.environment),
         )
         for _length, v in sized[: config.train_tasks if cap is None else cap]
     ]

@@ -7,7 +7,8 @@ queue          what lands there
                run on the ``kubernetes`` backend (one API call), periodic clean-ups.
                Small and quick; must never wait behind long work.
 ``validation`` the task-library validation pipeline (``validate_task_versions``): minutes
-               of waiting on the sandbox pool per batch.
+               of waiting on the sandbox pool per batch; environment builds
+               (``build_environment_task``: pip, npm, debootstrap), minutes the first time.
 ``trainer``    launching a run on the ``local`` backend: the task starts the trainer as a
                child process of the worker and supervises it until it ends, holding one
                worker slot for the whole run (hours). A worker's ``--concurrency`` on this
@@ -44,6 +45,7 @@ ROUTES: dict[str, str] = {
     "training.tasks.run_cancel_task": CONTROL,
     "console.tasks.sessions_clear_expired_task": CONTROL,
     "tasks_library.tasks.validate_task_versions": VALIDATION,
+    "tasks_library.tasks.build_environment_task": VALIDATION,
     "training.tasks.run_llm_monitor_task": DEFAULT,
 }
 """Task name -> queue, for every task whose queue does not depend on its arguments."""

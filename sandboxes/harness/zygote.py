@@ -231,7 +231,7 @@ def _bind(host_path, inside):
     mount(host_path, inside, None, MS_BIND | MS_REC)
 
 
-def build_root(extra_dirs, store=None):
+def build_root(extra_dirs, store=None, system_root="", mounts=()):
     """Pivot into a tmpfs that holds read-only binds of the system and nothing else.
 
     ``store`` (the session zygote's only): a host directory of materialised workspaces,
@@ -239,22 +239,42 @@ def build_root(extra_dirs, store=None):
     overlay on. Each session detaches ``/.store`` from its own mount namespace before any
     of its processes runs (``session_init.py``).
 
+    ``system_root``: a host directory whose ``usr``, ``bin``, ``lib*`` and ``etc`` are bound in
+    place of the host's (an environment's Debian root); empty: the host's own.
+    ``mounts``: ``[host directory, path inside]`` pairs bound read-only besides (an
+    environment's packages at ``/env``); held open before anything is mounted, since they
+    may live under ``/tmp``.
+
     Returns:
         how the tree was made read-only (see :func:`make_tree_read_only`).
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     # Held open before the new root covers /tmp: the store may live under it.
     store_fd = os.open(store, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if store else None
+    held = [
+        (os.open(host, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), inside)
+        for host, inside in mounts
+    ]
+    root_fd = (
+        os.open(system_root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if system_root else None
+    )
     mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    base = f"/proc/self/fd/{root_fd}" if root_fd is not None else ""
     for name in SYSTEM_DIRS:
-        host = "/" + name
+        host = base + "/" + name
         if os.path.islink(host):
-            os.symlink(os.readlink(host), NEW_ROOT + host)
+            os.symlink(os.readlink(host), NEW_ROOT + "/" + name)
         elif os.path.isdir(host):
-            _bind(host, NEW_ROOT + host)
+            _bind(host, NEW_ROOT + "/" + name)
+    if root_fd is not None:
+        os.close(root_fd)
     for host in extra_dirs:  # an interpreter prefix outside /usr (pyenv, a venv's base)
         if os.path.isdir(host) and not os.path.exists(NEW_ROOT + host):
             _bind(host, NEW_ROOT + host)
+    for fd, inside in held:
+        os.makedirs(NEW_ROOT + inside)
+        mount(f"/proc/self/fd/{fd}", NEW_ROOT + inside, None, MS_BIND | MS_REC)
+        os.close(fd)
     os.makedirs(NEW_ROOT + "/tmp")
     os.makedirs(NEW_ROOT + "/dev/shm")
     if store_fd is not None:
@@ -285,6 +305,24 @@ def build_root(extra_dirs, store=None):
     _check(libc.umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
     return make_tree_read_only()
+
+
+def enter_environment(config):
+    """Point this interpreter at what the new root holds: an interpreter started from an
+    environment's root on the host (``system_root``) found its standard library under that
+    host path, which is now ``/``; an environment's packages (``python_path``) go on
+    ``sys.path`` after the standard library; ``environ`` adds variables every execution sees
+    (``NODE_PATH``, thread caps of numerical libraries)."""
+    prefix = config.get("system_root", "")
+    if prefix:
+        sys.path[:] = [p[len(prefix) :] if p.startswith(prefix + "/") else p for p in sys.path]
+        for name in ("prefix", "exec_prefix", "base_prefix", "base_exec_prefix", "executable"):
+            value = getattr(sys, name, "")
+            if value.startswith(prefix + "/"):
+                setattr(sys, name, value[len(prefix) :])
+        sys.path_importer_cache.clear()
+    sys.path.extend(config.get("python_path", []))
+    os.environ.update(config.get("environ", {}))
 
 
 def drop_capabilities():
@@ -832,9 +870,15 @@ def main():
     if os.getppid() != int(sys.argv[2]):
         os._exit(0)
     try:
-        readonly_root = build_root(config.get("bind_dirs", []), config.get("store"))
+        readonly_root = build_root(
+            config.get("bind_dirs", []),
+            config.get("store"),
+            config.get("system_root", ""),
+            config.get("mounts", []),
+        )
     except OSError as exc:
         refuse(control, "root", exc)
+    enter_environment(config)
     standard_streams()
     for name in WARM_MODULES:
         __import__(name)

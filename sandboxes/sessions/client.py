@@ -186,6 +186,7 @@ def open_sessions(
     runtime: str = "python",
     timeout_s: float = 60.0,
     slot: str | None = None,
+    environment: dict | None = None,
 ) -> list[Session]:
     """Open ``count`` sessions of one workspace at once (a group of rollouts of one task):
     the blob is uploaded once and each worker materialises it once.
@@ -197,6 +198,9 @@ def open_sessions(
         runtime: the pool of session slots to use (``sandbox_worker --runtime``).
         timeout_s: how long to wait for the slots' answers.
         slot: open them all on this slot (tests, debugging); default: least loaded.
+        environment: the task version's built environment (``Materialised.request_field()``):
+            its packages mounted in each session; its ``queue`` is the pool used unless
+            ``runtime`` is given otherwise. None: the runtime alone.
 
     Returns:
         the sessions, in order.
@@ -220,6 +224,10 @@ def open_sessions(
             pipe.set(key, workspace.blob, ex=routing.WORKSPACE_TTL_S, nx=True)
 
     call = {"op": "open", "workspace": workspace.digest, "limits": limits.to_dict()}
+    if environment:
+        call["environment"] = environment
+        if runtime == "python" and environment.get("queue"):
+            runtime = environment["queue"]
     sessions: list[Session | None] = [None] * count
     last: SessionError | None = None
     for _attempt in range(OPEN_ATTEMPTS):
@@ -261,10 +269,17 @@ def open_session(
     runtime: str = "python",
     timeout_s: float = 60.0,
     slot: str | None = None,
+    environment: dict | None = None,
 ) -> Session:
     """Open one session (see :func:`open_sessions`, whose arguments and errors it shares)."""
     return open_sessions(
-        workspace, 1, limits=limits, runtime=runtime, timeout_s=timeout_s, slot=slot
+        workspace,
+        1,
+        limits=limits,
+        runtime=runtime,
+        timeout_s=timeout_s,
+        slot=slot,
+        environment=environment,
     )[0]
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from sandboxes import cgroups
 from sandboxes import result as R
+from sandboxes.environments.mount import HOST, Mount, mount_for
 from sandboxes.process import SANDBOX_ENV
 from sandboxes.resident import Zygote, _send, interpreter_bind_dirs
 from sandboxes.runtimes import python_interpreter
@@ -125,16 +126,28 @@ class HostedSession:
 class SessionHost:
     """One slot's session zygote and open sessions (see the module)."""
 
-    def __init__(self, store: WorkspaceStore, *, interpreter: str | None = None) -> None:
+    def __init__(
+        self, store: WorkspaceStore, *, interpreter: str | None = None, mount: Mount = HOST
+    ) -> None:
+        """``mount``: the environment its sessions run in (the runtime's root and packages,
+        see :func:`sandboxes.environments.mount.mount_for`); default the host's Python."""
+        if mount.launcher:
+            interpreter = mount.launcher[-1]
         interpreter = interpreter or python_interpreter()
         self.store = store
         self.zygote = Zygote(
             interpreter,
             "session",
             _sources(),
-            interpreter_bind_dirs(interpreter),
-            extra_config={"store": str(store.root)},
+            interpreter_bind_dirs(interpreter) if mount.host_root else [],
+            extra_config={**mount.config, "store": str(store.root)},
+            launcher=list(mount.launcher),
         )
+        self.interpreter = interpreter
+        self.mount = mount
+        # Sessions of an environment with packages get a zygote whose root holds them (started
+        # on the first such open, the last KEEP_ENVIRONMENTS kept): key -> (zygote, mount).
+        self.environment_zygotes: OrderedDict[str, tuple[Zygote, Mount]] = OrderedDict()
         self.sessions: dict[str, HostedSession] = {}
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id -> (kind, reason)
         self.lock = threading.Lock()
@@ -163,9 +176,48 @@ class SessionHost:
             self.zygote.start()
 
     def stop(self) -> None:
-        """Close every session and stop the zygote."""
+        """Close every session and stop the zygotes."""
         self.close_all("its sandbox worker stopped")
         self.zygote.stop()
+        for zygote, _mount in self.environment_zygotes.values():
+            zygote.stop()
+        self.environment_zygotes.clear()
+
+    KEEP_ENVIRONMENTS = 4
+
+    def _zygote_for(self, environment: dict | None) -> tuple[Zygote, Mount]:
+        """The zygote (and its mount) that opens sessions of ``environment``: the host's own for
+        none or for this runtime's bare environment; else one of that environment's, started
+        now if it is not running (call under ``zygote_lock``).
+
+        Raises:
+            EnvironmentCorrupt: the environment is not built here or differs from its manifest.
+            SandboxSetupFailed, ZygoteDied: its zygote could not start.
+        """
+        if not environment or not environment.get("packages"):
+            return self.zygote, self.mount
+        key = str(environment.get("key"))
+        found = self.environment_zygotes.pop(key, None)
+        if found is None or not found[0].alive:
+            if found is not None:
+                found[0].stop()
+            mount = mount_for(environment)
+            interpreter = mount.launcher[-1] if mount.launcher else self.interpreter
+            zygote = Zygote(
+                interpreter,
+                "session",
+                _sources(),
+                interpreter_bind_dirs(interpreter) if mount.host_root else [],
+                extra_config={**mount.config, "store": str(self.store.root)},
+                launcher=list(mount.launcher),
+            )
+            zygote.start()
+            found = (zygote, mount)
+            if len(self.environment_zygotes) >= self.KEEP_ENVIRONMENTS:
+                _old_key, (oldest, _m) = self.environment_zygotes.popitem(last=False)
+                oldest.stop()
+        self.environment_zygotes[key] = found
+        return found
 
     def count(self) -> int:
         with self.lock:
@@ -173,9 +225,13 @@ class SessionHost:
 
     # --- open and close --------------------------------------------------------------
 
-    def open(self, digest: str, limits: SessionLimits, *, load_blob) -> HostedSession:
+    def open(
+        self, digest: str, limits: SessionLimits, *, load_blob, environment: dict | None = None
+    ) -> HostedSession:
         """Open a session of the workspace ``digest`` (materialised from ``load_blob()`` if
-        this worker does not hold it yet).
+        this worker does not hold it yet), in ``environment`` (a request's environment field,
+        see :mod:`sandboxes.environments`: its packages mounted read-only at ``/env`` and on
+        ``PYTHONPATH``/``NODE_PATH``; None: this host's runtime alone).
 
         Raises:
             ValueError: the blob is missing or is not the workspace ``digest``.
@@ -191,14 +247,16 @@ class SessionHost:
                 memory_bytes=limits.memory_bytes, processes=limits.processes + 2, sweep=False
             )
             with self.zygote_lock:  # one request and its answer at a time on its socket
-                pid = self.zygote.start_session(
+                zygote, mount = self._zygote_for(environment)
+                pid = zygote.start_session(
                     fds={"control": there.detach()},
                     request={"workspace": digest, "limits": _wire_limits(limits, bool(cgroup))},
                 )
             pidfd = os.pidfd_open(pid)
             if cgroup:
                 cgroup.join(pid)  # before it forks: everything of the session is born there
-            _send(here, {"op": "begin", "env": SESSION_ENV})  # now it may boot the first shell
+            session_env = {**SESSION_ENV, **mount.config.get("environ", {})}
+            _send(here, {"op": "begin", "env": session_env})  # now it may boot the first shell
         except BaseException:
             here.close()
             if cgroup:

@@ -20,7 +20,9 @@ import threading
 import redis
 
 from sandboxes import queue as Q
+from sandboxes.environments.store import EnvironmentCorrupt
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
+from sandboxes.runtimes import runtime_mount
 from sandboxes.sessions import routing
 from sandboxes.sessions.host import FileOpRefused, SessionGone, SessionHost
 from sandboxes.sessions.limits import SessionLimits, check_exec
@@ -63,7 +65,7 @@ class SessionSlot(threading.Thread):
             while not self.stopping.wait(0 if self.host is None else HOUSEKEEPING_EVERY_S):
                 try:
                     if self.host is None:
-                        host = SessionHost(self.store)
+                        host = SessionHost(self.store, mount=runtime_mount(self.runtime))
                         host.start()  # on this thread: its zygote dies with it (PDEATHSIG)
                         self.host = host
                         consumers = [
@@ -134,7 +136,7 @@ class SessionSlot(threading.Thread):
             answer = {"error": {"kind": exc.kind, "detail": exc.detail}}
         except (ValueError, TypeError, KeyError) as exc:
             answer = {"error": {"kind": "invalid", "detail": str(exc)[:1000]}}
-        except (SandboxSetupFailed, ZygoteDied, OSError) as exc:
+        except (SandboxSetupFailed, ZygoteDied, OSError, EnvironmentCorrupt) as exc:
             log.warning("session slot %s: %s failed: %s", self.slot_id, call.get("op"), exc)
             answer = {"error": {"kind": "lost", "detail": f"the sandbox failed: {exc}"}}
         except Exception as exc:  # logged: one bad call must not take the slot down
@@ -162,7 +164,7 @@ class SessionSlot(threading.Thread):
                     raise ValueError(f"workspace {digest} is not in Redis (upload it first)")
                 return blob
 
-            session = host.open(digest, limits, load_blob=load)
+            session = host.open(digest, limits, load_blob=load, environment=call.get("environment"))
             client.expire(routing.workspace_key(digest), routing.WORKSPACE_TTL_S)
             return {
                 "session": session.id,

@@ -31,7 +31,13 @@ def examples_path() -> Path:
     """Worked examples of the verifiers beyond unit tests, shipped with Crucible: a data
     analysis (a CSV in, numbers out, checked within a tolerance), a file transformation
     (an output file compared with the expected one) and a custom checker (partial credit)."""
-    return Path(__file__).resolve().parents[1] / "data" / "verifier_examples.jsonl"
+    return shipped_path("verifier_examples")
+
+
+def shipped_path(name: str) -> Path:
+    """A task file shipped in ``tasks_library/data/`` (``data_analysis``: numpy/pandas tasks;
+    ``python_versions``: tasks for Python 3.13)."""
+    return Path(__file__).resolve().parents[1] / "data" / f"{name}.jsonl"
 
 
 REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "reference_solution")

@@ -34,6 +34,7 @@ from console.core.errors import InputError
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
+from tasks_library.environments import EnvironmentUnavailable, environment_build
 from tasks_library.models import TaskVersion
 from tasks_library.validation import examples as E
 from tasks_library.validation import mutants as M
@@ -121,6 +122,7 @@ class Plan:
     mutants: list[M.Mutant] = dataclasses.field(default_factory=list)
     mutant_runs: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    environment: dict | None = None  # the request field of its built environment
 
 
 def trivial_solution(version: TaskVersion) -> str:
@@ -132,7 +134,12 @@ def trivial_solution(version: TaskVersion) -> str:
 STAGES = ("reference", "trivial", "examples", "mutation")
 
 
-def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]) -> Plan:
+def _plan(
+    version: TaskVersion,
+    options: Options,
+    batches: dict[str, list[dict]],
+    environment: dict | None = None,
+) -> Plan:
     suite = version.test_suite
     kind = harness(suite.harness)
     language = LANGUAGES.get(kind.runtime)
@@ -148,11 +155,12 @@ def _plan(version: TaskVersion, options: Options, batches: dict[str, list[dict]]
                 limits=limits,
                 files=version.files,
                 setup=suite.setup_code,
+                environment=environment,
             )
         )
         return stage, len(batches[stage]) - 1
 
-    plan = Plan(version=version)
+    plan = Plan(version=version, environment=environment)
     reference = version.prompt + version.reference_solution
     plan.reference = [
         queue("reference", reference, suite.hidden_tests) for _ in range(options.reference_runs)
@@ -187,11 +195,17 @@ def _judge(
     findings: list[str] = []
     reasons: list[str] = []
     report: dict = {"options": dataclasses.asdict(options), "notes": plan.notes}
+    report["environment"] = {
+        "key": (plan.environment or {}).get("key", ""),
+        "runtime": (plan.environment or {}).get("runtime", ""),
+    }
 
     def results(at: tuple[str, int]) -> R.ExecutionResult:
         return batches[at[0]][at[1]]
 
     runs = [results(at) for at in plan.reference]
+    # What the workers say each run ran in (verified on their first mount of it).
+    report["environment"]["ran_in"] = sorted({r.environment for r in runs if r.environment})
     vectors = [tuple(t.passed for t in r.tests) for r in runs if r.status != R.INFRA_ERROR]
     report["reference"] = {
         "runs": len(runs),
@@ -350,7 +364,15 @@ def task_versions_validate(
     options = options or Options()
     options.check()
     requests: dict[str, list[dict]] = {stage: [] for stage in STAGES}
-    plans = [_plan(version, options, requests) for version in versions]
+    built, refused = _build_environments(versions)
+    for version in versions:
+        if version.environment_id in refused:
+            _store_unbuilt(version, refused[version.environment_id])
+    versions_to_run = [v for v in versions if v.environment_id in built]
+    plans = [
+        _plan(version, options, requests, built[version.environment_id])
+        for version in versions_to_run
+    ]
     results: dict[str, list[R.ExecutionResult]] = {}
     for done, stage in enumerate(STAGES):
         if on_stage is not None:
@@ -371,6 +393,40 @@ def task_versions_validate(
         findings, reasons, report, score = _judge(plan, results, options)
         _store(plan.version, verdict_of(findings), reasons, report, score)
     return versions
+
+
+def _build_environments(versions: list[TaskVersion]) -> tuple[dict[int, dict], dict[int, str]]:
+    """Build each distinct environment of ``versions`` once (a cache hit when built).
+
+    Returns:
+        ``(built, refused)``: environment id -> the request field of its build, and
+        environment id -> why it cannot be built (the versions that need it stay unvalidated).
+    """
+    built: dict[int, dict] = {}
+    refused: dict[int, str] = {}
+    for version in versions:
+        env = version.environment
+        if env.pk in built or env.pk in refused:
+            continue
+        try:
+            built[env.pk] = environment_build(environment=env).request_field()
+        except EnvironmentUnavailable as exc:
+            refused[env.pk] = str(exc)
+    return built, refused
+
+
+def _store_unbuilt(version: TaskVersion, reason: str) -> None:
+    """A version whose environment could not be built: not validated (``pending``), with the
+    build's error as its reason; never broken, never quarantined for it."""
+    fields = {
+        "verdict": TaskVersion.VERDICT_PENDING,
+        "verdict_reasons": [f"not validated: {reason}"],
+        "report": {"environment": {"error": reason}},
+        "validated_at": None,
+    }
+    TaskVersion.objects.filter(pk=version.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(version, name, value)
 
 
 def _store(

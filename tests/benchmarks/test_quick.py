@@ -94,6 +94,21 @@ CASES = {
         "equal": {"requests.errors": 0, "ingestion.console_during.errors": 0},
         "same": [("ingestion.fanout.events_received", "ingestion.fanout.events_expected")],
     },
+    # Cold build, cache hit and first-mount verification against a fresh venv per use.
+    "environments": {
+        "ratios": ["ratio_peer_over_cache_hit", "ratio_peer_over_cold_build"],
+        "positive": [
+            "packages.cold_build_s",
+            "packages.cache_hit_s",
+            "packages.verify_s",
+            "packages.size_bytes",
+            "peer.venv_install_s",
+        ],
+        "equal": {
+            "packages.first_build_was_cache_hit": False,
+            "packages.second_build_was_cache_hit": True,
+        },
+    },
     "reward_pipeline": {
         "ratios": ["overhead_ratio", "overhead_ratio_from_parts"],
         "positive": [

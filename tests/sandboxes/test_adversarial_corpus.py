@@ -16,8 +16,11 @@ import pytest
 from django.conf import settings
 
 from sandboxes import result as R
+from sandboxes.environments.mount import store
+from sandboxes.environments.store import EnvironmentStore
 from sandboxes.grading import run_python_tests
 from sandboxes.process import Limits
+from tests.environments import ENVIRONMENTS, built, grader
 from tests.sandboxes.hostcheck import sandbox_leftovers
 
 TESTS = """
@@ -62,6 +65,21 @@ def wrong(body: str = "    return 0\n", pre: str = "") -> str:
 
 
 CORPUS = [
+    # An environment's packages and root are bound read-only: planting a module where the tests'
+    # side would import it, or editing one, fails (and the store re-verifies every file after).
+    Case(
+        "plant-into-environment",
+        wrong(
+            pre="import os, sys\n"
+            "for base in ['/env/site-packages', *sys.path]:\n"
+            "    try:\n"
+            "        open(os.path.join(base or '.', 'crucible_pwned.py'), 'w').write('x')\n"
+            "        open(os.path.join(base or '.', 'json', '__init__.py'), 'a').write('x')\n"
+            "    except OSError:\n"
+            "        pass\n",
+        ),
+        (R.FAILED,),
+    ),
     Case(
         "early-sys-exit",
         "import sys\nsys.exit(0)\n" + wrong("    return a + b\n"),
@@ -331,14 +349,21 @@ def host_sentinel():
         for c in CORPUS
     ],
 )
-def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
+@pytest.mark.parametrize("environment", sorted(ENVIRONMENTS))
+def test_corpus_case_never_passes_and_leaves_host_unharmed(case, environment, monkeypatch):
+    """Every case in every runtime: the host's Python, the Debian root's Python 3.13, and each
+    with the data-analysis packages mounted (nothing an environment adds opens a way out)."""
     monkeypatch.setenv("CRUCIBLE_HOST_SECRET", HOST_SECRET)
-    assert sandbox_leftovers(wait_s=0) == [], "a sandbox process was running before the case"
+    sandboxes = grader(environment)
+    assert sandbox_leftovers(wait_s=0, grader=sandboxes) == [], (
+        "a sandbox process was running before the case"
+    )
     result = run_python_tests(
         case.program,
         TESTS,
         "add",
         limits=Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2),
+        grader=sandboxes,
     )
 
     assert result.status != R.OK, f"false pass: {result}"
@@ -350,4 +375,8 @@ def test_corpus_case_never_passes_and_leaves_host_unharmed(case, monkeypatch):
     assert HOST_SECRET not in result.stdout + result.stderr
     assert SENTINEL.read_text() == "original"
     assert [p for p in PLANTED if p.exists()] == [], "the sandbox wrote to the host's system tree"
-    assert sandbox_leftovers() == [], "processes outlived the execution"
+    assert sandbox_leftovers(grader=sandboxes) == [], "processes outlived the execution"
+    layers = built(environment).request_field()
+    for layer in ("root", "packages"):
+        if layers[layer]:  # the environment's files are what its manifest says, byte for byte
+            EnvironmentStore(store().root).verify(layers[layer])

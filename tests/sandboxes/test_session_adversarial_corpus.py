@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from sandboxes.sessions import (
     Workspace,
     open_session,
 )
+from tests.sandboxes.conftest import started_session_pool
 from tests.sandboxes.sessioncheck import (
     host_mounts,
     pid_namespace,
@@ -193,7 +195,13 @@ CORPUS = [
         "kept-daemon-lives-until-close-only",
         (
             Exec("setsid sleep 1000 > /dev/null 2>&1 &", R.OK),
-            Exec("pgrep sleep > /dev/null && echo kept", R.OK, out="kept"),
+            # A moment for setsid to exec sleep (a loaded machine lost that race once).
+            Exec(
+                "for i in $(seq 40); do pgrep sleep > /dev/null && echo kept && break; "
+                "sleep 0.05; done",
+                R.OK,
+                out="kept",
+            ),
             Close(),
         ),
         limits=KEEP,
@@ -546,6 +554,17 @@ def host_sentinel():
     yield
     os.environ.pop("CRUCIBLE_HOST_SECRET", None)
     SENTINEL.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module", params=["host-python3.11", "debian-python3.13"])
+def session_pool(request, tmp_path_factory):
+    """This module's session worker, once per runtime: the host's Python, and the Debian
+    root's 3.13 (its slots hold their sessions in that root)."""
+    prefix = "python3.13@" if request.param == "debian-python3.13" else ""
+    with started_session_pool(
+        tmp_path_factory.mktemp("session-stores"), f"{prefix}sessions-{time.monotonic_ns()}"
+    ) as pool:
+        yield pool
 
 
 @pytest.fixture(scope="module")

