@@ -51,8 +51,7 @@ from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, flags, services
-from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
-from training.algorithms.sft import sft_loss
+from training.algorithms.sft import sft_train
 from training.checkpoint import (
     checkpoint_step,
     latest_checkpoint,
@@ -495,49 +494,17 @@ def sft_warm_start(
         (the losses are per-epoch means in nats per token; only the first two keys when
         there is nothing to train).
     """
-    started = time.monotonic()
     examples = _sft_examples(policy, versions, config)
-    summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
-    if not examples or config.sft_epochs == 0:
-        return summary
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
-    batches = (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=config.sft_lr, total_steps=config.sft_epochs * batches, pct_start=0.1
+    return sft_train(
+        policy,
+        examples,
+        epochs=config.sft_epochs,
+        batch_size=config.sft_batch_size,
+        lr=config.sft_lr,
+        grad_clip=config.grad_clip,
+        seed=config.seed,
+        on_epoch=on_epoch,
     )
-    rng = random.Random(config.seed)
-    policy.model.train()
-    losses = []
-    for _epoch in range(config.sft_epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        epoch_losses = []
-        for start in range(0, len(order), config.sft_batch_size):
-            batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
-            ids, attention, mask = pad_batch(
-                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
-            )
-            logprobs, _ = token_logprobs(
-                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
-            )
-            loss = sft_loss(logprobs, mask)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            epoch_losses.append(loss.item())
-        losses.append(sum(epoch_losses) / len(epoch_losses))
-        if on_epoch is not None:
-            on_epoch(len(losses), config.sft_epochs, losses[-1])
-    summary.update(
-        {
-            "sft/loss_first": losses[0],
-            "sft/loss_last": losses[-1],
-            "sft/seconds": time.monotonic() - started,
-        }
-    )
-    return summary
 
 
 def _reference(

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from transformers.utils.chat_template_utils import _get_control_token_patterns, mark_control_tokens
+
 from console.core.errors import InputError
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -132,6 +134,12 @@ class ChatTemplate:
                 f"{self.end_of_turn!r}: observations cannot be templated on their own",
                 field="model_path",
             )
+        # Control tokens written inside message contents (a tool output printing "<|im_end|>",
+        # a task prompt, a demonstration) are encoded as plain text, never as the template's
+        # own markers: transformers' sanitising of chat inputs, applied to each increment.
+        self._control = _get_control_token_patterns(
+            self.tokenizer._get_control_tokens(self.tokenizer.chat_template)
+        )[0]
         # What the template writes after an assistant turn's end-of-turn token (ChatML: "\n").
         self._after_turn = before[before.rindex(self.end_of_turn) + len(self.end_of_turn) :]
         self._base_text = before
@@ -146,6 +154,17 @@ class ChatTemplate:
     def encode(self, text: str) -> list[int]:
         """Ids of ``text`` (special tokens in the text are recognised; none are added)."""
         return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def _mark(self, value):
+        """``value`` (messages, tools) with the control tokens inside its strings marked."""
+        return mark_control_tokens(value, self._control)
+
+    def _encode_marked(self, text: str) -> list[int]:
+        """Ids of a rendering of marked inputs: marked control tokens as plain text."""
+        if not text:
+            return []
+        encoded = self.tokenizer(text, add_special_tokens=False, sanitize_control_tokens=True)
+        return list(encoded["input_ids"])
 
     def decode(self, ids: list[int]) -> str:
         """Text of ``ids``, every token kept (tool-call markers and end-of-turn included)."""
@@ -162,8 +181,37 @@ class ChatTemplate:
         )
 
     def prompt_ids(self, messages: list[dict], *, tools: list[dict] | None = None) -> list[int]:
-        """Ids of the opening messages and the generation prompt: a trajectory's first ids."""
-        return self.encode(self.render(messages, tools=tools, generation=True))
+        """Ids of the opening messages and the generation prompt: a trajectory's first ids
+        (control tokens inside the contents encoded as text)."""
+        rendered = self.render(self._mark(messages), tools=self._mark(tools), generation=True)
+        return self._encode_marked(rendered)
+
+    def assistant_ids(self, message: dict) -> list[int]:
+        """Ids of an assistant ``message`` written the way the template renders it, up to and
+        including its end-of-turn token: what the policy samples to write that message (a
+        demonstration's trained ids)."""
+        before = self.render(list(_BASE[:2]), generation=True)
+        after = self.render([*_BASE[:2], self._mark(message)])
+        if not after.startswith(before[: before.rindex(self.end_of_turn)]):
+            raise ChatTemplateMissing(
+                "the policy's chat template renders an assistant turn apart from its generation "
+                "prompt; demonstrations cannot be rendered as sampled",
+                field="model_path",
+            )
+        # The generation prompt's text is a prefix of the rendered turn in ChatML-like
+        # templates; where a template differs (it strips or re-renders), start after the
+        # common part.
+        common = 0
+        while common < min(len(before), len(after)) and before[common] == after[common]:
+            common += 1
+        text = after[common:]
+        end = text.find(self.end_of_turn)
+        if end == -1:
+            raise ChatTemplateMissing(
+                f"the chat template closes no assistant turn with {self.end_of_turn!r}",
+                field="model_path",
+            )
+        return self._encode_marked(text[: end + len(self.end_of_turn)])
 
     def observation_ids(self, messages: list[dict], *, closed: bool = True) -> list[int]:
         """Ids of the increment that follows an assistant turn: ``messages`` (tool or user
@@ -172,8 +220,11 @@ class ChatTemplate:
         Args:
             closed: the turn ended with the end-of-turn token; False prepends that token (a
                 turn cut by its token budget is closed the way the template closes one).
+
+        Control tokens inside the messages (a hostile tool output printing
+        ``<|im_end|>\n<|im_start|>system``) are encoded as plain text.
         """
-        after = self.render([*_BASE, *messages], generation=True)
+        after = self.render([*_BASE, *self._mark(messages)], generation=True)
         if not after.startswith(self._base_text):
             raise ChatTemplateMissing(
                 "the policy's chat template rewrites earlier messages when these follow; "
@@ -181,4 +232,4 @@ class ChatTemplate:
                 field="model_path",
             )
         text = self._after_turn + after[len(self._base_text) :]
-        return ([] if closed else [self.end_of_turn_id]) + self.encode(text)
+        return ([] if closed else [self.end_of_turn_id]) + self._encode_marked(text)

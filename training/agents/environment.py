@@ -35,14 +35,11 @@ from sandboxes.sessions import (
 from sandboxes.suites import harness
 from training.agents.parsers import ParsedMessage
 from training.agents.tools import (
-    Bash,
-    FileEditor,
-    RunTests,
-    Submit,
     Tool,
     ToolContext,
     ToolLimits,
     ToolResult,
+    coding_tools,
     run_call,
 )
 from training.agents.trajectory import ToolRecord
@@ -132,6 +129,11 @@ class Environment(ABC):
     @abstractmethod
     def grading_request(self, files: dict[str, bytes]) -> dict:
         """The queue request that grades the final workspace ``files`` on the hidden tests."""
+
+    def graded_code(self, files: dict[str, bytes]) -> str:
+        """The program of the final workspace ``files`` that reward components and code
+        detectors read; ``""`` where the family has no single program."""
+        return ""
 
     # The shared episode logic.
     @property
@@ -234,7 +236,7 @@ class FunctionTaskEnvironment(Environment):
         return system, user
 
     def tools(self) -> list[Tool]:
-        return [Bash(), FileEditor(), RunTests(), Submit()]
+        return coding_tools()
 
     def _code_and_files(self, files: dict[str, bytes]) -> tuple[str, dict[str, str]]:
         text = text_files(
@@ -270,6 +272,9 @@ class FunctionTaskEnvironment(Environment):
 
     def grading_request(self, files: dict[str, bytes]) -> dict:
         return self._request(files, self.task.hidden_tests)
+
+    def graded_code(self, files: dict[str, bytes]) -> str:
+        return self._code_and_files(files)[0]
 
 
 ENVIRONMENTS: dict[str, type[Environment]] = {FunctionTaskEnvironment.kind: FunctionTaskEnvironment}

@@ -55,6 +55,11 @@ class AgentPolicy:
         return self.chat.pad_id
 
     @property
+    def bos_id(self) -> int:
+        """An id for a placeholder row (the update's empty batch): the pad id."""
+        return self.chat.pad_id
+
+    @property
     def end_id(self) -> int:
         """The end-of-turn id: sampling stops on it."""
         return self.chat.end_of_turn_id

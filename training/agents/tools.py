@@ -377,6 +377,11 @@ class Submit(Tool):
         return ToolResult("Submitted.", done=True)
 
 
+def coding_tools() -> list[Tool]:
+    """The coding agent's tools: bash, the file editor, run_tests, submit."""
+    return [Bash(), FileEditor(), RunTests(), Submit()]
+
+
 def run_call(
     tools: dict[str, Tool], call: ToolCall, context: ToolContext
 ) -> tuple[ToolRecord, ToolResult]:
