@@ -23,7 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformers.utils.chat_template_utils import _get_control_token_patterns, mark_control_tokens
+from transformers.utils.chat_template_utils import (
+    _get_control_token_patterns,
+    mark_control_tokens,
+    render_jinja_template,
+)
 
 from console.core.errors import InputError
 
@@ -80,6 +84,15 @@ _BASE = (
     {"role": "user", "content": "u"},
     {"role": "assistant", "content": "a"},
 )
+
+
+def chatml_text(messages: list[dict], tools: list[dict] | None = None) -> str:
+    """``messages`` rendered with :data:`CHATML_TOOLS_TEMPLATE` as text (no tokenizer needed):
+    what the default policy's tokenizer is trained on."""
+    rendered, _ = render_jinja_template(
+        conversations=[messages], tools=tools or None, chat_template=CHATML_TOOLS_TEMPLATE
+    )
+    return rendered[0]
 
 
 class ChatTemplateMissing(InputError):

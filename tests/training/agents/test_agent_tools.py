@@ -20,6 +20,7 @@ TASK = TaskSpec(
         "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"
     ),
     timeout_s=10,
+    reference_solution="    return a + b\n",
 )
 
 
