@@ -51,7 +51,8 @@ from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, flags, services
-from training.algorithms.sft import sft_train
+from training.agents import run as agent_run
+from training.algorithms.sft import sft_settings, sft_train
 from training.checkpoint import (
     checkpoint_step,
     latest_checkpoint,
@@ -387,7 +388,11 @@ def seed_everything(seed: int) -> None:
 
 def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
     """The policy loaded from ``model_path`` (optionally under LoRA), or the small default one
-    built here (tokenizer trained on the prompts and reference solutions, weights seeded)."""
+    built here (tokenizer trained on the prompts and reference solutions, weights seeded).
+    Agent runs get an agent policy (its chat template and tool-call format:
+    :func:`training.agents.run.build_policy`)."""
+    if config.rollout_mode == "agent":
+        return agent_run.build_policy(config, [_spec(v) for v in versions], device)
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
@@ -425,7 +430,11 @@ def _warm_start(
                 run_id=run_id, phase="sft", done=epoch, total=epochs, detail=f"loss {loss:.3f}"
             )
 
-    sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
+    if config.rollout_mode == "agent":
+        specs = [_spec(v) for v in versions]
+        sft = agent_run.warm_start(policy, config, specs, on_epoch=on_epoch)
+    else:
+        sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
     tracker.set("idle")
     if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
@@ -498,11 +507,7 @@ def sft_warm_start(
     return sft_train(
         policy,
         examples,
-        epochs=config.sft_epochs,
-        batch_size=config.sft_batch_size,
-        lr=config.sft_lr,
-        grad_clip=config.grad_clip,
-        seed=config.seed,
+        **sft_settings(config),
         on_epoch=on_epoch,
     )
 
@@ -567,22 +572,24 @@ def _task_specs(
         if length <= config.max_prompt_tokens:
             sized.append((length, v))
     sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
-    return [
-        TaskSpec(
-            task_version_id=v.pk,
-            prompt=v.prompt,
-            entry_point=v.entry_point,
-            visible_tests=v.test_suite.visible_tests,
-            hidden_tests=v.test_suite.hidden_tests,
-            timeout_s=v.test_suite.timeout_s,
-            harness=v.test_suite.harness,
-            files=v.files,
-            test_timeout_s=v.test_suite.test_timeout_s,
-            reference_solution=v.reference_solution,
-            setup_code=v.test_suite.setup_code,
-        )
-        for _length, v in sized[: config.train_tasks if cap is None else cap]
-    ]
+    return [_spec(v) for _length, v in sized[: config.train_tasks if cap is None else cap]]
+
+
+def _spec(v: TaskVersion) -> TaskSpec:
+    """What a rollout needs of task version ``v``, detached from the database."""
+    return TaskSpec(
+        task_version_id=v.pk,
+        prompt=v.prompt,
+        entry_point=v.entry_point,
+        visible_tests=v.test_suite.visible_tests,
+        hidden_tests=v.test_suite.hidden_tests,
+        timeout_s=v.test_suite.timeout_s,
+        harness=v.test_suite.harness,
+        files=v.files,
+        test_timeout_s=v.test_suite.test_timeout_s,
+        reference_solution=v.reference_solution,
+        setup_code=v.test_suite.setup_code,
+    )
 
 
 def _training_pool(
@@ -754,6 +761,16 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     trajectories per task; group numbers are global), announcing the ``rollout`` and
     ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
     mine = trainer.ranks.shard(len(tasks))
+    if trainer.config.rollout_mode == "agent":
+        trainer.tracker.set("rollout", sandbox_demand(tasks[mine.start : mine.stop]))
+        return agent_run.roll_out(
+            trainer.policy,
+            tasks[mine.start : mine.stop],
+            trainer.config,
+            generator=trainer.generator,
+            first_group=mine.start,
+            scorer=trainer.scorer,
+        )
     return collect_rollouts(
         trainer.policy,
         tasks[mine.start : mine.stop],
@@ -825,6 +842,8 @@ def _step_metrics(
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
+    if hasattr(times, "metrics"):  # agent rollouts: agent/* (turns, calls per tool, parse errors)
+        metrics.update(times.metrics(rollouts))
     metrics.update(phases)  # timing/phase_<name>_s
     return metrics
 

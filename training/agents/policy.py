@@ -55,6 +55,25 @@ class AgentPolicy:
         return self.chat.pad_id
 
     @property
+    def tokenizer(self) -> Tokenizer:
+        """The ``tokenizers.Tokenizer`` under the chat template (checkpoints write it as
+        ``tokenizer.json``)."""
+        return self.chat.tokenizer.backend_tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, value: Tokenizer) -> None:
+        """Put back a checkpoint's ``tokenizer.json``, keeping the chat template, its
+        end-of-turn and pad tokens."""
+        old = self.chat.tokenizer
+        fast = PreTrainedTokenizerFast(
+            tokenizer_object=value,
+            eos_token=old.eos_token,
+            pad_token=old.pad_token,
+            chat_template=old.chat_template,
+        )
+        self.chat = ChatTemplate(fast, end_of_turn=self.chat.end_of_turn)
+
+    @property
     def bos_id(self) -> int:
         """An id for a placeholder row (the update's empty batch): the pad id."""
         return self.chat.pad_id

@@ -64,6 +64,19 @@ class AgentRolloutConfig:
     tool_threads: int = 32
     tool_call_format: str = "hermes"
 
+    @classmethod
+    def from_run_config(cls, config) -> AgentRolloutConfig:
+        """The agent rollout settings of a :class:`~training.config.RunConfig`."""
+        return cls(
+            group_size=config.group_size,
+            max_turns=config.max_turns,
+            max_new_tokens=config.max_new_tokens,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            timeout_s=config.rollout_timeout_s,
+        )
+
 
 @dataclass
 class AgentRollout:
@@ -91,6 +104,11 @@ class AgentRollout:
     @property
     def turns(self) -> list[T.AgentTurn]:
         return self.trajectory.turns
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        """The templated opening (system, user, tool schemas) the trajectory starts with."""
+        return self.trajectory.ids[: self.trajectory.prompt_length]
 
     @property
     def sampled_tokens(self) -> int:
@@ -132,6 +150,16 @@ class AgentRolloutStats:
     tool_calls: Counter = field(default_factory=Counter)
     parse_errors: int = 0
     end_reasons: Counter = field(default_factory=Counter)
+
+    # The names the trainer's step metrics read (training.rollout.RolloutTimes).
+    @property
+    def sandbox_s(self) -> float:
+        """Time waiting for tools that generation did not hide."""
+        return self.tool_wait_s
+
+    @property
+    def sandbox_busy_s(self) -> float:
+        return self.tool_s
 
     @property
     def tool_hidden_share(self) -> float:

@@ -83,6 +83,45 @@ class AgentTurn:
     generation_s: float = 0.0
     tool_s: float = 0.0
 
+    # The names the run's records store a turn under (training.services.step_record).
+    @property
+    def policy_text(self) -> str:
+        return self.text
+
+    @property
+    def token_ids(self) -> list[int]:
+        return self.sampled_ids
+
+    @property
+    def code(self) -> str:
+        """The workspace diff after the turn's last editing call, or ``""``."""
+        diffs = [record.diff for record in self.tools if record.diff]
+        return diffs[-1] if diffs else ""
+
+    @property
+    def observation(self) -> str:
+        """The tool outputs the policy saw after this turn, one block per call."""
+        return "\n\n".join(
+            f"[{record.name or 'parse error'}] {record.output}" for record in self.tools
+        ) + "".join(f"\n[parse error] {error}" for error in self.parse_errors if not self.tools)
+
+    @property
+    def sandbox_status(self) -> str:
+        return "error" if any(record.error for record in self.tools) else "ok"
+
+    @property
+    def sandbox_result(self) -> dict:
+        """The turn's calls for the console (arguments, outputs, diffs, seconds) and its
+        parse errors."""
+        return {
+            "message": self.message,
+            "tool_calls": [record.to_dict() for record in self.tools],
+            "parse_errors": self.parse_errors,
+            "stopped": self.stopped,
+            "generation_s": self.generation_s,
+            "tool_s": self.tool_s,
+        }
+
 
 @dataclass
 class AgentTrajectory:

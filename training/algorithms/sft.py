@@ -30,6 +30,17 @@ def sft_loss(logprobs: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
     return -(logprobs * loss_mask).sum() / tokens
 
 
+def sft_settings(config) -> dict:
+    """:func:`sft_train`'s keywords from a :class:`~training.config.RunConfig`."""
+    return {
+        "epochs": config.sft_epochs,
+        "batch_size": config.sft_batch_size,
+        "lr": config.sft_lr,
+        "grad_clip": config.grad_clip,
+        "seed": config.seed,
+    }
+
+
 def sft_train(
     policy,
     examples: list[tuple[list[int], list[int]]],
