@@ -73,9 +73,11 @@ def record(env: Environment, turns: list[list[tuple[str, dict]]]) -> Demonstrati
 
 
 def scripted_function_demonstration(env: FunctionTaskEnvironment) -> Demonstration:
-    """The expert trajectory of a function task: view ``solution.py``, write the reference
-    completion, run the visible tests, submit."""
+    """The expert trajectory of a function task: view ``solution.py``, insert the reference
+    body after the prompt's last line, run the visible tests, submit."""
     task, path = env.task, env.SOLUTION
+    last_line = task.prompt.rstrip("\n").count("\n") + 1
+    body = task.reference_solution.rstrip("\n")
     return record(
         env,
         [
@@ -83,11 +85,7 @@ def scripted_function_demonstration(env: FunctionTaskEnvironment) -> Demonstrati
             [
                 (
                     "file_editor",
-                    {
-                        "command": "create",
-                        "path": path,
-                        "file_text": task.prompt + task.reference_solution,
-                    },
+                    {"command": "insert", "path": path, "insert_line": last_line, "new_str": body},
                 )
             ],
             [("run_tests", {})],

@@ -57,7 +57,7 @@ def corpus(tasks: list[TaskSpec]) -> list[str]:
         ]
         texts.append(chatml_text(messages, [t.schema() for t in env.tools()]))
         texts.append(task.prompt + task.reference_solution)
-        texts.append(json.dumps({"file_text": task.prompt + task.reference_solution}))
+        texts.append(json.dumps({"new_str": task.reference_solution}))
     return texts
 
 

@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from console.core.stack import ServiceError, Stack
-from console.scenarios import HACKING_CONFIG, hacking_task_sets
+from console.scenarios import AGENT_CONFIG, HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
@@ -63,7 +63,7 @@ class Command(BaseCommand):
             "--demo-tasks",
             type=int,
             default=None,
-            help="tasks in the demo task set (default 16; 8 for --scenario hacking)",
+            help="tasks in the demo task set (default 16; 8 for --scenario hacking or agent)",
         )
         parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
         parser.add_argument(
@@ -76,23 +76,25 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--scenario",
-            choices=("default", "hacking"),
+            choices=("default", "hacking", "agent"),
             default="default",
             help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
             "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
             "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
-            "hard-coding flags and the onset alerts in the console",
+            "hard-coding flags and the onset alerts in the console; agent: the policy as a "
+            "tool-using agent in sandbox sessions (view, edit, run the tests, submit), SFT on "
+            "scripted demonstrations, then GRPO over multi-turn rollouts",
         )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
         self.scenario = scenario
         if demo_tasks is None:
-            demo_tasks = 8 if scenario == "hacking" else 16
+            demo_tasks = 8 if scenario in ("hacking", "agent") else 16
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
             steps = 30 if scenario == "hacking" else 20
-        defaults = HACKING_CONFIG if scenario == "hacking" else DEMO_CONFIG
+        defaults = {"hacking": HACKING_CONFIG, "agent": AGENT_CONFIG}.get(scenario, DEMO_CONFIG)
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
         except ConfigError as exc:
@@ -192,7 +194,12 @@ class Command(BaseCommand):
                     "the main job's demo run: SFT warm start, then GRPO on the shortest trainable "
                     "HumanEval tasks"
                     if self.scenario == "default"
-                    else "the main job's hacking scenario: exploitable tasks, honest held-out set"
+                    else {
+                        "hacking": "the main job's hacking scenario: exploitable tasks, honest "
+                        "held-out set",
+                        "agent": "the main job's agent scenario: tool calls in sandbox sessions, "
+                        "SFT on scripted demonstrations, then GRPO over multi-turn rollouts",
+                    }[self.scenario]
                 ),
                 tags=["demo", self.scenario],
                 launched_by=command_line_author(),

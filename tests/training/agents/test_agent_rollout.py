@@ -59,7 +59,7 @@ def test_the_demonstration_holds_the_tools_real_answers(demonstration):
     ]
     outputs = [m["content"] for m in demonstration.messages if m["role"] == "tool"]
     assert "     1\tdef add(a, b):" in outputs[0]
-    assert outputs[1] == "overwrote solution.py"
+    assert outputs[1] == "inserted 1 line(s) after line 2 of solution.py"
     assert "1/1 visible tests passed" in outputs[2]
     assert demonstration.messages[-1]["tool_calls"][0]["function"]["name"] == "submit"
 
