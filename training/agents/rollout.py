@@ -27,6 +27,7 @@ from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.sessions import SessionError, SessionLost, open_sessions
 from training import flags
+from training.agents import hacks as agent_hacks
 from training.agents import trajectory as T
 from training.agents.environment import Environment, Step, environment_for
 from training.agents.parsers import ParsedMessage, ToolCallParser, parser_named
@@ -362,6 +363,12 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
         scored.append(rollout)
         grades.append(grade)
     scorer.score(scored, grades)
+    for rollout in scored:
+        evidence = agent_hacks.detect(rollout.trajectory, rollout.final_diff)
+        rollout.flags += [name for name in evidence if name not in rollout.flags]
+        rollout.flag_evidence.update(evidence)
+        if evidence and scorer.hack_policy == "zero":
+            rollout.reward = 0.0
     for item in live:
         if item.rollout.dropped:
             item.rollout.status, item.rollout.reward = R.INFRA_ERROR, 0.0
