@@ -33,9 +33,9 @@ from training.config import RunConfig
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 10,
+    "sft_epochs": 40,
     "sft_batch_size": 4,
-    "lr": 1e-4,
+    "lr": 2e-4,
     "ppo_epochs": 2,
     "tasks_per_step": 4,
     "train_tasks": 8,
