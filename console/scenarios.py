@@ -33,7 +33,7 @@ from training.config import RunConfig
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 40,
+    "sft_epochs": 80,
     "sft_batch_size": 4,
     "lr": 2e-4,
     "ppo_epochs": 2,
@@ -42,7 +42,7 @@ AGENT_CONFIG = {
     "group_size": 4,
     "max_turns": 6,
     "max_new_tokens": 128,
-    "temperature": 1.0,
+    "temperature": 0.8,
 }
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {

@@ -84,6 +84,8 @@ class AgentTurn:
     tool_s: float = 0.0
 
     # The names the run's records store a turn under (training.services.step_record).
+    action = "tool_calls"  # Turn.action: the replay draws the turn's tool calls
+
     @property
     def policy_text(self) -> str:
         return self.text
