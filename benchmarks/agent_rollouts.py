@@ -51,13 +51,54 @@ SIZES = {  # option: (full, quick)
 }
 CONCURRENCY = ((8, 32, 128), (2, 4))
 GROUP = 8
+BENCH_KIND = "function-trl-schemas"
+
+
+def _register_aligned_environment(trl_environment_class) -> type:
+    """A function-task environment whose tools' schemas are exactly those TRL derives from the
+    peer's environment methods (``transformers.utils.get_json_schema``), so that both sides
+    render the same prompt for the same policy; each call still runs Crucible's tool. Registered
+    under :data:`BENCH_KIND` for ``environment_for``."""
+    from transformers.utils import get_json_schema  # noqa: PLC0415
+
+    from training.agents.environment import ENVIRONMENTS, FunctionTaskEnvironment  # noqa: PLC0415
+    from training.agents.tools import Tool, coding_tools  # noqa: PLC0415
+
+    class Aligned(Tool):
+        def __init__(self, tool: Tool) -> None:
+            self.tool = tool
+            self.full = get_json_schema(getattr(trl_environment_class, tool.name))
+            self.name = tool.name
+            self.description = self.full["function"]["description"]
+            self.parameters = self.full["function"]["parameters"]
+
+        def schema(self) -> dict:
+            return self.full
+
+        def run(self, arguments, context):
+            return self.tool.run({k: v for k, v in arguments.items() if v is not None}, context)
+
+    class AlignedEnvironment(FunctionTaskEnvironment):
+        kind = BENCH_KIND
+
+        def tools(self) -> list:
+            return [Aligned(tool) for tool in coding_tools()]
+
+    ENVIRONMENTS[BENCH_KIND] = AlignedEnvironment
+    return AlignedEnvironment
 
 
 def _tasks(count: int):
+    from dataclasses import dataclass  # noqa: PLC0415
+
     from training.rollout import TaskSpec  # noqa: PLC0415 (after django.setup)
 
+    @dataclass(frozen=True)
+    class BenchTask(TaskSpec):
+        kind: str = BENCH_KIND  # environment_for picks the environment with TRL's schemas
+
     return [
-        TaskSpec(
+        BenchTask(
             task_version_id=index,
             prompt=row["prompt"],
             entry_point=row["entry_point"],
@@ -92,10 +133,19 @@ def _policy(args, tasks):
     from trl.chat_template_utils import qwen2_5_chat_template  # noqa: PLC0415
 
     from training.agents.chat import ChatTemplate  # noqa: PLC0415
+    from training.agents.demonstrations import (  # noqa: PLC0415
+        render,
+        scripted_function_demonstration,
+    )
+    from training.algorithms.sft import sft_settings, sft_train  # noqa: PLC0415
 
     policy.chat.tokenizer.chat_template = qwen2_5_chat_template
     policy.chat = ChatTemplate(policy.chat.tokenizer)
-    summary = agent_run.warm_start(policy, config, tasks)
+    environment = _register_aligned_environment(_trl_environment(tasks, []))
+    examples = [
+        render(policy.chat, scripted_function_demonstration(environment(task))) for task in tasks
+    ]
+    summary = sft_train(policy, examples, **sft_settings(config))
     return policy, config, summary
 
 

@@ -171,6 +171,9 @@ class Environment(ABC):
             )
             step.observations.append({"role": "tool", "content": f"error: {error}"})
         if not message.tool_calls and not message.errors:
+            step.records.append(
+                ToolRecord(call_id="", name="", arguments={}, output=NO_CALL, error=True)
+            )
             step.observations.append({"role": "tool", "content": NO_CALL})
         for index, call in enumerate(message.tool_calls):
             if index >= self.max_calls_per_turn:
