@@ -127,6 +127,7 @@ def _policy(args, tasks):
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
     )
+    environment = _register_aligned_environment(_trl_environment(tasks, []))
     policy = agent_run.build_policy(config, tasks, torch.device("cpu"))
     # Qwen2.5's template (as TRL ships it) on both sides: TRL parses tool calls only for the
     # templates it knows; Crucible takes any.
@@ -141,7 +142,6 @@ def _policy(args, tasks):
 
     policy.chat.tokenizer.chat_template = qwen2_5_chat_template
     policy.chat = ChatTemplate(policy.chat.tokenizer)
-    environment = _register_aligned_environment(_trl_environment(tasks, []))
     examples = [
         render(policy.chat, scripted_function_demonstration(environment(task))) for task in tasks
     ]
@@ -162,7 +162,7 @@ def crucible(policy, config, tasks, concurrency: int) -> dict:
     batch = [tasks[i % len(tasks)] for i in range(max(1, concurrency // group))]
     rollout_config = AgentRolloutConfig.from_run_config(config)
     rollout_config.group_size = group
-    rollout_config.tool_threads = max(8, concurrency)
+    rollout_config.tool_threads = min(32, concurrency)  # the default: threads past it queue
     started = time.monotonic()
     rollouts, stats = collect_agent_rollouts(
         policy, batch, rollout_config, generator=torch.Generator().manual_seed(0)

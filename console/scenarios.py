@@ -33,16 +33,16 @@ from training.config import RunConfig
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 80,
+    "sft_epochs": 120,
     "sft_batch_size": 4,
-    "lr": 2e-4,
+    "lr": 1e-4,
     "ppo_epochs": 2,
-    "tasks_per_step": 4,
-    "train_tasks": 8,
-    "group_size": 4,
+    "tasks_per_step": 2,
+    "train_tasks": 4,
+    "group_size": 8,
     "max_turns": 6,
     "max_new_tokens": 128,
-    "temperature": 0.8,
+    "temperature": 0.6,
 }
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {

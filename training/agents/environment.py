@@ -287,4 +287,8 @@ def environment_for(task: TaskSpec, **options) -> Environment:
     """The environment of ``task``'s family (function tasks today; repository and file tasks
     register theirs in :data:`ENVIRONMENTS`)."""
     kind = getattr(task, "kind", "") or FunctionTaskEnvironment.kind
+    if kind not in ENVIRONMENTS:
+        raise ValueError(
+            f"no agent environment for task kind {kind!r}; known: {', '.join(sorted(ENVIRONMENTS))}"
+        )
     return ENVIRONMENTS[kind](task, **options)

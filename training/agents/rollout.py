@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
+from redis.exceptions import RedisError
 
 from sandboxes import result as R
 from sandboxes.queue import run_many
@@ -285,7 +286,7 @@ def _timed_step(env: Environment, parsed: ParsedMessage) -> tuple[Step | None, f
     started = time.monotonic()
     try:
         return env.step(parsed), time.monotonic() - started
-    except SessionLost:
+    except (SessionLost, RedisError):  # the session, or the way to it, is gone: not the policy's
         return None, time.monotonic() - started
 
 
@@ -326,7 +327,7 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
             files = item.env.final_files()
             item.rollout.final_diff = item.env.session.diff(max_bytes=256 * 1024)
             return item.env.grading_request(files), item.env.graded_code(files)
-        except SessionLost:
+        except (SessionLost, RedisError):
             return None
         except (SessionError, ValueError) as exc:  # the policy made the workspace ungradable
             return exc
