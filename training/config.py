@@ -13,6 +13,7 @@ from console.core.errors import InputError
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
+ROLLOUT_MODES = ("completion", "agent")
 
 
 # The largest value of each numeric key: what a real run needs and no more (a group_size of
@@ -108,8 +109,14 @@ class RunConfig:
     lr: float = 2e-4
     tasks_per_step: int = 4
     group_size: int = 8
+    # Rollouts: "completion" (the policy writes the function, re-prompted with its visible-test
+    # result up to max_turns times) or "agent" (multi-turn tool use in a sandbox session through
+    # the policy's chat template: training/agents/; max_turns turns of at most max_new_tokens).
+    rollout_mode: str = "completion"
     max_turns: int = 2
     max_new_tokens: int = 96
+    # Agent trajectories' token budget (prompt, turns, observations); 0: the model's context.
+    max_tokens: int = 0
     max_prompt_tokens: int = 320
     train_tasks: int = 16
     temperature: float = 1.0
@@ -244,6 +251,7 @@ class RunConfig:
             "overlong_cache_tokens",
             "lr_warmup_steps",
             "max_resumes",
+            "max_tokens",
             "eval_every",
         )
         if self.seed < 0:
@@ -278,6 +286,7 @@ class RunConfig:
             "loss_aggregation": AGGREGATIONS,
             "advantage_estimator": ADVANTAGE_ESTIMATORS,
             "hack_policy": HACK_POLICIES,
+            "rollout_mode": ROLLOUT_MODES,
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
@@ -285,6 +294,14 @@ class RunConfig:
                     f"config key {key!r} must be one of {', '.join(allowed)}, "
                     f"got {getattr(self, key)!r}"
                 )
+        if self.rollout_mode == "agent":
+            # Not built for agent rollouts yet: refused rather than silently ignored.
+            for key, off in (("eval_every", 0), ("lora", {})):
+                if getattr(self, key) != off:
+                    raise ConfigError(
+                        f"config key {key!r} is not available with rollout_mode 'agent' yet; "
+                        f"leave it at {off!r}"
+                    )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
                 f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) "

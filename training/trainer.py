@@ -55,8 +55,8 @@ from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, flags, services
-from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
-from training.algorithms.sft import sft_loss
+from training.agents import run as agent_run
+from training.algorithms.sft import sft_settings, sft_train
 from training.checkpoint import (
     checkpoint_step,
     latest_checkpoint,
@@ -439,7 +439,11 @@ def seed_everything(seed: int) -> None:
 
 def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
     """The policy loaded from ``model_path`` (optionally under LoRA), or the small default one
-    built here (tokenizer trained on the prompts and reference solutions, weights seeded)."""
+    built here (tokenizer trained on the prompts and reference solutions, weights seeded).
+    Agent runs get an agent policy (its chat template and tool-call format:
+    :func:`training.agents.run.build_policy`)."""
+    if config.rollout_mode == "agent":
+        return agent_run.build_policy(config, [_spec(v) for v in versions], device)
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
@@ -477,7 +481,11 @@ def _warm_start(
                 run_id=run_id, phase="sft", done=epoch, total=epochs, detail=f"loss {loss:.3f}"
             )
 
-    sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
+    if config.rollout_mode == "agent":
+        specs = [_spec(v) for v in versions]
+        sft = agent_run.warm_start(policy, config, specs, on_epoch=on_epoch)
+    else:
+        sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
     tracker.set("idle")
     if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
@@ -546,49 +554,13 @@ def sft_warm_start(
         (the losses are per-epoch means in nats per token; only the first two keys when
         there is nothing to train).
     """
-    started = time.monotonic()
     examples = _sft_examples(policy, versions, config)
-    summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
-    if not examples or config.sft_epochs == 0:
-        return summary
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
-    batches = (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=config.sft_lr, total_steps=config.sft_epochs * batches, pct_start=0.1
+    return sft_train(
+        policy,
+        examples,
+        **sft_settings(config),
+        on_epoch=on_epoch,
     )
-    rng = random.Random(config.seed)
-    policy.model.train()
-    losses = []
-    for _epoch in range(config.sft_epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        epoch_losses = []
-        for start in range(0, len(order), config.sft_batch_size):
-            batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
-            ids, attention, mask = pad_batch(
-                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
-            )
-            logprobs, _ = token_logprobs(
-                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
-            )
-            loss = sft_loss(logprobs, mask)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            epoch_losses.append(loss.item())
-        losses.append(sum(epoch_losses) / len(epoch_losses))
-        if on_epoch is not None:
-            on_epoch(len(losses), config.sft_epochs, losses[-1])
-    summary.update(
-        {
-            "sft/loss_first": losses[0],
-            "sft/loss_last": losses[-1],
-            "sft/seconds": time.monotonic() - started,
-        }
-    )
-    return summary
 
 
 def _reference(
@@ -651,23 +623,25 @@ def _task_specs(
         if length <= config.max_prompt_tokens:
             sized.append((length, v))
     sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
-    return [
-        TaskSpec(
-            task_version_id=v.pk,
-            prompt=v.prompt,
-            entry_point=v.entry_point,
-            visible_tests=v.test_suite.visible_tests,
-            hidden_tests=v.test_suite.hidden_tests,
-            timeout_s=v.test_suite.timeout_s,
-            harness=v.test_suite.harness,
-            files=v.files,
-            test_timeout_s=v.test_suite.test_timeout_s,
-            reference_solution=v.reference_solution,
-            setup_code=v.test_suite.setup_code,
-            environment=environment_request(v.environment),
-        )
-        for _length, v in sized[: config.train_tasks if cap is None else cap]
-    ]
+    return [_spec(v) for _length, v in sized[: config.train_tasks if cap is None else cap]]
+
+
+def _spec(v: TaskVersion) -> TaskSpec:
+    """What a rollout needs of task version ``v``, detached from the database."""
+    return TaskSpec(
+        task_version_id=v.pk,
+        prompt=v.prompt,
+        entry_point=v.entry_point,
+        visible_tests=v.test_suite.visible_tests,
+        hidden_tests=v.test_suite.hidden_tests,
+        timeout_s=v.test_suite.timeout_s,
+        harness=v.test_suite.harness,
+        files=v.files,
+        test_timeout_s=v.test_suite.test_timeout_s,
+        reference_solution=v.reference_solution,
+        setup_code=v.test_suite.setup_code,
+        environment=environment_request(v.environment),
+    )
 
 
 def _training_pool(
@@ -842,16 +816,34 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     # Redis lost mid-rollout: wait for it, then roll the share out again from the same random
     # states, so the step draws what it would have drawn without the outage.
     states = rng_states(trainer.generator)
+    share = tasks[mine.start : mine.stop]
+    if trainer.config.rollout_mode == "agent":
+        trainer.tracker.set("rollout", sandbox_demand(share))
+
+        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
+            return agent_run.roll_out(
+                trainer.policy,
+                share,
+                trainer.config,
+                generator=trainer.generator,
+                first_group=mine.start,
+                scorer=trainer.scorer,
+            )
+    else:
+
+        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
+            return collect_rollouts(
+                trainer.policy,
+                share,
+                trainer.rollout_config,
+                generator=trainer.generator,
+                first_group=mine.start,
+                scorer=trainer.scorer,
+                on_phase=trainer.tracker.set,
+            )
+
     return broker_retry(
-        lambda: collect_rollouts(
-            trainer.policy,
-            tasks[mine.start : mine.stop],
-            trainer.rollout_config,
-            generator=trainer.generator,
-            first_group=mine.start,
-            scorer=trainer.scorer,
-            on_phase=trainer.tracker.set,
-        ),
+        roll_out,
         what=f"run {trainer.run.pk}'s rollouts",
         before_retry=lambda: rng_restore(states, trainer.generator),
     )
@@ -917,6 +909,8 @@ def _step_metrics(
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
+    if hasattr(times, "metrics"):  # agent rollouts: agent/* (turns, calls per tool, parse errors)
+        metrics.update(times.metrics(rollouts))
     metrics.update(phases)  # timing/phase_<name>_s
     return metrics
 
