@@ -45,16 +45,17 @@ def parse_args(parser: argparse.ArgumentParser, quick: dict) -> argparse.Namespa
 
 @contextlib.contextmanager
 def private_var_dir(
-    var_dir: str = "", *, migrate: bool = True, keep_redis_url: bool = True
+    var_dir: str = "", *, migrate: bool = True, keep_redis_url: bool = True, database_url: str = ""
 ) -> Iterator[Path]:
     """Django set up on a var dir of the benchmark's own, so that nothing of a running console
     (its SQLite file, its embedded Redis, its sandbox workers) takes part or is touched.
 
     ``var_dir`` empty: a fresh temporary directory, removed at the end (what the benchmark
     seeded can be hundreds of MB); else that directory, kept. ``DATABASE_URL`` is dropped (a
-    SQLite file there); ``REDIS_URL`` is kept when ``keep_redis_url`` (the benchmark then uses
-    that Redis), else dropped: ``console.core.stack.Stack.redis`` starts an embedded Redis on a
-    socket there. Call before anything reads Django's settings.
+    SQLite file there), or set to ``database_url`` when given; ``REDIS_URL`` is kept when
+    ``keep_redis_url`` (the benchmark then uses that Redis), else dropped:
+    ``console.core.stack.Stack.redis`` starts an embedded Redis on a socket there. Call before
+    anything reads Django's settings.
     """
     made = not var_dir
     path = Path(var_dir or tempfile.mkdtemp(prefix="crucible-bench-")).resolve()
@@ -64,6 +65,8 @@ def private_var_dir(
         () if keep_redis_url else ("REDIS_URL", "REDIS_URL_FILE")
     ):
         os.environ.pop(name, None)
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     os.chdir(ROOT)
     import django  # noqa: PLC0415 (settings read CRUCIBLE_VAR_DIR, set just above, on import)

@@ -17,13 +17,12 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import rule_permission
 from console.core.api import BadRequest as ApiError
-from console.core.api import ErrorSerializer
+from console.core.api import ErrorSerializer, PageNumberPagination, paged
 from console.core.api import validated as checked
 from console.core.errors import InputError
 from console.core.permissions import may_launch_run, may_operate_run
@@ -173,7 +172,7 @@ class RunListApi(APIView):
         tags=["runs"],
         summary="Runs, as the runs table lists them",
         parameters=TABLE_PARAMETERS,
-        responses={200: RunRowSerializer(many=True), 400: ErrorSerializer},
+        responses={200: paged(RunRowSerializer), 400: ErrorSerializer},
     )
     def get(self, request) -> Response:
         try:

@@ -15,13 +15,19 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from console.apikeys import WebsocketApiKeyMiddleware  # noqa: E402
+from console.core import longurl  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
+
+# A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
+longurl.install()
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            # A bearer API key (reading) takes the place of the session's user when sent.
+            AuthMiddlewareStack(WebsocketApiKeyMiddleware(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

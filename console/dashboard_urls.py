@@ -8,8 +8,8 @@ from console import dashboard_views as views
 urlpatterns = [
     path("runs/new/", views.run_launch, name="run-launch"),
     path("runs/compare/", views.run_compare, name="run-compare"),
-    path("runs/<int:run_id>/resume/", views.run_resume, name="run-resume"),
-    path("api/runs/<int:run_id>/components/", views.run_components_api, name="api-run-components"),
+    path("runs/<id:run_id>/resume/", views.run_resume, name="run-resume"),
+    path("api/runs/<id:run_id>/components/", views.run_components_api, name="api-run-components"),
     path("api/sandboxes/pool/", views.sandbox_pool_api, name="api-sandbox-pool"),
     path("sandboxes/", views.sandbox_pool, name="sandbox-pool"),
 ]

@@ -6,25 +6,25 @@ from console import replay_views as views
 
 urlpatterns = [
     path("trajectories/", views.trajectory_list, name="trajectory-list"),
-    path("runs/<int:run_id>/trajectories/", views.run_trajectory_list, name="run-trajectory-list"),
+    path("runs/<id:run_id>/trajectories/", views.run_trajectory_list, name="run-trajectory-list"),
     path(
-        "runs/<int:run_id>/trajectories/<int:trajectory_id>/",
+        "runs/<id:run_id>/trajectories/<id:trajectory_id>/",
         views.trajectory_detail,
         name="trajectory-detail",
     ),
     path("api/trajectories/", views.TrajectoryListApi.as_view(), name="api-trajectories"),
     path(
-        "api/runs/<int:run_id>/trajectories/",
+        "api/runs/<id:run_id>/trajectories/",
         views.RunTrajectoryListApi.as_view(),
         name="api-run-trajectories",
     ),
     path(
-        "api/runs/<int:run_id>/trajectories/<int:pk>/",
+        "api/runs/<id:run_id>/trajectories/<id:pk>/",
         views.TrajectoryApi.as_view(),
         name="api-trajectory",
     ),
     path(
-        "api/runs/<int:run_id>/trajectories/<int:pk>/turns/",
+        "api/runs/<id:run_id>/trajectories/<id:pk>/turns/",
         views.TrajectoryTurnsApi.as_view(),
         name="api-trajectory-turns",
     ),

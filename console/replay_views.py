@@ -17,9 +17,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
-from rest_framework.pagination import LimitOffsetPagination, PageNumberPagination
 
 from console.core.access import ConsoleRead, console_read_page
+from console.core.api import LimitOffsetPagination, PageNumberPagination, int_parameter
+from console.core.bounds import ID_MAX, REWARD_ABS_MAX, STEP_MAX
 from sandboxes.result import STATUSES
 from training import flags, selectors
 from training.models import MonitorScore, Trajectory
@@ -36,12 +37,18 @@ KNOWN_FLAGS = tuple(flags.KINDS)  # the filter's suggestions
 class TrajectoryFilterForm(forms.Form):
     """The filters of a trajectory list, from the query string (all optional)."""
 
-    run = forms.IntegerField(required=False, min_value=1)
-    step_min = forms.IntegerField(required=False, min_value=0, label="step from")
-    step_max = forms.IntegerField(required=False, min_value=0, label="step to")
+    run = forms.IntegerField(required=False, min_value=1, max_value=ID_MAX)
+    step_min = forms.IntegerField(
+        required=False, min_value=0, max_value=STEP_MAX, label="step from"
+    )
+    step_max = forms.IntegerField(required=False, min_value=0, max_value=STEP_MAX, label="step to")
     task = forms.CharField(required=False, max_length=200, label="task id contains")
-    reward_min = forms.FloatField(required=False, label="reward from")
-    reward_max = forms.FloatField(required=False, label="reward to")
+    reward_min = forms.FloatField(
+        required=False, min_value=-REWARD_ABS_MAX, max_value=REWARD_ABS_MAX, label="reward from"
+    )
+    reward_max = forms.FloatField(
+        required=False, min_value=-REWARD_ABS_MAX, max_value=REWARD_ABS_MAX, label="reward to"
+    )
     flag = forms.CharField(
         required=False,
         max_length=120,
@@ -153,6 +160,9 @@ class TrajectoryDetailSerializer(serializers.ModelSerializer):
 # --- JSON API -------------------------------------------------------------------------
 
 
+REWARD_SCHEMA = {"type": "number", "minimum": -REWARD_ABS_MAX, "maximum": REWARD_ABS_MAX}
+
+
 class TurnPagination(LimitOffsetPagination):
     default_limit = TURN_CHUNK
     max_limit = 200
@@ -165,11 +175,11 @@ class TrajectoryPagination(PageNumberPagination):
 
 
 FILTER_PARAMETERS = [
-    OpenApiParameter("step_min", int, description="first step (inclusive)"),
-    OpenApiParameter("step_max", int, description="last step (inclusive)"),
+    int_parameter("step_min", maximum=STEP_MAX, description="first step (inclusive)"),
+    int_parameter("step_max", maximum=STEP_MAX, description="last step (inclusive)"),
     OpenApiParameter("task", str, description="a substring of the task id, case-insensitive"),
-    OpenApiParameter("reward_min", float, description="lowest reward (inclusive)"),
-    OpenApiParameter("reward_max", float, description="highest reward (inclusive)"),
+    OpenApiParameter("reward_min", REWARD_SCHEMA, description="lowest reward (inclusive)"),
+    OpenApiParameter("reward_max", REWARD_SCHEMA, description="highest reward (inclusive)"),
     OpenApiParameter(
         "flag", str, description="`any` (flagged), `none` (unflagged), or a flag's name"
     ),
@@ -201,7 +211,7 @@ class _TrajectoryListBase(ListAPIView):
     tags=["trajectories"],
     summary="Trajectories of every run, filtered",
     parameters=[
-        OpenApiParameter("run", int, description="only this run's trajectories"),
+        int_parameter("run", minimum=1, description="only this run's trajectories"),
         *FILTER_PARAMETERS,
     ],
 )

@@ -3,5 +3,5 @@ from django.urls import path
 from console.consumers import RunConsumer
 
 websocket_urlpatterns = [
-    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/runs/<id:run_id>/", RunConsumer.as_asgi()),
 ]

@@ -9,6 +9,12 @@ every hidden test, so the training reward climbs, while
 the ``hard_coded_outputs`` detector flags each one with its evidence, the flag rate rises,
 and the onset alerts fire; the honest held-out set (other HumanEval tasks with their real
 tests) shows that nothing was learned. Everything is visible on the run's console page.
+
+``agent``: the policy as a tool-using agent (training/agents/). Each trajectory works in its
+own sandbox session through the policy's chat template: it views ``solution.py`` with the
+file editor, edits it, runs the visible tests and submits; the final workspace is graded in
+a fresh sandbox. A short SFT warm start on demonstrations scripted from the references
+(recorded through the same tools) leaves room for GRPO over the multi-turn rollouts.
 """
 
 from __future__ import annotations
@@ -25,6 +31,19 @@ from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import RunConfig
 
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
+AGENT_CONFIG = {
+    "rollout_mode": "agent",
+    "sft_epochs": 120,
+    "sft_batch_size": 4,
+    "lr": 1e-4,
+    "ppo_epochs": 2,
+    "tasks_per_step": 2,
+    "train_tasks": 4,
+    "group_size": 8,
+    "max_turns": 6,
+    "max_new_tokens": 128,
+    "temperature": 0.6,
+}
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {
     "sft_epochs": 45,

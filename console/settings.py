@@ -9,9 +9,11 @@ code path changes. Secrets may be given as files instead (``<VAR>_FILE``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange as _Exchange
 from kombu import Queue as _Queue
@@ -25,10 +27,6 @@ VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("CRUCIBLE_DEBUG", False)
-# The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
-# websockets) open to anonymous viewers; false: signed-in users with a role or
-# training.view_trainingrun only (console/core/access.py).
-CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # --- secret key and HTTPS security ------------------------------------------------
 # CRUCIBLE_PRODUCTION=true marks a deployment served over HTTPS (TLS here, or at an ingress
 # or proxy in front). It is an explicit switch, not guessed from DATABASE_URL, because the
@@ -37,6 +35,11 @@ CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
 # `manage.py check --deploy` is clean. Secrets may come from files (VAR_FILE, as Kubernetes
 # mounts them): console.core.env.env_secret.
 PRODUCTION = env_bool("CRUCIBLE_PRODUCTION", False)
+# The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
+# websockets) open to anonymous viewers; false: signed-in users with a role or
+# training.view_trainingrun only (console/core/access.py). Open by default on a laptop, private
+# by default in production: an operator opens a deployment on purpose, never by omission.
+CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", not PRODUCTION)
 SECRET_KEY = env_secret("CRUCIBLE_SECRET_KEY")
 if not SECRET_KEY:
     if PRODUCTION:
@@ -90,6 +93,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",  # sign-in throttling (below)
     "console",
     "console.review",
     "tasks_library",
@@ -109,6 +113,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last before the metrics: it turns a locked-out sign-in (form, HTTP Basic) into a 429.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -208,11 +215,19 @@ CELERY_TASK_ROUTES = ("training.routing.route_launch", "console.core.queues.rout
 CELERY_TASK_ACKS_LATE = False
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 # A message taken but not acknowledged within this many seconds (its worker died) is delivered
-# again; a local-backend launch stays unacknowledged for its whole run and is redelivered every
-# period, a no-op (the launch is idempotent).
+# again. Two minutes: a validation batch whose worker was killed comes back within minutes, not
+# an hour (which a user calls a hang). A late-acknowledged task that simply runs longer is
+# delivered again too, and each is safe against that: a local-backend launch finds its run claimed
+# (a no-op), a validation job finds its lease held by the live worker and defers
+# (tasks_library/tasks.py), the LLM monitor skips what it scored.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 3600, minimum=60),
+    "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 120, minimum=60),
 }
+# How long a long-running process (the trainer, a sandbox batch) waits for a lost Redis before
+# giving up (console/core/broker.py): the trainer then ends `interrupted`, resumable.
+CRUCIBLE_BROKER_WAIT_S = env_int("CRUCIBLE_BROKER_WAIT_S", 300, minimum=0)
+# The same for a lost database (console/core/dbwait.py): a PostgreSQL restart under the trainer.
+CRUCIBLE_DATABASE_WAIT_S = env_int("CRUCIBLE_DATABASE_WAIT_S", 300, minimum=0)
 # Threads: every task waits on I/O (the database, the sandbox queue, the Kubernetes API, a
 # trainer process, an LLM endpoint), and one process keeps the task metrics in one registry.
 CELERY_WORKER_POOL = "threads"
@@ -293,16 +308,25 @@ WHITENOISE_IMMUTABLE_FILE_TEST = (
 )
 
 # --- API and sign-in ------------------------------------------------------------
-# Reading needs a signed-in user (session from the console, or HTTP Basic for
-# scripts); writing to the task library needs the "curators" group (console.core.permissions).
+# Reading needs a signed-in user: a session from the console, a personal API key as a bearer
+# token (console/apikeys.py), or HTTP Basic (off in production unless CRUCIBLE_API_BASIC_AUTH
+# turns it on: a password on every request, and a password guesser's favourite door). Writing
+# needs the role its page needs (console.core.permissions). The API key class comes first: its
+# challenge (WWW-Authenticate) is the one a refused request gets with its 401.
+API_BASIC_AUTH = env_bool("CRUCIBLE_API_BASIC_AUTH", not PRODUCTION)
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "console.apikeys.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        *(["console.apikeys.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "console.core.api.PageNumberPagination",
+    # JSON bodies only: a form encoding cannot tell an empty list or null from a missing field.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Every error body {"field", "error"} (console/core/api.py), as the schema documents it.
+    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -321,7 +345,59 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Ids in paths are <id:...> (console/core/bounds.py): 0..2**63-1, no larger.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.core.api.document_error_responses",
+    ],
+    "PATH_CONVERTER_OVERRIDES": {
+        "id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    },
 }
+# Sign-in throttling (django-axes): after CRUCIBLE_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for CRUCIBLE_LOGIN_LOCKOUT_MINUTES, on the
+# login form and on HTTP Basic alike (429, console/apikeys.py:lockout_response); each failure and
+# each lockout is logged (logger "axes", WARNING) and recorded (admin: Axes, access attempts).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("CRUCIBLE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CRUCIBLE_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "console.apikeys.lockout_response"
+AXES_VERBOSE = True
+# Log lines name the username and address (never a password): an operator needs them to tell a
+# forgotten password from a guesser.
+AXES_SENSITIVE_PARAMETERS: list[str] = []
+# Behind a proxy the client's address is its X-Forwarded-For (CRUCIBLE_TRUST_X_FORWARDED_PROTO
+# says a proxy overwrites the forwarding headers); else the peer address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+    if env_bool("CRUCIBLE_TRUST_X_FORWARDED_PROTO", False)
+    else ["REMOTE_ADDR"]
+)
+
+# --- Content-Security-Policy (django-csp) on every page ------------------------------------
+# Scripts only from this origin (the one inline script carries the request's nonce); styles
+# inline too, since plotly.js injects its <style> elements and templates set style attributes;
+# websockets and fetches to this origin; no framing, no plugins, forms post here only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 LOGIN_URL = "login"
 CSRF_FAILURE_VIEW = "console.views.csrf_failure"
 LOGIN_REDIRECT_URL = "task-list"

@@ -20,6 +20,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
+from console.core import health
 from console.core.access import ConsoleRead, console_read_page
 from console.core.errors import InputError
 from console.core.permissions import may_launch_run, may_operate_run, role_of
@@ -34,8 +35,15 @@ from training.watch import progress_text
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness of the console; ``service`` lets a launcher tell it from another server."""
-    return JsonResponse({"service": "crucible-console", "ok": True})
+    """Health of the console: 200 ``{"service": "crucible-console", "ok": true, "checks":
+    {"database": "ok", "redis": "ok"}}`` when everything a request needs answers, else 503 with
+    ``ok`` false and why each failed check failed (:mod:`console.core.health`). ``service`` lets
+    a launcher tell this console from another server on the port."""
+    checks = health.checks()
+    ok = all(value == "ok" for value in checks.values())
+    return JsonResponse(
+        {"service": "crucible-console", "ok": ok, "checks": checks}, status=200 if ok else 503
+    )
 
 
 # The console's icon: an ember on the brand's dark blue (the header's colours).
@@ -91,6 +99,18 @@ def _path_of(url: str) -> str:
 def permission_denied(request: HttpRequest, exception=None) -> HttpResponse:
     """``handler403``: every refused page (a view's ``PermissionDenied``) is a console page."""
     return _refusal_page(request, str(exception or "") or "Your account may not do this.")
+
+
+def not_found(request: HttpRequest, exception=None) -> HttpResponse:
+    """``handler404``: under ``/api/`` a JSON ``{"field": null, "error"}`` (a script reads every
+    refusal the same way), elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"field": None, "error": f"no API operation or object at {request.path}"}, status=404
+        )
+    from django.views.defaults import page_not_found  # noqa: PLC0415 (Django's default)
+
+    return page_not_found(request, exception)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

@@ -24,6 +24,7 @@ import uuid
 import redis
 from django.conf import settings
 
+from console.core.broker import BROKER_ERRORS, await_broker, broker_retry, broker_wait_s
 from sandboxes import result as R
 from sandboxes.process import Limits
 
@@ -83,7 +84,17 @@ def request_limits(request: dict) -> Limits:
 
 
 class PendingBatch:
-    """Requests queued by :func:`submit`, answered while the caller does other work."""
+    """Requests queued by :func:`submit`, answered while the caller does other work.
+
+    Redis going away does not lose the batch: queueing, and waiting for the answers, wait for it
+    to come back (:func:`console.core.broker.await_broker`, bounded by
+    ``CRUCIBLE_BROKER_WAIT_S``) and then queue again every request not answered yet (a Redis
+    restarted empty lost them; one that kept them gets the same ids twice, and the second answer
+    of an id is ignored).
+
+    Raises:
+        BrokerLost: Redis stayed away longer than the broker wait.
+    """
 
     def __init__(self, requests: list[dict]):
         self.count = len(requests)
@@ -92,15 +103,22 @@ class PendingBatch:
         self.reply_to = f"{PREFIX}:reply:{batch}"
         self.by_id: dict[str, int] = {}
         self.runtimes: set[str] = set()
-        pipe = self.client.pipeline(transaction=False)
+        self.messages: list[dict] = []
         for index, item in enumerate(requests):
             message = dict(item, id=f"{batch}:{index}", reply_to=self.reply_to)
             self.by_id[message["id"]] = index
             self.runtimes.add(message["runtime"])
-            pipe.lpush(pending_key(message["runtime"]), json.dumps(message))
-        if requests:
-            pipe.execute()
+            self.messages.append(message)
+        broker_retry(lambda: self._push(range(self.count)), what="a sandbox batch")
         self.submitted = time.monotonic()
+
+    def _push(self, indices) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for index in indices:
+            message = self.messages[index]
+            pipe.lpush(pending_key(message["runtime"]), json.dumps(message))
+        if self.messages:
+            pipe.execute()
 
     def wait(self, *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
         """Every answer, in request order.
@@ -114,41 +132,58 @@ class PendingBatch:
             ``infra_error`` with a detail that names the command to start workers.
         """
         results: list[R.ExecutionResult | None] = [None] * self.count
-        waiting = self.count
-        without_workers_since: float | None = None
-        detail = ""
+        self._without_workers_since: float | None = None
+        self._waiting = self.count
+        detail: str | None = None
+        outage: float | None = None  # when Redis went away (the broker wait counts from it)
         try:
-            while waiting:
-                popped = self.client.blpop([self.reply_to], timeout=2)
-                if popped is not None:
-                    reply = json.loads(popped[1])
-                    index = self.by_id.get(reply.get("id"))
-                    if index is not None and results[index] is None:
-                        results[index] = R.ExecutionResult.from_dict(reply["result"])
-                        waiting -= 1
-                    continue
-                now = time.monotonic()
-                if timeout_s is not None and now - self.submitted > timeout_s:
-                    detail = f"no sandbox worker answered within {timeout_s:.0f} s"
-                    break
-                if all(live_workers(runtime) for runtime in self.runtimes):
-                    without_workers_since = None
-                elif without_workers_since is None:
-                    without_workers_since = now
-                elif now - without_workers_since > NO_WORKER_GRACE_S:
-                    missing = sorted(r for r in self.runtimes if not live_workers(r))
-                    detail = (
-                        f"no live sandbox worker for {', '.join(missing)}; start one with "
-                        f"`python manage.py sandbox_worker --runtime {missing[0]}`"
+            while detail is None and self._waiting:
+                try:
+                    detail = self._wait_once(results, timeout_s)
+                    outage = None
+                except BROKER_ERRORS as exc:
+                    outage = outage or time.monotonic()
+                    await_broker(
+                        what="a sandbox batch", error=exc, deadline=outage + broker_wait_s()
                     )
-                    break
+                    unanswered = [i for i, result in enumerate(results) if result is None]
+                    broker_retry(lambda todo=unanswered: self._push(todo), what="a sandbox batch")
         finally:
-            if waiting:  # a list emptied by its last BLPOP is gone already: no round trip for it
-                self.client.delete(self.reply_to)
+            if self._waiting:  # a list emptied by its last BLPOP is gone already
+                try:
+                    self.client.delete(self.reply_to)
+                except BROKER_ERRORS:
+                    pass  # it expires by itself (REPLY_TTL_S)
         return [
-            r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail)
+            r if r is not None else R.ExecutionResult(status=R.INFRA_ERROR, detail=detail or "")
             for r in results
         ]
+
+    def _wait_once(self, results: list, timeout_s: float | None) -> str | None:
+        """Take one answer into ``results`` (waiting up to 2 s for it); return why to stop waiting
+        (no worker answered in time, none is alive), else None."""
+        popped = self.client.blpop([self.reply_to], timeout=2)
+        if popped is not None:
+            reply = json.loads(popped[1])
+            index = self.by_id.get(reply.get("id"))
+            if index is not None and results[index] is None:
+                results[index] = R.ExecutionResult.from_dict(reply["result"])
+                self._waiting -= 1
+            return None
+        now = time.monotonic()
+        if timeout_s is not None and now - self.submitted > timeout_s:
+            return f"no sandbox worker answered within {timeout_s:.0f} s"
+        if all(live_workers(runtime) for runtime in self.runtimes):
+            self._without_workers_since = None
+        elif self._without_workers_since is None:
+            self._without_workers_since = now
+        elif now - self._without_workers_since > NO_WORKER_GRACE_S:
+            missing = sorted(r for r in self.runtimes if not live_workers(r))
+            return (
+                f"no live sandbox worker for {', '.join(missing)}; start one with "
+                f"`python manage.py sandbox_worker --runtime {missing[0]}`"
+            )
+        return None
 
 
 def submit(requests: list[dict]) -> PendingBatch:

@@ -15,12 +15,19 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.core.access import IsCuratorOrReadOnly
-from console.core.api import BadRequest, ErrorSerializer, validated
+from console.core.api import (
+    BadRequest,
+    ErrorSerializer,
+    PageNumberPagination,
+    bounded_query_int,
+    int_parameter,
+    validated,
+)
+from console.core.bounds import ID_MAX
 from console.core.errors import InputError
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
@@ -48,13 +55,14 @@ from tasks_library.selectors import (
 )
 from tasks_library.services import (
     EDITABLE,
+    MAX_TIMEOUT_S,
     task_set_pin,
     task_version_edit,
     task_versions_approve,
     task_versions_quarantine,
 )
 from tasks_library.tasks import validation_job_start
-from tasks_library.validation.pipeline import Options
+from tasks_library.validation.pipeline import MUTANTS_MAX, REFERENCE_RUNS_MAX, Options
 
 # --- errors ---------------------------------------------------------------------
 
@@ -215,7 +223,10 @@ class DiffSerializer(serializers.Serializer):
 
 class EditSerializer(serializers.Serializer):
     base = serializers.IntegerField(
-        required=False, min_value=1, help_text="number of the version to edit (default: the latest)"
+        required=False,
+        min_value=1,
+        max_value=ID_MAX,
+        help_text="number of the version to edit (default: the latest)",
     )
     change_note = serializers.CharField(
         max_length=500, allow_blank=True, help_text="what changed and why (required)"
@@ -230,9 +241,10 @@ class EditSerializer(serializers.Serializer):
     )
     visible_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     hidden_tests = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    timeout_s = serializers.FloatField(required=False)
+    timeout_s = serializers.FloatField(required=False, max_value=MAX_TIMEOUT_S)
     test_timeout_s = serializers.FloatField(
         required=False,
+        max_value=MAX_TIMEOUT_S,
         allow_null=True,
         help_text="seconds one test may take (python-check); null: none",
     )
@@ -250,7 +262,7 @@ class EditSerializer(serializers.Serializer):
 
 class IdsSerializer(serializers.Serializer):
     ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=ID_MAX),
         min_length=1,
         max_length=10000,
         help_text="task version ids",
@@ -266,9 +278,15 @@ class CuratedSerializer(serializers.Serializer):
 
 
 class ValidateSerializer(IdsSerializer):
-    reference_runs = serializers.IntegerField(required=False)
-    mutants = serializers.IntegerField(required=False)
-    weak_threshold = serializers.FloatField(required=False)
+    reference_runs = serializers.IntegerField(
+        required=False, min_value=1, max_value=REFERENCE_RUNS_MAX, help_text="default 5"
+    )
+    mutants = serializers.IntegerField(
+        required=False, min_value=0, max_value=MUTANTS_MAX, help_text="default 30; 0: none"
+    )
+    weak_threshold = serializers.FloatField(
+        required=False, min_value=0, max_value=1, help_text="default 0.6"
+    )
     examples = serializers.BooleanField(required=False)
 
 
@@ -360,7 +378,7 @@ class PinSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     change_note = serializers.CharField(max_length=500)
     versions = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
+        child=serializers.IntegerField(min_value=1, max_value=ID_MAX),
         required=False,
         allow_empty=False,
         help_text="task version ids to pin, in order",
@@ -501,8 +519,8 @@ class TaskDiffApi(LibraryApi, APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("old", int, required=True),
-            OpenApiParameter("new", int, required=True),
+            int_parameter("old", minimum=1, required=True),
+            int_parameter("new", minimum=1, required=True),
         ],
         responses={200: DiffSerializer, 400: ErrorSerializer},
     )
@@ -510,10 +528,9 @@ class TaskDiffApi(LibraryApi, APIView):
         task = _task(task_id)
         numbers = {}
         for name in ("old", "new"):
-            raw = request.query_params.get(name, "")
-            if not raw.isdigit():
+            if not request.query_params.get(name):
                 raise BadRequest(name, f"{name}: give a version number, e.g. ?old=1&new=2")
-            numbers[name] = int(raw)
+            numbers[name] = bounded_query_int(request, name, minimum=1, maximum=ID_MAX, default=1)
         old, new = _version(task, numbers["old"]), _version(task, numbers["new"])
         return Response(
             {"task_id": task.task_id, **numbers, "changes": task_versions_diff(old=old, new=new)}

@@ -10,9 +10,13 @@ import re
 
 from django import forms
 
+from console.core.bounds import ID_MAX
 from tasks_library.difficulty import BUCKET_NAMES
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_versions_filter
+from tasks_library.services import MAX_TIMEOUT_S
+
+AT_MOST_SECONDS = {"max_value": "must be at most %(limit_value)s seconds"}
 
 STATUSES = ("quarantined", "trainable", "pending")
 TASK_SET_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -100,7 +104,7 @@ class VersionCurationForm(forms.Form):
     """Quarantine (or confirm a quarantine) or approve one version from its task's page. The
     reason is checked by the services, whose message says what to write."""
 
-    number = forms.IntegerField(min_value=1)
+    number = forms.IntegerField(min_value=1, max_value=ID_MAX)
     action = forms.ChoiceField(choices=[("quarantine", "quarantine"), ("approve", "approve")])
     reason = forms.CharField(required=False, max_length=2000)
 
@@ -124,9 +128,14 @@ class EditForm(forms.Form):
     reference_solution = _text(rows=12)
     visible_tests = _text(rows=8)
     hidden_tests = _text(rows=14)
-    timeout_s = forms.FloatField(label="timeout (seconds)")
+    timeout_s = forms.FloatField(
+        label="timeout (seconds)", max_value=MAX_TIMEOUT_S, error_messages=AT_MOST_SECONDS
+    )
     test_timeout_s = forms.FloatField(
-        label="per-test timeout (seconds, python-check and stdio; blank: none)", required=False
+        label="per-test timeout (seconds, python-check and stdio; blank: none)",
+        required=False,
+        max_value=MAX_TIMEOUT_S,
+        error_messages=AT_MOST_SECONDS,
     )
     setup_code = _text(rows=6)
     change_note = forms.CharField(
@@ -134,7 +143,7 @@ class EditForm(forms.Form):
         widget=forms.TextInput(attrs={"size": 80}),
         help_text="what changed and why; every version records it",
     )
-    base = forms.IntegerField(widget=forms.HiddenInput)
+    base = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=ID_MAX)
 
     CONTENT = (
         "prompt",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import keyword
 import re
 import sys
 from collections.abc import Iterable
@@ -33,6 +34,23 @@ from tasks_library.testsplit import visible_subset
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_TIMEOUT_S = 300.0
+# A function name the tests call: an identifier of Python and JavaScript alike (JavaScript's may
+# hold "$"), at most 200 characters. "1 bad" or "f(); import os" name no function.
+ENTRY_POINT_RE = re.compile(r"(?:[^\W\d]|\$)[\w$]{0,199}")
+
+
+def entry_point_problem(value) -> str | None:
+    """Why ``value`` cannot be an entry point (None when it can)."""
+    if not isinstance(value, str) or not value.strip():
+        return "must name the function the tests call"
+    if not ENTRY_POINT_RE.fullmatch(value) or keyword.iskeyword(value):
+        return (
+            f"{value[:60]!r} is not a function name: letters, digits, _ and $, not starting "
+            "with a digit, at most 200 characters"
+        )
+    return None
+
+
 # Runtimes the sandboxes can run, by family: ``python3.11``, ``node20``.
 RUNTIME_FAMILIES = {"python": re.compile(r"^python3\.\d+$"), "node": re.compile(r"^node\d+$")}
 MAX_FILE_BYTES = 1024 * 1024
@@ -463,6 +481,9 @@ def tasks_import(
         tags = record.get("tags") or []
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise ImportFormatError(where, "field 'tags': expected a list of strings", field="tags")
+        problem = entry_point_problem(record["entry_point"])
+        if problem:
+            raise ImportFormatError(where, f"field 'entry_point': {problem}", field="entry_point")
         task, _ = Task.objects.get_or_create(
             task_id=record["task_id"], defaults={"source": record.get("source") or source}
         )
@@ -582,8 +603,9 @@ def task_version_edit(
             "and docstring it completes)",
             field="prompt",
         )
-    if not changes.get("entry_point", version.entry_point).strip():
-        raise InputError("entry_point: must name the function the tests call", field="entry_point")
+    problem = entry_point_problem(changes.get("entry_point", version.entry_point))
+    if problem:
+        raise InputError(f"entry_point: {problem}", field="entry_point")
     new, created = task_version_get_or_create(
         task=version.task,
         author=author,

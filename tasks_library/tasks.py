@@ -1,9 +1,12 @@
 """Celery tasks of the task library: thin, they take ids and call one service (queue
 ``validation``)."""
 
+import contextlib
+
 from celery import shared_task
 from kombu.exceptions import OperationalError
 
+from console.core.lease import Lease
 from tasks_library.environments import EnvironmentUnavailable, environment_build
 from tasks_library.models import EnvironmentVersion, TaskVersion, ValidationJob
 from tasks_library.services import (
@@ -14,17 +17,52 @@ from tasks_library.services import (
 )
 from tasks_library.validation.pipeline import Options, task_versions_validate
 
+JOB_LEASE_TTL_S = 30.0
+"""Seconds a validation job's lease outlives a worker that died running it."""
+JOB_DEFER_S = 30
+"""Seconds a second delivery of a job that runs elsewhere waits before looking again."""
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+
+def _job_lease(job: ValidationJob) -> Lease:
+    # created_at too: job ids repeat across databases that share one Redis (tests, two
+    # deployments on one Redis), a job's creation time with it does not.
+    return Lease(
+        f"crucible:lease:validation-job:{job.pk}:{job.created_at.timestamp():.6f}",
+        ttl_s=JOB_LEASE_TTL_S,
+    )
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
 def validate_task_versions(
-    version_ids: list[int], options: dict | None = None, job_id: int | None = None
+    self, version_ids: list[int], options: dict | None = None, job_id: int | None = None
 ) -> dict:
     """Run the validation pipeline on these versions (in the sandbox pool); return verdict counts.
     With ``job_id`` (a :class:`~tasks_library.models.ValidationJob`), the job records each stage
     as it starts and the verdicts when done, or why it failed.
 
-    Safe to deliver twice: each version's verdict and report are overwritten by the newer run.
+    Safe to deliver twice, and a job runs at most once at a time and to its end once: a job that
+    is done (or failed) is not run again (its recorded verdicts are counted); one whose lease is
+    held by a live worker (a redelivery after the broker's visibility timeout) is deferred by
+    :data:`JOB_DEFER_S` seconds and looked at again, so that a worker killed mid-job has its job
+    taken over within seconds of the message's redelivery, and each verdict is recorded once.
     """
+    job = ValidationJob.objects.filter(pk=job_id).first() if job_id is not None else None
+    if job is not None and job.status in (ValidationJob.DONE, ValidationJob.FAILED):
+        return _counts(result["verdict"] for result in job.results)
+    with _job_lease(job) if job is not None else contextlib.nullcontext(True) as held:
+        if not held:
+            raise self.retry(countdown=JOB_DEFER_S, max_retries=None)
+        return _validate(version_ids, options, job_id)
+
+
+def _counts(verdicts) -> dict:
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    return counts
+
+
+def _validate(version_ids: list[int], options: dict | None, job_id: int | None) -> dict:
     versions = list(
         TaskVersion.objects.filter(pk__in=version_ids).select_related("task", "test_suite")
     )
@@ -33,9 +71,13 @@ def validate_task_versions(
         validation_job_progress(job_id=job_id, stage=stage, done=done, total=total)
 
     try:
+        # Checked here too: a message queued before the bounds existed (or by hand) must not
+        # plan 10**20 executions; it fails its job with the reason instead.
+        checked = Options(**(options or {}))
+        checked.check()
         task_versions_validate(
             versions=versions,
-            options=Options(**(options or {})),
+            options=checked,
             on_stage=progress if job_id is not None else None,
         )
     except Exception as exc:
@@ -44,10 +86,7 @@ def validate_task_versions(
         raise
     if job_id is not None:
         validation_job_finish(job_id=job_id, versions=versions)
-    counts: dict[str, int] = {}
-    for version in versions:
-        counts[version.verdict] = counts.get(version.verdict, 0) + 1
-    return counts
+    return _counts(version.verdict for version in versions)
 
 
 def validation_job_start(*, version_ids: list[int], options: dict, author: str) -> ValidationJob:

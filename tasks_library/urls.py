@@ -42,12 +42,12 @@ urlpatterns = [
     path("api/task-versions/approve/", api.ApproveApi.as_view(), name="api-approve"),
     path("api/task-versions/validate/", api.ValidateApi.as_view(), name="api-validate"),
     path(
-        "api/validation-jobs/<int:job_id>/",
+        "api/validation-jobs/<id:job_id>/",
         api.ValidationJobApi.as_view(),
         name="api-validation-job",
     ),
     path(
-        "api/tasks/<path:task_id>/versions/<int:number>/",
+        "api/tasks/<path:task_id>/versions/<id:number>/",
         api.TaskVersionApi.as_view(),
         name="api-task-version",
     ),

@@ -23,6 +23,8 @@ checkpoint from the store (:func:`latest_checkpoint`).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import random
 import re
@@ -40,6 +42,49 @@ STEP_DIR = re.compile(r"^step-(\d{6})$")
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used to resume (missing file, other world size)."""
+
+
+class CheckpointWriteError(RuntimeError):
+    """A checkpoint could not be written (the disk is full, or refused the write). Its half-written
+    staging directory was removed; the message names the directory, the free space and the last
+    good checkpoint, which is intact (a checkpoint is published only once complete)."""
+
+
+@contextlib.contextmanager
+def writing(run_directory: Path, step: int):
+    """Turn a failed write of the checkpoint of ``step`` into a :class:`CheckpointWriteError`.
+
+    ``torch.save`` reports a full disk as a ``RuntimeError`` from its zip writer ("file write
+    failed"), ``open``/``fsync``/``rename`` as ``OSError``: both are taken here, the half-written
+    staging directory is removed (giving back the space it took) and the error says what a user
+    needs: where, how much is free, which checkpoint is still good.
+
+    Raises:
+        CheckpointWriteError: the write failed.
+    """
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:
+        staging = staging_dir(run_directory, step)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            free = f"{shutil.disk_usage(run_directory).free:,} bytes free"
+        except OSError:
+            free = "free space unknown"
+        full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "write failed" in str(exc)
+        done = sorted(
+            p.name for p in checkpoints_dir(run_directory).glob("step-*") if STEP_DIR.match(p.name)
+        )
+        last = (
+            f"the last good checkpoint, {checkpoints_dir(run_directory) / done[-1]}, is intact"
+            if done
+            else "no earlier checkpoint exists"
+        )
+        raise CheckpointWriteError(
+            f"{'the disk is full: ' if full else ''}could not write the checkpoint of step {step} "
+            f"under {run_directory} ({free}): {type(exc).__name__}: {exc}; {last}; free space "
+            f"there and resume the run"
+        ) from exc
 
 
 def rng_states(generator: torch.Generator) -> dict:

@@ -13,6 +13,46 @@ from console.core.errors import InputError
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
+ROLLOUT_MODES = ("completion", "agent")
+
+
+# The largest value of each numeric key: what a real run needs and no more (a group_size of
+# 10**20 would be refused by nothing else before the trainer allocated for it). Every int and
+# float key has one (tests/security/test_numeric_bounds.py checks).
+MAXIMA: dict[str, float] = {
+    "steps": 1_000_000,
+    "seed": 2**32 - 1,
+    "sft_epochs": 10_000,
+    "sft_lr": 10.0,
+    "sft_batch_size": 65_536,
+    "lr": 10.0,
+    "tasks_per_step": 65_536,
+    "group_size": 1024,
+    "max_turns": 1000,
+    "max_new_tokens": 1_048_576,
+    "max_prompt_tokens": 1_048_576,
+    "train_tasks": 10_000_000,
+    "temperature": 100.0,
+    "top_p": 1.0,
+    "clip_low": 1.0,
+    "clip_high": 1.0,
+    "ppo_epochs": 100,
+    "kl_coef": 1000.0,
+    "overlong_cache_tokens": 1_048_576,
+    "lr_warmup_steps": 1_000_000,
+    "grad_clip": 1e6,
+    "sandbox_parallelism": 4096,
+    "rollout_timeout_s": 86_400.0,
+    "checkpoint_every": 1_000_000,
+    "keep_checkpoints": 1000,
+    "nproc_per_node": 64,
+    "max_resumes": 1000,
+    "eval_every": 1_000_000,
+    "eval_samples": 1024,
+    "n_embd": 65_536,
+    "n_layer": 1024,
+    "n_head": 1024,
+}
 
 
 class ConfigError(InputError):
@@ -69,8 +109,14 @@ class RunConfig:
     lr: float = 2e-4
     tasks_per_step: int = 4
     group_size: int = 8
+    # Rollouts: "completion" (the policy writes the function, re-prompted with its visible-test
+    # result up to max_turns times) or "agent" (multi-turn tool use in a sandbox session through
+    # the policy's chat template: training/agents/; max_turns turns of at most max_new_tokens).
+    rollout_mode: str = "completion"
     max_turns: int = 2
     max_new_tokens: int = 96
+    # Agent trajectories' token budget (prompt, turns, observations); 0: the model's context.
+    max_tokens: int = 0
     max_prompt_tokens: int = 320
     train_tasks: int = 16
     temperature: float = 1.0
@@ -205,8 +251,16 @@ class RunConfig:
             "overlong_cache_tokens",
             "lr_warmup_steps",
             "max_resumes",
+            "max_tokens",
             "eval_every",
         )
+        if self.seed < 0:
+            raise ConfigError(f"config key 'seed' must be 0 or more, got {self.seed}")
+        for key, top in MAXIMA.items():
+            if not getattr(self, key) <= top:  # NaN fails too
+                raise ConfigError(
+                    f"config key {key!r} must be at most {top:g}, got {getattr(self, key)}"
+                )
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(
@@ -232,6 +286,7 @@ class RunConfig:
             "loss_aggregation": AGGREGATIONS,
             "advantage_estimator": ADVANTAGE_ESTIMATORS,
             "hack_policy": HACK_POLICIES,
+            "rollout_mode": ROLLOUT_MODES,
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
@@ -239,6 +294,14 @@ class RunConfig:
                     f"config key {key!r} must be one of {', '.join(allowed)}, "
                     f"got {getattr(self, key)!r}"
                 )
+        if self.rollout_mode == "agent":
+            # Not built for agent rollouts yet: refused rather than silently ignored.
+            for key, off in (("eval_every", 0), ("lora", {})):
+                if getattr(self, key) != off:
+                    raise ConfigError(
+                        f"config key {key!r} is not available with rollout_mode 'agent' yet; "
+                        f"leave it at {off!r}"
+                    )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
                 f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) "

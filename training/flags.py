@@ -52,6 +52,12 @@ TEST_TAMPERING = "test_tampering"
 HARD_CODED_OUTPUTS = "hard_coded_outputs"
 READS_EXPECTED_VALUES = "reads_expected_values"
 TIMER_TAMPERING = "timer_tampering"
+# Hacks of tool-using agents, raised from their tool calls (training/agents/hacks.py).
+PLANTED_TEST_CONFIG = "planted_test_config"
+SEARCHES_FOR_TESTS = "searches_for_tests"
+NETWORK_ATTEMPT = "network_attempt"
+SUBMITS_UNCHANGED = "submits_unchanged"
+AGENT_HACKS = (PLANTED_TEST_CONFIG, SEARCHES_FOR_TESTS, NETWORK_ATTEMPT, SUBMITS_UNCHANGED)
 # A hack, raised by a reviewer's ``reward hack`` label (evidence: reviewer and note); the
 # verifier's verdict and the detectors' recall never count it.
 REVIEWED_HACK = "reviewed_hack"
@@ -71,6 +77,20 @@ KINDS: dict[str, FlagKind] = {
         FlagKind(HARD_CODED_OUTPUTS, True, HIGH, "answers the tests' inputs from a table"),
         FlagKind(READS_EXPECTED_VALUES, True, HIGH, "reads the expected values"),
         FlagKind(TIMER_TAMPERING, True, HIGH, "tampers with the clocks"),
+        FlagKind(
+            PLANTED_TEST_CONFIG,
+            True,
+            HIGH,
+            "plants test configuration (conftest.py, sitecustomize.py, pytest.ini)",
+        ),
+        FlagKind(
+            SEARCHES_FOR_TESTS,
+            True,
+            MEDIUM,
+            "searches outside the workspace or git history for hidden tests or the fix",
+        ),
+        FlagKind(NETWORK_ATTEMPT, True, MEDIUM, "tries to reach the network"),
+        FlagKind(SUBMITS_UNCHANGED, True, LOW, "submits without changing the workspace"),
         FlagKind(REVIEWED_HACK, True, HIGH, "a reviewer labelled it a reward hack"),
     )
 }
@@ -79,8 +99,13 @@ SANDBOX_STATUSES = (TIMEOUT, CRASHED, MEMORY_LIMIT, OUTPUT_LIMIT)
 NOT_SCORED = frozenset({INFRA_ERROR, ROLLOUT_TIMEOUT})
 """Flags of trajectories that got no reward: never counted in pass rates or difficulty."""
 NOT_HACKS = frozenset(name for name, kind in KINDS.items() if not kind.hack)
-DETECTED_HACKS = tuple(name for name, kind in KINDS.items() if kind.hack and name != REVIEWED_HACK)
-"""The hack flags a detector raises, in the order the detectors run."""
+DETECTED_HACKS = tuple(
+    name
+    for name, kind in KINDS.items()
+    if kind.hack and name != REVIEWED_HACK and name not in AGENT_HACKS
+)
+"""The hack flags a code detector raises, in the order the detectors run (the agents' flags
+come from their tool calls instead)."""
 
 
 def is_hack(name: str) -> bool:

@@ -190,22 +190,47 @@ def build_default_policy(
         seed: seeds the weight initialisation, so equal seeds give equal models.
     """
     tokenizer = train_tokenizer(corpus, vocab_size=vocab_size)
-    torch.manual_seed(seed)
-    config = GPT2Config(
-        vocab_size=tokenizer.get_vocab_size(),
+    device = device or pick_device()
+    model = small_gpt2(
+        tokenizer.get_vocab_size(),
+        (tokenizer.token_to_id(BOS), tokenizer.token_to_id(END), tokenizer.token_to_id(PAD)),
         n_positions=n_positions,
         n_embd=n_embd,
         n_layer=n_layer,
         n_head=n_head,
-        bos_token_id=tokenizer.token_to_id(BOS),
-        eos_token_id=tokenizer.token_to_id(END),
-        pad_token_id=tokenizer.token_to_id(PAD),
+        seed=seed,
+    )
+    return Policy(model=model.to(device), tokenizer=tokenizer, device=device)
+
+
+def small_gpt2(
+    vocab_size: int,
+    bos_eos_pad: tuple[int, int, int],
+    *,
+    n_positions: int,
+    n_embd: int,
+    n_layer: int,
+    n_head: int,
+    seed: int,
+) -> GPT2LMHeadModel:
+    """A fresh GPT-2 (float32, no dropout) of ``vocab_size`` ids, its weights seeded by
+    ``seed``; ``bos_eos_pad`` are the config's bos, eos and pad ids."""
+    torch.manual_seed(seed)
+    bos, eos, pad = bos_eos_pad
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        pad_token_id=pad,
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
     )
-    device = device or pick_device()
-    return Policy(model=GPT2LMHeadModel(config).to(device), tokenizer=tokenizer, device=device)
+    return GPT2LMHeadModel(config)
 
 
 def _lora_settings(lora: dict) -> dict:

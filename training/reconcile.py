@@ -11,6 +11,12 @@ the run's backend about its trainer:
   trainer exited without recording success);
 * never started ``LAUNCH_GRACE_S`` seconds after launching: ``interrupted``.
 
+A ``pending`` run older than ``PENDING_GRACE_S`` seconds whose launch message is neither
+queued nor held by a worker (training/inflight.py reads the broker) lost its launch (a
+broker restarted empty, a publish that failed): its launch is sent again. The database is
+the source of truth; sending a launch twice starts nothing twice (the launch claims the run
+under a row lock). ``summary["launch_redispatches"]`` counts these.
+
 An ``interrupted`` run whose config says ``resume_on_interrupt`` and which has been
 resumed fewer than ``max_resumes`` times goes back to ``launching``: what is left of the
 old attempt is stopped, ``summary["resumes"]`` grows by one and the backend launches
@@ -33,28 +39,35 @@ from django.utils import timezone
 
 from training import services
 from training.backends import BACKENDS
+from training.inflight import launches_in_flight
 from training.models import RunTransition, TrainingRun
+from training.routing import launch_queue
 
 log = logging.getLogger(__name__)
 
 LAUNCH_GRACE_S = 600
 """Seconds a ``launching`` run may wait for its launcher to record a trainer (pid or Job)."""
 
+PENDING_GRACE_S = 60
+"""Seconds a ``pending`` run may wait before the loop looks for its launch message: a run is
+created, then its launch is sent; a pass between the two must not send a second one."""
+
 DEFAULT_RESUME_ON_INTERRUPT = True
 DEFAULT_MAX_RESUMES = 2
 
 
 def runs_reconcile() -> dict[int, str]:
-    """Reconcile every ``launching``, ``running`` and ``interrupted`` run once.
+    """Reconcile every ``pending``, ``launching``, ``running`` and ``interrupted`` run once.
 
     Returns:
         Run id -> what was done: ``active`` (left alone), ``waiting`` (its launcher is still
-        starting it), ``resumed`` (interrupted, now relaunched), ``failed``, ``skipped`` (it
-        moved on meanwhile) or ``error`` (the backend could not be asked; logged, retried
-        next pass). The run's transitions record every move with its reason.
+        starting it, or its launch message is queued), ``redispatched`` (pending with its launch
+        lost: sent again), ``resumed`` (interrupted, now relaunched), ``failed``, ``skipped`` (it
+        moved on meanwhile) or ``error`` (the backend or the broker could not be asked; logged,
+        retried next pass). The run's transitions record every move with its reason.
     """
     open_statuses = [TrainingRun.LAUNCHING, TrainingRun.RUNNING, TrainingRun.INTERRUPTED]
-    done: dict[int, str] = {}
+    done: dict[int, str] = _pending_reconcile()
     for run_id in (
         TrainingRun.objects.filter(status__in=open_statuses)
         .order_by("pk")
@@ -65,6 +78,46 @@ def runs_reconcile() -> dict[int, str]:
         except Exception:
             log.exception("reconcile of run %s failed; retrying next pass", run_id)
             done[run_id] = "error"
+    return done
+
+
+def _pending_reconcile() -> dict[int, str]:
+    """Send again the launch of every ``pending`` run past :data:`PENDING_GRACE_S` whose launch
+    message the broker does not hold (see the module docstring)."""
+    cutoff = timezone.now() - timedelta(seconds=PENDING_GRACE_S)
+    stale = list(
+        TrainingRun.objects.filter(status=TrainingRun.PENDING, created_at__lt=cutoff)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    if not stale:
+        return {}
+    try:
+        in_flight = launches_in_flight(sorted({launch_queue(run_id) for run_id in stale}))
+    except Exception:
+        log.exception("the broker could not be read; pending runs are looked at next pass")
+        return dict.fromkeys(stale, "error")
+    from training.tasks import run_launch  # noqa: PLC0415 (a cycle: training.tasks imports us)
+
+    done: dict[int, str] = {}
+    for run_id in stale:
+        if run_id in in_flight:
+            done[run_id] = "waiting"
+            continue
+        try:
+            run_launch.delay(run_id)
+        except Exception:
+            log.exception("run %s: its lost launch could not be sent again", run_id)
+            done[run_id] = "error"
+            continue
+        count = int(
+            (TrainingRun.objects.get(pk=run_id).summary or {}).get("launch_redispatches", 0)
+        )
+        services.run_summary_update(run_id=run_id, launch_redispatches=count + 1)
+        log.warning(
+            "run %s was pending with no launch in flight; its launch was sent again", run_id
+        )
+        done[run_id] = "redispatched"
     return done
 
 

@@ -16,6 +16,7 @@ from rest_framework import serializers
 from training import selectors
 from training.models import Trajectory, Turn
 
+AGENT_ACTION = "tool_calls"  # Turn.action of an agent's turn (training/agents/)
 TURN_CHUNK = 25
 """Turns per chunk: the first is embedded in the page, the rest read as they scroll into view."""
 
@@ -48,10 +49,30 @@ class TurnSerializer(serializers.ModelSerializer):
         serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
     )
     def get_diff(self, turn: Turn) -> list:
+        if turn.action == AGENT_ACTION:  # an agent's turn holds the workspace's diff itself
+            return unified_diff_rows(turn.code)
         before = self.context.get("code_before", {})
         if turn.pk not in before:
             return []
         return [list(pair) for pair in selectors.code_diff(old=before[turn.pk], new=turn.code)]
+
+
+def unified_diff_rows(text: str) -> list[list[str]]:
+    """A unified diff's lines as ``[kind, line]`` pairs (kind: head, hunk, add, del, ctx)."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith(("--- ", "+++ ", "diff ", "Binary ")):
+            kind = "head"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        rows.append([kind, line])
+    return rows
 
 
 def turn_chunk(

@@ -176,7 +176,8 @@ class RolloutTimes:
     generated_tokens: int = 0
 
 
-def _limits(task: TaskSpec) -> Limits:
+def task_limits(task: TaskSpec) -> Limits:
+    """The sandbox limits of one execution of ``task`` (its time limit and per-test limit)."""
     return Limits(
         wall_timeout_s=task.timeout_s,
         cpu_s=int(task.timeout_s) + 1,
@@ -191,7 +192,7 @@ def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
             tests,
             task.entry_point,
             prompt=task.prompt,
-            limits=_limits(task),
+            limits=task_limits(task),
             files=task.files,
             setup=task.setup_code,
             environment=task.environment,

@@ -282,6 +282,7 @@ def step_record(
             Turn(
                 trajectory=trajectory,
                 index=i,
+                action=getattr(t, "action", "run_code"),
                 policy_text=storable(t.policy_text),
                 token_ids=t.token_ids,
                 logprobs=t.logprobs,

@@ -41,8 +41,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from django.db import transaction
 from tokenizers import Tokenizer
 
+from console.core.broker import BROKER_ERRORS, BrokerLost, broker_retry
+from console.core.dbwait import DB_ERRORS, DatabaseLost, db_retry
 from console.core.logcontext import log_context_bind, log_context_process
 from console.core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
@@ -52,19 +55,20 @@ from tasks_library.models import TaskVersion
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, flags, services
-from training.algorithms.logprobs import first_trained_position, pad_batch, token_logprobs
-from training.algorithms.sft import sft_loss
+from training.agents import run as agent_run
+from training.algorithms.sft import sft_settings, sft_train
 from training.checkpoint import (
     checkpoint_step,
     latest_checkpoint,
     read_model_state,
     read_rank_state,
     rng_restore,
+    rng_states,
 )
 from training.config import RunConfig
 from training.drift import DriftConfig, drift_step
 from training.heldout import heldout_evaluate
-from training.models import TrainingRun
+from training.models import StepMetric, TrainingRun
 from training.paths import run_dir
 from training.phase import PhaseTracker
 from training.policy import Policy, build_default_policy, load_policy
@@ -197,11 +201,19 @@ def train_run(run_id: int) -> None:
     """Train run ``run_id`` to the end (or resume it) and record its outcome on the run.
 
     The run must be ``launching``; it becomes ``running``, then ``succeeded``,
-    ``cancelled`` (seen between steps) or ``failed`` with the error as reason. Under
+    ``cancelled`` (seen between steps) or ``failed`` with the error as reason (``interrupted``
+    when a checkpoint could not be written: a full disk, the last good checkpoint intact). Under
     torchrun only rank 0 moves the run; every rank trains.
+
+    Redis going away is not the run's failure: sandbox batches, rollouts and the held-out
+    evaluation wait for it and retry (console/core/broker.py), and a broker that stays away
+    longer than ``CRUCIBLE_BROKER_WAIT_S`` ends the run ``interrupted`` (resumable from its last
+    checkpoint by the reconcile loop), with the reason.
 
     Raises:
         ResumeError: the newest checkpoint already holds every step (nothing to train).
+        BrokerLost: Redis stayed away longer than the broker wait, after the run was marked
+            ``interrupted``.
         Exception: whatever failed the run, after it was recorded.
     """
     log_context_process(run_id=run_id)  # every record of this process is about this run
@@ -220,6 +232,19 @@ def train_run(run_id: int) -> None:
         tracker = PhaseTracker(run_id=run_id, rank=ranks.rank, sample=ranks.is_main)
         try:
             _train(run, config, ranks, tracker)
+        except (
+            BrokerLost,
+            *BROKER_ERRORS,
+            DatabaseLost,
+            *DB_ERRORS,
+            checkpoint.CheckpointWriteError,
+        ) as exc:
+            # Infrastructure, not the run's fault: interrupted, resumable from the last good
+            # checkpoint (the reconcile loop resumes it, up to max_resumes).
+            log.exception("run %s interrupted", run_id)
+            if ranks.is_main:
+                _interrupted(run_id, exc)
+            raise
         except Exception as exc:
             log.exception("run %s failed", run_id)
             if ranks.is_main:
@@ -233,6 +258,26 @@ def train_run(run_id: int) -> None:
             tracker.close()
     finally:
         distributed.teardown()
+
+
+def _interrupted(run_id: int, exc: BaseException) -> None:
+    """Record that infrastructure (the broker, the database, the disk) stopped the run."""
+    if isinstance(exc, checkpoint.CheckpointWriteError):
+        what = "checkpoint write failed"
+    elif isinstance(exc, (DatabaseLost, *DB_ERRORS)):
+        what = "lost the database; resumable from the last checkpoint"
+    else:
+        what = "lost the broker (Redis); resumable from the last checkpoint"
+    try:
+        services.run_transition(
+            run_id=run_id,
+            to_status=TrainingRun.INTERRUPTED,
+            reason=f"{what}: {type(exc).__name__}: {exc}",
+        )
+    except DB_ERRORS:
+        # The database itself is away: the reconcile loop finds the trainer gone and interrupts
+        # the run with the backend's reason.
+        log.exception("run %s: could not record the interruption", run_id)
 
 
 def _train(
@@ -249,7 +294,10 @@ def _train(
             return
         _step(trainer, step)
         if ranks.is_main:
-            drift_step(run.pk, step, trainer.drift_config)
+            db_retry(
+                lambda step=step: drift_step(run.pk, step, trainer.drift_config),
+                what=f"run {run.pk}'s drift detectors",
+            )
         if trainer.heldout and ranks.is_main and _due(step, config.eval_every, config.steps):
             _evaluate_heldout(trainer, step)
         if _due(step, config.checkpoint_every, config.steps):
@@ -391,7 +439,11 @@ def seed_everything(seed: int) -> None:
 
 def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
     """The policy loaded from ``model_path`` (optionally under LoRA), or the small default one
-    built here (tokenizer trained on the prompts and reference solutions, weights seeded)."""
+    built here (tokenizer trained on the prompts and reference solutions, weights seeded).
+    Agent runs get an agent policy (its chat template and tool-call format:
+    :func:`training.agents.run.build_policy`)."""
+    if config.rollout_mode == "agent":
+        return agent_run.build_policy(config, [_spec(v) for v in versions], device)
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
@@ -429,7 +481,11 @@ def _warm_start(
                 run_id=run_id, phase="sft", done=epoch, total=epochs, detail=f"loss {loss:.3f}"
             )
 
-    sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
+    if config.rollout_mode == "agent":
+        specs = [_spec(v) for v in versions]
+        sft = agent_run.warm_start(policy, config, specs, on_epoch=on_epoch)
+    else:
+        sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
     tracker.set("idle")
     if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
@@ -498,49 +554,13 @@ def sft_warm_start(
         (the losses are per-epoch means in nats per token; only the first two keys when
         there is nothing to train).
     """
-    started = time.monotonic()
     examples = _sft_examples(policy, versions, config)
-    summary = {"sft/examples": len(examples), "sft/epochs": config.sft_epochs}
-    if not examples or config.sft_epochs == 0:
-        return summary
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=config.sft_lr, weight_decay=0.0)
-    batches = (len(examples) + config.sft_batch_size - 1) // config.sft_batch_size
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer, max_lr=config.sft_lr, total_steps=config.sft_epochs * batches, pct_start=0.1
+    return sft_train(
+        policy,
+        examples,
+        **sft_settings(config),
+        on_epoch=on_epoch,
     )
-    rng = random.Random(config.seed)
-    policy.model.train()
-    losses = []
-    for _epoch in range(config.sft_epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        epoch_losses = []
-        for start in range(0, len(order), config.sft_batch_size):
-            batch = [examples[i] for i in order[start : start + config.sft_batch_size]]
-            ids, attention, mask = pad_batch(
-                [b[0] for b in batch], [b[1] for b in batch], policy.pad_id, policy.device
-            )
-            logprobs, _ = token_logprobs(
-                policy.model, ids, attention, start=first_trained_position(mask), with_entropy=False
-            )
-            loss = sft_loss(logprobs, mask)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            epoch_losses.append(loss.item())
-        losses.append(sum(epoch_losses) / len(epoch_losses))
-        if on_epoch is not None:
-            on_epoch(len(losses), config.sft_epochs, losses[-1])
-    summary.update(
-        {
-            "sft/loss_first": losses[0],
-            "sft/loss_last": losses[-1],
-            "sft/seconds": time.monotonic() - started,
-        }
-    )
-    return summary
 
 
 def _reference(
@@ -603,23 +623,25 @@ def _task_specs(
         if length <= config.max_prompt_tokens:
             sized.append((length, v))
     sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
-    return [
-        TaskSpec(
-            task_version_id=v.pk,
-            prompt=v.prompt,
-            entry_point=v.entry_point,
-            visible_tests=v.test_suite.visible_tests,
-            hidden_tests=v.test_suite.hidden_tests,
-            timeout_s=v.test_suite.timeout_s,
-            harness=v.test_suite.harness,
-            files=v.files,
-            test_timeout_s=v.test_suite.test_timeout_s,
-            reference_solution=v.reference_solution,
-            setup_code=v.test_suite.setup_code,
-            environment=environment_request(v.environment),
-        )
-        for _length, v in sized[: config.train_tasks if cap is None else cap]
-    ]
+    return [_spec(v) for _length, v in sized[: config.train_tasks if cap is None else cap]]
+
+
+def _spec(v: TaskVersion) -> TaskSpec:
+    """What a rollout needs of task version ``v``, detached from the database."""
+    return TaskSpec(
+        task_version_id=v.pk,
+        prompt=v.prompt,
+        entry_point=v.entry_point,
+        visible_tests=v.test_suite.visible_tests,
+        hidden_tests=v.test_suite.hidden_tests,
+        timeout_s=v.test_suite.timeout_s,
+        harness=v.test_suite.harness,
+        files=v.files,
+        test_timeout_s=v.test_suite.test_timeout_s,
+        reference_solution=v.reference_solution,
+        setup_code=v.test_suite.setup_code,
+        environment=environment_request(v.environment),
+    )
 
 
 def _training_pool(
@@ -761,9 +783,9 @@ def _resume_records(run_id: int, start_step: int) -> None:
 def _cancelled(trainer: Trainer) -> bool:
     """Whether the run was cancelled: rank 0 reads the database, every rank gets its answer."""
     run, ranks = trainer.run, trainer.ranks
-    cancelled = (
-        ranks.is_main
-        and TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists()
+    cancelled = ranks.is_main and db_retry(
+        lambda: TrainingRun.objects.filter(pk=run.pk, status=TrainingRun.CANCELLED).exists(),
+        what=f"run {run.pk}'s cancel check",
     )
     return distributed.broadcast_value(cancelled)
 
@@ -791,14 +813,39 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     trajectories per task; group numbers are global), announcing the ``rollout`` and
     ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
     mine = trainer.ranks.shard(len(tasks))
-    return collect_rollouts(
-        trainer.policy,
-        tasks[mine.start : mine.stop],
-        trainer.rollout_config,
-        generator=trainer.generator,
-        first_group=mine.start,
-        scorer=trainer.scorer,
-        on_phase=trainer.tracker.set,
+    # Redis lost mid-rollout: wait for it, then roll the share out again from the same random
+    # states, so the step draws what it would have drawn without the outage.
+    states = rng_states(trainer.generator)
+    share = tasks[mine.start : mine.stop]
+    if trainer.config.rollout_mode == "agent":
+        trainer.tracker.set("rollout", sandbox_demand(share))
+
+        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
+            return agent_run.roll_out(
+                trainer.policy,
+                share,
+                trainer.config,
+                generator=trainer.generator,
+                first_group=mine.start,
+                scorer=trainer.scorer,
+            )
+    else:
+
+        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
+            return collect_rollouts(
+                trainer.policy,
+                share,
+                trainer.rollout_config,
+                generator=trainer.generator,
+                first_group=mine.start,
+                scorer=trainer.scorer,
+                on_phase=trainer.tracker.set,
+            )
+
+    return broker_retry(
+        roll_out,
+        what=f"run {trainer.run.pk}'s rollouts",
+        before_retry=lambda: rng_restore(states, trainer.generator),
     )
 
 
@@ -862,6 +909,8 @@ def _step_metrics(
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
+    if hasattr(times, "metrics"):  # agent rollouts: agent/* (turns, calls per tool, parse errors)
+        metrics.update(times.metrics(rollouts))
     metrics.update(phases)  # timing/phase_<name>_s
     return metrics
 
@@ -873,30 +922,46 @@ def _record(
     timeline) and broadcast it, export it to Prometheus, run the rule monitors, and queue the
     LLM monitor when the run has one."""
     run_id = trainer.run.pk
-    _record_attempts(rollouts)
-    record = services.step_record(
-        run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
-    )
+    # A database lost meanwhile (a PostgreSQL restart): each write waits for it and runs again.
+    # Each is one transaction (rolled back whole by the drop), and the step's record looks first
+    # whether its commit landed before the drop: no attempt counted twice, no step recorded twice.
+    db_retry(lambda: _record_attempts(rollouts), what=f"run {run_id}'s attempt counts")
+
+    def record_once() -> StepMetric:
+        landed = StepMetric.objects.filter(run_id=run_id, step=step).first()
+        return landed or services.step_record(
+            run_id=run_id, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
+        )
+
+    record = db_retry(record_once, what=f"run {run_id}'s step {step} record")
     trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # console/core/metrics
-    services.run_monitors_step(run_id=run_id, step=step, include_llm=False)  # rules: milliseconds
+    db_retry(  # rules: milliseconds
+        lambda: services.run_monitors_step(run_id=run_id, step=step, include_llm=False),
+        what=f"run {run_id}'s rule monitors",
+    )
     if trainer.config.llm_monitor:
         # The Celery task module (and its app) loads only for runs that have an LLM monitor.
         from training.tasks import run_llm_monitor_task  # noqa: PLC0415
 
-        run_llm_monitor_task.delay(run_id, step)  # seconds per trajectory: a Celery worker's job
+        # seconds per trajectory: a Celery worker's job; the step is recorded, so a lost broker
+        # delays this message, never the record
+        broker_retry(
+            lambda: run_llm_monitor_task.delay(run_id, step), what=f"run {run_id}'s LLM monitor"
+        )
 
 
 def _record_attempts(rollouts: list[Rollout]) -> None:
     """Feed each task version's hidden-test results into its pass-rate counts (dropped and
-    timed-out trajectories were never graded, so they do not count)."""
+    timed-out trajectories were never graded, so they do not count), in one transaction."""
     by_version: dict[int, list] = {}
     for rollout in rollouts:
         if not rollout.dropped and flags.ROLLOUT_TIMEOUT not in rollout.flags:
             by_version.setdefault(rollout.task.task_version_id, []).append(rollout)
-    for version_id, members in by_version.items():
-        task_version_record_attempts(
-            version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
-        )
+    with transaction.atomic():
+        for version_id, members in by_version.items():
+            task_version_record_attempts(
+                version_id=version_id, passed=sum(m.passed for m in members), total=len(members)
+            )
 
 
 def _evaluate_heldout(trainer: Trainer, step: int) -> None:
@@ -905,22 +970,31 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
     again (the held-out onset signal reads the evaluation)."""
     config, run = trainer.config, trainer.run
     trainer.tracker.set("eval", sandbox_demand(trainer.heldout, each=config.eval_samples))
-    result = heldout_evaluate(
-        trainer.policy,
-        trainer.heldout,
-        samples=config.eval_samples,
-        rollout_config=trainer.rollout_config,
-        seed=config.seed * 1_000_003 + step,
-        scorer=trainer.scorer,
+    result = broker_retry(  # its own seeded generator: a retry draws the same samples
+        lambda: heldout_evaluate(
+            trainer.policy,
+            trainer.heldout,
+            samples=config.eval_samples,
+            rollout_config=trainer.rollout_config,
+            seed=config.seed * 1_000_003 + step,
+            scorer=trainer.scorer,
+        ),
+        what=f"run {run.pk}'s held-out evaluation",
     )
-    services.evaluation_record(
-        run_id=run.pk,
-        step=step,
-        task_set_id=run.eval_task_set_id,
-        samples_per_task=config.eval_samples,
-        result=result,
+    db_retry(
+        lambda: services.evaluation_record(
+            run_id=run.pk,
+            step=step,
+            task_set_id=run.eval_task_set_id,
+            samples_per_task=config.eval_samples,
+            result=result,
+        ),
+        what=f"run {run.pk}'s held-out evaluation record",
     )
-    drift_step(run.pk, step, trainer.drift_config)
+    db_retry(
+        lambda: drift_step(run.pk, step, trainer.drift_config),
+        what=f"run {run.pk}'s drift detectors",
+    )
 
 
 def _checkpoint(trainer: Trainer, step: int) -> None:
@@ -928,6 +1002,11 @@ def _checkpoint(trainer: Trainer, step: int) -> None:
     model and tokenizer, each rank its optimizer, schedule, RNG and sampler states), then
     publish it atomically (rank 0) and keep the newest ``keep_checkpoints``."""
     trainer.tracker.set("checkpoint")
+    with checkpoint.writing(trainer.directory, step):  # a full disk: CheckpointWriteError
+        _checkpoint_write(trainer, step)
+
+
+def _checkpoint_write(trainer: Trainer, step: int) -> None:
     ranks, policy = trainer.ranks, trainer.policy
     staging = checkpoint.staging_dir(trainer.directory, step)
     if ranks.is_main:

@@ -6,11 +6,13 @@ Reading (:func:`~console.core.permissions.may_read_console`) is refused this way
 ===================  =======================================  ==========================
 who                  a page                                   a JSON API
 ===================  =======================================  ==========================
-anonymous            302 to the login page (``?next=`` back)  403 ``{"error"|"detail"}``
+anonymous            302 to the login page (``?next=`` back)  401 ``{"error"|"detail"}``
 signed in, no role   403 with what to ask an admin for        403 ``{"error"|"detail"}``
 ===================  =======================================  ==========================
 
-The websocket accepts and closes at once with 4403 (:mod:`console.consumers`).
+A 401 carries ``WWW-Authenticate: Bearer realm="crucible"`` (:data:`CHALLENGE`): a script signs in
+with a personal API key (``console/apikeys.py``). The websocket accepts and closes at once with
+4403 (:mod:`console.consumers`).
 
 Use :func:`console_read_page` on a function view that renders HTML, :func:`console_read_json` on
 one that answers JSON, :class:`ConsoleRead` as a DRF permission class for the console's reads and
@@ -51,10 +53,17 @@ def page_refusal(request: HttpRequest) -> HttpResponse:
     raise PermissionDenied(NO_ROLE)
 
 
+CHALLENGE = 'Bearer realm="crucible"'
+
+
 def json_refusal(request: HttpRequest) -> JsonResponse:
-    """The answer to a JSON read the console refuses: 403 ``{"error": why}``."""
-    why = NO_ROLE if signed_in(getattr(request, "user", None)) else SIGN_IN
-    return JsonResponse({"error": why}, status=403)
+    """The answer to a JSON read the console refuses: 403 ``{"error": why}`` for a user without
+    a role, 401 with the :data:`CHALLENGE` for a caller not signed in."""
+    if signed_in(getattr(request, "user", None)):
+        return JsonResponse({"error": NO_ROLE}, status=403)
+    response = JsonResponse({"error": SIGN_IN}, status=401)
+    response["WWW-Authenticate"] = CHALLENGE
+    return response
 
 
 def _read_guard(refusal):
@@ -82,8 +91,8 @@ console_read_json = _read_guard(json_refusal)
 
 
 class ConsoleRead(BasePermission):
-    """DRF: the console's read rule. DRF answers an anonymous caller 403 ``{"detail": ...}`` (the
-    session authenticator comes first, so no 401 challenge) and a user without a role 403 with
+    """DRF: the console's read rule. DRF answers an anonymous caller 401 ``{"detail": ...}`` with
+    the API key class's challenge (it comes first) and a user without a role 403 with
     :attr:`message`."""
 
     message = NO_ROLE

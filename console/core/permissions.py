@@ -61,10 +61,11 @@ def signed_in(user) -> bool:
 
 def console_public() -> bool:
     """``settings.CRUCIBLE_CONSOLE_PUBLIC`` when the settings define it, else the environment
-    variable of that name (default true: anonymous read-only viewers)."""
+    variable of that name (default true, anonymous read-only viewers, except with
+    ``CRUCIBLE_PRODUCTION`` on: private)."""
     value = getattr(settings, "CRUCIBLE_CONSOLE_PUBLIC", None)
     if value is None:
-        return env_bool("CRUCIBLE_CONSOLE_PUBLIC", True)
+        return env_bool("CRUCIBLE_CONSOLE_PUBLIC", not env_bool("CRUCIBLE_PRODUCTION", False))
     return bool(value)
 
 

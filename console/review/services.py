@@ -30,6 +30,7 @@ from training.models import TrainingRun, Trajectory
 # Keys a queue's ``filters`` may hold: keyword arguments of training.selectors.trajectory_list.
 FILTER_KEYS = ("step_min", "step_max", "task", "reward_min", "reward_max", "flag", "status")
 MAX_QUEUE_SIZE = 5000
+MAX_REVIEWERS = 100  # reviewers of one item (a queue's reviewers_per_item and quorum)
 DRAFT_SOURCE = "review-drafts"
 DRAFT_TASK_SET = "review-drafts"
 DRAFT_TASK_ID = re.compile(r"^review/[A-Za-z0-9][A-Za-z0-9_.\-/]{0,180}$")

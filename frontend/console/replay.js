@@ -157,8 +157,38 @@
     return "policy_text" in turn ? block("Policy", longText(turn.policy_text, "text policy", 30, 3000)) : null;
   }
 
+  // An agent's turn: its tool calls (arguments and outputs) and the workspace's diff after its
+  // edits, instead of a program and one sandbox execution.
+  const isAgent = (turn) => turn.action === "tool_calls";
+
+  function toolCall(call) {
+    const args = JSON.stringify(call.arguments || {}, null, 1);
+    const head = el("summary", {}, el("b", { text: call.name || "parse error" }),
+      call.call_id ? el("span", { class: "sub", text: ` ${call.call_id} · ${ms((call.seconds || 0) * 1000)}` }) : null,
+      call.error ? el("span", { class: "badge bad", text: "error" }) : el("span", { class: "badge ok", text: "ok" }));
+    return el("details", { class: "tool-call", open: true }, head,
+      call.name ? longText(args, "code tool-args", 12, 1500) : null,
+      longText(call.output, "text tool-output", 20, 3000),
+      call.diff ? el("details", { class: "tool-diff" }, el("summary", { text: "workspace diff after this call" }),
+        longText(call.diff, "code", 60, 6000)) : null);
+  }
+
+  function toolCallsBlock(turn) {
+    const r = turn.sandbox_result || {};
+    const calls = r.tool_calls || [];
+    if (!calls.length && !(r.parse_errors || []).length) {
+      return block("Tool calls", el("p", { class: "none", text: "no tool call in this turn" }));
+    }
+    return block(`Tool calls (${calls.length})`, ...calls.map(toolCall),
+      r.stopped === false ? el("p", { class: "warn", text: "the turn hit its token budget" }) : null);
+  }
+
   function codeBlock(turn, pos) {
     if (!("code" in turn)) return null;
+    if (isAgent(turn)) {
+      return turn.diff && turn.diff.length
+        ? block("Workspace diff after this turn", diffBlock(turn.diff)) : null;
+    }
     if (pos === 0 || !Array.isArray(turn.diff)) return block("Code", longText(turn.code, "code", 80, 8000));
     return block(el("h3", {}, "Code ", el("span", { class: "sub",
       text: turn.diff.length ? `diff from turn ${pos}` : `unchanged from turn ${pos}` })),
@@ -168,11 +198,12 @@
   }
 
   function sandboxBlock(turn) {
+    if (isAgent(turn)) return toolCallsBlock(turn);
     return "sandbox_result" in turn ? block("Sandbox", sandbox(turn)) : null;
   }
 
   function observationBlock(turn) {
-    return "observation" in turn
+    return "observation" in turn && !isAgent(turn)
       ? block("Observation shown to the policy", longText(turn.observation, "text observation", 30, 3000)) : null;
   }
 

@@ -67,6 +67,10 @@ EVIDENCE_ITEMS = 10  # survivors, failing tests, examples kept per stage
 # slot for the suite's whole timeout.
 MUTANT_SLOWDOWN = 10
 MUTANT_MIN_WALL_S = 2.0
+# Bounds of the options: flakiness shows in a handful of runs, and a reference's mutation
+# operators give far fewer distinct mutants than this on any task of the library.
+REFERENCE_RUNS_MAX = 50
+MUTANTS_MAX = 500
 
 
 @dataclass(frozen=True)
@@ -87,13 +91,17 @@ class Options:
 
     def check(self) -> None:
         """Raises InputError naming the first impossible option (``field``: the option's name)."""
-        if self.reference_runs < 1:
+        # Upper bounds too: each reference run and each mutant is a sandbox execution per
+        # version, planned up front (a reference_runs of 10**20 once held a worker's memory).
+        if not 1 <= self.reference_runs <= REFERENCE_RUNS_MAX:
             raise InputError(
-                f"reference_runs must be at least 1, got {self.reference_runs}",
+                f"reference_runs must be from 1 to {REFERENCE_RUNS_MAX}, got {self.reference_runs}",
                 field="reference_runs",
             )
-        if self.mutants < 0:
-            raise InputError(f"mutants must be 0 or more, got {self.mutants}", field="mutants")
+        if not 0 <= self.mutants <= MUTANTS_MAX:
+            raise InputError(
+                f"mutants must be from 0 to {MUTANTS_MAX}, got {self.mutants}", field="mutants"
+            )
         if not 0 <= self.weak_threshold <= 1:
             raise InputError(
                 f"weak_threshold must be in [0, 1], got {self.weak_threshold}",

@@ -57,6 +57,18 @@ TRAINER = {
 # name: the ratio keys (Crucible against its peer), the keys whose numbers must be above zero,
 # the ones that must equal a value or each other, and the ones that must be there.
 CASES = {
+    # Quick levels 2 and 4 concurrent trajectories (full: 8, 32, 128).
+    "agent_rollouts": {
+        "ratios": [f"ratio_trajectories_per_min_crucible_over_trl.{level}" for level in (2, 4)],
+        "positive": [
+            f"{side}.{level}.{key}"
+            for side in ("crucible", "trl")
+            for level in (2, 4)
+            for key in ("trajectories_per_min", "turns_per_s")
+        ]
+        + ["crucible.4.generation_s", "warm_start.seconds"],
+        "present": ["crucible.4.tool_hidden_share", "crucible.4.end_reasons"],
+    },
     "console_streaming": {
         "ratios": ["first_load.ratio_bytes_peer_over_ours", "first_load.ratio_ms_peer_over_ours"],
         "positive": [
@@ -78,6 +90,21 @@ CASES = {
                 "streaming_without_checkpoint_stalls.events_expected",
             ),
         ],
+    },
+    # No peer: the API and console at a fixed rate, and a big step's ingestion while watched.
+    "load": {
+        "ratios": [],
+        "positive": [
+            "requests.requests",
+            *(
+                f"requests.families.{family}.latency_ms.p99"
+                for family in ("api_runs", "api_trajectories", "api_tasks", "console_pages")
+            ),
+            "ingestion.turns_per_s",
+            "ingestion.fanout.record_to_receipt_ms.p99",
+        ],
+        "equal": {"requests.errors": 0, "ingestion.console_during.errors": 0},
+        "same": [("ingestion.fanout.events_received", "ingestion.fanout.events_expected")],
     },
     # Cold build, cache hit and first-mount verification against a fresh venv per use.
     "environments": {

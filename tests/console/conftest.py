@@ -71,7 +71,8 @@ def serve_console(**env_extra: str):
 @pytest.fixture
 def browser_page():
     """A chromium page (1440 x 900) that collects the page's JavaScript errors in
-    ``page.errors``."""
+    ``page.errors``, and every Content-Security-Policy violation the browser reports (a blocked
+    script or style reaches no error handler: only the console says it)."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 (only browser tests load it)
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -80,5 +81,13 @@ def browser_page():
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.errors = []
         page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        page.on(
+            "console",
+            lambda message: (
+                page.errors.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
         yield page
         browser.close()

@@ -1,8 +1,9 @@
 """The console's read rule (console/core/access.py) on every read page and JSON API of the URLconf.
 
 Private (``CRUCIBLE_CONSOLE_PUBLIC`` off): an anonymous visitor is sent to the login page (pages) or
-refused 403 (JSON); a signed-in user without a role gets 403; a viewer reads. Public: anonymous
-visitors read. The review pages need a signed-in user in either mode, and a role while private.
+refused 401 with a challenge (JSON); a signed-in user without a role gets 403; a viewer reads.
+Public: anonymous visitors read. The review pages need a signed-in user in either mode, and a
+role while private.
 
 The task library needs a signed-in user in either mode, and a role while private.
 
@@ -103,6 +104,8 @@ EXEMPT = {
     "favicon": "the console's icon",
     "favicon-ico": "the console's icon, where browsers look by default",
     "logout": "signing out",
+    "api-keys": "the signed-in user's own API keys (tests/security/test_api_keys.py)",
+    "api-key-revoke": "revokes one of the signed-in user's keys (tests/security/test_api_keys.py)",
     "admin:*": "Django's admin: staff only",
     "api-schema": "the API's documentation (drf-spectacular): its shape, no data",
     "api-docs": "the API's documentation (Swagger UI)",
@@ -240,9 +243,11 @@ def test_private_console_refuses_anonymous_and_roleless_readers_and_admits_viewe
     if kind == "page":
         assert_sent_to_login(anonymous, path)
     else:
-        assert anonymous.status_code == 403 and anonymous["Content-Type"].startswith(
+        # Not signed in: 401 with the challenge a script answers (a bearer API key).
+        assert anonymous.status_code == 401 and anonymous["Content-Type"].startswith(
             "application/json"
         ), (path, anonymous.status_code, anonymous.content[:200])
+        assert anonymous["WWW-Authenticate"] == 'Bearer realm="crucible"', path
     roleless = get(path, world.nobody)
     assert roleless.status_code == 403, (path, roleless.status_code)
     assert b"viewers" in roleless.content, "the refusal says which role to ask for"
@@ -284,7 +289,7 @@ def test_task_library_needs_a_sign_in_always_and_a_role_while_private(world, set
         if kind == "page":
             assert_sent_to_login(anonymous, path)
         else:
-            assert anonymous.status_code == 403, (path, public, anonymous.status_code)
+            assert anonymous.status_code == 401, (path, public, anonymous.status_code)
         assert get(path, world.viewer).status_code == 200, (path, public)
         roleless = get(path, world.nobody)
         assert roleless.status_code == (200 if public else 403), (

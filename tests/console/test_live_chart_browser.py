@@ -82,6 +82,10 @@ def test_chart_gains_steps_live_and_backfills_on_reload(console_server, running_
         page = browser.new_page(viewport={"width": 1400, "height": 700})
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on(  # a script or style the Content-Security-Policy blocks: only the console says
+            "console",
+            lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+        )
         sockets = []
         page.on("websocket", lambda ws: sockets.append(ws))
         scripts = []

@@ -328,3 +328,20 @@ def test_the_cache_is_the_configured_redis_and_round_trips(settings):
     finally:
         cache.delete_many([key, f"{key}-n"])
     assert cache.get(key) is None
+
+
+# --- who may read by default ------------------------------------------------------------------
+
+
+def _public(env: dict[str, str]) -> bool:
+    env = {k: v for k, v in env.items() if k != "CRUCIBLE_CONSOLE_PUBLIC"}
+    return settings_of(env, "CRUCIBLE_CONSOLE_PUBLIC")["CRUCIBLE_CONSOLE_PUBLIC"]
+
+
+def test_production_is_private_unless_opened_on_purpose(tmp_path):
+    assert _public(production_env(tmp_path)) is False
+    assert _public(clean_env(tmp_path)) is True  # the laptop console stays open
+    opened = production_env(tmp_path)
+    assert settings_of(
+        {**opened, "CRUCIBLE_CONSOLE_PUBLIC": "true"}, "CRUCIBLE_CONSOLE_PUBLIC"
+    ) == {"CRUCIBLE_CONSOLE_PUBLIC": True}

@@ -4,9 +4,10 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import STEP_MAX, bounded
 from console.core.stack import ServiceError, Stack
 from console.scenario_data import DATA_CONFIG, data_task_set
-from console.scenarios import HACKING_CONFIG, hacking_task_sets
+from console.scenarios import AGENT_CONFIG, HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
@@ -56,17 +57,19 @@ class Command(BaseCommand):
         parser.add_argument("--headless", action="store_true", help="exit when the run ends")
         parser.add_argument(
             "--steps",
-            type=int,
+            type=bounded(1, STEP_MAX),
             default=None,
             help="GRPO steps of the demo run (default 20; 30 for --scenario hacking, 6 for data)",
         )
         parser.add_argument(
             "--demo-tasks",
-            type=int,
+            type=bounded(1, 10_000),
             default=None,
-            help="tasks in the demo task set (default 16; 8 for --scenario hacking)",
+            help="tasks in the demo task set (default 16; 8 for --scenario hacking or agent)",
         )
-        parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
+        parser.add_argument(
+            "--port", type=bounded(1, 65_535), default=8000, help="console port (default 8000)"
+        )
         parser.add_argument(
             "--set",
             action="append",
@@ -77,25 +80,29 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--scenario",
-            choices=("default", "hacking", "data"),
+            choices=("default", "hacking", "data", "agent"),
             default="default",
             help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
             "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
             "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
             "hard-coding flags and the onset alerts in the console; data: import the numpy/pandas "
             "and Python 3.13 task sets, build their environments into the store (once), validate "
-            "and train on them",
+            "and train on them; agent: the policy as a tool-using agent in sandbox sessions (view, "
+            "edit, run the tests, submit), SFT on scripted demonstrations, then GRPO over "
+            "multi-turn rollouts",
         )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
         self.scenario = scenario
         if demo_tasks is None:
-            demo_tasks = 8 if scenario == "hacking" else 16
+            demo_tasks = 8 if scenario in ("hacking", "agent") else 16
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
             steps = {"hacking": 30, "data": 6}.get(scenario, 20)
-        defaults = {"hacking": HACKING_CONFIG, "data": DATA_CONFIG}.get(scenario, DEMO_CONFIG)
+        defaults = {"hacking": HACKING_CONFIG, "data": DATA_CONFIG, "agent": AGENT_CONFIG}.get(
+            scenario, DEMO_CONFIG
+        )
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
         except ConfigError as exc:
@@ -104,7 +111,7 @@ class Command(BaseCommand):
         summary = None
         self.launched: list[int] = []
         try:
-            with Stack() as stack:
+            with Stack(supervise=True) as stack:
                 stack.check_web_port(port)
                 stack.worker()
                 stack.sandbox_workers()
@@ -214,6 +221,8 @@ class Command(BaseCommand):
             "hacking": "the main job's hacking scenario: exploitable tasks, honest held-out set",
             "data": "the main job's data scenario: numpy/pandas and Python 3.13 tasks, each "
             "graded in its environment version",
+            "agent": "the main job's agent scenario: tool calls in sandbox sessions, SFT on "
+            "scripted demonstrations, then GRPO over multi-turn rollouts",
         }
         try:
             run = run_create(

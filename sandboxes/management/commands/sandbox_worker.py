@@ -7,6 +7,7 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import bounded
 from console.core.metrics import serve_for_command
 from console.core.stack import ServiceError, Stack, redacted_url
 from sandboxes.autoscale import ScalePolicy, Supervisor
@@ -30,13 +31,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--concurrency",
-            type=int,
+            type=bounded(0, 1024),
             default=os.cpu_count() or 2,
             help="concurrent executions per worker process (default: the number of CPUs)",
         )
         parser.add_argument(
             "--session-slots",
-            type=int,
+            type=bounded(0, 1024),
             default=None,
             help="slots holding sandbox sessions (persistent workspaces, sandboxes/sessions/), "
             "each with its own session zygote; default: as many as --concurrency; 0: none; "
@@ -46,33 +47,33 @@ class Command(BaseCommand):
         # between --min-workers and --max-workers worker processes of --concurrency slots each.
         parser.add_argument(
             "--min-workers",
-            type=int,
+            type=bounded(0, 1024),
             default=None,
             help="autoscale: the floor of worker processes (default 1 when --max-workers is given; "
             "alone: that many supervised workers, a fixed pool)",
         )
         parser.add_argument(
             "--max-workers",
-            type=int,
+            type=bounded(0, 1024),
             default=None,
             help="autoscale: the ceiling of worker processes; turns the autoscaler on",
         )
         parser.add_argument(
             "--scale-interval",
-            type=float,
+            type=bounded(0.01, 3600.0, float),
             default=0.5,
             help="autoscale: seconds between two readings of the demand (default 0.5)",
         )
         parser.add_argument(
             "--scale-down-delay",
-            type=float,
+            type=bounded(0.0, 86_400.0, float),
             default=10.0,
             help="autoscale: seconds the demand must stay lower before the pool shrinks "
             "(the HPA's scale-down stabilisation window; default 10)",
         )
         parser.add_argument(
             "--drain-timeout",
-            type=float,
+            type=bounded(0.0, 86_400.0, float),
             default=60.0,
             help="autoscale: seconds a worker being removed may take to finish what it "
             "holds before it is killed (default 60)",

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import bounded
 from console.core.stack import ServiceError, Stack
 from tasks_library.evaluation import pass_at_ks, read_samples, score_samples
 from tasks_library.importers import ImportFormatError
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--parallelism",
-            type=int,
+            type=bounded(1, 1024),
             default=None,
             help=(
                 "sandbox worker slots to start when no sandbox worker is running (default: the "

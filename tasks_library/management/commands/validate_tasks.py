@@ -3,11 +3,17 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import bounded
 from console.core.stack import ServiceError, Stack
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from tasks_library.services import command_line_author, task_set_pin
-from tasks_library.validation.pipeline import Options, task_versions_validate
+from tasks_library.validation.pipeline import (
+    MUTANTS_MAX,
+    REFERENCE_RUNS_MAX,
+    Options,
+    task_versions_validate,
+)
 from tasks_library.validation.testgen import task_versions_generate_tests
 
 
@@ -27,7 +33,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--parallelism",
-            type=int,
+            type=bounded(1, 1024),
             default=None,
             help=(
                 "sandbox worker slots to start when no sandbox worker is running (default: the "
@@ -36,7 +42,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--reference-runs",
-            type=int,
+            type=bounded(1, REFERENCE_RUNS_MAX),
             default=Options.reference_runs,
             help=(
                 "times the reference runs; disagreement marks the version flaky (default "
@@ -45,13 +51,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--mutants",
-            type=int,
+            type=bounded(0, MUTANTS_MAX),
             default=Options.mutants,
             help="most mutants per version; 0 skips mutation testing (default %(default)s)",
         )
         parser.add_argument(
             "--weak-threshold",
-            type=float,
+            type=bounded(0.0, 1.0, float),
             default=Options.weak_threshold,
             help="mutation score under which a suite is weak (default %(default)s)",
         )
@@ -60,7 +66,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--generate-tests",
-            type=int,
+            type=bounded(0, 1000),
             default=0,
             metavar="N",
             help=(

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import ID_MAX, bounded
 from tasks_library.services import command_line_author
 from training.models import TrainingRun
 from training.services import InvalidTransition, run_cancel
@@ -13,7 +14,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("run_id", type=int, help="id of the run to cancel")
+        parser.add_argument("run_id", type=bounded(1, ID_MAX), help="id of the run to cancel")
         parser.add_argument(
             "--reason", default="", help="why, recorded on the run (default: cancelled by USER)"
         )

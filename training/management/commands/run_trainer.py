@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import ID_MAX, bounded
 from console.core.metrics import serve_for_command
 from training.models import TrainingRun
 from training.trainer import train_run
@@ -12,7 +13,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("run_id", type=int, help="id of a run in status 'launching'")
+        parser.add_argument(
+            "run_id", type=bounded(1, ID_MAX), help="id of a run in status 'launching'"
+        )
 
     def handle(self, *args, run_id: int, **options):
         if not TrainingRun.objects.filter(pk=run_id).exists():

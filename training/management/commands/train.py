@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import STEP_MAX, bounded
 from console.core.stack import ServiceError, Stack
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from tasks_library.services import command_line_author
@@ -24,7 +25,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--taskset", required=True, help="task set to train on (its valid versions)"
         )
-        parser.add_argument("--steps", type=int, required=True, help="number of GRPO steps")
+        parser.add_argument(
+            "--steps", type=bounded(1, STEP_MAX), required=True, help="number of GRPO steps"
+        )
         parser.add_argument(
             "--set",
             action="append",
@@ -91,7 +94,7 @@ class Command(BaseCommand):
         except (TaskSetNotFound, ConfigError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         try:
-            with Stack() as stack:
+            with Stack(supervise=True) as stack:
                 stack.worker()
                 for runtime in runtimes_of(task_set_versions(task_set=task_set)):
                     stack.sandbox_workers(runtime, concurrency=config.sandbox_parallelism)

@@ -1,0 +1,43 @@
+"""What ``/healthz`` checks: what a console process needs to serve a request.
+
+* ``database``: one ``SELECT 1`` on the default connection (SQLite file or PostgreSQL);
+* ``redis``: a ``PING`` of ``settings.REDIS_URL`` (channel layer, cache, broker, sandbox queue).
+
+Each check answers ``"ok"`` or why it failed, within :data:`TIMEOUT_S` seconds.
+"""
+
+from __future__ import annotations
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+TIMEOUT_S = 2.0  # a probe (Kubernetes: 1 s by default, 3 retries) must not hang on a dead peer
+
+
+def database() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        return f"unreachable: {type(exc).__name__}: {exc}".strip()
+    return "ok"
+
+
+def redis_server() -> str:
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
+    )
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as exc:
+        return f"unreachable: {type(exc).__name__}: {exc}"
+    finally:
+        client.close()
+    return "ok"
+
+
+def checks() -> dict[str, str]:
+    """``{"database": "ok" | why, "redis": "ok" | why}``."""
+    return {"database": database(), "redis": redis_server()}

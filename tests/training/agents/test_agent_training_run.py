@@ -1,0 +1,58 @@
+"""A training run with rollout_mode="agent" end to end, in a real trainer process: SFT on
+scripted demonstrations, GRPO steps over multi-turn tool-using rollouts, trajectories and their
+tool calls recorded; the default local policy and a Qwen2 checkpoint take the same path."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.training.conftest import finish, launch, tiny_run
+from training.config import ConfigError, RunConfig
+from training.models import StepMetric, TrainingRun, Turn
+
+from .checkpoints import qwen2_checkpoint
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+AGENT = {
+    "rollout_mode": "agent",
+    "steps": 2,
+    "max_turns": 3,
+    "max_new_tokens": 48,
+    "sft_epochs": 2,
+    "sft_batch_size": 4,
+}
+
+
+def check_run(run: TrainingRun, output: str) -> None:
+    run.refresh_from_db()
+    assert run.status == TrainingRun.SUCCEEDED, output
+    metrics = list(StepMetric.objects.filter(run=run).order_by("step"))
+    assert [m.step for m in metrics] == [1, 2]
+    for metric in metrics:
+        assert metric.metrics["agent/turns_mean"] >= 1
+        assert "agent/tool_hidden_share" in metric.metrics
+        assert metric.metrics["groups/total"] >= 1 and "loss/policy" in metric.metrics
+    turns = Turn.objects.filter(trajectory__run=run)
+    assert turns.exists()
+    for turn in turns[:20]:
+        assert turn.token_ids and len(turn.token_ids) == len(turn.logprobs)
+        assert "tool_calls" in turn.sandbox_result and "message" in turn.sandbox_result
+    assert run.summary["sft/examples"] == 3
+
+
+def test_the_default_policy_trains_as_an_agent(trained_task_set):
+    run = tiny_run(trained_task_set, **AGENT)
+    check_run(run, finish(launch(run)))
+
+
+def test_a_qwen2_checkpoint_trains_through_the_same_path(trained_task_set, tmp_path):
+    directory = qwen2_checkpoint(tmp_path / "qwen2")
+    run = tiny_run(trained_task_set, **AGENT, model_path=str(directory))
+    check_run(run, finish(launch(run)))
+
+
+@pytest.mark.parametrize(("key", "value"), [("eval_every", 2), ("lora", {"r": 4})])
+def test_what_agent_runs_do_not_do_yet_is_refused(key, value):
+    with pytest.raises(ConfigError, match=f"'{key}' is not available with rollout_mode 'agent'"):
+        RunConfig.from_dict({"rollout_mode": "agent", key: value})

@@ -1,0 +1,1 @@
+"""Tool-using agents: chat templates, tool-call parsing, tools, environments, rollouts."""

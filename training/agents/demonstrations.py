@@ -1,0 +1,231 @@
+"""Demonstrations for the warm start: scripted from each task's reference, or read from JSONL.
+
+A scripted demonstration is an expert trajectory recorded in a real session through the
+task's environment (so every observation is what the tools really answered): view the file,
+write the reference, run the visible tests, submit. :func:`render` turns any demonstration
+into ``(ids, mask)`` in the policy's own template with the rollouts' masks: the prompt and
+the observations 0, each assistant turn (as the template writes it, end-of-turn token
+included) 1.
+
+JSONL format (one demonstration a line; collected elsewhere, e.g. from a stronger model)::
+
+    {"messages": [{"role": "system", "content": "..."},
+                  {"role": "user", "content": "..."},
+                  {"role": "assistant", "content": "...", "tool_calls": [
+                      {"id": "call_0", "type": "function",
+                       "function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}]},
+                  {"role": "tool", "tool_call_id": "call_0", "content": "..."},
+                  ...],
+     "tools": [{"type": "function", "function": {"name": ..., "parameters": {...}}}]}
+
+OpenAI-style: ``arguments`` is a JSON object or a string holding one; ``tools`` is optional
+(default: the function-task environment's tools).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from console.core.errors import InputError
+from sandboxes.sessions import open_session
+from training.agents.chat import ChatTemplate
+from training.agents.environment import Environment, FunctionTaskEnvironment
+from training.agents.parsers import ParsedMessage, ToolCall
+from training.agents.tools import coding_tools
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass
+class Demonstration:
+    """A conversation to imitate: OpenAI-style ``messages`` and the ``tools`` schemas."""
+
+    messages: list[dict]
+    tools: list[dict]
+
+
+def record(env: Environment, turns: list[list[tuple[str, dict]]]) -> Demonstration:
+    """Play scripted ``turns`` (each a list of ``(tool, arguments)`` calls) through ``env`` in a
+    fresh session and record the conversation with the tools' real answers.
+
+    Raises:
+        SessionLost: the session was lost.
+    """
+    with open_session(env.workspace(), limits=env.session_limits) as session:
+        opening = env.open(session)
+        messages = opening.messages()
+        for calls in turns:
+            parsed = ParsedMessage(
+                content="",
+                tool_calls=[
+                    ToolCall(id=f"call_{i}", name=name, arguments=args)
+                    for i, (name, args) in enumerate(calls)
+                ],
+            )
+            messages.append(parsed.to_message())
+            step = env.step(parsed)
+            if step.done:
+                break
+            messages += step.observations
+    return Demonstration(messages=messages, tools=opening.tools)
+
+
+def scripted_function_demonstration(env: FunctionTaskEnvironment) -> Demonstration:
+    """The expert trajectory of a function task: view ``solution.py``, insert the reference
+    body after the prompt's last line, run the visible tests, submit."""
+    task, path = env.task, env.SOLUTION
+    last_line = task.prompt.rstrip("\n").count("\n") + 1
+    body = task.reference_solution.rstrip("\n")
+    return record(
+        env,
+        [
+            [("file_editor", {"command": "view", "path": path})],
+            [
+                (
+                    "file_editor",
+                    {"command": "insert", "path": path, "insert_line": last_line, "new_str": body},
+                )
+            ],
+            [("run_tests", {})],
+            [("submit", {})],
+        ],
+    )
+
+
+def render(chat: ChatTemplate, demonstration: Demonstration) -> tuple[list[int], list[int]]:
+    """``(ids, mask)`` of ``demonstration`` in ``chat``'s template: mask 1 exactly on the
+    assistant turns (as the template writes them, end-of-turn included).
+
+    Raises:
+        InputError: the conversation does not open with system/user messages or holds no
+            assistant turn.
+    """
+    messages = demonstration.messages
+    opening = 0
+    while opening < len(messages) and messages[opening]["role"] in ("system", "user"):
+        opening += 1
+    if opening == 0:
+        raise InputError(
+            "a demonstration must open with a system or user message", field="messages"
+        )
+    ids = chat.prompt_ids(messages[:opening], tools=demonstration.tools)
+    mask = [0] * len(ids)
+    pending: list[dict] = []
+    trained = False
+    for message in messages[opening:]:
+        if message["role"] == "assistant":
+            if pending:
+                observation = chat.observation_ids(pending)
+                ids, mask = ids + observation, mask + [0] * len(observation)
+                pending = []
+            turn = chat.assistant_ids(message)
+            ids, mask = ids + turn, mask + [1] * len(turn)
+            trained = True
+        else:
+            pending.append(message)
+    if not trained:
+        raise InputError("a demonstration needs at least one assistant turn", field="messages")
+    return ids, mask
+
+
+def _check_message(message, where: str) -> dict:
+    if not isinstance(message, dict) or message.get("role") not in ROLES:
+        raise InputError(f"{where}: a message needs a role among {', '.join(ROLES)}", field=where)
+    content = message.get("content", "")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise InputError(f"{where}: content must be a string", field=where)
+    out = {"role": message["role"], "content": content}
+    calls = message.get("tool_calls")
+    if calls is not None:
+        if message["role"] != "assistant" or not isinstance(calls, list):
+            raise InputError(
+                f"{where}: tool_calls must be a list on an assistant message", field=where
+            )
+        out["tool_calls"] = []
+        for index, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            arguments = function.get("arguments", {}) if isinstance(function, dict) else None
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError:
+                    arguments = None
+            if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+                raise InputError(
+                    f"{where}.tool_calls[{index}]: needs function.name (a string) and "
+                    f"function.arguments (a JSON object, or a string holding one)",
+                    field=where,
+                )
+            out["tool_calls"].append(
+                {
+                    "id": str(call.get("id", f"call_{index}")),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+            )
+    return out
+
+
+def load_demonstrations(path: Path) -> list[Demonstration]:
+    """Read a JSONL demonstrations file (see the module for the format).
+
+    Raises:
+        InputError: a line that is not JSON or not a demonstration (the line number and the
+            field are named); a file with no demonstration.
+    """
+    default_tools = [t.schema() for t in coding_tools()]
+    out = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: not JSON ({exc.msg})", field="demonstrations") from exc
+            if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+                raise InputError(f'{where}: needs a "messages" list', field="demonstrations")
+            messages = [
+                _check_message(m, f"{where} messages[{i}]") for i, m in enumerate(row["messages"])
+            ]
+            if not any(m["role"] == "assistant" for m in messages):
+                raise InputError(
+                    f"{where}: no assistant message to learn from", field="demonstrations"
+                )
+            tools = row.get("tools", default_tools)
+            if not isinstance(tools, list):
+                raise InputError(
+                    f'{where}: "tools" must be a list of schemas', field="demonstrations"
+                )
+            out.append(Demonstration(messages=messages, tools=tools))
+    if not out:
+        raise InputError(f"{path} holds no demonstration", field="demonstrations")
+    return out
+
+
+def write_demonstrations(path: Path, demonstrations: list[Demonstration]) -> None:
+    """Write ``demonstrations`` as JSONL (arguments as JSON strings, as OpenAI writes them)."""
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for demo in demonstrations:
+            messages = []
+            for message in demo.messages:
+                message = dict(message)
+                if "tool_calls" in message:
+                    message["tool_calls"] = [
+                        {
+                            **c,
+                            "function": {
+                                **c["function"],
+                                "arguments": json.dumps(c["function"]["arguments"]),
+                            },
+                        }
+                        for c in message["tool_calls"]
+                    ]
+                messages.append(message)
+            handle.write(json.dumps({"messages": messages, "tools": demo.tools}) + "\n")

@@ -1,0 +1,294 @@
+"""The environment interface: one episode of one task version, in one sandbox session.
+
+    env = environment_for(task)                 # a TaskSpec (a task version, detached)
+    opening = env.open(session)                 # system and user prompt, the tools
+    step = env.step(parsed_message)             # observation messages, done
+    request = env.grading_request()             # the final workspace, graded in a fresh sandbox
+    env.close()
+
+A new task family is one subclass (:class:`Environment`) naming its workspace, prompts, tools
+and visible tests, registered in :data:`ENVIRONMENTS` under its kind; the turn logic
+(parse errors, unknown tools, arguments, truncation, submit) is shared here. Repository
+tasks implement the same four methods with a repository workspace.
+
+The environment keeps what the policy must not control: the session, tool limits, the
+visible tests' runner. Grading never runs in the session: :meth:`grading_request` takes the
+session's changes, applies them to the task's own files with the test configuration
+restored (``sandboxes.sessions.files_to_grade``), and builds the hidden-test request for a
+fresh sandbox.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from sandboxes import result as R
+from sandboxes.queue import run_many
+from sandboxes.sessions import (
+    Session,
+    SessionLimits,
+    Workspace,
+    files_to_grade,
+    text_files,
+)
+from sandboxes.suites import harness
+from training.agents.parsers import ParsedMessage
+from training.agents.tools import (
+    Tool,
+    ToolContext,
+    ToolLimits,
+    ToolResult,
+    coding_tools,
+    run_call,
+)
+from training.agents.trajectory import ToolRecord
+from training.rollout import TaskSpec, task_limits
+
+NO_CALL = (
+    "Your message had no tool call. Call a tool inside <tool_call></tool_call>, or call "
+    "submit when you are done."
+)
+
+
+@dataclass
+class Opening:
+    """The start of an episode: the opening messages and the tools' schemas."""
+
+    system: str
+    user: str
+    tools: list[dict]
+
+    def messages(self) -> list[dict]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user},
+        ]
+
+
+@dataclass
+class Step:
+    """The environment's answer to one assistant turn.
+
+    Attributes:
+        observations: the messages the policy sees next (``tool`` messages, in call order).
+        records: the calls as run (parse errors included, ``call_id`` ``""``).
+        done: the episode ended (``submit``).
+        edited: a call changed the workspace.
+    """
+
+    observations: list[dict] = field(default_factory=list)
+    records: list[ToolRecord] = field(default_factory=list)
+    done: bool = False
+    edited: bool = False
+
+
+class Environment(ABC):
+    """One episode of one task version (subclass per task family).
+
+    Args:
+        task: the task version.
+        tool_limits: caps of each call (timeouts, output budget).
+        max_calls_per_turn: calls past this many in one turn are refused (error observation).
+    """
+
+    kind: str = ""
+    session_limits = SessionLimits(idle_timeout_s=300.0, max_lifetime_s=3600.0)
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        *,
+        tool_limits: ToolLimits | None = None,
+        max_calls_per_turn: int = 8,
+    ) -> None:
+        self.task = task
+        self.tool_limits = tool_limits or ToolLimits()
+        self.max_calls_per_turn = max_calls_per_turn
+        self.context: ToolContext | None = None
+        self._tools = {tool.name: tool for tool in self.tools()}
+
+    # What a task family defines.
+    @abstractmethod
+    def workspace(self) -> Workspace:
+        """The files the session starts with (never the hidden tests)."""
+
+    @abstractmethod
+    def prompts(self) -> tuple[str, str]:
+        """``(system, user)`` prompts of the episode."""
+
+    @abstractmethod
+    def tools(self) -> list[Tool]:
+        """The tools the policy gets."""
+
+    @abstractmethod
+    def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
+        """Run the visible tests on the workspace ``files`` (path -> content) and say what
+        happened."""
+
+    @abstractmethod
+    def grading_request(self, files: dict[str, bytes]) -> dict:
+        """The queue request that grades the final workspace ``files`` on the hidden tests."""
+
+    def graded_code(self, files: dict[str, bytes]) -> str:
+        """The program of the final workspace ``files`` that reward components and code
+        detectors read; ``""`` where the family has no single program."""
+        return ""
+
+    # The shared episode logic.
+    @property
+    def session(self) -> Session:
+        if self.context is None:
+            raise RuntimeError("the environment is not open")
+        return self.context.session
+
+    def open(self, session: Session) -> Opening:
+        """Start the episode in ``session`` (opened on :meth:`workspace`)."""
+        self.context = ToolContext(
+            session=session, limits=self.tool_limits, run_visible_tests=self._run_visible
+        )
+        system, user = self.prompts()
+        return Opening(system=system, user=user, tools=[t.schema() for t in self._tools.values()])
+
+    def final_files(self) -> dict[str, bytes]:
+        """The workspace as a grading takes it: the task's files with the session's changes,
+        test configuration restored from the task."""
+        return files_to_grade(self.session.changes(), self.workspace().files())
+
+    def _run_visible(self) -> ToolResult:
+        return self.visible_tests(self.final_files())
+
+    def step(self, message: ParsedMessage) -> Step:
+        """Answer one parsed assistant turn: one ``tool`` message per parse error and per call.
+
+        Raises:
+            SessionLost: the session is gone (the trajectory is dropped, not scored).
+        """
+        step = Step()
+        for error in message.errors:
+            step.records.append(
+                ToolRecord(call_id="", name="", arguments={}, output=error, error=True)
+            )
+            step.observations.append({"role": "tool", "content": f"error: {error}"})
+        if not message.tool_calls and not message.errors:
+            step.records.append(
+                ToolRecord(call_id="", name="", arguments={}, output=NO_CALL, error=True)
+            )
+            step.observations.append({"role": "tool", "content": NO_CALL})
+        for index, call in enumerate(message.tool_calls):
+            if index >= self.max_calls_per_turn:
+                record = ToolRecord(
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    output=f"refused: at most {self.max_calls_per_turn} calls per turn",
+                    error=True,
+                )
+                result = ToolResult(record.output, error=True)
+            else:
+                record, result = run_call(self._tools, call, self.context)
+            if result.edited:
+                step.edited = True
+                record.diff = self.session.diff(max_bytes=16 * 1024)
+            step.records.append(record)
+            step.observations.append(
+                {"role": "tool", "content": ("error: " if result.error else "") + record.output}
+            )
+            if result.done:
+                step.done = True
+                break
+        return step
+
+    def close(self) -> None:
+        """Close the session (idempotent)."""
+        if self.context is not None:
+            self.context.session.close()
+
+
+def test_report(result: R.ExecutionResult) -> str:
+    """What the policy is shown of a visible-test run: counts, then each failure."""
+    lines = [f"{result.status}: {result.tests_passed}/{result.tests_total} visible tests passed"]
+    for test in result.tests:
+        if not test.passed:
+            lines.append(f"FAILED {test.id}: {test.error[:300]}")
+    if result.stderr.strip():
+        lines.append("[stderr]\n" + result.stderr.strip()[-1000:])
+    return "\n".join(lines)
+
+
+class FunctionTaskEnvironment(Environment):
+    """A function task (HumanEval-style): ``solution.py`` holds the prompt (signature and
+    docstring); the policy completes it with the file editor, runs the visible tests, and
+    submits. Grading runs the final ``solution.py`` on the hidden tests."""
+
+    kind = "function"
+    SOLUTION = "solution.py"
+
+    def workspace(self) -> Workspace:
+        return Workspace.from_files({**self.task.files, self.SOLUTION: self.task.prompt})
+
+    def prompts(self) -> tuple[str, str]:
+        system = (
+            "You are a coding agent working in a sandboxed workspace. Use the tools to read and "
+            "edit files and to run the visible tests. When the tests pass, call submit."
+        )
+        user = (
+            f"Complete the function `{self.task.entry_point}` in {self.SOLUTION} so that it "
+            f"does what its docstring says. Hidden tests will grade it after you submit."
+        )
+        return system, user
+
+    def tools(self) -> list[Tool]:
+        return coding_tools()
+
+    def _code_and_files(self, files: dict[str, bytes]) -> tuple[str, dict[str, str]]:
+        text = text_files(
+            {p: c for p, c in files.items() if p == self.SOLUTION or p in self.task.files}
+        )
+        return text.pop(self.SOLUTION, ""), text
+
+    def _request(self, files: dict[str, bytes], tests: str) -> dict:
+        code, others = self._code_and_files(files)
+        return harness(self.task.harness).request(
+            code,
+            tests,
+            self.task.entry_point,
+            prompt=self.task.prompt,
+            limits=task_limits(self.task),
+            files=others,
+            setup=self.task.setup_code,
+        )
+
+    def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
+        if not self.task.visible_tests.strip():
+            return ToolResult("this task has no visible tests", error=True)
+        try:
+            request = self._request(files, self.task.visible_tests)
+        except ValueError as exc:
+            return ToolResult(f"cannot run the tests: {exc}", error=True)
+        [result] = run_many([request])
+        if result.status == R.INFRA_ERROR:
+            [result] = run_many([request])
+        if result.status == R.INFRA_ERROR:
+            return ToolResult("the test sandbox failed (not your code); try again", error=True)
+        return ToolResult(test_report(result), error=not result.passed)
+
+    def grading_request(self, files: dict[str, bytes]) -> dict:
+        return self._request(files, self.task.hidden_tests)
+
+    def graded_code(self, files: dict[str, bytes]) -> str:
+        return self._code_and_files(files)[0]
+
+
+ENVIRONMENTS: dict[str, type[Environment]] = {FunctionTaskEnvironment.kind: FunctionTaskEnvironment}
+
+
+def environment_for(task: TaskSpec, **options) -> Environment:
+    """The environment of ``task``'s family (function tasks today; repository and file tasks
+    register theirs in :data:`ENVIRONMENTS`)."""
+    kind = getattr(task, "kind", "") or FunctionTaskEnvironment.kind
+    if kind not in ENVIRONMENTS:
+        raise ValueError(
+            f"no agent environment for task kind {kind!r}; known: {', '.join(sorted(ENVIRONMENTS))}"
+        )
+    return ENVIRONMENTS[kind](task, **options)

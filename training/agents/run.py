@@ -1,0 +1,112 @@
+"""What a training run does differently under ``rollout_mode="agent"`` (called by the trainer).
+
+- the policy: a checkpoint from ``model_path`` loaded with its own chat template
+  (:func:`~training.agents.policy.load_agent_policy`), or the default local policy built
+  with the ChatML tool template, its tokenizer trained on the tasks' rendered openings,
+  prompts and reference solutions;
+- the warm start: SFT on demonstrations, scripted from each task's reference through its
+  environment in real sessions, or read from ``sft_data`` (the JSONL format of
+  :mod:`training.agents.demonstrations`), rendered in the policy's template with the
+  rollouts' masks;
+- the rollouts: :func:`~training.agents.rollout.collect_agent_rollouts`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from training.agents.chat import chatml_text
+from training.agents.demonstrations import (
+    Demonstration,
+    load_demonstrations,
+    render,
+    scripted_function_demonstration,
+)
+from training.agents.environment import FunctionTaskEnvironment, environment_for
+from training.agents.policy import AgentPolicy, build_agent_policy, load_agent_policy
+from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
+from training.algorithms.sft import sft_settings, sft_train
+from training.rollout import TaskSpec
+
+DEFAULT_CONTEXT = 2048  # the default local policy's context length, in tokens
+
+
+def corpus(tasks: list[TaskSpec]) -> list[str]:
+    """Texts the default policy's tokenizer learns merges from: each task's opening as the
+    template renders it (system prompt, tool schemas, user prompt), a scripted call of each
+    tool, its prompt and its reference."""
+    texts = []
+    for task in tasks:
+        env = environment_for(task)
+        system, user = env.prompts()
+        calls = [
+            {"name": "file_editor", "arguments": {"command": "view", "path": "solution.py"}},
+            {"name": "run_tests", "arguments": {}},
+            {"name": "submit", "arguments": {}},
+        ]
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": user},
+            *(
+                {"role": "assistant", "content": "", "tool_calls": [{"function": call}]}
+                for call in calls
+            ),
+        ]
+        texts.append(chatml_text(messages, [t.schema() for t in env.tools()]))
+        texts.append(task.prompt + task.reference_solution)
+        texts.append(json.dumps({"new_str": task.reference_solution}))
+    return texts
+
+
+def build_policy(config, tasks: list[TaskSpec], device: torch.device) -> AgentPolicy:
+    """The run's agent policy: ``model_path`` loaded as it is, or the default local one."""
+    if config.model_path:
+        return load_agent_policy(Path(config.model_path), device=device, dtype=torch.float32)
+    return build_agent_policy(
+        corpus(tasks),
+        n_embd=config.n_embd,
+        n_layer=config.n_layer,
+        n_head=config.n_head,
+        n_positions=DEFAULT_CONTEXT,
+        seed=config.seed,
+        device=device,
+    )
+
+
+def demonstrations(config, tasks: list[TaskSpec]) -> list[Demonstration]:
+    """The warm start's demonstrations: ``sft_data`` read as agent JSONL, or one scripted
+    from each task's reference (recorded in a real session)."""
+    if config.sft_data:
+        return load_demonstrations(Path(config.sft_data))
+    return [
+        scripted_function_demonstration(FunctionTaskEnvironment(task))
+        for task in tasks
+        if task.reference_solution
+    ]
+
+
+def warm_start(policy: AgentPolicy, config, tasks: list[TaskSpec], *, on_epoch=None) -> dict:
+    """SFT on :func:`demonstrations` rendered in the policy's template; demonstrations longer
+    than the context are left out (counted in ``sft/too_long``)."""
+    rendered = [render(policy.chat, demo) for demo in demonstrations(config, tasks)]
+    limit = min(policy.n_positions, config.max_tokens or policy.n_positions)
+    examples = [pair for pair in rendered if len(pair[0]) <= limit]
+    summary = sft_train(
+        policy,
+        examples,
+        **sft_settings(config),
+        on_epoch=on_epoch,
+    )
+    summary["sft/too_long"] = len(rendered) - len(examples)
+    return summary
+
+
+def roll_out(policy: AgentPolicy, tasks: list[TaskSpec], config, **options):
+    """Agent rollouts of ``tasks`` under the run's settings (see
+    :func:`collect_agent_rollouts` for ``options``)."""
+    return collect_agent_rollouts(
+        policy, tasks, AgentRolloutConfig.from_run_config(config), **options
+    )
