@@ -14,7 +14,7 @@ from django.test import Client
 
 from tasks_library.models import EnvironmentVersion, TaskVersion
 from tasks_library.tasks import validate_task_versions
-from tests.tasks_library.conftest import PASSWORD, client_for
+from tests.tasks_library.conftest import client_for
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_build_through_celery_records_what_was_installed(curator, data_tasks, ea
     assert len(env["used_by"]) == 7 and env["size_bytes"] > 0
 
     page = Client()
-    page.login(username=curator.username, password=PASSWORD)
+    page.force_login(curator)
     html = page.get(f"/environments/{data_tasks.pk}/").content.decode()
     assert "data/revenue-by-region v1" in html and "pandas" in html and "built in" in html
     assert "Environments" in page.get("/environments/").content.decode()
@@ -129,7 +129,7 @@ def test_edit_moves_the_tasks_and_revalidates_them(curator, data_tasks, no_queue
 @pytest.mark.django_db
 def test_console_create_form_shows_the_error_on_the_field(curator):
     page = Client()
-    page.login(username=curator.username, password=PASSWORD)
+    page.force_login(curator)
     reply = page.post(
         "/environments/",
         {"name": "loose", "runtime": "python3.11", "packages": "pandas>=2\n"},

@@ -53,7 +53,9 @@ def record(env: Environment, turns: list[list[tuple[str, dict]]]) -> Demonstrati
     Raises:
         SessionLost: the session was lost.
     """
-    with open_session(env.workspace(), limits=env.session_limits) as session:
+    with open_session(
+        env.workspace(), limits=env.session_limits, environment=env.task.environment
+    ) as session:
         opening = env.open(session)
         messages = opening.messages()
         for calls in turns:

@@ -257,6 +257,7 @@ class FunctionTaskEnvironment(Environment):
             limits=task_limits(self.task),
             files=others,
             setup=self.task.setup_code,
+            environment=self.task.environment,
         )
 
     def visible_tests(self, files: dict[str, bytes]) -> ToolResult:

@@ -217,7 +217,10 @@ def _open(
         envs = [environment_for(task) for _ in range(config.group_size)]
         try:
             sessions = open_sessions(
-                envs[0].workspace(), config.group_size, limits=envs[0].session_limits
+                envs[0].workspace(),
+                config.group_size,
+                limits=envs[0].session_limits,
+                environment=task.environment,  # its packages in every session of the group
             )
         except SessionLost:
             sessions = [None] * config.group_size
