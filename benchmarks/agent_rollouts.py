@@ -375,12 +375,16 @@ def measure(args) -> dict:
                     "trace": traceback.format_exc(limit=3)[-1500:],
                 }
                 break
-    ratios = {}
+    ratios, turn_ratios = {}, {}
     if "unavailable" not in peer:
         for level, figures in ours.items():
-            theirs = peer.get(level, {}).get("trajectories_per_min")
-            if theirs:
-                ratios[level] = round(figures["trajectories_per_min"] / theirs, 2)
+            theirs = peer.get(level, {})
+            if theirs.get("trajectories_per_min"):
+                ratios[level] = round(
+                    figures["trajectories_per_min"] / theirs["trajectories_per_min"], 2
+                )
+            if theirs.get("turns_per_s"):
+                turn_ratios[level] = round(figures["turns_per_s"] / theirs["turns_per_s"], 2)
     return {
         "quick": args.quick,
         "sizes": {name: getattr(args, name) for name in SIZES},
@@ -394,6 +398,9 @@ def measure(args) -> dict:
         "crucible": ours,
         "trl": peer,
         "ratio_trajectories_per_min_crucible_over_trl": ratios,
+        # TRL ends a trajectory at its first turn without a tool call; Crucible answers it and
+        # goes on to max_turns: its trajectories are longer, so turns per second compare the work.
+        "ratio_turns_per_s_crucible_over_trl": turn_ratios,
     }
 
 

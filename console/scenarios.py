@@ -13,8 +13,11 @@ tests) shows that nothing was learned. Everything is visible on the run's consol
 ``agent``: the policy as a tool-using agent (training/agents/). Each trajectory works in its
 own sandbox session through the policy's chat template: it views ``solution.py`` with the
 file editor, edits it, runs the visible tests and submits; the final workspace is graded in
-a fresh sandbox. A short SFT warm start on demonstrations scripted from the references
-(recorded through the same tools) leaves room for GRPO over the multi-turn rollouts.
+a fresh sandbox. The SFT warm start on demonstrations scripted from the references
+(recorded through the same tools) already solves most of the 4 training tasks with these
+settings (measured: mean reward 0.94-1.0 over 20 GRPO steps); shorter warm starts (40-80
+epochs, temperature 0.7-0.8) left the reward at 0-0.24 without a clear rise in 15-20 steps. A
+setting where GRPO visibly raises the agent's reward is still to be found.
 """
 
 from __future__ import annotations

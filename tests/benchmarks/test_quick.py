@@ -59,7 +59,11 @@ TRAINER = {
 CASES = {
     # Quick levels 2 and 4 concurrent trajectories (full: 8, 32, 128).
     "agent_rollouts": {
-        "ratios": [f"ratio_trajectories_per_min_crucible_over_trl.{level}" for level in (2, 4)],
+        "ratios": [
+            f"ratio_{figure}_crucible_over_trl.{level}"
+            for figure in ("trajectories_per_min", "turns_per_s")
+            for level in (2, 4)
+        ],
         "positive": [
             f"{side}.{level}.{key}"
             for side in ("crucible", "trl")

@@ -167,7 +167,9 @@ def test_a_policy_warm_started_on_the_demonstration_solves_the_task(demonstratio
     example = render(policy.chat, demonstration)
     summary = sft_train(policy, [example], epochs=150, batch_size=1, lr=3e-3, grad_clip=1.0, seed=0)
     assert summary["sft/loss_last"] < 0.05 < summary["sft/loss_first"]
-    config = AgentRolloutConfig(group_size=2, max_turns=6, max_new_tokens=160, temperature=0.1)
+    config = AgentRolloutConfig(
+        group_size=2, max_turns=6, max_new_tokens=160, temperature=0.1, timeout_s=3600
+    )
     rollouts, stats = collect_agent_rollouts(
         policy, [TASK], config, generator=torch.Generator().manual_seed(0)
     )
