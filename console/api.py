@@ -171,6 +171,7 @@ class RunListApi(APIView):
     @extend_schema(
         tags=["runs"],
         summary="Runs, as the runs table lists them",
+        operation_id="runs_list",
         parameters=TABLE_PARAMETERS,
         responses={200: paged(RunRowSerializer), 400: ErrorSerializer},
     )

@@ -30,6 +30,7 @@ from django.contrib.auth.models import AnonymousUser, Permission
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.permissions import SAFE_METHODS
 
@@ -197,6 +198,20 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic "):
             return 'Basic realm="crucible"'
         return CHALLENGE
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI schema's security scheme of :class:`ApiKeyAuthentication`."""
+
+    target_class = "console.apikeys.ApiKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "a personal API key (crk_...), made at /account/api-keys/",
+        }
 
 
 class BasicAuthentication(authentication.BasicAuthentication):

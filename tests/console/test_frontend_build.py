@@ -7,6 +7,7 @@ map."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -157,9 +158,13 @@ def test_static_files_are_the_build_or_the_sources_and_never_node_modules(settin
 @pytest.mark.django_db
 def test_pages_carry_the_import_map_only_unbundled(settings):
     settings.FRONTEND_BUNDLED = False
-    html = Client().get("/sandboxes/").content.decode()
+    response = Client().get("/sandboxes/")
+    html = response.content.decode()
+    # The import map is an inline script: it carries the nonce of the page's policy.
+    nonce = re.search(r'<script type="importmap" nonce="([^"]+)">', html).group(1)
+    assert f"'nonce-{nonce}'" in response["Content-Security-Policy"]
     assert (
-        '<script type="importmap">{"imports": {"plotly.js-dist-min": '
+        f'<script type="importmap" nonce="{nonce}">{{"imports": {{"plotly.js-dist-min": '
         '"/static/fallback/plotly.js"}}</script>'
     ) in html
     assert html.index('type="importmap"') < html.index('type="module"'), (

@@ -286,6 +286,7 @@ def test_production_turns_on_https_security_and_trusts_the_ingress_when_told(tmp
     }
 
 
+@pytest.mark.django_db  # /healthz checks the database
 def test_https_redirect_spares_health_probes_and_honours_the_proxy_header(settings):
     """The production redirect as SecurityMiddleware applies it (settings as production sets
     them)."""

@@ -60,9 +60,12 @@ def wsgi_in_test_transaction():
 
 
 @pytest.fixture
-def api_key(humaneval, monkeypatch, wsgi_in_test_transaction):
+def api_key(humaneval, monkeypatch, settings, wsgi_in_test_transaction):
     """A superuser's key over a run with trajectories, a library and a review queue; Celery's
     queueing recorded instead of sent (no worker runs the fuzzed launches)."""
+    # Private, as production is by default: every operation then needs the key (schemathesis
+    # checks that an operation refuses a request without it).
+    settings.CRUCIBLE_CONSOLE_PUBLIC = False
     make_roles()
     admin = make_user("ada", "admin")
     run, versions = seed_run(humaneval, tasks=2)

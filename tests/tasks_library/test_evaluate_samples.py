@@ -87,7 +87,7 @@ def test_directory_and_bad_parallelism_are_clear_errors(imported, tmp_path, writ
         [{"task_id": imported[0]["task_id"], "completion": imported[0]["canonical_solution"]}],
         "s.jsonl",
     )
-    with pytest.raises(CommandError, match="--parallelism must be at least 1"):
+    with pytest.raises(CommandError, match="--parallelism: must be an integer from 1 to 1024"):
         call_command("evaluate_samples", str(path), "--taskset", "humaneval", "--parallelism", "0")
 
 

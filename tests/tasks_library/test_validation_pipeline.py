@@ -120,7 +120,7 @@ def test_a_curators_override_survives_revalidation(validated):
 
 
 def test_impossible_options_are_refused():
-    with pytest.raises(ValueError, match="reference_runs must be at least 1"):
+    with pytest.raises(ValueError, match="reference_runs must be from 1 to 50, got 0"):
         task_versions_validate(versions=[], options=Options(reference_runs=0))
 
 
