@@ -74,8 +74,9 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CRUCIBLE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = env_bool("CRUCIBLE_HSTS_PRELOAD", True)
     SECURE_SSL_REDIRECT = env_bool("CRUCIBLE_SSL_REDIRECT", True)
-    # Kubernetes probes call /healthz on the pod over plain HTTP: answer them, do not redirect.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]  # Prometheus scrapes the pod, too
+    # Kubernetes probes (/healthz, /livez) and Prometheus (/metrics) call the pod over plain
+    # HTTP: answer them, do not redirect.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^livez$", r"^metrics$"]
 # TLS terminated by a proxy or ingress in front: believe its X-Forwarded-Proto. Only behind
 # one that sets (overwrites) the header; a client reaching daphne directly could forge it.
 if env_bool("CRUCIBLE_TRUST_X_FORWARDED_PROTO", False):

@@ -12,6 +12,7 @@ from console import api, apikey_views, metrics_views, views
 urlpatterns = [
     path("", views.run_list, name="run-list"),
     path("healthz", views.healthz, name="healthz"),
+    path("livez", views.livez, name="livez"),
     path("favicon.svg", views.favicon, name="favicon"),
     path("favicon.ico", views.favicon, name="favicon-ico"),
     path("metrics", metrics_views.metrics, name="metrics"),

@@ -46,6 +46,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
     )
 
 
+def livez(request: HttpRequest) -> JsonResponse:
+    """Liveness of this process: 200 ``{"service": "crucible-console", "ok": true}`` whenever it
+    answers at all, whatever its dependencies say. Kubernetes restarts a pod whose liveness fails,
+    and a restart cures nothing while Redis or the database is down, so the liveness probe asks
+    this and the readiness probe asks :func:`healthz` (out of the Service until they are back)."""
+    return JsonResponse({"service": "crucible-console", "ok": True})
+
+
 # The console's icon: an ember on the brand's dark blue (the header's colours).
 FAVICON = (
     b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'

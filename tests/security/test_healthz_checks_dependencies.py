@@ -32,3 +32,5 @@ def test_healthz_is_503_when_redis_is_down(settings):
     assert body["service"] == "crucible-console" and body["ok"] is False
     assert body["checks"]["database"] == "ok"
     assert body["checks"]["redis"].startswith("unreachable: ConnectionError")
+    # the liveness probe's endpoint stays 200: restarting the pod would not bring Redis back
+    assert Client().get("/livez").json() == {"service": "crucible-console", "ok": True}
