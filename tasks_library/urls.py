@@ -13,7 +13,7 @@ urlpatterns = [
     path("tasks/<path:task_id>/", views.task_detail, name="task-detail"),
     path("environments/", environment_views.environment_list, name="environment-list"),
     path(
-        "environments/<int:environment_id>/",
+        "environments/<id:environment_id>/",
         environment_views.environment_detail,
         name="environment-detail",
     ),
@@ -21,17 +21,17 @@ urlpatterns = [
         "api/environments/", environments_api.EnvironmentListApi.as_view(), name="api-environments"
     ),
     path(
-        "api/environments/<int:environment_id>/",
+        "api/environments/<id:environment_id>/",
         environments_api.EnvironmentApi.as_view(),
         name="api-environment",
     ),
     path(
-        "api/environments/<int:environment_id>/versions/",
+        "api/environments/<id:environment_id>/versions/",
         environments_api.EnvironmentVersionsApi.as_view(),
         name="api-environment-versions",
     ),
     path(
-        "api/environments/<int:environment_id>/build/",
+        "api/environments/<id:environment_id>/build/",
         environments_api.EnvironmentBuildApi.as_view(),
         name="api-environment-build",
     ),

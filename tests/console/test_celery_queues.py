@@ -55,6 +55,7 @@ def test_every_task_lands_on_the_queue_for_its_kind_of_work():
         "training.tasks.run_cancel_task": queues.CONTROL,
         "console.tasks.sessions_clear_expired_task": queues.CONTROL,
         "tasks_library.tasks.validate_task_versions": queues.VALIDATION,
+        "tasks_library.tasks.build_environment_task": queues.VALIDATION,  # pip, npm, debootstrap
         "training.tasks.run_llm_monitor_task": queues.DEFAULT,
     }
     for name, queue in expected.items():

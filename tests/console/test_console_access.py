@@ -86,6 +86,10 @@ LIBRARY_READ = {
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
     "api-validation-job": (lambda w: f"/api/validation-jobs/{w.job.pk}/", "json"),
+    "environment-list": (lambda w: "/environments/", "page"),
+    "environment-detail": (lambda w: f"/environments/{w.versions[0].environment_id}/", "page"),
+    "api-environments": (lambda w: "/api/environments/", "json"),
+    "api-environment": (lambda w: f"/api/environments/{w.versions[0].environment_id}/", "json"),
     # the review API reads as the review pages do: a sign-in always, a role while private
     "api-review-queues": (lambda w: "/api/review/queues/", "json"),
     "api-review-queue": (lambda w: f"/api/review/queues/{w.queue.pk}/", "json"),
@@ -95,7 +99,8 @@ WRITE = (
 )
 LIBRARY = "a task library write: curators only (console.core.permissions, tests/tasks_library)"
 EXEMPT = {
-    "healthz": "the liveness probe of launchers and Kubernetes; says nothing about runs",
+    "healthz": "the readiness probe of launchers and Kubernetes; says nothing about runs",
+    "livez": "Kubernetes' liveness probe: the process answers; says nothing about runs",
     "metrics": (
         "Prometheus scrapes: its own bearer token, CRUCIBLE_METRICS_TOKEN "
         "(console/metrics_views.py)"
@@ -139,6 +144,8 @@ EXEMPT = {
             "api-approve",
             "api-validate",
             "api-task-set-pin",
+            "api-environment-versions",
+            "api-environment-build",
         ],
         LIBRARY,
     ),
