@@ -84,7 +84,7 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         # the slider moves the window back; the newest box unticks itself
         page.locator("#dist-slider").fill("19")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.last === '20'", timeout=5000
+            "() => document.getElementById('reward-dist').dataset.last === '20'", timeout=5000
         )
         assert dist(page)["first"] == "11" and not page.locator("#dist-follow").is_checked()
         assert page.locator("#dist-step").inner_text() == "step 20"
@@ -92,7 +92,7 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         # per component: the ridges redraw from that component's bins
         page.select_option("#dist-component", "efficiency")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.component === 'efficiency'",
+            "() => document.getElementById('reward-dist').dataset.component === 'efficiency'",
             timeout=5000,
         )
         traces = page.evaluate("document.getElementById('reward-dist').data.length")
@@ -104,11 +104,11 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         # violins of the same window
         page.select_option("#dist-mode", "violin")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.mode === 'violin'", timeout=5000
+            "() => document.getElementById('reward-dist').dataset.mode === 'violin'", timeout=5000
         )
         page.select_option("#dist-window", "16")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.ridges === '16'", timeout=5000
+            "() => document.getElementById('reward-dist').dataset.ridges === '16'", timeout=5000
         )
         assert dist(page)["last"] == "20"
         page.wait_for_timeout(300)
@@ -124,10 +124,10 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         assert dist(page)["last"] == "20"
         page.locator("#dist-follow").check()
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.last === '41'", timeout=5000
+            "() => document.getElementById('reward-dist').dataset.last === '41'", timeout=5000
         )
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.ridges === '16'", timeout=5000
+            "() => document.getElementById('reward-dist').dataset.ridges === '16'", timeout=5000
         )
 
         # the new curves: held-out pass@1 on the mean-reward chart, loss, flag rate, tokens/s
@@ -172,14 +172,14 @@ def test_ridgeline_violin_slider_pool_panel_and_compare_page(console_server, run
         page.select_option("#dist-component", "correctness")
         page.locator("#dist-slider").fill("0")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.first === '1' && "
+            "() => document.getElementById('reward-dist').dataset.first === '1' && "
             "document.getElementById('reward-dist').dataset.ridges === '1'",
             timeout=5000,
         )
         page.select_option("#dist-window", "24")
         page.locator("#dist-slider").fill("30")
         page.wait_for_function(
-            "document.getElementById('reward-dist').dataset.ridges === '24'", timeout=10000
+            "() => document.getElementById('reward-dist').dataset.ridges === '24'", timeout=10000
         )
         page.wait_for_timeout(300)
         page.locator("#dist-box").screenshot(path=str(ARTIFACTS / "dashboard_decimated.png"))

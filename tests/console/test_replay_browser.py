@@ -131,7 +131,7 @@ def test_a_thousand_turn_trajectory_opens_at_once_and_its_last_turn_is_reachable
     page.keyboard.press("G")
     page.wait_for_selector("#turn-1000.selected[data-rendered]", timeout=10000)
     page.wait_for_function(
-        "document.getElementById('turn-1000').getBoundingClientRect().top < innerHeight / 2"
+        "() => document.getElementById('turn-1000').getBoundingClientRect().top < innerHeight / 2"
     )
     jump = time.monotonic() - started
     rendered = page.locator("section.turn[data-rendered]").count()
