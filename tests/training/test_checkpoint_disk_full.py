@@ -6,11 +6,13 @@ left, none recorded twice. A real tmpfs of 256 MB mounted on the run's directory
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 
 import pytest
 
-from tests.training.conftest import finish, launch, tiny_run, wait_for
+from tests.training.conftest import finish, launch, tiny_run
 from training.checkpoint import checkpoints_dir, latest_checkpoint, read_model_state
 from training.models import StepMetric, TrainingRun
 from training.paths import run_dir
@@ -57,8 +59,17 @@ def test_a_full_disk_during_a_checkpoint_interrupts_the_run_and_keeps_the_last_g
     directory = small_disk(run_dir(run.pk))
     proc = launch(run)
     first = checkpoints_dir(directory) / "step-000001"
-    wait_for(lambda: first.exists(), proc=proc)
-    fill(directory)  # step 2's checkpoint finds no room
+    deadline = time.monotonic() + 300
+    while not first.exists():  # polled tightly: the pause below must come before step 2 ends
+        assert proc.poll() is None and time.monotonic() < deadline, finish(proc, timeout_s=5)
+        time.sleep(0.005)
+    # The trainer is paused while the disk fills: filling 256 MB takes longer than a tiny step,
+    # and step 2's checkpoint must find no room, not race the filler for the last of it.
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        fill(directory)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
     out = finish(proc)
     run.refresh_from_db()
     assert proc.returncode != 0
