@@ -14,7 +14,7 @@ from django.db import connection
 from tests.training.conftest import finish, launch, tiny_run, wait_for
 from training.models import StepMetric, TrainingRun
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.postgresql, pytest.mark.django_db(transaction=True)]
 
 
 def outage(seconds: float) -> None:
