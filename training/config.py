@@ -30,6 +30,7 @@ MAXIMA: dict[str, float] = {
     "group_size": 1024,
     "max_turns": 1000,
     "max_new_tokens": 1_048_576,
+    "max_tokens": 16_777_216,  # an agent trajectory: prompt, turns and observations
     "max_prompt_tokens": 1_048_576,
     "train_tasks": 10_000_000,
     "temperature": 100.0,
