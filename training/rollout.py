@@ -201,10 +201,10 @@ def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
     ]
 
 
-def _retry_infra_errors(
-    items: list[tuple[str, str, TaskSpec]], results: list[R.ExecutionResult]
+def retry_infra_errors(
+    requests: list[dict], results: list[R.ExecutionResult]
 ) -> list[R.ExecutionResult]:
-    """Run the items whose result is ``infra_error`` once more; what fails again stays
+    """Run the requests whose result is ``infra_error`` once more; what fails again stays
     ``infra_error``.
 
     (The queue already retries a request whose worker died on another worker; this
@@ -213,7 +213,7 @@ def _retry_infra_errors(
     again = [i for i, result in enumerate(results) if result.status == R.INFRA_ERROR]
     if not again:
         return results
-    retried = run_many(_requests([items[i] for i in again]))
+    retried = run_many([requests[i] for i in again])
     results = list(results)
     for i, result in zip(again, retried, strict=True):
         results[i] = result
@@ -223,7 +223,29 @@ def _retry_infra_errors(
 def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
     """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once, retrying
     infra errors once."""
-    return _retry_infra_errors(items, run_many(_requests(items)))
+    requests = _requests(items)
+    return retry_infra_errors(requests, run_many(requests))
+
+
+def apply_grades(
+    rollouts: list[Rollout], grades: list[R.ExecutionResult]
+) -> tuple[list[Rollout], list[R.ExecutionResult]]:
+    """Record each hidden-test grading on its rollout (a :class:`Rollout`, or an agent rollout,
+    which has the same status, flags and test fields: status, tests passed, a sandbox status
+    such as ``timeout`` as a flag) and return the rollouts to score with their gradings: an
+    ``infra_error`` grading is flagged and left out, since it says nothing of the rollout."""
+    scored, scored_grades = [], []
+    for rollout, grade in zip(rollouts, grades, strict=True):
+        rollout.status = grade.status
+        if grade.status == R.INFRA_ERROR:
+            rollout.flags.append(flags.INFRA_ERROR)
+            continue
+        rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
+        if grade.status in flags.SANDBOX_STATUSES:
+            rollout.flags.append(grade.status)
+        scored.append(rollout)
+        scored_grades.append(grade)
+    return scored, scored_grades
 
 
 def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
@@ -371,10 +393,11 @@ def collect_rollouts(
                 continue
             _generate(policy, active, config, generator, times)
             items = [(r.turns[-1].code, r.task.visible_tests, r.task) for r in active]
-            in_flight.append((active, items, submit(_requests(items))))
-        for active, items, batch in in_flight:
+            requests = _requests(items)
+            in_flight.append((active, requests, submit(requests)))
+        for active, requests, batch in in_flight:
             waited = time.monotonic()
-            results = _retry_infra_errors(items, batch.wait())
+            results = retry_infra_errors(requests, batch.wait())
             times.sandbox_s += time.monotonic() - waited
             times.sandbox_busy_s += sum(result.wall_ms for result in results) / 1000
             for rollout, result in zip(active, results, strict=True):
@@ -397,17 +420,7 @@ def collect_rollouts(
     for rollout in rollouts:
         rollout.final_code = rollout.turns[-1].code if rollout.turns else ""
     grades = _execute([(r.final_code, r.task.hidden_tests, r.task) for r in to_grade])
-    scored, scored_grades = [], []
-    for rollout, grade in zip(to_grade, grades, strict=True):
-        rollout.status = grade.status
-        if grade.status == R.INFRA_ERROR:
-            rollout.flags.append(flags.INFRA_ERROR)
-            continue
-        rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
-        if grade.status in flags.SANDBOX_STATUSES:
-            rollout.flags.append(grade.status)
-        scored.append(rollout)
-        scored_grades.append(grade)
+    scored, scored_grades = apply_grades(to_grade, grades)
     (scorer or Scorer(detect_hacks=False)).score(scored, scored_grades)
     times.grading_s += time.monotonic() - grading_started
     for rollout in rollouts:

@@ -34,7 +34,7 @@ from training.agents.environment import Environment, Step, environment_for
 from training.agents.parsers import ParsedMessage, ToolCallParser, parser_named
 from training.agents.policy import AgentPolicy
 from training.generation import sample_batch
-from training.rollout import TaskSpec
+from training.rollout import TaskSpec, apply_grades, retry_infra_errors
 from training.scoring import Scorer
 
 
@@ -350,22 +350,8 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
             request, rollout.final_code = outcome
             requests.append(request)
             graded.append(rollout)
-    results = run_many(requests) if requests else []
-    again = [i for i, r in enumerate(results) if r.status == R.INFRA_ERROR]
-    if again:
-        for i, result in zip(again, run_many([requests[i] for i in again]), strict=True):
-            results[i] = result
-    scored, grades = [], []
-    for rollout, grade in zip(graded, results, strict=True):
-        rollout.status = grade.status
-        if grade.status == R.INFRA_ERROR:
-            rollout.flags.append(flags.INFRA_ERROR)
-            continue
-        rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
-        if grade.status in flags.SANDBOX_STATUSES:
-            rollout.flags.append(grade.status)
-        scored.append(rollout)
-        grades.append(grade)
+    results = retry_infra_errors(requests, run_many(requests)) if requests else []
+    scored, grades = apply_grades(graded, results)
     scorer.score(scored, grades)
     for rollout in scored:
         evidence = agent_hacks.detect(rollout.trajectory, rollout.final_diff)
