@@ -241,9 +241,8 @@ class Command(BaseCommand):
         run = run_wait(
             run.pk,
             on_step=lambda s: self._say(f"  step {s.step}: reward/mean={s.reward_mean:.3f}"),
-            on_progress=lambda line: self._say(f"  {line}"),
+            on_progress=lambda line: self._say(f"  {line}"),  # the end's status line too
         )
-        self._say(f"run {run.pk} {run.status}: {run.status_reason}")
         return {
             **summary,
             "run_page": f"/runs/{run.pk}/",
