@@ -91,7 +91,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--harness",
-            choices=sorted(HARNESSES),
+            choices=sorted(h for h in HARNESSES if h != "pytest-repo"),
             default="python-check",
             help="with --format jsonl: how the tests run (default python-check)",
         )
