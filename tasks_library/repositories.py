@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from console.core.errors import InputError
-from sandboxes.repository.patches import PatchError, apply_patch, patched_paths
+from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -126,9 +126,7 @@ def test_file_of(node_id: str) -> str:
     return node_id.split("::", 1)[0]
 
 
-def _check_ids_exist(
-    ids: list[str], paths: set[str], *, where: str, name: str
-) -> None:
+def _check_ids_exist(ids: list[str], paths: set[str], *, where: str, name: str) -> None:
     """Every id's file is in the workspace or among the hidden files. Whether pytest collects
     the id itself is the validation pipeline's check (it runs the suite)."""
     for node_id in ids:
@@ -240,7 +238,9 @@ def record_check(
     try:
         fixed = apply_patch(workspace.files(), patch)
     except PatchError as exc:
-        raise ImportFormatError(where, f"field 'reference_patch': {exc}", field="reference_patch")
+        raise ImportFormatError(
+            where, f"field 'reference_patch': {exc}", field="reference_patch"
+        ) from None
     if fixed == workspace.files():
         raise ImportFormatError(
             where, "field 'reference_patch': changes nothing", field="reference_patch"
@@ -419,7 +419,8 @@ def repository_tasks_import(
         if record.task_id in seen:
             raise ImportFormatError(
                 place,
-                f"field 'task_id': duplicate id {record.task_id!r} (first at {seen[record.task_id]})",
+                f"field 'task_id': duplicate id {record.task_id!r} "
+                f"(first at {seen[record.task_id]})",
                 field="task_id",
             )
         seen[record.task_id] = place

@@ -435,10 +435,10 @@ def tasks_import(
     A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
     "where"}``, or ``{"task_id", "repository", "where"}`` with a
     :class:`~tasks_library.repositories.RepositoryTaskRecord` (and optionally ``timeout_s``,
-    ``change_note``) for a repository task; a function task's record has, optionally, ``visible_tests``, ``harness`` (default
-    ``python-check``), ``timeout_s``, ``test_timeout_s``, ``setup_code``, ``environment``
-    (an object; default: this machine's runtime for the harness), ``files``, ``tags``,
-    ``source``, ``change_note``.
+    ``change_note``) for a repository task; a function task's record has, optionally,
+    ``visible_tests``, ``harness`` (default ``python-check``), ``timeout_s``,
+    ``test_timeout_s``, ``setup_code``, ``environment`` (an object; default: this machine's
+    runtime for the harness), ``files``, ``tags``, ``source``, ``change_note``.
 
     Idempotent: a record whose content matches an existing version of its task
     creates nothing; a changed record creates a new version (parent: the latest)
@@ -465,7 +465,9 @@ def tasks_import(
         first_seen[record["task_id"]] = where
         if record.get("repository") is not None:  # a repository task (Crucible's format)
             # repositories builds on this module, so it is imported where it is needed.
-            from tasks_library.repositories import repository_version_get_or_create
+            from tasks_library.repositories import (  # noqa: PLC0415 (it imports this module)
+                repository_version_get_or_create,
+            )
 
             version, created = repository_version_get_or_create(
                 record=record["repository"],
@@ -585,7 +587,7 @@ def task_version_edit(
         )
     if version.is_repository:
         # repositories builds on this module, so it is imported where it is needed.
-        from tasks_library.repositories import repository_version_edit
+        from tasks_library.repositories import repository_version_edit  # noqa: PLC0415
 
         return repository_version_edit(
             version=version, author=author, change_note=change_note.strip(), **changes

@@ -5,60 +5,88 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tasks_library', '0009_environment_build'),
+        ("tasks_library", "0009_environment_build"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RepositoryWorkspace',
+            name="RepositoryWorkspace",
             fields=[
-                ('digest', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('blob', models.BinaryField()),
-                ('file_count', models.PositiveIntegerField()),
-                ('size_bytes', models.BigIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("digest", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("blob", models.BinaryField()),
+                ("file_count", models.PositiveIntegerField()),
+                ("size_bytes", models.BigIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.AddField(
-            model_name='task',
-            name='licence',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="task",
+            name="licence",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
         migrations.AddField(
-            model_name='task',
-            name='metadata',
+            model_name="task",
+            name="metadata",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='fail_to_pass',
+            model_name="testsuiteversion",
+            name="fail_to_pass",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='pass_to_pass',
+            model_name="testsuiteversion",
+            name="pass_to_pass",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='test_command',
-            field=models.CharField(blank=True, default='', max_length=500),
+            model_name="testsuiteversion",
+            name="test_command",
+            field=models.CharField(blank=True, default="", max_length=500),
         ),
         migrations.AlterField(
-            model_name='taskversion',
-            name='verdict',
-            field=models.CharField(choices=[('pending', 'pending'), ('valid', 'valid'), ('weak_suite', 'tests kill too few mutants'), ('broken_reference', 'reference fails its tests'), ('trivial_passes', 'a trivial solution passes'), ('flaky', 'repeat runs of the reference disagree'), ('prompt_contradicts', 'an example in the prompt contradicts the reference'), ('infra_error', 'sandbox error during validation'), ('wrong_test_lists', 'FAIL_TO_PASS or PASS_TO_PASS ids disagree with the unpatched repository')], default='pending', max_length=32),
+            model_name="taskversion",
+            name="verdict",
+            field=models.CharField(
+                choices=[
+                    ("pending", "pending"),
+                    ("valid", "valid"),
+                    ("weak_suite", "tests kill too few mutants"),
+                    ("broken_reference", "reference fails its tests"),
+                    ("trivial_passes", "a trivial solution passes"),
+                    ("flaky", "repeat runs of the reference disagree"),
+                    ("prompt_contradicts", "an example in the prompt contradicts the reference"),
+                    ("infra_error", "sandbox error during validation"),
+                    (
+                        "wrong_test_lists",
+                        "FAIL_TO_PASS or PASS_TO_PASS ids disagree with the unpatched repository",
+                    ),
+                ],
+                default="pending",
+                max_length=32,
+            ),
         ),
         migrations.AddField(
-            model_name='taskversion',
-            name='workspace',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='task_versions', to='tasks_library.repositoryworkspace'),
+            model_name="taskversion",
+            name="workspace",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="task_versions",
+                to="tasks_library.repositoryworkspace",
+            ),
         ),
         migrations.AddField(
-            model_name='testsuiteversion',
-            name='hidden_files',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='test_suites', to='tasks_library.repositoryworkspace'),
+            model_name="testsuiteversion",
+            name="hidden_files",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="test_suites",
+                to="tasks_library.repositoryworkspace",
+            ),
         ),
     ]
