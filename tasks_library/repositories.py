@@ -388,20 +388,18 @@ def repository_version_get_or_create(
     )
 
 
-@transaction.atomic
 def repository_tasks_import(
     records: Iterable[RepositoryTaskRecord],
     *,
     author: str = "",
     task_set_name: str | None = None,
     change_note: str = "",
-    where: str = "record",
 ) -> ImportReport:
     """Store repository task records as task versions and pin them as a task set.
 
     All or nothing (one transaction). Idempotent: a record whose content matches a version of its
     task creates nothing. ``task_set_name`` defaults to the first record's ``source``. Each
-    record's place in errors is ``"<where> N (<task_id>)"``, N counting from 1.
+    record's place in errors is ``"record N (<task_id>)"``, N counting from 1.
 
     Returns:
         an :class:`~tasks_library.services.ImportReport`.
@@ -410,12 +408,29 @@ def repository_tasks_import(
         ImportFormatError: a record is malformed (its place and field named), a task id repeats,
             or there is no record.
     """
+    return repository_records_import(
+        ((f"record {n} ({getattr(r, 'task_id', '?')})", r) for n, r in enumerate(records, start=1)),
+        author=author,
+        task_set_name=task_set_name,
+        change_note=change_note,
+    )
+
+
+@transaction.atomic
+def repository_records_import(
+    places: Iterable[tuple[str, RepositoryTaskRecord]],
+    *,
+    author: str = "",
+    task_set_name: str | None = None,
+    change_note: str = "",
+) -> ImportReport:
+    """:func:`repository_tasks_import` of ``(place, record)`` pairs: a reader of a file names its
+    records' places itself (``"FILE:LINE"``)."""
     author = author or command_line_author()
     report = ImportReport(task_set=task_set_name or "")
     pinned: list[TaskVersion] = []
     seen: dict[str, str] = {}
-    for number, record in enumerate(records, start=1):
-        place = f"{where} {number} ({getattr(record, 'task_id', '?')})"
+    for place, record in places:
         if record.task_id in seen:
             raise ImportFormatError(
                 place,
