@@ -31,7 +31,13 @@ from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
-from tasks_library.models import RepositoryWorkspace, Task, TaskVersion, TestSuiteVersion
+from tasks_library.models import (
+    EnvironmentVersion,
+    RepositoryWorkspace,
+    Task,
+    TaskVersion,
+    TestSuiteVersion,
+)
 from tasks_library.services import (
     MAX_TIMEOUT_S,
     ImportReport,
@@ -465,25 +471,75 @@ def repository_records_import(
 # --- reads and edits of stored versions --------------------------------------------------------
 
 
-def version_record(version: TaskVersion) -> RepositoryTaskRecord:
-    """A stored repository version as a record (for edits and exports).
+@dataclass(frozen=True)
+class RepositoryContent:
+    """What an agent environment and a grader need of a repository task version, read once.
+
+    Attributes:
+        problem_statement: the task's prompt.
+        files: the buggy workspace ``{path: bytes}`` (no ``.git``: the agent's repository is
+            made by ``sandboxes.repository.git_workspace``).
+        reference_patch: the fix, a git-style unified diff.
+        fail_to_pass, pass_to_pass: pytest node ids.
+        hidden_files: test files added only at grading ``{path: bytes}``.
+        test_command: ``pytest`` and its arguments.
+        timeout_s: seconds one grading run of the suite may take.
+        environment: the :class:`~tasks_library.models.EnvironmentVersion` (build it with
+            ``tasks_library.environments.environment_build(environment=...)`` and pass its
+            ``request_field()`` to the sandbox).
+    """
+
+    problem_statement: str
+    files: dict[str, bytes]
+    reference_patch: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    hidden_files: dict[str, bytes]
+    test_command: str
+    timeout_s: float
+    environment: EnvironmentVersion
+
+
+def repository_content(version: TaskVersion) -> RepositoryContent:
+    """The content of a repository task version (its workspace and hidden files unpacked).
 
     Raises:
         ValueError: ``version`` is not a repository task.
     """
     if not version.is_repository:
         raise ValueError(f"{version} is not a repository task")
-    suite, env, task = version.test_suite, version.environment, version.task
-    return RepositoryTaskRecord(
-        task_id=task.task_id,
+    suite = version.test_suite
+    return RepositoryContent(
         problem_statement=version.prompt,
         files=version.workspace.files(),
         reference_patch=version.reference_solution,
-        fail_to_pass=list(suite.fail_to_pass),
-        pass_to_pass=list(suite.pass_to_pass),
-        environment={k: getattr(env, k) for k in env.CONTENT_FIELDS},
+        fail_to_pass=tuple(suite.fail_to_pass),
+        pass_to_pass=tuple(suite.pass_to_pass),
         hidden_files=suite.hidden_files.files() if suite.hidden_files else {},
         test_command=suite.test_command or DEFAULT_TEST_COMMAND,
+        timeout_s=suite.timeout_s,
+        environment=version.environment,
+    )
+
+
+def version_record(version: TaskVersion) -> RepositoryTaskRecord:
+    """A stored repository version as a record (for edits and exports).
+
+    Raises:
+        ValueError: ``version`` is not a repository task.
+    """
+    content, task = repository_content(version), version.task
+    env = content.environment
+    return RepositoryTaskRecord(
+        task_id=task.task_id,
+        problem_statement=content.problem_statement,
+        files=content.files,
+        reference_patch=content.reference_patch,
+        fail_to_pass=list(content.fail_to_pass),
+        pass_to_pass=list(content.pass_to_pass),
+        environment={k: getattr(env, k) for k in env.CONTENT_FIELDS},
+        hidden_files=content.hidden_files,
+        test_command=content.test_command,
         source=task.source,
         licence=task.licence,
         tags=list(task.tags),
