@@ -8,6 +8,7 @@ import json
 from django.db import connection
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
+from sandboxes.repository.patches import make_patch
 from sandboxes.suites import harness
 from tasks_library.difficulty import bucket_filter
 from tasks_library.environments import environment_queue_of
@@ -123,6 +124,46 @@ def _json_contains_supported() -> bool:
     return connection.features.supports_json_field_contains
 
 
+def _repository_text_fields(version: TaskVersion) -> dict[str, str]:
+    """A repository version's content that reads as text: the id lists one id a line; its trees
+    are compared by :func:`_tree_changes`."""
+    suite, env = version.test_suite, version.environment
+    return {
+        "problem_statement": version.prompt,
+        "reference_patch": version.reference_solution,
+        "test_suite.fail_to_pass": "".join(f"{i}\n" for i in suite.fail_to_pass),
+        "test_suite.pass_to_pass": "".join(f"{i}\n" for i in suite.pass_to_pass),
+        "test_suite.test_command": suite.test_command,
+        "test_suite.timeout_s": str(suite.timeout_s),
+        "environment": json.dumps(
+            {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True
+        ),
+    }
+
+
+def _hidden_files(version: TaskVersion) -> dict[str, bytes]:
+    hidden = version.test_suite.hidden_files
+    return hidden.files() if hidden else {}
+
+
+def _tree_changes(old: TaskVersion, new: TaskVersion) -> list[dict]:
+    """Two repository versions' trees compared as git-style patches of the files that changed
+    (the workspace, then the hidden test files); a tree both share (one row) is not unpacked."""
+    changes = []
+    if old.workspace_id != new.workspace_id:
+        changes.append(
+            {"field": "workspace", "diff": make_patch(old.workspace.files(), new.workspace.files())}
+        )
+    if old.test_suite.hidden_files_id != new.test_suite.hidden_files_id:
+        changes.append(
+            {
+                "field": "test_suite.hidden_files",
+                "diff": make_patch(_hidden_files(old), _hidden_files(new)),
+            }
+        )
+    return changes
+
+
 def _text_fields(version: TaskVersion) -> dict[str, str]:
     suite, env = version.test_suite, version.environment
     return {
@@ -142,13 +183,21 @@ def _text_fields(version: TaskVersion) -> dict[str, str]:
 
 
 def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
-    """The fields that differ between two versions, each as a unified diff.
+    """The fields that differ between two versions, each as a unified diff. Between two
+    repository versions: the problem statement, reference patch, id lists, command, timeout and
+    environment as text, then the workspace and the hidden test files as git-style patches of
+    the files that changed (``workspace``, ``test_suite.hidden_files``).
 
     Returns:
         ``[{"field": "reference_solution", "diff": "--- v1\\n+++ v2\\n@@ ..."}, ...]`` in a
         fixed field order; empty when the contents are identical.
     """
-    before, after = _text_fields(old), _text_fields(new)
+    if old.is_repository and new.is_repository:
+        before, after = _repository_text_fields(old), _repository_text_fields(new)
+        trees = _tree_changes(old, new)
+    else:
+        before, after = _text_fields(old), _text_fields(new)
+        trees = []
     changes = []
     for name in before:
         if before[name] != after[name]:
@@ -164,7 +213,7 @@ def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
                     "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines),
                 }
             )
-    return changes
+    return changes + trees
 
 
 # Columns a list of versions never shows: the heavy text and the validation evidence.
