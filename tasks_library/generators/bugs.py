@@ -224,7 +224,9 @@ def _render(text: _Text, module: ast.Module, candidate: _Candidate) -> tuple[str
             attempts = [[(lines[0], lines[1], "")]]
         description = f"{line}: `{dropped}` removed"
     elif kind == "swap_arguments":
-        first, second = (node.args[0], node.args[1]) if candidate.index == 0 else (node.left, node.right)
+        first, second = (
+            (node.args[0], node.args[1]) if candidate.index == 0 else (node.left, node.right)
+        )
         a, b = text.segment(first), text.segment(second)
         (a0, a1), (b0, b1) = text.span(first), text.span(second)
         if candidate.index == 0:
@@ -303,17 +305,15 @@ def _is_covered(function: str, covered: set[str]) -> bool:
     return name.lstrip("_") in covered or name in covered
 
 
-def test_identifiers(test_sources: list[str]) -> set[str]:
+def names_in_tests(sources: list[str]) -> set[str]:
     """The identifiers the test modules mention (what :func:`candidates`' ``covered`` takes)."""
     found: set[str] = set()
-    for source in test_sources:
+    for source in sources:
         found.update(_IDENTIFIER.findall(source))
     return found
 
 
-def sample(
-    sources: dict[str, str], *, seed: int, covered: set[str] | None = None
-) -> Iterator[Bug]:
+def sample(sources: dict[str, str], *, seed: int, covered: set[str] | None = None) -> Iterator[Bug]:
     """Bugs in ``sources`` (``{path: text}``), in a seeded order: the kinds taken in turn
     (round robin over :data:`KINDS`, each kind's candidates shuffled with ``seed``), so that a
     few bugs are of several kinds and spread over the modules. Candidates whose rendering does

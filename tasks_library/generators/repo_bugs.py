@@ -33,15 +33,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from console.core.errors import InputError
 from sandboxes.repository.patches import apply_patch, make_patch
+from tasks_library.environments import environment_create, environment_request
 from tasks_library.generators import bugs as bug_maker
 from tasks_library.generators.sdists import Project, SdistError, fetch, read_project
 from tasks_library.generators.statements import problem_statement
 from tasks_library.generators.suite import ProjectSuite, SuiteRun
-from tasks_library.repositories import RepositoryTaskRecord
+from tasks_library.repositories import (
+    DEFAULT_ENVIRONMENT,
+    RepositoryTaskRecord,
+    repository_tasks_import,
+)
 
-PYTEST = "pytest==8.3.4"
-RUNTIME = "python3.11"
 PROJECTS_FILE = Path(__file__).resolve().parents[1] / "data" / "repo_bugs_projects.json"
 DEFAULT_MAX_FAILING = 10
 DEFAULT_PASS_TO_PASS = 100
@@ -104,9 +108,11 @@ def environment_content(pin: str) -> dict:
     for project in known_projects():
         if project["package"].lower() == pin.strip().lower():
             extra = list(project.get("test_packages", []))
-    packages = [PYTEST, *extra]
-    name = "repo-bugs-" + "-".join(p.replace("==", "-") for p in packages)
-    return {"name": name[:100], "runtime": RUNTIME, "packages": packages}
+    if not extra:  # the repository tasks' default environment, shared with other sources
+        return dict(DEFAULT_ENVIRONMENT)
+    packages = [*DEFAULT_ENVIRONMENT["packages"], *extra]
+    name = f"{DEFAULT_ENVIRONMENT['name']}-" + "-".join(p.replace("==", "-") for p in extra)
+    return {**DEFAULT_ENVIRONMENT, "name": name[:100], "packages": packages}
 
 
 def test_command(project: Project) -> str:
@@ -215,7 +221,7 @@ def generate(
             sources[path] = project.files[path].decode("utf-8")
         except UnicodeDecodeError:
             report.notes.append(f"{path}: not UTF-8, left alone")
-    covered = bug_maker.test_identifiers(
+    covered = bug_maker.names_in_tests(
         [project.files[t].decode("utf-8", "replace") for t in project.test_files]
     )
     rng = random.Random(seed)
@@ -291,7 +297,7 @@ def _try(
     changed = {bug.path: bug.buggy.encode("utf-8")}
     modules = covering_tests(project, bug.path)
     runs = []
-    for targets in ([modules, []] if modules else [[]]):
+    for targets in [modules, []] if modules else [[]]:
         run = suite.run(changed=changed, targets=targets, timeout_s=timeout_s)
         if run.status != "ok":
             return "timeout" if run.status == "timeout" else "suite_error"
@@ -354,3 +360,58 @@ def _record(
             "failures": messages,
         },
     )
+
+
+def repo_bugs_import(
+    *,
+    pin: str,
+    count: int,
+    seed: int = 0,
+    max_failing: int = DEFAULT_MAX_FAILING,
+    task_set_name: str | None = None,
+    author: str = "",
+    progress: Callable[[str], None] | None = None,
+) -> tuple[GenerationReport, object]:
+    """Generate tasks from ``pin`` (:func:`generate`) in the project's environment (created as
+    an environment version and built through ``tasks_library.environments``) and import them
+    with ``repository_tasks_import`` (one transaction) as the task set ``task_set_name``
+    (default ``repo-bugs-NAME-VERSION``).
+
+    Returns:
+        ``(the generation's report, the import's ImportReport)``.
+
+    Raises:
+        SdistError: see :func:`generate`.
+        InputError: the environment cannot be built (``EnvironmentUnavailable``); no bug was
+            kept (field ``count``: the rejections are named).
+        ImportFormatError: a record the import refuses (nothing written).
+        SessionLost: no sandbox session slot is running.
+    """
+    content = environment_content(pin)
+    environment = environment_create(
+        name=content["name"],
+        runtime=content["runtime"],
+        packages=content["packages"],
+        image=content.get("image", ""),
+    )
+    report = generate(
+        pin,
+        count=count,
+        seed=seed,
+        max_failing=max_failing,
+        environment=environment_request(environment),
+        progress=progress,
+    )
+    if not report.records:
+        raise InputError(
+            f"package {pin}: no bug was kept after {report.tried} tries "
+            f"(rejected: {dict(report.rejected)}); try another --seed or a larger --max-failing",
+            field="count",
+        )
+    imported = repository_tasks_import(
+        report.records,
+        author=author,
+        task_set_name=task_set_name or f"repo-bugs-{report.package}-{report.version}",
+        change_note=f"generated from {report.package}=={report.version} (seed {seed})",
+    )
+    return report, imported

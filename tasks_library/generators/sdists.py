@@ -305,7 +305,9 @@ def read_project(archive: Path) -> Project:
         )
     sources = tuple(p for p in files if _is_source(p))
     if not sources:
-        raise SdistError(f"package {label}: its sdist has no Python source modules", field="package")
+        raise SdistError(
+            f"package {label}: its sdist has no Python source modules", field="package"
+        )
     src_layout = any(p.startswith("src/") for p in sources)
     licence, texts = licence_of(files)
     return Project(

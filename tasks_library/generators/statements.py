@@ -26,7 +26,9 @@ def describe_test(node_id: str) -> tuple[str, str, str]:
     module, _, rest = node_id.partition("::")
     match = _PARAMS.match(rest)
     name, params = (match["name"], match["params"] or "") if match else (rest, "")
-    parts = [p.removeprefix("test_").removeprefix("Test").replace("_", " ") for p in name.split("::")]
+    parts = [
+        p.removeprefix("test_").removeprefix("Test").replace("_", " ") for p in name.split("::")
+    ]
     return module, " / ".join(part.strip() or name for part in parts), params
 
 

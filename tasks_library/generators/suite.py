@@ -137,9 +137,7 @@ class ProjectSuite:
 
     def _exec(self, command: str, timeout_s: float) -> R.ExecutionResult:
         env = {"PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "400", "PYTHONHASHSEED": "0"}
-        return self.session.exec(
-            command, timeout_s=timeout_s, env=env, output_cap_bytes=OUTPUT_CAP
-        )
+        return self.session.exec(command, timeout_s=timeout_s, env=env, output_cap_bytes=OUTPUT_CAP)
 
     def collect(self, *, timeout_s: float = 300.0) -> list[str]:
         """Every test id pytest collects on the pristine project, in its order (also kept for
