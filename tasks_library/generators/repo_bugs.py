@@ -118,7 +118,7 @@ def environment_content(pin: str) -> dict:
 def test_command(project: Project) -> str:
     """How a task's suite runs: pytest from the workspace root, the project imported from
     ``pythonpath`` (its root, or ``src`` for a src layout), no cache directory written."""
-    return f"pytest -p no:cacheprovider -o pythonpath={project.pythonpath}"
+    return f"pytest -o pythonpath={project.pythonpath}"
 
 
 def module_name(path: str) -> str:

@@ -44,7 +44,7 @@ def clamp(value, low, high):
 def mean(values):
     return sum(values) / len(values)
 '''
-TESTS = b'''from calc import clamp, mean
+TESTS = b"""from calc import clamp, mean
 
 
 def test_clamp_low():
@@ -61,4 +61,4 @@ def test_clamp_inside():
 
 def test_mean():
     assert mean([1, 2, 3]) == 2
-'''
+"""

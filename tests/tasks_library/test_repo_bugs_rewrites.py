@@ -4,7 +4,7 @@ operators, each a minimal text edit of one function that parses, seeded and repr
 import ast
 import difflib
 
-from tasks_library.generators.bugs import KINDS, candidates, sample, names_in_tests
+from tasks_library.generators.bugs import KINDS, candidates, names_in_tests, sample
 
 MODULE = '''"""Shapes."""
 
@@ -51,7 +51,10 @@ def test_every_kind_is_injected_as_a_small_edit_that_parses():
         changed = _changed_lines(MODULE, bug.buggy)
         assert 1 <= len(changed) <= 4, (bug.description, changed)
         assert '"""The area; `if` in this docstring is text, not code."""' in bug.buggy
-        assert "# keep this comment" in bug.buggy or bug.kind in ("drop_statement", "invert_condition")
+        assert "# keep this comment" in bug.buggy or bug.kind in (
+            "drop_statement",
+            "invert_condition",
+        )
         assert "LIMIT = 10  # a module constant" in bug.buggy  # only functions change
         assert bug.function in ("area", "scaled", "divide", "untested")
 
