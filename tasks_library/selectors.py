@@ -236,3 +236,94 @@ def task_sets_with_sizes() -> QuerySet[TaskSet]:
     return TaskSet.objects.annotate(
         size=Count("members", distinct=True), latest_version=Max("versions__number")
     ).order_by("name")
+
+
+# --- repository tasks: the page's file browser and per-id results ------------------------------
+
+FILE_VIEW_CHARS = 256 * 1024  # a file's view shows this much; the rest is cut, and said so
+
+
+class WorkspacePathNotFound(LookupError):
+    """No file or directory at the path asked for in a workspace."""
+
+
+def workspace_browse(*, workspace, path: str) -> dict:
+    """One directory's entries, or one file's text, of a repository workspace.
+
+    Args:
+        workspace: a :class:`~tasks_library.models.RepositoryWorkspace`.
+        path: ``""`` (the root), a directory (``src/pkg``) or a file path.
+
+    Returns:
+        ``{"kind": "dir", "path", "crumbs": [(name, path)], "dirs": [(name, path, files
+        under it)], "files": [(name, path, size)]}``, or ``{"kind": "file", "path", "crumbs",
+        "size", "text": str or None (not UTF-8), "truncated": bool}``. File content is returned
+        as the workspace holds it: the page escapes it.
+
+    Raises:
+        WorkspacePathNotFound: nothing at ``path``.
+    """
+    files = workspace.files()
+    path = path.strip("/")
+    parts = path.split("/") if path else []
+    crumbs = [(part, "/".join(parts[: k + 1])) for k, part in enumerate(parts)]
+    if path in files:
+        content = files[path]
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        return {
+            "kind": "file",
+            "path": path,
+            "crumbs": crumbs,
+            "size": len(content),
+            "text": text[:FILE_VIEW_CHARS] if text is not None else None,
+            "truncated": text is not None and len(text) > FILE_VIEW_CHARS,
+        }
+    prefix = f"{path}/" if path else ""
+    dirs: dict[str, int] = {}
+    entries = []
+    for name, content in files.items():
+        if not name.startswith(prefix):
+            continue
+        head, sep, _rest = name[len(prefix) :].partition("/")
+        if sep:
+            dirs[head] = dirs.get(head, 0) + 1
+        else:
+            entries.append((head, name, len(content)))
+    if not dirs and not entries:
+        raise WorkspacePathNotFound(f"no file or directory {path!r} in this workspace")
+    return {
+        "kind": "dir",
+        "path": path,
+        "crumbs": crumbs,
+        "dirs": [(d, prefix + d, n) for d, n in sorted(dirs.items())],
+        "files": sorted(entries),
+    }
+
+
+def repository_test_results(*, version: TaskVersion) -> list[dict]:
+    """The FAIL_TO_PASS then PASS_TO_PASS ids of a repository version with their results in its
+    last validation: ``[{"id", "list": "FAIL_TO_PASS" | "PASS_TO_PASS", "expected_without",
+    "with_patch", "without_patch"}]``, a result being a pytest outcome (``passed``, ``failed``,
+    ``error``, ``skipped``, ``missing``) or ``""`` when not validated."""
+    suite, report = version.test_suite, version.report or {}
+    with_patch = (report.get("reference") or {}).get("per_id") or {}
+    without = (report.get("empty_patch") or {}).get("per_id") or {}
+    rows = []
+    for name, ids, expected in (
+        ("FAIL_TO_PASS", suite.fail_to_pass, "failed"),
+        ("PASS_TO_PASS", suite.pass_to_pass, "passed"),
+    ):
+        rows += [
+            {
+                "id": test_id,
+                "list": name,
+                "expected_without": expected,
+                "with_patch": with_patch.get(test_id, ""),
+                "without_patch": without.get(test_id, ""),
+            }
+            for test_id in ids
+        ]
+    return rows
