@@ -39,13 +39,13 @@ from tasks_library.models import (
     TestSuiteVersion,
 )
 from tasks_library.services import (
-    MAX_TIMEOUT_S,
     ImportReport,
     command_line_author,
     environment_check,
     environment_get_or_create,
     task_set_pin,
     task_version_get_or_create,
+    timeout_check,
 )
 
 DEFAULT_TEST_COMMAND = "pytest"
@@ -184,20 +184,6 @@ def _environment(content, *, where: str) -> dict:
     return canonical
 
 
-def _timeout(timeout_s, *, where: str) -> float:
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise ImportFormatError(
-            where,
-            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
-            field="timeout_s",
-        )
-    return float(timeout_s)
-
-
 @dataclass
 class CheckedRecord:
     """A record's content after its checks: what a version is made of."""
@@ -278,7 +264,7 @@ def record_check(
         hidden=hidden if hidden.entries else None,
         test_command=test_command_check(record.test_command, where=where),
         environment=_environment(record.environment, where=where),
-        timeout_s=_timeout(timeout_s, where=where),
+        timeout_s=timeout_check(timeout_s, where=where),
     )
 
 
