@@ -2,7 +2,10 @@
 N times, the empty patch fails every FAIL_TO_PASS id and passes every PASS_TO_PASS id, every id
 is collected; otherwise a verdict with the ids as evidence, and quarantine."""
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from sandboxes.repository.patches import make_patch
 from tasks_library.models import TaskVersion
@@ -17,6 +20,7 @@ from tests.tasks_library.repository_helpers import (
     PASS_TO_PASS,
     record,
 )
+from tests.tasks_library.test_import_swe_bench import git, row, write_tree
 
 pytestmark = pytest.mark.slow
 HIDDEN_ID = "tests/test_hidden.py::test_clamp_at_bound"
@@ -28,7 +32,19 @@ WRONG_FIX = {
 
 
 @pytest.fixture
-def versions(db) -> dict[str, TaskVersion]:
+def versions(db, tmp_path, write_jsonl) -> dict[str, TaskVersion]:
+    # The valid task once more, as a SWE-bench row read from a local git repository.
+    root = tmp_path / "calc"
+    root.mkdir()
+    write_tree(root, BUGGY)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "buggy")
+    base = git(root, "rev-parse", "HEAD")
+    rows = [row(base, instance_id="acme__calc-swe", FAIL_TO_PASS=[*FAIL_TO_PASS, HIDDEN_ID])]
+    call_command(
+        "import_tasks", "swe-bench", str(write_jsonl(rows)), "--repo", str(root), stdout=StringIO()
+    )
     repository_tasks_import(
         [
             record(
@@ -46,7 +62,7 @@ def versions(db) -> dict[str, TaskVersion]:
         ],
         author="alice",
     )
-    return {v.task.task_id.split("/")[1]: v for v in TaskVersion.objects.select_related("task")}
+    return {v.task.task_id.split("/")[-1]: v for v in TaskVersion.objects.select_related("task")}
 
 
 def test_verdicts_evidence_and_quarantine(versions):
@@ -54,7 +70,7 @@ def test_verdicts_evidence_and_quarantine(versions):
     task_versions_validate(
         versions=list(versions.values()), options=Options(reference_runs=2), timings=timings
     )
-    assert timings["repository"]["executions"] == 5 * 3
+    assert timings["repository"]["executions"] == 6 * 3
     got = {name: TaskVersion.objects.get(pk=v.pk) for name, v in versions.items()}
 
     valid = got["valid"]
@@ -67,6 +83,12 @@ def test_verdicts_evidence_and_quarantine(versions):
     assert results[FAIL_TO_PASS[0]] == ("passed", "failed")
     assert results[HIDDEN_ID] == ("passed", "failed")
     assert results[PASS_TO_PASS[0]] == ("passed", "passed")
+
+    # Imported from a SWE-bench row, the same task grades the same, id by id.
+    swe = got["acme__calc-swe"]
+    assert swe.verdict == "valid", swe.verdict_reasons
+    for stage in ("reference", "empty_patch"):
+        assert swe.report[stage]["per_id"] == valid.report[stage]["per_id"]
 
     lists = got["lists"]
     assert lists.verdict == "wrong_test_lists" and lists.quarantined
