@@ -20,13 +20,13 @@ share a tree share its row, and a version's hash is the same on every database.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from console.core.errors import InputError
+from sandboxes.repository.grading import pytest_options
 from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
@@ -39,13 +39,13 @@ from tasks_library.models import (
     TestSuiteVersion,
 )
 from tasks_library.services import (
-    MAX_TIMEOUT_S,
     ImportReport,
     command_line_author,
     environment_check,
     environment_get_or_create,
     task_set_pin,
     task_version_get_or_create,
+    timeout_check,
 )
 
 DEFAULT_TEST_COMMAND = "pytest"
@@ -147,29 +147,25 @@ def _check_ids_exist(ids: list[str], paths: set[str], *, where: str, name: str) 
 
 
 def test_command_check(command, *, where: str) -> str:
-    """``command`` if it runs pytest (``pytest`` then arguments, shell-quoted).
+    """``command`` (stripped) if the grading can run it: ``pytest`` (or ``python -m pytest``)
+    then options and paths, none of those the grading sets itself
+    (:func:`sandboxes.repository.grading.pytest_options`).
 
     Raises:
-        ImportFormatError: (``test_command``) not text, not shell words, or not pytest.
+        ImportFormatError: (``test_command``) not text, not shell words, not pytest, or an
+            option the grading owns.
     """
     if not isinstance(command, str) or not command.strip():
         raise ImportFormatError(
             where, "field 'test_command': expected text such as 'pytest -q'", field="test_command"
         )
     try:
-        words = shlex.split(command)
+        pytest_options(command)
     except ValueError as exc:
         raise ImportFormatError(
-            where, f"field 'test_command': not shell words ({exc})", field="test_command"
+            where, f"field 'test_command': {exc}", field="test_command"
         ) from None
-    if words[0] != "pytest":
-        raise ImportFormatError(
-            where,
-            f"field 'test_command': must start with 'pytest' (repository suites run pytest), "
-            f"got {words[0]!r}",
-            field="test_command",
-        )
-    return " ".join(shlex.quote(w) for w in words)
+    return command.strip()
 
 
 def _environment(content, *, where: str) -> dict:
@@ -182,20 +178,6 @@ def _environment(content, *, where: str) -> dict:
             field="environment.packages",
         )
     return canonical
-
-
-def _timeout(timeout_s, *, where: str) -> float:
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise ImportFormatError(
-            where,
-            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
-            field="timeout_s",
-        )
-    return float(timeout_s)
 
 
 @dataclass
@@ -278,7 +260,7 @@ def record_check(
         hidden=hidden if hidden.entries else None,
         test_command=test_command_check(record.test_command, where=where),
         environment=_environment(record.environment, where=where),
-        timeout_s=_timeout(timeout_s, where=where),
+        timeout_s=timeout_check(timeout_s, where=where),
     )
 
 

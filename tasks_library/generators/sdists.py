@@ -5,6 +5,11 @@ The archive is read into memory (``{path: bytes}``), never extracted onto the di
 that is a link, a device, an absolute path or a path with ``..`` is refused, and the archive's
 size, member count and every member's size are capped, so a hostile sdist (a tar bomb, a link
 to ``/etc``) cannot write or read outside the workspace it becomes.
+
+What this does not contain: ``pip download`` of an sdist prepares its metadata by running the
+project's build backend (``setup.py``) on this host, in pip's build isolation, as ``pip
+install`` would. Generate only from projects you would install; everything the generator itself
+runs of the project (its tests, its modules) runs in the sandbox.
 """
 
 from __future__ import annotations
