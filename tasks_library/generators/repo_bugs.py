@@ -40,15 +40,20 @@ from tasks_library.generators import bugs as bug_maker
 from tasks_library.generators.sdists import Project, SdistError, fetch, read_project
 from tasks_library.generators.statements import problem_statement
 from tasks_library.generators.suite import ProjectSuite, SuiteRun
+from tasks_library.models import TaskVersion
 from tasks_library.repositories import (
     DEFAULT_ENVIRONMENT,
     RepositoryTaskRecord,
     repository_tasks_import,
 )
+from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.services import ImportReport
+from tasks_library.validation.pipeline import Options, task_versions_validate
 
 PROJECTS_FILE = Path(__file__).resolve().parents[1] / "data" / "repo_bugs_projects.json"
 DEFAULT_MAX_FAILING = 10
 DEFAULT_PASS_TO_PASS = 100
+DEFAULT_REFERENCE_RUNS = 3
 
 
 @dataclass
@@ -362,6 +367,43 @@ def _record(
     )
 
 
+@dataclass
+class RepoBugsImport:
+    """What :func:`repo_bugs_import` did.
+
+    Attributes:
+        report: the generation's :class:`GenerationReport`.
+        imported: the import's ``ImportReport``.
+        verdicts: validation verdict -> how many of the imported versions got it.
+        versions: the imported versions, validated (their ``verdict`` and ``report`` set).
+        validation_seconds: wall time of the validation.
+    """
+
+    report: GenerationReport
+    imported: ImportReport
+    verdicts: dict[str, int]
+    versions: list[TaskVersion]
+    validation_seconds: float
+
+    def summary(self) -> dict:
+        """The generation's figures, the import's counts and the validation's verdicts."""
+        out = self.report.summary()
+        validated = len(self.versions)
+        out.update(
+            task_set=self.imported.task_set,
+            imported=self.imported.tasks,
+            new_versions=self.imported.new_versions,
+            unchanged=self.imported.unchanged,
+            verdicts=dict(sorted(self.verdicts.items())),
+            valid=self.verdicts.get(TaskVersion.VERDICT_VALID, 0),
+            validation_seconds=round(self.validation_seconds, 1),
+            validation_seconds_per_task=(
+                round(self.validation_seconds / validated, 2) if validated else None
+            ),
+        )
+        return out
+
+
 def repo_bugs_import(
     *,
     pin: str,
@@ -369,24 +411,27 @@ def repo_bugs_import(
     seed: int = 0,
     max_failing: int = DEFAULT_MAX_FAILING,
     task_set_name: str | None = None,
+    reference_runs: int = DEFAULT_REFERENCE_RUNS,
     author: str = "",
     progress: Callable[[str], None] | None = None,
-) -> tuple[GenerationReport, object]:
+) -> RepoBugsImport:
     """Generate tasks from ``pin`` (:func:`generate`) in the project's environment (created as
-    an environment version and built through ``tasks_library.environments``) and import them
-    with ``repository_tasks_import`` (one transaction) as the task set ``task_set_name``
-    (default ``repo-bugs-NAME-VERSION``).
-
-    Returns:
-        ``(the generation's report, the import's ImportReport)``.
+    an environment version and built through ``tasks_library.environments``), import them with
+    ``repository_tasks_import`` (one transaction) as the task set ``task_set_name`` (default
+    ``repo-bugs-NAME-VERSION``), then validate the imported versions with the pipeline
+    (``task_versions_validate``: the reference patch graded ``reference_runs`` times with
+    identical per-id results, the empty patch once, every id collected; a version that fails is
+    quarantined with its evidence).
 
     Raises:
         SdistError: see :func:`generate`.
         InputError: the environment cannot be built (``EnvironmentUnavailable``); no bug was
-            kept (field ``count``: the rejections are named).
+            kept (field ``count``: the rejections are named); ``reference_runs`` out of range.
         ImportFormatError: a record the import refuses (nothing written).
         SessionLost: no sandbox session slot is running.
     """
+    options = Options(reference_runs=reference_runs, mutants=0, examples=False)
+    options.check()
     content = environment_content(pin)
     environment = environment_create(
         name=content["name"],
@@ -414,4 +459,10 @@ def repo_bugs_import(
         task_set_name=task_set_name or f"repo-bugs-{report.package}-{report.version}",
         change_note=f"generated from {report.package}=={report.version} (seed {seed})",
     )
-    return report, imported
+    started = time.monotonic()
+    versions = task_versions_validate(
+        versions=list(task_set_versions(task_set=task_set_get(name=imported.task_set))),
+        options=options,
+    )
+    verdicts = Counter(version.verdict for version in versions)
+    return RepoBugsImport(report, imported, dict(verdicts), versions, time.monotonic() - started)

@@ -26,9 +26,11 @@ def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_
     )
     assert report["tasks"] == report["imported"] == report["new_versions"] == 1
     assert report["seconds_per_task"] > 0 and report["licence"] == "MIT"
+    assert report["verdicts"] == {"valid": 1} and report["validation_seconds_per_task"] > 0
     assert report["task_set"] == "repo-bugs-inflection-0.5.1"
     version = TaskVersion.objects.get()
     assert version.is_repository and version.task.licence == "MIT"
+    assert version.verdict == "valid" and not version.quarantined
     assert version.test_suite.fail_to_pass and version.test_suite.pass_to_pass
     assert version.environment.packages == ["pytest==8.3.4"]
 
@@ -40,11 +42,12 @@ def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_
         (("--package", "inflection"), "give one exact version"),
         (("--package", "inflection==0.5.1", "--count", "0"), "--count must be at least 1"),
         (("--package", "inflection==99.0.0"), "no source distribution of that name and version"),
-        (("--package", "sortedcontainers==2.4.0"), "carries no test modules"),
+        (("--package", "calc==1.0"), "calc==1.0: its sdist carries no test modules"),
     ],
 )
 def test_bad_input_is_named_and_nothing_is_written(settings, tmp_path, args, words):
     settings.SDIST_CACHE = tmp_path
+    sdist(tmp_path / "calc-1.0.tar.gz", {"PKG-INFO": PKG_INFO, "calc.py": CALC}, top="calc-1.0")
     with pytest.raises(CommandError, match=words):
         _run(*args)
     assert not Task.objects.exists()

@@ -136,6 +136,12 @@ class Command(BaseCommand):
             help="with repo-bugs: keep a bug when 1 to this many tests fail with it (default 10)",
         )
         parser.add_argument(
+            "--reference-runs",
+            type=int,
+            default=3,
+            help="with repo-bugs: times validation grades each reference patch (default 3)",
+        )
+        parser.add_argument(
             "--taskset", help="name of the task set to pin (default: the dataset or file name)"
         )
         parser.add_argument(
@@ -282,33 +288,34 @@ class Command(BaseCommand):
                 raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
         say = (lambda _line: None) if as_json else (lambda line: self.stdout.write(line))
         try:
-            report, imported = repo_bugs_import(
+            done = repo_bugs_import(
                 pin=pin,
                 count=options["count"],
                 seed=options["seed"],
                 max_failing=options["max_failing"],
+                reference_runs=options["reference_runs"],
                 task_set_name=taskset,
                 progress=say,
             )
         except (InputError, SessionError) as exc:
             raise CommandError(f"repo-bugs failed, nothing was written: {exc}") from exc
-        out = {
-            **report.summary(),
-            "task_set": imported.task_set,
-            "imported": imported.tasks,
-            "new_versions": imported.new_versions,
-            "unchanged": imported.unchanged,
-        }
+        out = done.summary()
         if as_json:
             self.stdout.write(json.dumps(out, indent=2))
             return
-        per_task = out["seconds_per_task"]
         self.stdout.write(
             f"generated {out['tasks']} of {options['count']} tasks from {out['package']} "
-            f"({out['licence'] or 'licence not declared'}) in {out['seconds']} s, {per_task} s per "
-            f"task; {out['tried']} bugs tried, rejected: {out['rejected'] or 'none'}; the suite: "
-            f"{out['pristine_passing']} of {out['suite_tests']} tests pass on the pristine project "
-            f"in {out['suite_seconds']} s\nimported {imported.tasks} repository tasks: "
-            f"{imported.new_versions} new versions, {imported.unchanged} unchanged; task set "
-            f"{imported.task_set!r} now pins exactly these {imported.tasks} versions"
+            f"({out['licence'] or 'licence not declared'}) in {out['seconds']} s, "
+            f"{out['seconds_per_task']} s per task; {out['tried']} bugs tried, rejected: "
+            f"{out['rejected'] or 'none'}; the suite: {out['pristine_passing']} of "
+            f"{out['suite_tests']} tests pass on the pristine project in {out['suite_seconds']} s"
+        )
+        self.stdout.write(
+            f"imported {out['imported']} repository tasks: {out['new_versions']} new versions, "
+            f"{out['unchanged']} unchanged; task set {out['task_set']!r} now pins exactly these "
+            f"{out['imported']} versions"
+        )
+        self.stdout.write(
+            f"validated: {out['valid']} of {out['imported']} valid ({out['verdicts']}) in "
+            f"{out['validation_seconds']} s, {out['validation_seconds_per_task']} s per task"
         )
