@@ -214,13 +214,15 @@ def _cross_check(answer: dict, statuses: Mapping[str, str]) -> list[str]:
     flags = []
     if answer.get("mismatch"):
         flags.append("report_mismatch")
+    # pytest's junit XML is a second tally of the same run: it must count as many passes
+    # as the reporter, and at least as many test cases (it also counts collection errors,
+    # skipped modules and internal errors as cases).
     junit = answer.get("junit")
-    reported = len(statuses) + len(answer.get("collect_errors") or {})
     passed = sum(1 for s in statuses.values() if s in ("passed", "xpassed"))
     if junit is None:
-        if reported:
+        if statuses:
             flags.append("report_mismatch")
-    elif junit.get("tests") != reported or junit.get("passed") != passed:
+    elif junit.get("passed") != passed or int(junit.get("tests", 0)) < len(statuses):
         flags.append("report_mismatch")
     if answer.get("tampered"):
         flags.append("pytest_tampered")
