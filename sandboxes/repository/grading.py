@@ -228,13 +228,15 @@ def _cross_check(answer: dict, statuses: Mapping[str, str]) -> list[str]:
         flags.append("pytest_tampered")
     if answer.get("foreign"):
         flags.append("foreign_plugin")
+    if answer.get("hidden_reads"):
+        flags.append("reads_hidden_tests")
     return flags
 
 
 def _distrust(flags: list[str], answer: dict) -> str:
     """The detail of a voided answer: the flags and what earned them."""
     evidence = [*answer.get("mismatch", [])[:5], *answer.get("tampered", [])[:5]]
-    evidence += answer.get("foreign", [])[:5]
+    evidence += answer.get("foreign", [])[:5] + answer.get("hidden_reads", [])[:5]
     if answer.get("junit") is not None and "report_mismatch" in flags:
         evidence.append(f"junit {answer['junit']}")
     return f"the report was not trustworthy ({', '.join(flags)}): {'; '.join(map(str, evidence))}"
@@ -245,6 +247,7 @@ def _run(
     test_files: Mapping[str, bytes],
     *,
     trusted: list[str],
+    hidden: list[str] = (),
     args: list[str],
     ids: list[str] | None,
     environment: dict | None,
@@ -267,6 +270,7 @@ def _run(
         "args": args,
         "config_file": config_path,
         "trusted": trusted,
+        "hidden": list(hidden),
         "site": SITE_PACKAGES if environment and environment.get("packages") else "",
     }
     import json  # noqa: PLC0415
@@ -329,6 +333,7 @@ def grade_repository(
         final,
         tests.test_files,
         trusted=sorted({*tests.test_files, *tests.hidden_files}),
+        hidden=sorted(tests.hidden_files),
         args=[*pytest_options(tests.test_command), *present],
         ids=ids,
         environment=environment,
