@@ -18,6 +18,7 @@ _NAMES = {
     "RepositoryResult": "grading",
     "RepositoryRunError": "grading",
     "RepositoryTests": "grading",
+    "grade_patch": "grading",
     "grade_repository": "grading",
     "id_status": "grading",
     "run_suite": "grading",

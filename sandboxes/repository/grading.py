@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandboxes import result as R
+from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.repository.paths import grading_files, pytest_config
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.workspace import Workspace
@@ -394,6 +395,39 @@ def grade_repository(
         flags=extra,
         environment=key,
     )
+
+
+def grade_patch(
+    base: Mapping[str, bytes],
+    patch: str,
+    tests: RepositoryTests,
+    *,
+    environment: dict | None = None,
+    runtime: str = "python",
+    slot: str | None = None,
+) -> RepositoryResult:
+    """:func:`grade_repository` of ``base`` (the task version's files) with ``patch`` (a
+    git-style unified diff: a reference patch, an agent's ``Session.diff()``) applied; the
+    empty patch grades ``base`` itself.
+
+    Returns:
+        the grading; a patch that does not apply gives ``status`` ``failed``, every id
+        ``error``, the flag ``patch_does_not_apply`` and git's message (naming the file and
+        hunk) in ``detail``.
+    """
+    try:
+        final = apply_patch(base, patch)
+    except PatchError as exc:
+        return RepositoryResult(
+            "failed",
+            dict.fromkeys(tests.ids, "error"),
+            False,
+            0.0,
+            detail=str(exc),
+            flags=["patch_does_not_apply"],
+            environment=str((environment or {}).get("key", "")),
+        )
+    return grade_repository(final, tests, environment=environment, runtime=runtime, slot=slot)
 
 
 def run_suite(
