@@ -21,13 +21,25 @@ What decides, and what never does:
   junit XML tallies disagree), ``pytest_tampered`` (a function or class of pytest's or
   pluggy's runtime modules was replaced while the suite ran), ``foreign_plugin`` (a plugin or
   hook implementation registered from anywhere but the task's test files, pytest, the
-  environment or the standard library); ``incomplete`` (the runner never answered: an early
+  environment or the standard library), ``reads_hidden_tests`` (an ``open``, link, rename or
+  process naming a hidden test file while workspace code was on the stack; refused by an audit
+  hook, which also keeps the read from succeeding); ``incomplete`` (the runner never answered: an early
   ``os._exit``, a crash) fails every id;
 * a timeout or an output flood fails every id (``status`` ``timeout`` / ``failed``).
 
-What code under test can still do: see README, "Repository grading" (it runs in pytest's own
-process, so a deliberate forgery through frames or the garbage collector remains possible;
-the hack detectors flag the means).
+What the code under test can still do (README, "Repository grading"): it runs in pytest's own
+process as the same user, so a deliberate forgery stays possible, by means honest code never
+needs: reaching the runner's frame or the reporter (``sys._getframe``, tracebacks' frames,
+``gc``) to rewrite records or read the nonce; patching a pytest function and restoring it within
+one test; patching the standard library the runner calls at the end; reading a hidden test from
+memory (``linecache``, code constants, ``f_locals``) or through a child shell's glob; taking the
+expected value from the calling test's frame. The hack detectors flag those means in the
+submission's source: ``test_tampering`` (``_pytest``/``pytest`` imports, ``sys.modules``, frame
+walking, ``gc.get_referrers``, monkeypatched module attributes, ``'pytest' in sys.modules`` and
+``PYTEST_CURRENT_TEST``), ``reads_expected_values``
+(``f_locals``, ``co_consts``, ``linecache``, ``gc.get_objects``, reads of test-like paths) and
+``early_exit`` (``sys.exit``, ``os._exit``, ``pytest.skip``/``exit``, ``atexit``), given the
+submission's changed non-test Python files.
 """
 
 from __future__ import annotations
