@@ -23,8 +23,8 @@ What decides, and what never does:
   hook implementation registered from anywhere but the task's test files, pytest, the
   environment or the standard library), ``reads_hidden_tests`` (an ``open``, link, rename or
   process naming a hidden test file while workspace code was on the stack; refused by an audit
-  hook, which also keeps the read from succeeding); ``incomplete`` (the runner never answered: an early
-  ``os._exit``, a crash) fails every id;
+  hook, which also keeps the read from succeeding); ``incomplete`` (the runner never
+  answered: an early ``os._exit``, a crash) fails every id;
 * a timeout or an output flood fails every id (``status`` ``timeout`` / ``failed``).
 
 What the code under test can still do (README, "Repository grading"): it runs in pytest's own
