@@ -14,7 +14,9 @@ from tasks_library.importers import (
     mapped,
     mbpp,
     stdio,
+    swe_bench,
 )
+from tasks_library.repositories import repository_records_import
 from tasks_library.services import tasks_import
 
 DATASETS = {
@@ -39,7 +41,9 @@ class Command(BaseCommand):
         "Import tasks into the task library and pin them as a task set. Either a known dataset "
         "(humaneval, humaneval-js, verifier-examples, data-analysis, python-versions), a file of "
         "a known shape (mbpp FILE: integer ids, assert lists, no entry point; stdio FILE: "
-        "stdin/stdout tasks in APPS, CodeContests or input/output-case rows), a Crucible-format "
+        "stdin/stdout tasks in APPS, CodeContests or input/output-case rows; swe-bench FILE --repo "
+        "PATH: SWE-bench-shaped repository tasks, the repository read at each row's base_commit "
+        "from a local git repository or archive), a Crucible-format "
         "file (--format crucible PATH, as export_tasks writes), or any JSONL file (--format jsonl"
         " PATH: MBPP, stdio, HumanEval and Crucible rows are detected; other rows are read "
         "through --map prompt=question ...). Idempotent: unchanged tasks create no new version; a"
@@ -57,8 +61,8 @@ class Command(BaseCommand):
                 "verifier-examples: worked examples of the output-match and custom-checker "
                 "verifiers; data-analysis: 7 numpy/pandas tasks in an environment pinning numpy "
                 "and pandas; python-versions: 4 tasks in a Python 3.13 environment, 3 of them "
-                "using library features newer than 3.11), a shape (mbpp, stdio) followed by its "
-                "file, or, with --format, a JSONL(.gz) file"
+                "using library features newer than 3.11), a shape (mbpp, stdio, swe-bench) "
+                "followed by its file, or, with --format, a JSONL(.gz) file"
             ),
         )
         parser.add_argument(
@@ -91,9 +95,22 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--harness",
-            choices=sorted(HARNESSES),
+            choices=sorted(h for h in HARNESSES if h != "pytest-repo"),
             default="python-check",
             help="with --format jsonl: how the tests run (default python-check)",
+        )
+        parser.add_argument(
+            "--repo",
+            action="append",
+            default=[],
+            metavar="[OWNER/NAME=]PATH",
+            dest="repos",
+            help=(
+                "with swe-bench: where a row's repository is, a local git repository (read at the "
+                "row's base_commit with git archive) or a .tar/.tar.gz/.zip of its tree; "
+                "OWNER/NAME=PATH serves the rows whose repo is OWNER/NAME, a bare PATH the rest. "
+                "Nothing is cloned from the network."
+            ),
         )
         parser.add_argument(
             "--taskset", help="name of the task set to pin (default: the dataset or file name)"
@@ -113,6 +130,7 @@ class Command(BaseCommand):
         harness,
         taskset,
         as_json: bool,
+        repos,
         **options,
     ):
         if not source:
@@ -127,6 +145,11 @@ class Command(BaseCommand):
         if file is not None and path is not None:
             raise CommandError("name the file once: as the second argument or with --path")
         path = path or file
+        if repos and source != "swe-bench":
+            raise CommandError("--repo applies to swe-bench only")
+        if source == "swe-bench":
+            self._swe_bench(path, repos, taskset, as_json)
+            return
         try:
             if format == "dataset" and source in ("mbpp", "stdio"):
                 if path is None:
@@ -182,6 +205,46 @@ class Command(BaseCommand):
         else:
             self.stdout.write(
                 f"imported {report.tasks} tasks: {report.new_versions} new versions, "
+                f"{report.unchanged} unchanged; task set {report.task_set!r} now pins exactly "
+                f"these {report.tasks} versions"
+            )
+
+    def _swe_bench(self, path, repos, taskset, as_json) -> None:
+        """``import_tasks swe-bench FILE --repo PATH``: one transaction, as every import."""
+        if path is None:
+            raise CommandError("name the file to read: import_tasks swe-bench FILE --repo PATH")
+        if not repos:
+            raise CommandError(
+                "name the repository: --repo PATH (a local git repository or an archive of the "
+                "tree), or --repo OWNER/NAME=PATH per repository"
+            )
+        if not path.is_file():
+            raise CommandError(f"{path} is not a file; pass the path of a JSONL(.gz) file")
+        name = path.name.split(".")[0]
+        try:
+            report = repository_records_import(
+                swe_bench.read_swe_bench(path, swe_bench.parse_repo_options(repos)),
+                task_set_name=taskset or name,
+                change_note=f"imported from {path.name}",
+            )
+        except ImportFormatError as exc:
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        except OSError as exc:
+            raise CommandError(
+                f"import failed, nothing was written: cannot read {path}: {exc}"
+            ) from exc
+        out = {
+            "task_set": report.task_set,
+            "imported": report.tasks,
+            "new_versions": report.new_versions,
+            "unchanged": report.unchanged,
+            "shape": "swe-bench",
+        }
+        if as_json:
+            self.stdout.write(json.dumps(out, indent=2))
+        else:
+            self.stdout.write(
+                f"imported {report.tasks} repository tasks: {report.new_versions} new versions, "
                 f"{report.unchanged} unchanged; task set {report.task_set!r} now pins exactly "
                 f"these {report.tasks} versions"
             )
