@@ -47,6 +47,7 @@ WATCHED_EVENTS = frozenset(
     ("open", "os.link", "os.rename", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn")
 )
 LOG_TAIL_BYTES = 8192
+MESSAGE_CHARS = 500
 WATCHED = (
     "_pytest.runner",
     "_pytest.reports",
@@ -105,6 +106,7 @@ class Reporter:
         self.phases = {}  # node id -> {when: outcome}
         self.raised = set()  # node ids whose call raised (not a skip or xfail)
         self.collect_errors = {}
+        self.messages = {}  # node id -> the first failure's one-line message
         self.mismatch = []
         self.tampered = []
         self.foreign = []
@@ -152,6 +154,10 @@ class Reporter:
         if hasattr(report, "wasxfail"):
             outcome = "xfailed" if report.skipped else "xpassed"
         phases[report.when] = outcome
+        if report.failed and report.nodeid not in self.messages:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            lines = str(crash.message if crash is not None else report.longrepr).splitlines()
+            self.messages[report.nodeid] = lines[0][:MESSAGE_CHARS] if lines else ""
         if report.when == "call" and report.passed and report.nodeid in self.raised:
             self.mismatch.append(report.nodeid)
         if report.when == "teardown":
@@ -345,6 +351,7 @@ def main(raw):
             collected=reporter.collected,
             phases=reporter.phases,
             collect_errors=reporter.collect_errors,
+            messages=reporter.messages,
             mismatch=reporter.mismatch,
             tampered=reporter.tampered[:20],
             foreign=reporter.foreign_plugins() if reporter.config is not None else [],

@@ -16,10 +16,12 @@ from sandboxes.repository.grading import (
     RepositoryResult,
     RepositoryRunError,
     RepositoryTests,
+    SuiteReport,
     grade_patch,
     grade_repository,
     id_status,
     run_suite,
+    run_suite_report,
 )
 from sandboxes.repository.patches import PatchError, apply_patch, make_patch, patched_paths
 from sandboxes.repository.paths import grading_files, is_test_path
@@ -40,4 +42,6 @@ __all__ = [
     "make_patch",
     "patched_paths",
     "run_suite",
+    "run_suite_report",
+    "SuiteReport",
 ]

@@ -173,6 +173,9 @@ class RepositoryResult:
         flags: ``report_mismatch``, ``pytest_tampered``, ``foreign_plugin``,
             ``incomplete``, ``collection_error``, ``output_flood``.
         environment: the build key the grading ran in.
+        messages: id -> the first line of its first failure (pytest's crash message, e.g.
+            ``AssertionError: assert 9 == 10``; 500 characters at most), for ids that failed
+            or errored; written by the code under test's exceptions: untrusted text.
     """
 
     status: str
@@ -184,6 +187,7 @@ class RepositoryResult:
     wall_ms: float = 0.0
     flags: list[str] = field(default_factory=list)
     environment: str = ""
+    messages: dict[str, str] = field(default_factory=dict)
 
 
 def id_status(phases: Mapping[str, str] | None) -> str:
@@ -393,6 +397,7 @@ def grade_repository(
     passed = sum(1 for s in per_id.values() if s == "passed")
     extra = ["collection_error"] if answer.get("collect_errors") else []
     not_passed = [f"{i}: {s}" for i, s in per_id.items() if s != "passed"]
+    messages = {i: str(m) for i, m in (answer.get("messages") or {}).items() if i in per_id}
     detail = "; ".join(not_passed[:20])
     if answer.get("collect_errors"):
         detail += "; collection errors in " + ", ".join(sorted(answer["collect_errors"])[:10])
@@ -406,6 +411,7 @@ def grade_repository(
         wall_ms=wall_ms,
         flags=extra,
         environment=key,
+        messages=messages,
     )
 
 
@@ -442,7 +448,24 @@ def grade_patch(
     return grade_repository(final, tests, environment=environment, runtime=runtime, slot=slot)
 
 
-def run_suite(
+@dataclass(frozen=True)
+class SuiteReport:
+    """A whole suite's run (:func:`run_suite_report`).
+
+    Attributes:
+        statuses: every collected node id -> one of :data:`STATUSES` (all but ``missing``); a
+            module that failed to collect appears under its own node id as ``error``.
+        messages: node id (a test's or a failed module's) -> the first line of its first
+            failure (500 characters at most).
+        log_tail: the end of pytest's own output (8 KiB).
+    """
+
+    statuses: dict[str, str]
+    messages: dict[str, str]
+    log_tail: str = ""
+
+
+def run_suite_report(
     files: Mapping[str, bytes],
     *,
     test_command: str = "pytest",
@@ -450,14 +473,9 @@ def run_suite(
     timeout_s: float = 300.0,
     runtime: str = "python",
     slot: str | None = None,
-) -> dict[str, str]:
+) -> SuiteReport:
     """Run a repository's whole suite as it stands (nothing reset: the generator's and the
     validator's own files) in a fresh session, with the grading's runner.
-
-    Returns:
-        every collected node id -> one of :data:`STATUSES` (all but ``missing``); a module
-        that failed to collect appears under its own node id (``tests/test_x.py``) as
-        ``error``.
 
     Raises:
         ValueError: a bad ``test_command`` or workspace path.
@@ -487,6 +505,31 @@ def run_suite(
     flags = _cross_check(answer, statuses)
     if flags:
         raise RepositoryRunError("failed", _distrust(flags, answer))
-    for node in answer.get("collect_errors") or {}:
+    messages = {str(k): str(v) for k, v in (answer.get("messages") or {}).items()}
+    for node, text in (answer.get("collect_errors") or {}).items():
         statuses.setdefault(str(node), "error")
-    return dict(sorted(statuses.items()))
+        lines = str(text).strip().splitlines()
+        messages.setdefault(str(node), lines[-1][:500] if lines else "")
+    return SuiteReport(dict(sorted(statuses.items())), messages, str(answer.get("log_tail", "")))
+
+
+def run_suite(
+    files: Mapping[str, bytes],
+    *,
+    test_command: str = "pytest",
+    environment: dict | None = None,
+    timeout_s: float = 300.0,
+    runtime: str = "python",
+    slot: str | None = None,
+) -> dict[str, str]:
+    """The statuses of :func:`run_suite_report` (same arguments and errors): every collected
+    node id -> one of :data:`STATUSES` (all but ``missing``); a module that failed to collect
+    appears under its own node id (``tests/test_x.py``) as ``error``."""
+    return run_suite_report(
+        files,
+        test_command=test_command,
+        environment=environment,
+        timeout_s=timeout_s,
+        runtime=runtime,
+        slot=slot,
+    ).statuses
