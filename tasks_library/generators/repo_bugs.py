@@ -1,7 +1,8 @@
 """Repository tasks generated from real projects: SWE-smith's idea, done inside Crucible.
 
 :func:`generate` takes a project by exact version (``inflection==0.5.1``), fetches its source
-distribution with pip (``sdists``), runs its test suite in a sandbox session (``suite``) to
+distribution with pip (``sdists``), runs its test suite in the sandbox with the repository
+grader's own runner (``suite``) to
 find the tests that pass on the pristine project, injects bugs into the functions the tests
 mention (``bugs``) and keeps a bug when it makes between 1 and ``max_failing`` of those tests
 fail while the others still pass. Every list is measured, never guessed:
@@ -230,61 +231,56 @@ def generate(
         [project.files[t].decode("utf-8", "replace") for t in project.test_files]
     )
     rng = random.Random(seed)
-    with ProjectSuite(
-        project.files, environment=environment, pythonpath=project.pythonpath
-    ) as suite:
-        try:
-            collected = suite.collect()
-        except RuntimeError as exc:
-            raise SdistError(f"package {label}: {exc}", field="package") from None
-        order = {node: i for i, node in enumerate(collected)}
-        runs = [suite.run(), suite.run()]
-        for run in runs:
-            if run.status != "ok":
-                raise SdistError(
-                    f"package {label}: its test suite does not run on the pristine project "
-                    f"({run.status}: {run.detail[:600]})",
-                    field="package",
-                )
-        passing = runs[0].passed() & runs[1].passed()
-        report.suite_tests, report.pristine_passing = len(collected), len(passing)
-        report.suite_seconds = max(r.seconds for r in runs)
-        if not passing:
+    suite = ProjectSuite(project.files, environment=environment, test_command=test_command(project))
+    runs = [suite.run(), suite.run()]
+    for run in runs:
+        if run.status != "ok":
             raise SdistError(
-                f"package {label}: none of its {len(collected)} tests passes on the pristine "
-                "project in this environment; its suite needs something the environment lacks",
+                f"package {label}: its test suite does not run on the pristine project "
+                f"({run.status}: {run.detail[:600]})",
                 field="package",
             )
-        flaky = (runs[0].passed() ^ runs[1].passed()) & set(collected)
-        if flaky:
-            report.notes.append(f"{len(flaky)} test(s) passed in one pristine run only: left out")
-        timeout_s = max(30.0, 5 * report.suite_seconds)
-        per_function_count: Counter = Counter()
-        limit = max_tries if max_tries is not None else 20 * count + 20
-        for bug in bug_maker.sample(sources, seed=seed, covered=covered):
-            if len(report.records) >= count or report.tried >= limit:
-                break
-            if per_function_count[(bug.path, bug.function)] >= per_function:
-                report.rejected["same_function"] += 1
-                continue
-            report.tried += 1
-            outcome = _try(suite, project, bug, passing, max_failing, timeout_s)
-            if isinstance(outcome, str):
-                report.rejected[outcome] += 1
-                continue
-            modules, full = outcome
-            failing = passing - full.passed()
-            near = _in_modules(passing, modules)
-            p2p = _pass_to_pass(
-                passing & full.passed(), near, order, limit=pass_to_pass_limit, rng=rng
-            )
-            record = _record(project, bug, failing, p2p, full, order, environment_spec, seed)
-            report.records.append(record)
-            per_function_count[(bug.path, bug.function)] += 1
-            say(
-                f"{record.task_id}: {bug.kind} in {bug.path}:{bug.function}, "
-                f"{len(failing)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS"
-            )
+    collected = sorted(set(runs[0].results) | set(runs[1].results))
+    order = {node: i for i, node in enumerate(collected)}
+    passing = runs[0].passed() & runs[1].passed()
+    report.suite_tests, report.pristine_passing = len(collected), len(passing)
+    report.suite_seconds = max(r.seconds for r in runs)
+    if not passing:
+        failures = "; ".join(f"{k}: {v}" for k, v in list(runs[0].messages.items())[:3])
+        raise SdistError(
+            f"package {label}: none of its {len(collected)} tests passes on the pristine "
+            "project in this environment; its suite needs something the environment lacks "
+            f"({failures[:600]})",
+            field="package",
+        )
+    flaky = runs[0].passed() ^ runs[1].passed()
+    if flaky:
+        report.notes.append(f"{len(flaky)} test(s) passed in one pristine run only: left out")
+    timeout_s = max(30.0, 5 * report.suite_seconds)
+    per_function_count: Counter = Counter()
+    limit = max_tries if max_tries is not None else 20 * count + 20
+    for bug in bug_maker.sample(sources, seed=seed, covered=covered):
+        if len(report.records) >= count or report.tried >= limit:
+            break
+        if per_function_count[(bug.path, bug.function)] >= per_function:
+            report.rejected["same_function"] += 1
+            continue
+        report.tried += 1
+        outcome = _try(suite, project, bug, passing, max_failing, timeout_s)
+        if isinstance(outcome, str):
+            report.rejected[outcome] += 1
+            continue
+        modules, full = outcome
+        failing = passing - full.passed()
+        near = _in_modules(passing, modules)
+        p2p = _pass_to_pass(passing & full.passed(), near, order, limit=pass_to_pass_limit, rng=rng)
+        record = _record(project, bug, failing, p2p, full, order, environment_spec, seed)
+        report.records.append(record)
+        per_function_count[(bug.path, bug.function)] += 1
+        say(
+            f"{record.task_id}: {bug.kind} in {bug.path}:{bug.function}, "
+            f"{len(failing)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS"
+        )
     report.seconds = time.monotonic() - started
     return report
 
@@ -305,7 +301,7 @@ def _try(
     for targets in [modules, []] if modules else [[]]:
         run = suite.run(changed=changed, targets=targets, timeout_s=timeout_s)
         if run.status != "ok":
-            return "timeout" if run.status == "timeout" else "suite_error"
+            return run.status if run.status in ("timeout", "infra_error") else "suite_error"
         failing = _in_modules(passing, targets) - run.passed()
         if not failing:
             return "no_test_fails"
