@@ -1,13 +1,14 @@
 """Generated repository tasks from real projects: how many, how valid, how long per task.
 
-For each project of ``tasks_library/data/repo_bugs_projects.json`` (``--quick``: inflection
-only), generates ``--per-project`` tasks (``import_tasks repo-bugs``'s path: the sdist fetched
-with pip, the suite run in a sandbox, bugs kept when 1 to ``--max-failing`` tests fail), imports
-them as repository task versions and validates them with the pipeline (the reference patch
-graded ``--reference-runs`` times by ``sandboxes.repository.grade_repository`` in a fresh
-sandbox each, with identical per-id results; the empty patch must fail every FAIL_TO_PASS id
-and pass every PASS_TO_PASS id; every id collected). Prints JSON: per project, tasks made, bugs
-tried and why the others were dropped, verdicts, and seconds per task (generation, validation).
+For each project of ``tasks_library/data/repo_bugs_projects.json`` (``--quick``: 2 tasks from
+inflection, up to 40 failing tests allowed so that few candidates run), generates
+``--per-project`` tasks on ``import_tasks repo-bugs``'s path (the sdist fetched with pip, the
+suite run in a sandbox, bugs kept when 1 to ``--max-failing`` tests fail), imports them as
+repository task versions and validates them with the pipeline: the reference patch graded
+``--reference-runs`` times by ``sandboxes.repository.grade_repository`` in a fresh sandbox each,
+with identical per-id results; the empty patch failing every FAIL_TO_PASS id and passing every
+PASS_TO_PASS id; every id collected. Prints JSON: per project, tasks made, bugs tried and why
+the others were dropped, verdicts, and seconds per task (generation, validation).
 
     .venv/bin/python benchmarks/repo_bugs.py [--quick] [--per-project 14] [--seed 0]
 """
@@ -35,7 +36,8 @@ def main() -> None:
     parser.add_argument("--max-failing", type=int, default=10)
     parser.add_argument("--reference-runs", type=int, default=3)
     parser.add_argument("--var-dir", default="", help="keep the database here (default: temporary)")
-    args = parse_args(parser, {"per_project": 3, "projects": "inflection==0.5.1"})
+    quick = {"per_project": 2, "projects": "inflection==0.5.1", "max_failing": 40}
+    args = parse_args(parser, quick)
     os.environ.setdefault("CRUCIBLE_ENVIRONMENT_STORE", "/var/cache/crucible/environments")
     with private_var_dir(args.var_dir):
         from console.core.stack import Stack  # noqa: PLC0415 (after django.setup)
