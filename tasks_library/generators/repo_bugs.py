@@ -2,10 +2,10 @@
 
 :func:`generate` takes a project by exact version (``inflection==0.5.1``), fetches its source
 distribution with pip (``sdists``), runs its test suite in the sandbox with the repository
-grader's own runner (``suite``) to
-find the tests that pass on the pristine project, injects bugs into the functions the tests
-mention (``bugs``) and keeps a bug when it makes between 1 and ``max_failing`` of those tests
-fail while the others still pass. Every list is measured, never guessed:
+grader's own runner (``suite``) to find the tests that pass on the pristine project, injects
+bugs into the functions the tests mention (``bugs``) and keeps a bug when it makes between 1
+and ``max_failing`` of those tests fail while the others still pass. Every list is measured,
+never guessed:
 
 * FAIL_TO_PASS: the tests that passed on the pristine project (in two runs) and fail with the
   bug, on the whole suite.
@@ -207,6 +207,8 @@ def generate(
     Raises:
         SdistError: a bad pin, a package or version the index lacks, an sdist without tests,
             or a suite that does not pass on the pristine project (field ``package``).
+        InputError: the sandbox could not run the pristine suite (an ``infra_error``).
+        SessionLost: no sandbox session slot is running.
         ValueError: ``count``, ``max_failing`` or ``pass_to_pass_limit`` below 1.
     """
     for name, value in (("count", count), ("max_failing", max_failing)):
@@ -234,6 +236,11 @@ def generate(
     suite = ProjectSuite(project.files, environment=environment, test_command=test_command(project))
     runs = [suite.run(), suite.run()]
     for run in runs:
+        if run.status == "infra_error":
+            raise InputError(
+                f"the sandbox could not run {label}'s suite ({run.detail[:300]}); is a sandbox "
+                "worker running (manage.py sandbox_worker)?"
+            )
         if run.status != "ok":
             raise SdistError(
                 f"package {label}: its test suite does not run on the pristine project "
@@ -297,6 +304,8 @@ def _try(
     suite's run)`` when 1 to ``max_failing`` passing tests fail, else the reason it is dropped."""
     changed = {bug.path: bug.buggy.encode("utf-8")}
     modules = covering_tests(project, bug.path)
+    if set(modules) == set(project.test_files):
+        modules = []  # they are the whole suite: one run of it says all
     runs = []
     for targets in [modules, []] if modules else [[]]:
         run = suite.run(changed=changed, targets=targets, timeout_s=timeout_s)
