@@ -219,6 +219,8 @@ def unpack(archive: Path) -> tuple[dict[str, bytes], list[str]]:
     def refuse(why: str) -> SdistError:
         return SdistError(f"sdist {archive.name}: {why}; refused", field="package")
 
+    if archive.stat().st_size > MAX_TOTAL_BYTES:
+        raise refuse(f"{archive.stat().st_size} bytes, over {MAX_TOTAL_BYTES}")
     try:
         members = _members(archive)
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
