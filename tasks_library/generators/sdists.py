@@ -38,6 +38,14 @@ PIP_TIMEOUT_S = 300
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 # Directories whose Python files are neither the package nor its tests.
 NOT_SOURCE_DIRS = {"docs", "doc", "examples", "example", "benchmarks", "bench", "scripts", "tools"}
+# Trove classifiers' licence names that map to one SPDX id (others are kept as written).
+CLASSIFIER_SPDX = {
+    "MIT License": "MIT",
+    "ISC License (ISCL)": "ISC",
+    "Python Software Foundation License": "PSF-2.0",
+    "The Unlicense (Unlicense)": "Unlicense",
+    "Mozilla Public License 2.0 (MPL 2.0)": "MPL-2.0",
+}
 LICENCE_FILES = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE)([.-].*)?$", re.IGNORECASE)
 
 
@@ -269,7 +277,8 @@ def licence_of(files: dict[str, bytes]) -> tuple[str, tuple[str, ...]]:
         return declared, texts
     for classifier in metadata.get_all("Classifier") or []:
         if classifier.startswith("License ::"):
-            return classifier.split("::")[-1].strip(), texts
+            name = classifier.split("::")[-1].strip()
+            return CLASSIFIER_SPDX.get(name, name), texts
     return "", texts
 
 

@@ -45,7 +45,8 @@ def test_the_licence_comes_from_the_expression_then_the_field_then_the_classifie
     cases = {
         b"License-Expression: Apache-2.0\nLicense: ignored\n": "Apache-2.0",
         b"License: BSD\n": "BSD",
-        b"License: UNKNOWN\nClassifier: License :: OSI Approved :: MIT License\n": "MIT License",
+        b"License: UNKNOWN\nClassifier: License :: OSI Approved :: MIT License\n": "MIT",
+        b"Classifier: License :: OSI Approved :: BSD License\n": "BSD License",
         b"": "",
     }
     for headers, expected in cases.items():
