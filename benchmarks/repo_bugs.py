@@ -1,7 +1,7 @@
 """Generated repository tasks from real projects: how many, how valid, how long per task.
 
-For each project of ``tasks_library/data/repo_bugs_projects.json`` (``--quick``: 2 tasks from
-inflection, up to 40 failing tests allowed so that few candidates run), generates
+For each project of ``tasks_library/data/repo_bugs_projects.json`` (``--quick``: 1 task from
+inflection, up to 40 failing tests allowed so that few candidates run, 1 reference run), generates
 ``--per-project`` tasks on ``import_tasks repo-bugs``'s path (the sdist fetched with pip, the
 suite run in a sandbox, bugs kept when 1 to ``--max-failing`` tests fail), imports them as
 repository task versions and validates them with the pipeline: the reference patch graded
@@ -36,7 +36,12 @@ def main() -> None:
     parser.add_argument("--max-failing", type=int, default=10)
     parser.add_argument("--reference-runs", type=int, default=3)
     parser.add_argument("--var-dir", default="", help="keep the database here (default: temporary)")
-    quick = {"per_project": 2, "projects": "inflection==0.5.1", "max_failing": 40}
+    quick = {
+        "per_project": 1,
+        "projects": "inflection==0.5.1",
+        "max_failing": 40,
+        "reference_runs": 1,
+    }
     args = parse_args(parser, quick)
     os.environ.setdefault("CRUCIBLE_ENVIRONMENT_STORE", "/var/cache/crucible/environments")
     with private_var_dir(args.var_dir):

@@ -136,7 +136,7 @@ CASES = {
         ],
         "equal": {"audit_events_seen": 0},
     },
-    # Quick: 2 tasks from inflection, each validated by the pipeline; every one must be valid.
+    # Quick: 1 task from inflection, validated by the pipeline; it must be valid.
     "repo_bugs": {
         "ratios": [],
         "positive": [

@@ -22,7 +22,17 @@ def _run(*args) -> str:
 def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_path):
     settings.SDIST_CACHE = tmp_path
     report = json.loads(
-        _run("--package", "inflection==0.5.1", "--count", "1", "--max-failing", "40", "--json")
+        _run(
+            "--package",
+            "inflection==0.5.1",
+            "--count",
+            "1",
+            "--max-failing",
+            "40",
+            "--reference-runs",
+            "2",
+            "--json",
+        )
     )
     assert report["tasks"] == report["imported"] == report["new_versions"] == 1
     assert report["seconds_per_task"] > 0 and report["licence"] == "MIT"
@@ -41,6 +51,7 @@ def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_
         ((), "--package NAME==VERSION"),
         (("--package", "inflection"), "give one exact version"),
         (("--package", "inflection==0.5.1", "--count", "0"), "--count must be at least 1"),
+        (("--package", "inflection==0.5.1", "--reference-runs", "0"), "reference_runs must be"),
         (("--package", "inflection==99.0.0"), "no source distribution of that name and version"),
         (("--package", "calc==1.0"), "calc==1.0: its sdist carries no test modules"),
     ],
