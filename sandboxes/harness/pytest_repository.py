@@ -249,6 +249,17 @@ def guard_hidden(hidden, trusted):
     return found
 
 
+def plugin_names(args):
+    """The modules ``-p NAME`` / ``-pNAME`` arguments load (not ``no:`` ones)."""
+    names = []
+    for index, word in enumerate(args):
+        if word.startswith("-p"):
+            name = word[2:].lstrip("=") or (args[index + 1] if index + 1 < len(args) else "")
+            if name and not name.startswith("no:"):
+                names.append(name)
+    return names
+
+
 def junit_tally(path):
     """``{outcome: count}`` of the junit XML pytest wrote, or None when there is none."""
     try:
@@ -303,11 +314,18 @@ def main(raw):
     started = _monotonic()
     answer = {"ran": False}
     try:
-        import pytest  # noqa: PLC0415 - only once the environment is on the path
-        from _pytest.config import default_plugins  # noqa: PLC0415
+        try:
+            import _pytest.config  # noqa: PLC0415 - only once the environment is on the path
+            import pytest  # noqa: PLC0415
+        except ImportError:
+            answer["no_pytest"] = True
+            raise
 
-        for name in default_plugins:
+        for name in _pytest.config.default_plugins:
             importlib.import_module("_pytest." + name)
+        for name in plugin_names(config["args"]):  # the task's -p plugins, from the environment
+            builtin = name in _pytest.config.builtin_plugins
+            importlib.import_module("_pytest." + name if builtin else name)
         modules = [importlib.import_module(name) for name in WATCHED]
         baseline = snapshot(modules)
         wanted = set(config["ids"]) if config["ids"] is not None else None

@@ -45,6 +45,7 @@ submission's changed non-test Python files.
 from __future__ import annotations
 
 import ast
+import re
 import secrets
 import shlex
 import time
@@ -72,7 +73,8 @@ BOOT = (
     "    scope['main'](data[:cut])\n"
     "_boot()\n"
 )
-RESERVED_OPTIONS = ("-c", "--config-file", "--rootdir", "--junitxml", "--junit-xml", "-p")
+RESERVED_OPTIONS = ("-c", "--config-file", "--rootdir", "--junitxml", "--junit-xml")
+PLUGIN_NAME = re.compile(r"^(no:)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "missing")
 
 
@@ -88,9 +90,14 @@ class RepositoryRunError(RuntimeError):
 def pytest_options(test_command: str) -> list[str]:
     """The arguments after ``pytest`` (or ``python -m pytest``) in a test command.
 
+    ``-p NAME`` / ``-pNAME`` may name a plugin module of the environment (``-p
+    pytest_asyncio.plugin``), a builtin one (``-p pytester``) or ``no:NAME``: the runner imports
+    it before the workspace is on ``sys.path``, so a module the submission planted under that
+    name is never the one loaded (plugins are not autoloaded from entry points).
+
     Raises:
-        ValueError: not a pytest command, or it sets an option the grading owns (``-c``,
-            ``--rootdir``, ``--junitxml``, ``-p``), named.
+        ValueError: not a pytest command, an option the grading owns (``-c``, ``--rootdir``,
+            ``--junitxml``), or a ``-p`` value that is not a module name; named.
     """
     try:
         words = shlex.split(test_command)
@@ -102,11 +109,18 @@ def pytest_options(test_command: str) -> list[str]:
         rest = words[3:]
     else:
         raise ValueError(f"test_command {test_command!r} must start with 'pytest'")
-    for word in rest:
-        if word.split("=", 1)[0] in RESERVED_OPTIONS or word.startswith("-p"):
+    for index, word in enumerate(rest):
+        if word.split("=", 1)[0] in RESERVED_OPTIONS:
             raise ValueError(
                 f"test_command {test_command!r} sets {word!r}, which the grading sets itself"
             )
+        if word.startswith("-p"):
+            name = word[2:].lstrip("=") or (rest[index + 1] if index + 1 < len(rest) else "")
+            if not PLUGIN_NAME.match(name):
+                raise ValueError(
+                    f"test_command {test_command!r}: -p needs a plugin module name "
+                    f"(or no:NAME), not {name!r}"
+                )
     return rest
 
 
@@ -308,7 +322,7 @@ def _run(
 
 
 def _no_pytest(answer: dict) -> bool:
-    return "No module named 'pytest'" in str(answer.get("error", ""))
+    return bool(answer.get("no_pytest"))
 
 
 def grade_repository(

@@ -111,8 +111,13 @@ def test_pytest_reads_the_task_configuration_pytest_would_choose(files, name, co
 
 def test_bad_tests_and_commands_are_refused_by_name():
     assert pytest_options("python -m pytest -q tests") == ["-q", "tests"]
+    assert pytest_options("pytest -p pytester -pno:cacheprovider") == [
+        "-p",
+        "pytester",
+        "-pno:cacheprovider",
+    ]
     for command, word in (
-        ("pytest -p evil", "-p"),
+        ("pytest -p ../evil.py", "-p"),
         ("pytest --rootdir=/", "--rootdir"),
         ("pytest -c x.ini", "-c"),
         ("make test", "pytest"),
