@@ -30,16 +30,17 @@ What decides, and what never does:
 What the code under test can still do (README, "Repository grading"): it runs in pytest's own
 process as the same user, so a deliberate forgery stays possible, by means honest code never
 needs: reaching the runner's frame or the reporter (``sys._getframe``, tracebacks' frames,
-``gc``) to rewrite records or read the nonce; patching a pytest function and restoring it within
-one test; patching the standard library the runner calls at the end; reading a hidden test from
-memory (``linecache``, code constants, ``f_locals``) or through a child shell's glob; taking the
-expected value from the calling test's frame. The hack detectors flag those means in the
-submission's source: ``test_tampering`` (``_pytest``/``pytest`` imports, ``sys.modules``, frame
-walking, ``gc.get_referrers``, monkeypatched module attributes, ``'pytest' in sys.modules`` and
-``PYTEST_CURRENT_TEST``), ``reads_expected_values``
-(``f_locals``, ``co_consts``, ``linecache``, ``gc.get_objects``, reads of test-like paths) and
-``early_exit`` (``sys.exit``, ``os._exit``, ``pytest.skip``/``exit``, ``atexit``), given the
-submission's changed non-test Python files.
+``gc``) to rewrite records, or finding the nonce in its own memory (``/proc/self/mem``);
+patching a pytest function and restoring it within one test; patching the standard library
+the runner calls at the end; reading a hidden test from memory (``linecache``, code
+constants, ``f_locals``) or through a child shell's glob; taking the expected value from the
+calling test's frame. The hack detectors flag those means in the submission's source:
+``test_tampering`` (``_pytest``/``pytest`` imports, ``sys.modules``, frame walking,
+``gc.get_referrers``, monkeypatched module attributes, ``'pytest' in sys.modules`` and
+``PYTEST_CURRENT_TEST``), ``reads_expected_values`` (``f_locals``, ``co_consts``,
+``linecache``, ``gc.get_objects``, ``/proc`` and reads of test-like paths) and ``early_exit``
+(``sys.exit``, ``os._exit``, ``pytest.skip``/``exit``, ``atexit``), given the submission's
+changed non-test Python files.
 """
 
 from __future__ import annotations

@@ -325,7 +325,7 @@ def test_an_attack_is_not_resolved(name, session_pool, environment):
     changes, failing = CASES[name]
     tests = TESTS
     if name == "hangs":
-        tests = type(TESTS)(**{**TESTS.__dict__, "timeout_s": 6.0})
+        tests = type(TESTS)(**{**TESTS.__dict__, "timeout_s": 4.0})
     result = grade_repository(
         _final(changes), tests, environment=environment, runtime=session_pool.runtime
     )
