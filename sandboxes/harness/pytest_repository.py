@@ -112,12 +112,41 @@ class Reporter:
         self.foreign = []
         self.deselected = 0
 
-    def check(self):
+    def check(self, *, full=False):
+        """Compare pytest's and pluggy's modules with the snapshot; with ``full``, also scan
+        the task's test modules (after collection and at the end: too slow per test)."""
         now = snapshot(self.modules)
         changed = sorted(k for k, v in self.baseline.items() if now.get(k) != v)
-        for key in changed:
+        for key in [*changed, *(self.foreign_test_code() if full else [])]:
             if key not in self.tampered:
                 self.tampered.append(key)
+
+    def foreign_test_code(self):
+        """Functions defined in the task's test modules whose code now comes from an untrusted
+        workspace file (a test's ``__code__`` replaced by the code under test); wrappers that
+        name what they wrap (``functools.wraps``) are a decorator's, not a swap."""
+        found = []
+        for module in list(sys.modules.values()):
+            where = getattr(module, "__file__", None) or ""
+            if (
+                not where.startswith(WORKSPACE + "/")
+                or where[len(WORKSPACE) + 1 :] not in self.trusted
+            ):
+                continue
+            for name, value in list(vars(module).items()):
+                members = [value]
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    members += list(vars(value).values())
+                for member in members:
+                    code = getattr(member, "__code__", None)
+                    if (
+                        code is not None
+                        and getattr(member, "__module__", None) == module.__name__
+                        and not hasattr(member, "__wrapped__")  # a decorator's wrapper
+                        and not self._trusted_file(code.co_filename)
+                    ):
+                        found.append(f"{module.__name__}.{name} runs {code.co_filename}")
+        return found
 
     def pytest_configure(self, config):
         self.config = config
@@ -138,9 +167,18 @@ class Reporter:
 
     def pytest_collection_finish(self, session):
         self.collected = [item.nodeid for item in session.items]
-        self.check()
+        self.check(full=True)
 
     def pytest_runtest_makereport(self, item, call):
+        if call.when == "call":
+            function = getattr(item, "obj", None)
+            code = getattr(function, "__code__", None)
+            if (
+                code is not None
+                and not hasattr(function, "__wrapped__")
+                and not self._trusted_file(code.co_filename)
+            ):
+                self.tampered.append(f"{item.nodeid} ran {code.co_filename}")
         if call.when == "call" and call.excinfo is not None:
             import _pytest.outcomes  # noqa: PLC0415 - imported already, before the workspace
 
@@ -219,15 +257,17 @@ def guard_hidden(hidden, trusted):
             frame = frame.f_back
         return None
 
+    def hidden_path(path):
+        if not isinstance(path, (str, bytes)):
+            return False
+        path = os.fsdecode(path)  # by name too: a path relative to a dir_fd resolves elsewhere
+        return realpath(path) in absolute or path.rsplit("/", 1)[-1] in names
+
     def touches(event, args):
         if event == "open":
-            return isinstance(args[0], (str, bytes)) and realpath(os.fsdecode(args[0])) in absolute
+            return hidden_path(args[0])
         if event in ("os.link", "os.rename"):
-            return any(
-                realpath(os.fsdecode(a)) in absolute
-                for a in args[:2]
-                if isinstance(a, (str, bytes))
-            )
+            return any(hidden_path(a) for a in args[:2])
         text = " ".join(str(a) for a in args[:3])
         return any(name in text for name in names)
 
@@ -363,7 +403,7 @@ def main(raw):
         except BaseException as exc:  # noqa: BLE001 - whatever the code under test raised
             answer["exit_code"] = None
             answer["escaped"] = type(exc).__name__
-        reporter.check()
+        reporter.check(full=True)
         answer.update(
             ran=True,
             collected=reporter.collected,

@@ -19,7 +19,8 @@ What decides, and what never does:
 * cross-checks void the answer (every id ``error``, ``resolved`` False) and raise a flag:
   ``report_mismatch`` (a call raised but was reported passed, or the reporter's and pytest's
   junit XML tallies disagree), ``pytest_tampered`` (a function or class of pytest's or
-  pluggy's runtime modules was replaced while the suite ran), ``foreign_plugin`` (a plugin or
+  pluggy's runtime modules was replaced while the suite ran, or a test function now runs code
+  from a workspace file that is not a test file), ``foreign_plugin`` (a plugin or
   hook implementation registered from anywhere but the task's test files, pytest, the
   environment or the standard library), ``reads_hidden_tests`` (an ``open``, link, rename or
   process naming a hidden test file while workspace code was on the stack; refused by an audit
