@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from console.core.errors import InputError
-from sandboxes.repository.grading import pytest_options
+from sandboxes.repository.grading import RepositoryTests, pytest_options
 from sandboxes.repository.patches import PatchError, apply_patch
+from sandboxes.repository.paths import is_test_path
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -480,6 +481,19 @@ class RepositoryContent:
     test_command: str
     timeout_s: float
     environment: EnvironmentVersion
+
+    def tests(self) -> RepositoryTests:
+        """The grading's :class:`sandboxes.repository.RepositoryTests`: the ids, the workspace's
+        test files and test configuration (restored over a submission's), the hidden files, the
+        command and the timeout."""
+        return RepositoryTests(
+            fail_to_pass=self.fail_to_pass,
+            pass_to_pass=self.pass_to_pass,
+            test_files={p: c for p, c in self.files.items() if is_test_path(p)},
+            hidden_files=self.hidden_files,
+            test_command=self.test_command,
+            timeout_s=self.timeout_s,
+        )
 
 
 def repository_content(version: TaskVersion) -> RepositoryContent:

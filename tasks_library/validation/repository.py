@@ -24,7 +24,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sandboxes.repository import RepositoryResult, RepositoryTests, grade_repository, is_test_path
+from sandboxes.repository import RepositoryResult, RepositoryTests, grade_repository
 from sandboxes.repository.patches import PatchError, apply_patch
 from tasks_library.models import TaskVersion
 from tasks_library.repositories import repository_content
@@ -43,21 +43,6 @@ class Judgement:
     findings: list[str]
     reasons: list[str]
     report: dict
-
-
-def repository_tests(version: TaskVersion) -> tuple[RepositoryTests, dict[str, bytes], str]:
-    """The grading's :class:`RepositoryTests` of a repository version, its workspace files and
-    its reference patch."""
-    content = repository_content(version)
-    tests = RepositoryTests(
-        fail_to_pass=content.fail_to_pass,
-        pass_to_pass=content.pass_to_pass,
-        test_files={p: c for p, c in content.files.items() if is_test_path(p)},
-        hidden_files=content.hidden_files,
-        test_command=content.test_command,
-        timeout_s=content.timeout_s,
-    )
-    return tests, content.files, content.reference_patch
 
 
 def repository_versions_judge(
@@ -80,7 +65,8 @@ def repository_versions_judge(
     jobs: list[tuple[int, str, dict[str, bytes], RepositoryTests, dict]] = []
     judged: dict[int, Judgement] = {}
     for version in versions:
-        tests, files, patch = repository_tests(version)
+        content = repository_content(version)
+        tests, files, patch = content.tests(), content.files, content.reference_patch
         environment = environments[version.environment_id]
         try:
             fixed = apply_patch(files, patch)
