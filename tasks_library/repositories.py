@@ -398,7 +398,10 @@ def repository_tasks_import(
             or there is no record.
     """
     return repository_records_import(
-        ((f"record {n} ({getattr(r, 'task_id', '?')})", r) for n, r in enumerate(records, start=1)),
+        (
+            (f"record {n} ({getattr(r, 'task_id', '?')})", r, DEFAULT_TIMEOUT_S)
+            for n, r in enumerate(records, start=1)
+        ),
         author=author,
         task_set_name=task_set_name,
         change_note=change_note,
@@ -407,19 +410,19 @@ def repository_tasks_import(
 
 @transaction.atomic
 def repository_records_import(
-    places: Iterable[tuple[str, RepositoryTaskRecord]],
+    places: Iterable[tuple[str, RepositoryTaskRecord, float]],
     *,
     author: str = "",
     task_set_name: str | None = None,
     change_note: str = "",
 ) -> ImportReport:
-    """:func:`repository_tasks_import` of ``(place, record)`` pairs: a reader of a file names its
-    records' places itself (``"FILE:LINE"``)."""
+    """:func:`repository_tasks_import` of ``(place, record, timeout_s)`` triples: a reader of a
+    file names its records' places itself (``"FILE:LINE"``) and may give each suite's timeout."""
     author = author or command_line_author()
     report = ImportReport(task_set=task_set_name or "")
     pinned: list[TaskVersion] = []
     seen: dict[str, str] = {}
-    for place, record in places:
+    for place, record, timeout_s in places:
         if record.task_id in seen:
             raise ImportFormatError(
                 place,
@@ -433,6 +436,7 @@ def repository_records_import(
             where=place,
             author=author,
             change_note=change_note or f"imported from {record.source}",
+            timeout_s=timeout_s,
         )
         report.new_versions += created
         report.unchanged += not created
