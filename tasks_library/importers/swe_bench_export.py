@@ -48,6 +48,21 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> str:
     return done.stdout.decode().strip()
 
 
+def _quoted(path: str) -> bytes:
+    """``path`` as fast-import reads any path: C-style quoted (a name may hold quotes, newlines
+    or backslashes; bytes beyond ASCII as octal escapes)."""
+    out = []
+    for byte in path.encode("utf-8", "surrogateescape"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 32 <= byte < 127:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return ('"' + "".join(out) + '"').encode("ascii")
+
+
 def _fast_import_commit(ref: str, files: dict[str, bytes]) -> bytes:
     """A ``git fast-import`` stream of one root commit of ``files`` on ``ref``."""
     message = b"Repository task workspace\n"
@@ -57,7 +72,7 @@ def _fast_import_commit(ref: str, files: dict[str, bytes]) -> bytes:
         f"data {len(message)}\n".encode() + message,
     ]
     for path, content in sorted(files.items()):
-        parts.append(f"M 100644 inline {path}\ndata {len(content)}\n".encode())
+        parts.append(b"M 100644 inline " + _quoted(path) + f"\ndata {len(content)}\n".encode())
         parts.append(content + b"\n")
     return b"".join(parts) + b"\n"
 

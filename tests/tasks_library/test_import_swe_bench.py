@@ -201,7 +201,12 @@ def test_export_as_swe_bench_then_import_gives_identical_hashes(tmp_path):
     repository_tasks_import(
         [
             record("calc/clamp-1", hidden_files=dict(HIDDEN), tags=["clamp"]),
-            record("calc/clamp-2", problem_statement="clamp exceeds high"),
+            record(
+                "calc/clamp-2",
+                problem_statement="clamp exceeds high",
+                # Names git must be told quoted: a quote, a backslash, a space, non-ASCII.
+                files={**BUGGY, 'docs/a "quoted"\\name é.txt': b"odd\n"},
+            ),
         ],
         author="alice",
     )
@@ -219,9 +224,10 @@ def test_export_as_swe_bench_then_import_gives_identical_hashes(tmp_path):
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["instance_id"] for r in rows] == ["calc/clamp-1", "calc/clamp-2"]
-    # One tree, one commit: both rows' base commit, tagged in a repository of its own.
-    assert rows[0]["base_commit"] == rows[1]["base_commit"]
-    assert git(git_dir, "tag") == f"crucible/{TaskVersion.objects.first().workspace_id[:16]}"
+    # One commit per tree, tagged by its digest, in a repository of their own.
+    digests = [v.workspace_id for v in TaskVersion.objects.order_by("task__task_id")]
+    assert git(git_dir, "tag").split() == sorted(f"crucible/{d[:16]}" for d in digests)
+    assert rows[0]["base_commit"] != rows[1]["base_commit"]
     assert rows[0]["test_patch"].startswith("diff --git a/tests/test_hidden.py")
     assert rows[1]["test_patch"] == ""
     _wipe()
