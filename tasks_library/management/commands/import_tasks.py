@@ -192,19 +192,23 @@ class Command(BaseCommand):
             raise CommandError(
                 f"import failed, nothing was written: cannot read {path}: {exc}"
             ) from exc
+        named = kind in ("mbpp", "stdio") or (format == "jsonl" and kind not in ("jsonl", "fields"))
+        self._report(report, as_json, shape=kind if named else None)  # a shape named or detected
+
+    def _report(self, report, as_json: bool, *, shape: str | None, noun: str = "tasks") -> None:
         out = {
             "task_set": report.task_set,
             "imported": report.tasks,
             "new_versions": report.new_versions,
             "unchanged": report.unchanged,
         }
-        if kind in ("mbpp", "stdio") or (format == "jsonl" and kind not in ("jsonl", "fields")):
-            out["shape"] = kind  # a dataset's shape, named or detected
+        if shape:
+            out["shape"] = shape
         if as_json:
             self.stdout.write(json.dumps(out, indent=2))
         else:
             self.stdout.write(
-                f"imported {report.tasks} tasks: {report.new_versions} new versions, "
+                f"imported {report.tasks} {noun}: {report.new_versions} new versions, "
                 f"{report.unchanged} unchanged; task set {report.task_set!r} now pins exactly "
                 f"these {report.tasks} versions"
             )
@@ -233,18 +237,4 @@ class Command(BaseCommand):
             raise CommandError(
                 f"import failed, nothing was written: cannot read {path}: {exc}"
             ) from exc
-        out = {
-            "task_set": report.task_set,
-            "imported": report.tasks,
-            "new_versions": report.new_versions,
-            "unchanged": report.unchanged,
-            "shape": "swe-bench",
-        }
-        if as_json:
-            self.stdout.write(json.dumps(out, indent=2))
-        else:
-            self.stdout.write(
-                f"imported {report.tasks} repository tasks: {report.new_versions} new versions, "
-                f"{report.unchanged} unchanged; task set {report.task_set!r} now pins exactly "
-                f"these {report.tasks} versions"
-            )
+        self._report(report, as_json, shape="swe-bench", noun="repository tasks")
