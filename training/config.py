@@ -26,6 +26,7 @@ MAXIMA: dict[str, float] = {
     "sft_lr": 10.0,
     "sft_batch_size": 65_536,
     "flawed_demonstrations": 100,
+    "fresh_tests": 1000,
     "lr": 10.0,
     "tasks_per_step": 65_536,
     "group_size": 1024,
@@ -114,6 +115,11 @@ class RunConfig:
     # that imitates a mixed demonstrator leaves RL a choice to learn in every group (the agent
     # scenario's reward rises from it).
     flawed_demonstrations: int = 0
+    # Fresh test inputs per grading (training/fresh_tests.py): each step, up to this many new
+    # inputs per python-check task (its hidden tests' literal calls mutated, the reference as the
+    # oracle) join the hidden tests its group is graded on; seeded by (seed, step, task version)
+    # and recorded on each trajectory. 0: the fixed tests only.
+    fresh_tests: int = 0
     lr: float = 2e-4
     tasks_per_step: int = 4
     group_size: int = 8
@@ -256,6 +262,7 @@ class RunConfig:
         non_negative = (
             "sft_epochs",
             "flawed_demonstrations",
+            "fresh_tests",
             "kl_coef",
             "overlong_cache_tokens",
             "lr_warmup_steps",
