@@ -13,6 +13,7 @@ from django import forms
 from console.core.bounds import ID_MAX
 from tasks_library.difficulty import BUCKET_NAMES
 from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.repositories import REPOSITORY_EDITABLE
 from tasks_library.selectors import task_versions_filter
 from tasks_library.services import MAX_TIMEOUT_S
 
@@ -214,14 +215,8 @@ class RepositoryEditForm(EditForm):
     test_command = forms.CharField(max_length=500, help_text="pytest and its arguments")
     entry_point = visible_tests = hidden_tests = test_timeout_s = setup_code = None
 
-    CONTENT = (
-        "prompt",
-        "reference_solution",
-        "fail_to_pass",
-        "pass_to_pass",
-        "test_command",
-        "timeout_s",
-    )
+    # What the service lets an edit change, but the environment (edited on its own page).
+    CONTENT = tuple(name for name in REPOSITORY_EDITABLE if name != "environment")
     field_order = [*CONTENT, "change_note", "base"]
 
     def __init__(self, *args, **kwargs):

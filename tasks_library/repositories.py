@@ -20,14 +20,15 @@ share a tree share its row, and a version's hash is the same on every database.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
 from console.core.errors import InputError
+from sandboxes.repository.grading import RepositoryTests, pytest_options
 from sandboxes.repository.patches import PatchError, apply_patch
+from sandboxes.repository.paths import is_test_path
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -39,13 +40,13 @@ from tasks_library.models import (
     TestSuiteVersion,
 )
 from tasks_library.services import (
-    MAX_TIMEOUT_S,
     ImportReport,
     command_line_author,
     environment_check,
     environment_get_or_create,
     task_set_pin,
     task_version_get_or_create,
+    timeout_check,
 )
 
 DEFAULT_TEST_COMMAND = "pytest"
@@ -147,29 +148,25 @@ def _check_ids_exist(ids: list[str], paths: set[str], *, where: str, name: str) 
 
 
 def test_command_check(command, *, where: str) -> str:
-    """``command`` if it runs pytest (``pytest`` then arguments, shell-quoted).
+    """``command`` (stripped) if the grading can run it: ``pytest`` (or ``python -m pytest``)
+    then options and paths, none of those the grading sets itself
+    (:func:`sandboxes.repository.grading.pytest_options`).
 
     Raises:
-        ImportFormatError: (``test_command``) not text, not shell words, or not pytest.
+        ImportFormatError: (``test_command``) not text, not shell words, not pytest, or an
+            option the grading owns.
     """
     if not isinstance(command, str) or not command.strip():
         raise ImportFormatError(
             where, "field 'test_command': expected text such as 'pytest -q'", field="test_command"
         )
     try:
-        words = shlex.split(command)
+        pytest_options(command)
     except ValueError as exc:
         raise ImportFormatError(
-            where, f"field 'test_command': not shell words ({exc})", field="test_command"
+            where, f"field 'test_command': {exc}", field="test_command"
         ) from None
-    if words[0] != "pytest":
-        raise ImportFormatError(
-            where,
-            f"field 'test_command': must start with 'pytest' (repository suites run pytest), "
-            f"got {words[0]!r}",
-            field="test_command",
-        )
-    return " ".join(shlex.quote(w) for w in words)
+    return command.strip()
 
 
 def _environment(content, *, where: str) -> dict:
@@ -182,20 +179,6 @@ def _environment(content, *, where: str) -> dict:
             field="environment.packages",
         )
     return canonical
-
-
-def _timeout(timeout_s, *, where: str) -> float:
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise ImportFormatError(
-            where,
-            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
-            field="timeout_s",
-        )
-    return float(timeout_s)
 
 
 @dataclass
@@ -278,7 +261,7 @@ def record_check(
         hidden=hidden if hidden.entries else None,
         test_command=test_command_check(record.test_command, where=where),
         environment=_environment(record.environment, where=where),
-        timeout_s=_timeout(timeout_s, where=where),
+        timeout_s=timeout_check(timeout_s, where=where),
     )
 
 
@@ -415,7 +398,10 @@ def repository_tasks_import(
             or there is no record.
     """
     return repository_records_import(
-        ((f"record {n} ({getattr(r, 'task_id', '?')})", r) for n, r in enumerate(records, start=1)),
+        (
+            (f"record {n} ({getattr(r, 'task_id', '?')})", r, DEFAULT_TIMEOUT_S)
+            for n, r in enumerate(records, start=1)
+        ),
         author=author,
         task_set_name=task_set_name,
         change_note=change_note,
@@ -424,19 +410,19 @@ def repository_tasks_import(
 
 @transaction.atomic
 def repository_records_import(
-    places: Iterable[tuple[str, RepositoryTaskRecord]],
+    places: Iterable[tuple[str, RepositoryTaskRecord, float]],
     *,
     author: str = "",
     task_set_name: str | None = None,
     change_note: str = "",
 ) -> ImportReport:
-    """:func:`repository_tasks_import` of ``(place, record)`` pairs: a reader of a file names its
-    records' places itself (``"FILE:LINE"``)."""
+    """:func:`repository_tasks_import` of ``(place, record, timeout_s)`` triples: a reader of a
+    file names its records' places itself (``"FILE:LINE"``) and may give each suite's timeout."""
     author = author or command_line_author()
     report = ImportReport(task_set=task_set_name or "")
     pinned: list[TaskVersion] = []
     seen: dict[str, str] = {}
-    for place, record in places:
+    for place, record, timeout_s in places:
         if record.task_id in seen:
             raise ImportFormatError(
                 place,
@@ -450,6 +436,7 @@ def repository_records_import(
             where=place,
             author=author,
             change_note=change_note or f"imported from {record.source}",
+            timeout_s=timeout_s,
         )
         report.new_versions += created
         report.unchanged += not created
@@ -498,6 +485,19 @@ class RepositoryContent:
     test_command: str
     timeout_s: float
     environment: EnvironmentVersion
+
+    def tests(self) -> RepositoryTests:
+        """The grading's :class:`sandboxes.repository.RepositoryTests`: the ids, the workspace's
+        test files and test configuration (restored over a submission's), the hidden files, the
+        command and the timeout."""
+        return RepositoryTests(
+            fail_to_pass=self.fail_to_pass,
+            pass_to_pass=self.pass_to_pass,
+            test_files={p: c for p, c in self.files.items() if is_test_path(p)},
+            hidden_files=self.hidden_files,
+            test_command=self.test_command,
+            timeout_s=self.timeout_s,
+        )
 
 
 def repository_content(version: TaskVersion) -> RepositoryContent:

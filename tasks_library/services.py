@@ -180,6 +180,25 @@ def environment_get_or_create(
     return env
 
 
+def timeout_check(timeout_s, *, where: str) -> float:
+    """``timeout_s`` as seconds, if it is a number in (0, :data:`MAX_TIMEOUT_S`].
+
+    Raises:
+        ImportFormatError: (``timeout_s``) not a number, or out of range.
+    """
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not 0 < timeout_s <= MAX_TIMEOUT_S
+    ):
+        raise ImportFormatError(
+            where,
+            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
+            field="timeout_s",
+        )
+    return float(timeout_s)
+
+
 def test_suite_get_or_create(
     *,
     harness_name: str,
@@ -211,16 +230,7 @@ def test_suite_get_or_create(
         kind = harness(harness_name)
     except ValueError as exc:
         raise ImportFormatError(where, f"field 'harness': {exc}", field="harness") from exc
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise ImportFormatError(
-            where,
-            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
-            field="timeout_s",
-        )
+    timeout_s = timeout_check(timeout_s, where=where)
     if test_timeout_s is not None:
         if (
             isinstance(test_timeout_s, bool)

@@ -49,6 +49,11 @@ BAD = {
         "test_command",
         "must start with 'pytest'",
     ),
+    "a test command setting the grading's own options": (
+        dict(test_command="pytest -p evil_plugin"),
+        "test_command",
+        "which the grading sets itself",
+    ),
     "an empty problem statement": (dict(problem_statement="  "), "problem_statement", "empty"),
 }
 

@@ -28,7 +28,7 @@ def _library(tmp_path):
                 files={**BUGGY, "docs/logo.png": LOGO},
                 hidden_files={**HIDDEN, "tests/data.bin": b"\xff\x00"},
                 tags=["clamp"],
-                test_command="pytest -q -p no:cacheprovider",
+                test_command="pytest -q -x tests",
             ),
         ],
         author="alice",
@@ -58,7 +58,7 @@ def test_export_then_import_round_trips_repository_tasks(tmp_path):
     restored = TaskVersion.objects.get(task__task_id="calc/clamp-2")
     assert restored.workspace.files()["docs/logo.png"] == LOGO
     assert restored.test_suite.hidden_files.files()["tests/data.bin"] == b"\xff\x00"
-    assert restored.test_suite.test_command == "pytest -q -p no:cacheprovider"
+    assert restored.test_suite.test_command == "pytest -q -x tests"
     task = Task.objects.get(task_id="calc/clamp-2")
     assert (task.tags, task.licence, task.source) == (["clamp"], "MIT", "test-repo")
 
