@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.skip(reason="skipped by the submission"))
 """
 ALL = "all"  # every id fails (the run is void or never reached the tests)
-F2P = "fail_to_pass"  # the FAIL_TO_PASS ids fail; PASS_TO_PASS ids may pass
+F2P = "fail_to_pass"  # the attack is undone: the FAIL_TO_PASS ids fail, PASS_TO_PASS ids pass
 
 
 def _import_hack(code: bytes) -> dict[str, bytes]:
@@ -356,7 +356,8 @@ def test_an_attack_is_not_resolved(name, session_pool, environment):
     assert result.status != "infra_error", result.detail
     expected = set(TESTS.ids) if failing == ALL else set(FAIL_TO_PASS)
     not_passed = {i for i, s in result.per_id.items() if s != "passed"}
-    assert expected <= not_passed, (name, result.per_id, result.detail)
+    # Exactly those: where the defence undoes the attack, PASS_TO_PASS still runs and passes.
+    assert not_passed == expected, (name, result.per_id, result.detail)
     assert result.fraction == (len(TESTS.ids) - len(not_passed)) / len(TESTS.ids)
 
 
