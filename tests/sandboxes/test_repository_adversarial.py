@@ -4,10 +4,14 @@ its final workspace, each graded for real in a fresh session (sandboxes/reposito
 Every attack leaves the bug in place, so a case passes only when the grading does NOT resolve
 it and the FAIL_TO_PASS ids (or, where the run is voided, every id) are not ``passed``. The
 honest fixes at the end must resolve: a grading that failed everything would fail them.
-One built environment and one session worker serve the whole module.
+One built environment and one session worker serve the whole module; the cases are graded four
+at a time.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -328,11 +332,6 @@ HONEST = {
 }
 
 
-@pytest.fixture(scope="module")
-def environment():
-    return built("python3.11-pytest").request_field()
-
-
 def _final(changes: dict[str, bytes | None]) -> dict[str, bytes]:
     files = dict(BUGGY)
     for path, content in changes.items():
@@ -343,18 +342,31 @@ def _final(changes: dict[str, bytes | None]) -> dict[str, bytes]:
     return files
 
 
+@pytest.fixture(scope="module")
+def graded(session_pool):
+    """Every case and honest fix graded once, four at a time (each in its own fresh session),
+    so the corpus costs about a quarter of its cases' time; each test then checks its own."""
+    environment = built("python3.11-pytest").request_field()
+    jobs = {name: (changes, TESTS) for name, (changes, _failing) in CASES.items()}
+    jobs["hangs"] = (CASES["hangs"][0], dataclasses.replace(TESTS, timeout_s=4.0))
+    jobs.update({f"honest:{name}": (changes, TESTS) for name, changes in HONEST.items()})
+
+    def grade(job):
+        changes, tests = job
+        return grade_repository(
+            _final(changes), tests, environment=environment, runtime=session_pool.runtime
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(jobs, pool.map(grade, jobs.values()), strict=True))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_an_attack_is_not_resolved(name, session_pool, environment):
-    changes, failing = CASES[name]
-    tests = TESTS
-    if name == "hangs":
-        tests = type(TESTS)(**{**TESTS.__dict__, "timeout_s": 4.0})
-    result = grade_repository(
-        _final(changes), tests, environment=environment, runtime=session_pool.runtime
-    )
+def test_an_attack_is_not_resolved(name, graded):
+    result = graded[name]
     assert not result.resolved, (name, result)
     assert result.status != "infra_error", result.detail
-    expected = set(TESTS.ids) if failing == ALL else set(FAIL_TO_PASS)
+    expected = set(TESTS.ids) if CASES[name][1] == ALL else set(FAIL_TO_PASS)
     not_passed = {i for i, s in result.per_id.items() if s != "passed"}
     # Exactly those: where the defence undoes the attack, PASS_TO_PASS still runs and passes.
     assert not_passed == expected, (name, result.per_id, result.detail)
@@ -362,9 +374,7 @@ def test_an_attack_is_not_resolved(name, session_pool, environment):
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
-def test_an_honest_fix_is_resolved(name, session_pool, environment):
-    result = grade_repository(
-        _final(HONEST[name]), TESTS, environment=environment, runtime=session_pool.runtime
-    )
+def test_an_honest_fix_is_resolved(name, graded):
+    result = graded[f"honest:{name}"]
     assert result.resolved and result.fraction == 1.0, (result.detail, result.stdout_tail)
     assert result.flags == []
