@@ -13,8 +13,9 @@ on ``sys.path``, so no ``sitecustomize``/``usercustomize``/``.pth`` of the works
   pytest's and pluggy's runtime modules (their identities and code objects);
 * ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` is set (no ``pytest11`` entry point, even one a planted
   ``*.dist-info`` declares), ``PYTEST_ADDOPTS`` and ``PYTEST_PLUGINS`` are dropped;
-* stdout and stderr go to a log file under a fresh private ``/tmp`` directory; a private copy
-  of the call's stdout is kept for the answer.
+* stdout and stderr go to a log file under a fresh ``/tmp`` directory that cannot be listed,
+  under a random name (as is the junit XML: code under test, or a child it forked, cannot find
+  them to overwrite them); a private copy of the call's stdout is kept for the answer.
 
 pytest then runs with the task version's configuration only (``-c``, ``--rootdir``), no cache
 provider, and a reporter plugin (:class:`Reporter`) given as an object: it keeps the selected
@@ -289,6 +290,16 @@ def guard_hidden(hidden, trusted):
     return found
 
 
+def first_site_index(after=""):
+    """Where site-packages begin on ``sys.path`` (after ``after`` when it is there)."""
+    for index, entry in enumerate(sys.path):
+        if after and entry == after:
+            continue
+        if entry.endswith(("site-packages", "dist-packages")):
+            return index
+    return len(sys.path)
+
+
 def plugin_names(args):
     """The modules ``-p NAME`` / ``-pNAME`` arguments load (not ``no:`` ones)."""
     names = []
@@ -339,8 +350,10 @@ def main(raw):
     answer_fd = os.dup(1)
     os.set_inheritable(answer_fd, False)
     private = tempfile.mkdtemp(prefix="grading-", dir="/tmp")
-    log_path = os.path.join(private, "pytest.log")
-    junit_path = os.path.join(private, "junit.xml")
+    os.chmod(private, 0o300)  # no listing: its files are found only by their random names
+    token = os.urandom(12).hex()
+    log_path = os.path.join(private, f"pytest-{token}.log")
+    junit_path = os.path.join(private, f"junit-{token}.xml")
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -350,7 +363,7 @@ def main(raw):
     for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         os.environ.pop(name, None)
     if os.path.isdir(config["site"]):
-        sys.path.insert(0, config["site"])
+        sys.path.insert(first_site_index(), config["site"])
     started = _monotonic()
     answer = {"ran": False}
     try:
@@ -379,7 +392,10 @@ def main(raw):
         sys.dont_write_bytecode = True  # no .pyc of a hidden test for the code to read
         hidden_reads = guard_hidden(config["hidden"], set(config["trusted"]))
         os.chdir(WORKSPACE)
-        sys.path.insert(0, WORKSPACE)  # as ``python -m pytest`` from the repository's root
+        # After the standard library and the environment, before the system's site-packages: the
+        # repository's own modules import as from its root, and a module it plants under a
+        # standard or environment name (``statistics.py``, ``numpy.py``) shadows nothing.
+        sys.path.insert(first_site_index(after=config["site"]), WORKSPACE)
         args = [
             *config["args"],
             "-c",
@@ -396,6 +412,8 @@ def main(raw):
             "junit_logging=no",
             "--continue-on-collection-errors",
         ]
+        if not config["import_mode_set"]:
+            args.append("--import-mode=append")  # test directories go last on sys.path too
         answer["version"] = pytest.__version__
         try:
             code = pytest.main(args, plugins=[reporter])

@@ -299,6 +299,8 @@ def _run(
     nonce = secrets.token_hex(16)
     config = {
         "nonce": nonce,
+        "import_mode_set": "import-mode"
+        in " ".join(args) + config_content.decode("utf-8", "replace"),
         "ids": ids,
         "args": args,
         "config_file": config_path,
