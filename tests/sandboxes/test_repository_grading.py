@@ -116,6 +116,31 @@ def test_a_task_plugin_loads_from_the_environment_never_the_workspace(session_po
     assert "No module named 'calc_plugin'" in result.detail
 
 
+def test_hidden_files_named_like_the_codes_own_files_do_not_block_it(session_pool, environment):
+    # The hidden-test guard refuses reads of hidden files by name only when the path names no
+    # other file: the package's own __init__.py and conftest-like names stay readable.
+    package = {
+        **FIXED,
+        "calc/__init__.py": FIXED["calc/__init__.py"] + b"import calc.extra\n",
+        "calc/extra/__init__.py": b"VALUE = open(__file__).read()\n",
+    }
+    hidden = {
+        **HIDDEN,
+        "tests/extra/__init__.py": b"",
+        "tests/extra/test_extra.py": b"import calc.extra\n\n\ndef test_value():\n"
+        b"    assert calc.extra.VALUE\n",
+    }
+    tests = type(TESTS)(
+        **{
+            **TESTS.__dict__,
+            "hidden_files": hidden,
+            "pass_to_pass": (*TESTS.pass_to_pass, "tests/extra/test_extra.py::test_value"),
+        }
+    )
+    result = grade_repository(package, tests, environment=environment, runtime=session_pool.runtime)
+    assert result.resolved and result.flags == [], (result.detail, result.stdout_tail)
+
+
 def test_without_pytest_the_grading_is_an_infra_error(session_pool):
     result = grade_repository(FIXED, TESTS, runtime=session_pool.runtime)
     assert result.status == "infra_error" and "no pytest" in result.detail
