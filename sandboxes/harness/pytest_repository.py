@@ -44,6 +44,7 @@ import xml.etree.ElementTree as ElementTree  # imported before any workspace cod
 # Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
 _ascii, _write, _exit, _kill, _monotonic = ascii, os.write, os._exit, os.kill, time.monotonic
 WORKSPACE = "/workspace"
+GENERIC_NAMES = frozenset(("__init__.py", "conftest.py", "__main__.py"))
 WATCHED_EVENTS = frozenset(
     ("open", "os.link", "os.rename", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn")
 )
@@ -246,6 +247,8 @@ def guard_hidden(hidden, trusted):
     """
     found = []
     names = tuple({path.rsplit("/", 1)[-1] for path in hidden})
+    # In a command line, a name every package has says nothing: the hidden path itself does.
+    telling = tuple({*(n for n in names if n not in GENERIC_NAMES), *hidden})
     absolute = {WORKSPACE + "/" + path for path in hidden}
     getframe, realpath, exists, busy = sys._getframe, os.path.realpath, os.path.lexists, [False]
 
@@ -275,7 +278,7 @@ def guard_hidden(hidden, trusted):
         if event in ("os.link", "os.rename"):
             return any(hidden_path(a) for a in args[:2])
         text = " ".join(str(a) for a in args[:3])
-        return any(name in text for name in names)
+        return any(name in text for name in telling)
 
     def hook(event, args):
         if busy[0] or event not in WATCHED_EVENTS:
