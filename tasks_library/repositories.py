@@ -350,6 +350,13 @@ def repository_version_get_or_create(
         task_id=record.task_id,
         defaults={"source": record.source, "licence": record.licence, "metadata": record.metadata},
     )
+    if task.versions.filter(workspace=None).exists():
+        raise ImportFormatError(
+            where,
+            f"field 'task_id': {record.task_id!r} is a function task; a repository task needs an "
+            "id of its own",
+            field="task_id",
+        )
     changed = []
     added = [t for t in dict.fromkeys(record.tags) if t not in task.tags]
     if added:

@@ -522,6 +522,13 @@ def tasks_import(
         task, _ = Task.objects.get_or_create(
             task_id=record["task_id"], defaults={"source": record.get("source") or source}
         )
+        if task.versions.exclude(workspace=None).exists():
+            raise ImportFormatError(
+                where,
+                f"field 'task_id': {task.task_id!r} is a repository task; a function task needs "
+                "an id of its own",
+                field="task_id",
+            )
         added = [t for t in dict.fromkeys(tags) if t not in task.tags]
         if added:
             task.tags = [*task.tags, *added]
