@@ -55,7 +55,7 @@ BAD = {
         "must start with 'pytest'",
     ),
     "a test command setting the grading's own options": (
-        dict(test_command="pytest -p evil_plugin"),
+        dict(test_command="pytest --rootdir=/tmp"),
         "test_command",
         "which the grading sets itself",
     ),
