@@ -43,7 +43,11 @@ import xml.etree.ElementTree as ElementTree  # imported before any workspace cod
 # Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
 _ascii, _write, _exit, _kill, _monotonic = ascii, os.write, os._exit, os.kill, time.monotonic
 WORKSPACE = "/workspace"
+WATCHED_EVENTS = frozenset(
+    ("open", "os.link", "os.rename", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn")
+)
 LOG_TAIL_BYTES = 8192
+MESSAGE_CHARS = 500
 WATCHED = (
     "_pytest.runner",
     "_pytest.reports",
@@ -102,6 +106,7 @@ class Reporter:
         self.phases = {}  # node id -> {when: outcome}
         self.raised = set()  # node ids whose call raised (not a skip or xfail)
         self.collect_errors = {}
+        self.messages = {}  # node id -> the first failure's one-line message
         self.mismatch = []
         self.tampered = []
         self.foreign = []
@@ -149,6 +154,10 @@ class Reporter:
         if hasattr(report, "wasxfail"):
             outcome = "xfailed" if report.skipped else "xpassed"
         phases[report.when] = outcome
+        if report.failed and report.nodeid not in self.messages:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            lines = str(crash.message if crash is not None else report.longrepr).splitlines()
+            self.messages[report.nodeid] = lines[0][:MESSAGE_CHARS] if lines else ""
         if report.when == "call" and report.passed and report.nodeid in self.raised:
             self.mismatch.append(report.nodeid)
         if report.when == "teardown":
@@ -184,6 +193,71 @@ class Reporter:
         if path.startswith(WORKSPACE + "/"):
             return path[len(WORKSPACE) + 1 :] in self.trusted
         return not path.startswith(("<", "/tmp", "/dev/shm")) and path != ""
+
+
+def guard_hidden(hidden, trusted):
+    """Refuse, and record, any read of a hidden test file by code of the workspace that is not
+    a trusted test file: an audit hook (it cannot be removed) on ``open`` (the path resolved,
+    so a link to it counts), ``os.link``/``os.rename`` of it, and processes started with its
+    name in their arguments, whenever such code is on the calling stack. pytest's own reads
+    (collection, assertion rewriting, tracebacks) have no workspace code on the stack.
+
+    Returns:
+        the list the hook appends its findings to.
+    """
+    found = []
+    names = tuple({path.rsplit("/", 1)[-1] for path in hidden})
+    absolute = {WORKSPACE + "/" + path for path in hidden}
+    getframe, realpath, busy = sys._getframe, os.path.realpath, [False]
+
+    def culprit():
+        frame = getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(WORKSPACE + "/") and name[len(WORKSPACE) + 1 :] not in trusted:
+                return name
+            frame = frame.f_back
+        return None
+
+    def touches(event, args):
+        if event == "open":
+            return isinstance(args[0], (str, bytes)) and realpath(os.fsdecode(args[0])) in absolute
+        if event in ("os.link", "os.rename"):
+            return any(
+                realpath(os.fsdecode(a)) in absolute
+                for a in args[:2]
+                if isinstance(a, (str, bytes))
+            )
+        text = " ".join(str(a) for a in args[:3])
+        return any(name in text for name in names)
+
+    def hook(event, args):
+        if busy[0] or event not in WATCHED_EVENTS:
+            return
+        busy[0] = True
+        try:
+            if touches(event, args):
+                who = culprit()
+                if who is not None:
+                    found.append(f"{event} by {who}")
+                    raise PermissionError("hidden test files cannot be read by the code under test")
+        finally:
+            busy[0] = False
+
+    if hidden:
+        sys.addaudithook(hook)
+    return found
+
+
+def plugin_names(args):
+    """The modules ``-p NAME`` / ``-pNAME`` arguments load (not ``no:`` ones)."""
+    names = []
+    for index, word in enumerate(args):
+        if word.startswith("-p"):
+            name = word[2:].lstrip("=") or (args[index + 1] if index + 1 < len(args) else "")
+            if name and not name.startswith("no:"):
+                names.append(name)
+    return names
 
 
 def junit_tally(path):
@@ -240,11 +314,18 @@ def main(raw):
     started = _monotonic()
     answer = {"ran": False}
     try:
-        import pytest  # noqa: PLC0415 - only once the environment is on the path
-        from _pytest.config import default_plugins  # noqa: PLC0415
+        try:
+            import _pytest.config  # noqa: PLC0415 - only once the environment is on the path
+            import pytest  # noqa: PLC0415
+        except ImportError:
+            answer["no_pytest"] = True
+            raise
 
-        for name in default_plugins:
+        for name in _pytest.config.default_plugins:
             importlib.import_module("_pytest." + name)
+        for name in plugin_names(config["args"]):  # the task's -p plugins, from the environment
+            builtin = name in _pytest.config.builtin_plugins
+            importlib.import_module("_pytest." + name if builtin else name)
         modules = [importlib.import_module(name) for name in WATCHED]
         baseline = snapshot(modules)
         wanted = set(config["ids"]) if config["ids"] is not None else None
@@ -255,6 +336,8 @@ def main(raw):
             Reporter.pytest_collection_modifyitems
         )
         reporter = Reporter(wanted, set(config["trusted"]), modules, baseline)
+        sys.dont_write_bytecode = True  # no .pyc of a hidden test for the code to read
+        hidden_reads = guard_hidden(config["hidden"], set(config["trusted"]))
         os.chdir(WORKSPACE)
         sys.path.insert(0, WORKSPACE)  # as ``python -m pytest`` from the repository's root
         args = [
@@ -286,10 +369,12 @@ def main(raw):
             collected=reporter.collected,
             phases=reporter.phases,
             collect_errors=reporter.collect_errors,
+            messages=reporter.messages,
             mismatch=reporter.mismatch,
             tampered=reporter.tampered[:20],
             foreign=reporter.foreign_plugins() if reporter.config is not None else [],
             deselected=reporter.deselected,
+            hidden_reads=hidden_reads[:10],
         )
     except BaseException as exc:  # noqa: BLE001 - the harness reports, never crashes
         answer["error"] = f"{type(exc).__name__}: {exc}"[:2000]

@@ -7,31 +7,41 @@ diffs; :func:`git_workspace` builds the agent's workspace (the files and a fresh
 git repository); :func:`grade_repository` grades a submission's final files by FAIL_TO_PASS and
 PASS_TO_PASS test ids in a fresh session; :func:`run_suite` runs a whole suite on the same
 machinery (for the generator and validation); :func:`is_test_path` says which files a grading
-takes from the task version. Names load on first use (PEP 562), as in ``sandboxes.sessions``.
+takes from the task version. Importing it loads no Redis client (the session client is
+imported when a grading opens its session).
 """
 
-import importlib
+from sandboxes.repository.git import GitWorkspaceError, git_workspace
+from sandboxes.repository.grading import (
+    RepositoryResult,
+    RepositoryRunError,
+    RepositoryTests,
+    SuiteReport,
+    grade_patch,
+    grade_repository,
+    id_status,
+    run_suite,
+    run_suite_report,
+)
+from sandboxes.repository.patches import PatchError, apply_patch, make_patch, patched_paths
+from sandboxes.repository.paths import grading_files, is_test_path
 
-_NAMES = {
-    "GitWorkspaceError": "git",
-    "git_workspace": "git",
-    "RepositoryResult": "grading",
-    "RepositoryRunError": "grading",
-    "RepositoryTests": "grading",
-    "grade_repository": "grading",
-    "id_status": "grading",
-    "run_suite": "grading",
-    "PatchError": "patches",
-    "apply_patch": "patches",
-    "make_patch": "patches",
-    "patched_paths": "patches",
-    "grading_files": "paths",
-    "is_test_path": "paths",
-}
-__all__ = sorted(_NAMES)
-
-
-def __getattr__(name: str):
-    if name not in _NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
+__all__ = [
+    "GitWorkspaceError",
+    "PatchError",
+    "RepositoryResult",
+    "RepositoryRunError",
+    "RepositoryTests",
+    "apply_patch",
+    "git_workspace",
+    "grade_patch",
+    "grade_repository",
+    "grading_files",
+    "id_status",
+    "is_test_path",
+    "make_patch",
+    "patched_paths",
+    "run_suite",
+    "run_suite_report",
+    "SuiteReport",
+]

@@ -21,18 +21,32 @@ What decides, and what never does:
   junit XML tallies disagree), ``pytest_tampered`` (a function or class of pytest's or
   pluggy's runtime modules was replaced while the suite ran), ``foreign_plugin`` (a plugin or
   hook implementation registered from anywhere but the task's test files, pytest, the
-  environment or the standard library); ``incomplete`` (the runner never answered: an early
-  ``os._exit``, a crash) fails every id;
+  environment or the standard library), ``reads_hidden_tests`` (an ``open``, link, rename or
+  process naming a hidden test file while workspace code was on the stack; refused by an audit
+  hook, which also keeps the read from succeeding); ``incomplete`` (the runner never
+  answered: an early ``os._exit``, a crash) fails every id;
 * a timeout or an output flood fails every id (``status`` ``timeout`` / ``failed``).
 
-What code under test can still do: see README, "Repository grading" (it runs in pytest's own
-process, so a deliberate forgery through frames or the garbage collector remains possible;
-the hack detectors flag the means).
+What the code under test can still do (README, "Repository grading"): it runs in pytest's own
+process as the same user, so a deliberate forgery stays possible, by means honest code never
+needs: reaching the runner's frame or the reporter (``sys._getframe``, tracebacks' frames,
+``gc``) to rewrite records, or finding the nonce in its own memory (``/proc/self/mem``);
+patching a pytest function and restoring it within one test; patching the standard library
+the runner calls at the end; reading a hidden test from memory (``linecache``, code
+constants, ``f_locals``) or through a child shell's glob; taking the expected value from the
+calling test's frame. The hack detectors flag those means in the submission's source:
+``test_tampering`` (``_pytest``/``pytest`` imports, ``sys.modules``, frame walking,
+``gc.get_referrers``, monkeypatched module attributes, ``'pytest' in sys.modules`` and
+``PYTEST_CURRENT_TEST``), ``reads_expected_values`` (``f_locals``, ``co_consts``,
+``linecache``, ``gc.get_objects``, ``/proc`` and reads of test-like paths) and ``early_exit``
+(``sys.exit``, ``os._exit``, ``pytest.skip``/``exit``, ``atexit``), given the submission's
+changed non-test Python files.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import secrets
 import shlex
 import time
@@ -41,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandboxes import result as R
+from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.repository.paths import grading_files, pytest_config
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.workspace import Workspace
@@ -59,7 +74,8 @@ BOOT = (
     "    scope['main'](data[:cut])\n"
     "_boot()\n"
 )
-RESERVED_OPTIONS = ("-c", "--config-file", "--rootdir", "--junitxml", "--junit-xml", "-p")
+RESERVED_OPTIONS = ("-c", "--config-file", "--rootdir", "--junitxml", "--junit-xml")
+PLUGIN_NAME = re.compile(r"^(no:)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 STATUSES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed", "missing")
 
 
@@ -75,9 +91,14 @@ class RepositoryRunError(RuntimeError):
 def pytest_options(test_command: str) -> list[str]:
     """The arguments after ``pytest`` (or ``python -m pytest``) in a test command.
 
+    ``-p NAME`` / ``-pNAME`` may name a plugin module of the environment (``-p
+    pytest_asyncio.plugin``), a builtin one (``-p pytester``) or ``no:NAME``: the runner imports
+    it before the workspace is on ``sys.path``, so a module the submission planted under that
+    name is never the one loaded (plugins are not autoloaded from entry points).
+
     Raises:
-        ValueError: not a pytest command, or it sets an option the grading owns (``-c``,
-            ``--rootdir``, ``--junitxml``, ``-p``), named.
+        ValueError: not a pytest command, an option the grading owns (``-c``, ``--rootdir``,
+            ``--junitxml``), or a ``-p`` value that is not a module name; named.
     """
     try:
         words = shlex.split(test_command)
@@ -89,11 +110,18 @@ def pytest_options(test_command: str) -> list[str]:
         rest = words[3:]
     else:
         raise ValueError(f"test_command {test_command!r} must start with 'pytest'")
-    for word in rest:
-        if word.split("=", 1)[0] in RESERVED_OPTIONS or word.startswith("-p"):
+    for index, word in enumerate(rest):
+        if word.split("=", 1)[0] in RESERVED_OPTIONS:
             raise ValueError(
                 f"test_command {test_command!r} sets {word!r}, which the grading sets itself"
             )
+        if word.startswith("-p"):
+            name = word[2:].lstrip("=") or (rest[index + 1] if index + 1 < len(rest) else "")
+            if not PLUGIN_NAME.match(name):
+                raise ValueError(
+                    f"test_command {test_command!r}: -p needs a plugin module name "
+                    f"(or no:NAME), not {name!r}"
+                )
     return rest
 
 
@@ -160,6 +188,9 @@ class RepositoryResult:
         flags: ``report_mismatch``, ``pytest_tampered``, ``foreign_plugin``,
             ``incomplete``, ``collection_error``, ``output_flood``.
         environment: the build key the grading ran in.
+        messages: id -> the first line of its first failure (pytest's crash message, e.g.
+            ``AssertionError: assert 9 == 10``; 500 characters at most), for ids that failed
+            or errored; written by the code under test's exceptions: untrusted text.
     """
 
     status: str
@@ -171,6 +202,7 @@ class RepositoryResult:
     wall_ms: float = 0.0
     flags: list[str] = field(default_factory=list)
     environment: str = ""
+    messages: dict[str, str] = field(default_factory=dict)
 
 
 def id_status(phases: Mapping[str, str] | None) -> str:
@@ -214,25 +246,29 @@ def _cross_check(answer: dict, statuses: Mapping[str, str]) -> list[str]:
     flags = []
     if answer.get("mismatch"):
         flags.append("report_mismatch")
+    # pytest's junit XML is a second tally of the same run: it must count as many passes
+    # as the reporter, and at least as many test cases (it also counts collection errors,
+    # skipped modules and internal errors as cases).
     junit = answer.get("junit")
-    reported = len(statuses) + len(answer.get("collect_errors") or {})
     passed = sum(1 for s in statuses.values() if s in ("passed", "xpassed"))
     if junit is None:
-        if reported:
+        if statuses:
             flags.append("report_mismatch")
-    elif junit.get("tests") != reported or junit.get("passed") != passed:
+    elif junit.get("passed") != passed or int(junit.get("tests", 0)) < len(statuses):
         flags.append("report_mismatch")
     if answer.get("tampered"):
         flags.append("pytest_tampered")
     if answer.get("foreign"):
         flags.append("foreign_plugin")
+    if answer.get("hidden_reads"):
+        flags.append("reads_hidden_tests")
     return flags
 
 
 def _distrust(flags: list[str], answer: dict) -> str:
     """The detail of a voided answer: the flags and what earned them."""
     evidence = [*answer.get("mismatch", [])[:5], *answer.get("tampered", [])[:5]]
-    evidence += answer.get("foreign", [])[:5]
+    evidence += answer.get("foreign", [])[:5] + answer.get("hidden_reads", [])[:5]
     if answer.get("junit") is not None and "report_mismatch" in flags:
         evidence.append(f"junit {answer['junit']}")
     return f"the report was not trustworthy ({', '.join(flags)}): {'; '.join(map(str, evidence))}"
@@ -243,6 +279,7 @@ def _run(
     test_files: Mapping[str, bytes],
     *,
     trusted: list[str],
+    hidden: list[str] = (),
     args: list[str],
     ids: list[str] | None,
     environment: dict | None,
@@ -265,6 +302,7 @@ def _run(
         "args": args,
         "config_file": config_path,
         "trusted": trusted,
+        "hidden": list(hidden),
         "site": SITE_PACKAGES if environment and environment.get("packages") else "",
     }
     import json  # noqa: PLC0415
@@ -285,7 +323,7 @@ def _run(
 
 
 def _no_pytest(answer: dict) -> bool:
-    return "No module named 'pytest'" in str(answer.get("error", ""))
+    return bool(answer.get("no_pytest"))
 
 
 def grade_repository(
@@ -327,6 +365,7 @@ def grade_repository(
         final,
         tests.test_files,
         trusted=sorted({*tests.test_files, *tests.hidden_files}),
+        hidden=sorted(tests.hidden_files),
         args=[*pytest_options(tests.test_command), *present],
         ids=ids,
         environment=environment,
@@ -373,6 +412,7 @@ def grade_repository(
     passed = sum(1 for s in per_id.values() if s == "passed")
     extra = ["collection_error"] if answer.get("collect_errors") else []
     not_passed = [f"{i}: {s}" for i, s in per_id.items() if s != "passed"]
+    messages = {i: str(m) for i, m in (answer.get("messages") or {}).items() if i in per_id}
     detail = "; ".join(not_passed[:20])
     if answer.get("collect_errors"):
         detail += "; collection errors in " + ", ".join(sorted(answer["collect_errors"])[:10])
@@ -386,10 +426,61 @@ def grade_repository(
         wall_ms=wall_ms,
         flags=extra,
         environment=key,
+        messages=messages,
     )
 
 
-def run_suite(
+def grade_patch(
+    base: Mapping[str, bytes],
+    patch: str,
+    tests: RepositoryTests,
+    *,
+    environment: dict | None = None,
+    runtime: str = "python",
+    slot: str | None = None,
+) -> RepositoryResult:
+    """:func:`grade_repository` of ``base`` (the task version's files) with ``patch`` (a
+    git-style unified diff: a reference patch, an agent's ``Session.diff()``) applied; the
+    empty patch grades ``base`` itself.
+
+    Returns:
+        the grading; a patch that does not apply gives ``status`` ``failed``, every id
+        ``error``, the flag ``patch_does_not_apply`` and git's message (naming the file and
+        hunk) in ``detail``.
+    """
+    try:
+        final = apply_patch(base, patch)
+    except PatchError as exc:
+        return RepositoryResult(
+            "failed",
+            dict.fromkeys(tests.ids, "error"),
+            False,
+            0.0,
+            detail=str(exc),
+            flags=["patch_does_not_apply"],
+            environment=str((environment or {}).get("key", "")),
+        )
+    return grade_repository(final, tests, environment=environment, runtime=runtime, slot=slot)
+
+
+@dataclass(frozen=True)
+class SuiteReport:
+    """A whole suite's run (:func:`run_suite_report`).
+
+    Attributes:
+        statuses: every collected node id -> one of :data:`STATUSES` (all but ``missing``); a
+            module that failed to collect appears under its own node id as ``error``.
+        messages: node id (a test's or a failed module's) -> the first line of its first
+            failure (500 characters at most).
+        log_tail: the end of pytest's own output (8 KiB).
+    """
+
+    statuses: dict[str, str]
+    messages: dict[str, str]
+    log_tail: str = ""
+
+
+def run_suite_report(
     files: Mapping[str, bytes],
     *,
     test_command: str = "pytest",
@@ -397,14 +488,9 @@ def run_suite(
     timeout_s: float = 300.0,
     runtime: str = "python",
     slot: str | None = None,
-) -> dict[str, str]:
+) -> SuiteReport:
     """Run a repository's whole suite as it stands (nothing reset: the generator's and the
     validator's own files) in a fresh session, with the grading's runner.
-
-    Returns:
-        every collected node id -> one of :data:`STATUSES` (all but ``missing``); a module
-        that failed to collect appears under its own node id (``tests/test_x.py``) as
-        ``error``.
 
     Raises:
         ValueError: a bad ``test_command`` or workspace path.
@@ -434,6 +520,31 @@ def run_suite(
     flags = _cross_check(answer, statuses)
     if flags:
         raise RepositoryRunError("failed", _distrust(flags, answer))
-    for node in answer.get("collect_errors") or {}:
+    messages = {str(k): str(v) for k, v in (answer.get("messages") or {}).items()}
+    for node, text in (answer.get("collect_errors") or {}).items():
         statuses.setdefault(str(node), "error")
-    return dict(sorted(statuses.items()))
+        lines = str(text).strip().splitlines()
+        messages.setdefault(str(node), lines[-1][:500] if lines else "")
+    return SuiteReport(dict(sorted(statuses.items())), messages, str(answer.get("log_tail", "")))
+
+
+def run_suite(
+    files: Mapping[str, bytes],
+    *,
+    test_command: str = "pytest",
+    environment: dict | None = None,
+    timeout_s: float = 300.0,
+    runtime: str = "python",
+    slot: str | None = None,
+) -> dict[str, str]:
+    """The statuses of :func:`run_suite_report` (same arguments and errors): every collected
+    node id -> one of :data:`STATUSES` (all but ``missing``); a module that failed to collect
+    appears under its own node id (``tests/test_x.py``) as ``error``."""
+    return run_suite_report(
+        files,
+        test_command=test_command,
+        environment=environment,
+        timeout_s=timeout_s,
+        runtime=runtime,
+        slot=slot,
+    ).statuses

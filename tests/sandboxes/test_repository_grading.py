@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxes.repository import grade_repository, id_status, run_suite
+from sandboxes.repository import (
+    grade_patch,
+    grade_repository,
+    id_status,
+    make_patch,
+    run_suite,
+    run_suite_report,
+)
 from tests.environments import built
 from tests.sandboxes.repository_fixture import BUGGY, FAIL_TO_PASS, FIXED, HIDDEN, TESTS
 
@@ -32,6 +39,24 @@ def test_the_buggy_state_fails_exactly_fail_to_pass(session_pool, environment):
     assert set(result.per_id.values()) == {"passed", "failed"}
     assert not result.resolved and result.fraction == pytest.approx(4 / 7)
     assert "test_clamp_high[10]: failed" in result.detail
+    assert set(result.messages) == set(FAIL_TO_PASS)
+    assert result.messages[FAIL_TO_PASS[0]] == "assert 9 == 10"
+
+
+def test_a_patch_is_graded_on_the_task_files(session_pool, environment):
+    reference = make_patch(BUGGY, FIXED)
+    result = grade_patch(
+        BUGGY, reference, TESTS, environment=environment, runtime=session_pool.runtime
+    )
+    assert result.resolved, (result.detail, result.stdout_tail)
+    empty = grade_patch(BUGGY, "", TESTS, environment=environment, runtime=session_pool.runtime)
+    assert {i for i, s in empty.per_id.items() if s != "passed"} == set(FAIL_TO_PASS)
+    stale = reference.replace("return high - 1", "return high - 2")
+    refused = grade_patch(
+        BUGGY, stale, TESTS, environment=environment, runtime=session_pool.runtime
+    )
+    assert refused.status == "failed" and refused.flags == ["patch_does_not_apply"]
+    assert "calc/ops.py" in refused.detail and set(refused.per_id.values()) == {"error"}
 
 
 def test_an_id_that_does_not_exist_is_missing(session_pool, environment):
@@ -59,9 +84,36 @@ def test_run_suite_reports_every_collected_id(session_pool, environment):
         "tests/test_ops.py::test_mul": "passed",
     }
     broken = {**BUGGY, "tests/test_broken.py": b"import calc.nowhere\n"}
-    suite = run_suite(broken, environment=environment, runtime=session_pool.runtime)
-    assert suite["tests/test_broken.py"] == "error"
-    assert suite["tests/test_ops.py::test_add"] == "passed"
+    report = run_suite_report(broken, environment=environment, runtime=session_pool.runtime)
+    assert report.statuses["tests/test_broken.py"] == "error"
+    assert "No module named 'calc.nowhere'" in report.messages["tests/test_broken.py"]
+    assert report.statuses["tests/test_ops.py::test_add"] == "passed"
+
+
+def test_a_task_plugin_loads_from_the_environment_never_the_workspace(session_pool, environment):
+    uses_pytester = {
+        **FIXED,
+        "tests/test_ops.py": FIXED["tests/test_ops.py"]
+        + b"\n\ndef test_pytester_is_there(pytester):\n    assert pytester.path.is_dir()\n",
+    }
+    ids = (*TESTS.pass_to_pass, "tests/test_ops.py::test_pytester_is_there")
+    tests = type(TESTS)(
+        fail_to_pass=TESTS.fail_to_pass,
+        pass_to_pass=ids,
+        test_files={p: c for p, c in uses_pytester.items() if p.startswith("tests/")},
+        hidden_files=HIDDEN,
+        test_command="pytest -p pytester",
+    )
+    result = grade_repository(
+        uses_pytester, tests, environment=environment, runtime=session_pool.runtime
+    )
+    assert result.resolved, (result.detail, result.stdout_tail)
+    # A plugin the environment lacks is not taken from a module the submission planted.
+    planted = {**FIXED, "calc_plugin.py": b"def pytest_report_teststatus(report):\n    pass\n"}
+    tests = type(TESTS)(**{**TESTS.__dict__, "test_command": "pytest -p calc_plugin"})
+    result = grade_repository(planted, tests, environment=environment, runtime=session_pool.runtime)
+    assert result.status == "failed" and not result.resolved
+    assert "No module named 'calc_plugin'" in result.detail
 
 
 def test_without_pytest_the_grading_is_an_infra_error(session_pool):

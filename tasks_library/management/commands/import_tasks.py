@@ -3,8 +3,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.errors import InputError
 from sandboxes.runtimes import RuntimeUnavailable
+from sandboxes.sessions import SessionError
 from sandboxes.suites import HARNESSES
+from tasks_library.generators.repo_bugs import repo_bugs_import
 from tasks_library.importers import (
     ImportFormatError,
     crucible,
@@ -43,7 +46,9 @@ class Command(BaseCommand):
         "a known shape (mbpp FILE: integer ids, assert lists, no entry point; stdio FILE: "
         "stdin/stdout tasks in APPS, CodeContests or input/output-case rows; swe-bench FILE --repo "
         "PATH: SWE-bench-shaped repository tasks, the repository read at each row's base_commit "
-        "from a local git repository or archive), a Crucible-format "
+        "from a local git repository or archive), repository tasks generated from a real project "
+        "(repo-bugs --package NAME==VERSION --count N [--seed S] [--max-failing K]: bugs injected "
+        "into its sources, kept when 1 to K of its tests fail), a Crucible-format "
         "file (--format crucible PATH, as export_tasks writes), or any JSONL file (--format jsonl"
         " PATH: MBPP, stdio, HumanEval and Crucible rows are detected; other rows are read "
         "through --map prompt=question ...). Idempotent: unchanged tasks create no new version; a"
@@ -113,6 +118,30 @@ class Command(BaseCommand):
             ),
         )
         parser.add_argument(
+            "--package",
+            metavar="NAME==VERSION",
+            help="with repo-bugs: the real project to generate repository tasks from, by exact "
+            "version (its sdist fetched with pip, its test suite run in a sandbox)",
+        )
+        parser.add_argument(
+            "--count", type=int, default=20, help="with repo-bugs: how many tasks (default 20)"
+        )
+        parser.add_argument(
+            "--seed", type=int, default=0, help="with repo-bugs: orders the candidate bugs"
+        )
+        parser.add_argument(
+            "--max-failing",
+            type=int,
+            default=10,
+            help="with repo-bugs: keep a bug when 1 to this many tests fail with it (default 10)",
+        )
+        parser.add_argument(
+            "--reference-runs",
+            type=int,
+            default=3,
+            help="with repo-bugs: times validation grades each reference patch (default 3)",
+        )
+        parser.add_argument(
             "--taskset", help="name of the task set to pin (default: the dataset or file name)"
         )
         parser.add_argument(
@@ -136,7 +165,8 @@ class Command(BaseCommand):
         if not source:
             raise CommandError(
                 "name a dataset (humaneval, humaneval-js), a shape and its file (mbpp FILE, "
-                "stdio FILE) or pass --format crucible|jsonl PATH"
+                "stdio FILE), repo-bugs --package NAME==VERSION, or pass --format crucible|jsonl "
+                "PATH"
             )
         if taskset is not None and not taskset.strip():
             raise CommandError("--taskset must be a non-empty name")
@@ -150,6 +180,11 @@ class Command(BaseCommand):
         if source == "swe-bench":
             self._swe_bench(path, repos, taskset, as_json)
             return
+        if source == "repo-bugs":
+            self._repo_bugs(options, taskset, as_json)
+            return
+        if options.get("package"):
+            raise CommandError("--package applies to repo-bugs only")
         try:
             if format == "dataset" and source in ("mbpp", "stdio"):
                 if path is None:
@@ -238,3 +273,49 @@ class Command(BaseCommand):
                 f"import failed, nothing was written: cannot read {path}: {exc}"
             ) from exc
         self._report(report, as_json, shape="swe-bench", noun="repository tasks")
+
+    def _repo_bugs(self, options, taskset, as_json) -> None:
+        """``import_tasks repo-bugs --package NAME==VERSION --count N``: generate, then import in
+        one transaction (tasks_library/generators/repo_bugs.py)."""
+        pin = options.get("package")
+        if not pin:
+            raise CommandError(
+                "name the project: import_tasks repo-bugs --package NAME==VERSION (e.g. "
+                "inflection==0.5.1)"
+            )
+        for name in ("count", "max_failing"):
+            if options[name] < 1:
+                raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
+        say = (lambda _line: None) if as_json else (lambda line: self.stdout.write(line))
+        try:
+            done = repo_bugs_import(
+                pin=pin,
+                count=options["count"],
+                seed=options["seed"],
+                max_failing=options["max_failing"],
+                reference_runs=options["reference_runs"],
+                task_set_name=taskset,
+                progress=say,
+            )
+        except (InputError, SessionError) as exc:
+            raise CommandError(f"repo-bugs failed, nothing was written: {exc}") from exc
+        out = done.summary()
+        if as_json:
+            self.stdout.write(json.dumps(out, indent=2))
+            return
+        self.stdout.write(
+            f"generated {out['tasks']} of {options['count']} tasks from {out['package']} "
+            f"({out['licence'] or 'licence not declared'}) in {out['seconds']} s, "
+            f"{out['seconds_per_task']} s per task; {out['tried']} bugs tried, rejected: "
+            f"{out['rejected'] or 'none'}; the suite: {out['pristine_passing']} of "
+            f"{out['suite_tests']} tests pass on the pristine project in {out['suite_seconds']} s"
+        )
+        self.stdout.write(
+            f"imported {out['imported']} repository tasks: {out['new_versions']} new versions, "
+            f"{out['unchanged']} unchanged; task set {out['task_set']!r} now pins exactly these "
+            f"{out['imported']} versions"
+        )
+        self.stdout.write(
+            f"validated: {out['valid']} of {out['imported']} valid ({out['verdicts']}) in "
+            f"{out['validation_seconds']} s, {out['validation_seconds_per_task']} s per task"
+        )
