@@ -44,6 +44,7 @@ from tasks_library.services import (
     command_line_author,
     environment_check,
     environment_get_or_create,
+    task_kind_check,
     task_set_pin,
     task_version_get_or_create,
     timeout_check,
@@ -350,6 +351,7 @@ def repository_version_get_or_create(
         task_id=record.task_id,
         defaults={"source": record.source, "licence": record.licence, "metadata": record.metadata},
     )
+    task_kind_check(task, repository=True, where=where)
     changed = []
     added = [t for t in dict.fromkeys(record.tags) if t not in task.tags]
     if added:

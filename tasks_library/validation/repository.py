@@ -97,8 +97,17 @@ def repository_versions_judge(
     return judged
 
 
-def _not_passed(per_id: dict[str, str], ids) -> list[dict]:
-    return [{"test": i, "status": per_id.get(i, "missing")} for i in ids if per_id.get(i) != PASSED]
+def _not_passed(result: RepositoryResult, ids) -> list[dict]:
+    """The ids of ``ids`` that did not pass in ``result``, with their outcome and, where pytest
+    gave one, the first line of the failure."""
+    found = []
+    for test_id in ids:
+        status = result.per_id.get(test_id, "missing")
+        if status != PASSED:
+            found.append({"test": test_id, "status": status})
+            if result.messages.get(test_id):
+                found[-1]["message"] = result.messages[test_id][:300]
+    return found
 
 
 def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryResult) -> Judgement:
@@ -136,7 +145,7 @@ def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryR
             + (f", tests {', '.join(disagreeing[:5])}" if disagreeing else "")
         )
     elif answered and not first.resolved:
-        failing = _not_passed(first.per_id, ids)
+        failing = _not_passed(first, ids)
         findings.append(TaskVersion.VERDICT_BROKEN_REFERENCE)
         report["reference"]["failing"] = failing[:EVIDENCE_ITEMS]
         reasons.append(
@@ -153,7 +162,7 @@ def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryR
         )
 
     passing_f2p = [i for i in suite.fail_to_pass if empty.per_id.get(i) == PASSED]
-    failing_p2p = _not_passed(empty.per_id, suite.pass_to_pass)
+    failing_p2p = _not_passed(empty, suite.pass_to_pass)
     report["empty_patch"] = {
         "status": empty.status,
         "per_id": dict(empty.per_id),
