@@ -15,6 +15,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -49,12 +50,14 @@ from tasks_library.models import (
 from tasks_library.repositories import REPOSITORY_EDITABLE
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
+    WorkspacePathNotFound,
     repository_test_results,
     task_set_versions,
     task_sets_with_sizes,
     task_version_summaries,
     task_versions_diff,
     trainable,
+    workspace_browse,
 )
 from tasks_library.services import (
     EDITABLE,
@@ -597,6 +600,44 @@ class TaskVersionApi(LibraryApi, APIView):
     @extend_schema(responses={200: TaskVersionDetailSerializer})
     def get(self, request, task_id: str, number: int) -> Response:
         return Response(TaskVersionDetailSerializer(_version(_task(task_id), number)).data)
+
+
+class WorkspaceEntrySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["dir", "file"])
+    path = serializers.CharField(help_text="'' is the root")
+    dirs = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text="[name, path, files under it]"
+    )
+    files = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text="[name, path, size in bytes]"
+    )
+    size = serializers.IntegerField(required=False, help_text="a file's bytes")
+    text = serializers.CharField(
+        required=False, allow_null=True, help_text="a file's text (null: not UTF-8)"
+    )
+    truncated = serializers.BooleanField(required=False, help_text="only the start is in text")
+
+
+class WorkspaceFilesApi(LibraryApi, APIView):
+    """A repository task version's workspace: a directory's entries, or a file's text
+    (``?path=``; the root when absent). 404 for a function task or a path that is not there."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("path", OpenApiTypes.STR, description="file or directory")],
+        responses={200: WorkspaceEntrySerializer, 404: ErrorSerializer},
+    )
+    def get(self, request, task_id: str, number: int) -> Response:
+        version = _version(_task(task_id), number)
+        if not version.is_repository:
+            raise NotFound(f"{task_id} v{number} is not a repository task: it has no workspace")
+        try:
+            entry = workspace_browse(
+                workspace=version.workspace, path=request.query_params.get("path", "")
+            )
+        except WorkspacePathNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        entry.pop("crumbs")
+        return Response(entry)
 
 
 class TaskDiffApi(LibraryApi, APIView):

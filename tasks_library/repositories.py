@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from console.core.errors import InputError
-from sandboxes.repository.grading import pytest_options
+from sandboxes.repository.grading import RepositoryTests, pytest_options
 from sandboxes.repository.patches import PatchError, apply_patch
+from sandboxes.repository.paths import is_test_path
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -43,6 +44,7 @@ from tasks_library.services import (
     command_line_author,
     environment_check,
     environment_get_or_create,
+    task_kind_check,
     task_set_pin,
     task_version_get_or_create,
     timeout_check,
@@ -349,6 +351,7 @@ def repository_version_get_or_create(
         task_id=record.task_id,
         defaults={"source": record.source, "licence": record.licence, "metadata": record.metadata},
     )
+    task_kind_check(task, repository=True, where=where)
     changed = []
     added = [t for t in dict.fromkeys(record.tags) if t not in task.tags]
     if added:
@@ -397,7 +400,10 @@ def repository_tasks_import(
             or there is no record.
     """
     return repository_records_import(
-        ((f"record {n} ({getattr(r, 'task_id', '?')})", r) for n, r in enumerate(records, start=1)),
+        (
+            (f"record {n} ({getattr(r, 'task_id', '?')})", r, DEFAULT_TIMEOUT_S)
+            for n, r in enumerate(records, start=1)
+        ),
         author=author,
         task_set_name=task_set_name,
         change_note=change_note,
@@ -406,19 +412,19 @@ def repository_tasks_import(
 
 @transaction.atomic
 def repository_records_import(
-    places: Iterable[tuple[str, RepositoryTaskRecord]],
+    places: Iterable[tuple[str, RepositoryTaskRecord, float]],
     *,
     author: str = "",
     task_set_name: str | None = None,
     change_note: str = "",
 ) -> ImportReport:
-    """:func:`repository_tasks_import` of ``(place, record)`` pairs: a reader of a file names its
-    records' places itself (``"FILE:LINE"``)."""
+    """:func:`repository_tasks_import` of ``(place, record, timeout_s)`` triples: a reader of a
+    file names its records' places itself (``"FILE:LINE"``) and may give each suite's timeout."""
     author = author or command_line_author()
     report = ImportReport(task_set=task_set_name or "")
     pinned: list[TaskVersion] = []
     seen: dict[str, str] = {}
-    for place, record in places:
+    for place, record, timeout_s in places:
         if record.task_id in seen:
             raise ImportFormatError(
                 place,
@@ -432,6 +438,7 @@ def repository_records_import(
             where=place,
             author=author,
             change_note=change_note or f"imported from {record.source}",
+            timeout_s=timeout_s,
         )
         report.new_versions += created
         report.unchanged += not created
@@ -480,6 +487,19 @@ class RepositoryContent:
     test_command: str
     timeout_s: float
     environment: EnvironmentVersion
+
+    def tests(self) -> RepositoryTests:
+        """The grading's :class:`sandboxes.repository.RepositoryTests`: the ids, the workspace's
+        test files and test configuration (restored over a submission's), the hidden files, the
+        command and the timeout."""
+        return RepositoryTests(
+            fail_to_pass=self.fail_to_pass,
+            pass_to_pass=self.pass_to_pass,
+            test_files={p: c for p, c in self.files.items() if is_test_path(p)},
+            hidden_files=self.hidden_files,
+            test_command=self.test_command,
+            timeout_s=self.timeout_s,
+        )
 
 
 def repository_content(version: TaskVersion) -> RepositoryContent:

@@ -379,6 +379,28 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
     return dict(sorted(files.items()))
 
 
+def task_kind_check(task: Task, *, repository: bool, where: str) -> None:
+    """A task keeps its kind: a new version of a repository task is a repository task, of a
+    function task a function task.
+
+    Raises:
+        ImportFormatError: (``task_id``) the task's versions are of the other kind.
+    """
+    other = (
+        task.versions.filter(workspace=None)
+        if repository
+        else task.versions.exclude(workspace=None)
+    )
+    if other.exists():
+        kinds = ("a function task", "a repository task")
+        raise ImportFormatError(
+            where,
+            f"field 'task_id': {task.task_id!r} is {kinds[not repository]}; "
+            f"{kinds[repository]} needs an id of its own",
+            field="task_id",
+        )
+
+
 def task_version_content(
     *,
     prompt: str,
@@ -522,6 +544,7 @@ def tasks_import(
         task, _ = Task.objects.get_or_create(
             task_id=record["task_id"], defaults={"source": record.get("source") or source}
         )
+        task_kind_check(task, repository=False, where=where)
         added = [t for t in dict.fromkeys(tags) if t not in task.tags]
         if added:
             task.tags = [*task.tags, *added]

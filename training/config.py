@@ -25,6 +25,8 @@ MAXIMA: dict[str, float] = {
     "sft_epochs": 10_000,
     "sft_lr": 10.0,
     "sft_batch_size": 65_536,
+    "flawed_demonstrations": 100,
+    "fresh_tests": 1000,
     "lr": 10.0,
     "tasks_per_step": 65_536,
     "group_size": 1024,
@@ -107,6 +109,17 @@ class RunConfig:
     sft_batch_size: int = 16
     # SFT demonstrations: a {"task_id", "completion"} JSONL file; empty: the reference solutions.
     sft_data: str = ""
+    # Agent runs: flawed demonstrations per task beside the reference's (0: none): the reference
+    # with one mutation that the visible tests catch (tasks_library.validation.mutants), written
+    # and submitted as the reference would be (training/agents/demonstrations.py). A warm start
+    # that imitates a mixed demonstrator leaves RL a choice to learn in every group (the agent
+    # scenario's reward rises from it).
+    flawed_demonstrations: int = 0
+    # Fresh test inputs per grading (training/fresh_tests.py): each step, up to this many new
+    # inputs per python-check task (its hidden tests' literal calls mutated, the reference as the
+    # oracle) join the hidden tests its group is graded on; seeded by (seed, step, task version)
+    # and recorded on each trajectory. 0: the fixed tests only.
+    fresh_tests: int = 0
     lr: float = 2e-4
     tasks_per_step: int = 4
     group_size: int = 8
@@ -248,6 +261,8 @@ class RunConfig:
         )
         non_negative = (
             "sft_epochs",
+            "flawed_demonstrations",
+            "fresh_tests",
             "kl_coef",
             "overlong_cache_tokens",
             "lr_warmup_steps",
@@ -337,6 +352,16 @@ class RunConfig:
             )
         if self.sft_data and not Path(self.sft_data).is_file():
             raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
+        if self.flawed_demonstrations and self.rollout_mode != "agent":
+            raise ConfigError(
+                "config key 'flawed_demonstrations' is for rollout_mode 'agent' (its scripted "
+                "demonstrations); leave it at 0"
+            )
+        if self.sft_data and self.flawed_demonstrations:
+            raise ConfigError(
+                "config key 'flawed_demonstrations' mutates the task versions' references; "
+                "with 'sft_data' the demonstrations come from that file: set one of them"
+            )
         if self.lora and not self.model_path:
             raise ConfigError(
                 "config key 'lora' needs 'model_path': "

@@ -126,6 +126,9 @@ class Trajectory(models.Model):
     tests_total = models.PositiveIntegerField(default=0)
     prompt_token_ids = models.JSONField(default=list)
     final_code = models.TextField(blank=True)
+    # The fresh test inputs its grading drew (training/fresh_tests.py): {"seed", "inputs" (the
+    # argument tuples' repr), "outputs" (the reference's repr), "note"}; empty: fixed tests only.
+    fresh_tests = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

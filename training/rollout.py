@@ -55,6 +55,9 @@ class TaskSpec:
     # The request field of the task version's built environment (sandboxes.environments);
     # None: the host's bare runtime.
     environment: dict | None = None
+    # The fresh inputs added to hidden_tests for this grading (training/fresh_tests.py); empty:
+    # the task version's fixed tests.
+    fresh_tests: dict = field(default_factory=dict)
 
     @property
     def runtime(self) -> str:

@@ -275,6 +275,7 @@ def step_record(
                 tests_total=r.tests_total,
                 prompt_token_ids=r.prompt_ids,
                 final_code=storable(r.final_code),
+                fresh_tests=storable(r.task.fresh_tests),
             )
             for r in rollouts
         )

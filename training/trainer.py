@@ -67,6 +67,7 @@ from training.checkpoint import (
 )
 from training.config import RunConfig
 from training.drift import DriftConfig, drift_step
+from training.fresh_tests import grading_seed, with_fresh_tests
 from training.heldout import heldout_evaluate
 from training.models import StepMetric, TrainingRun
 from training.paths import run_dir
@@ -795,6 +796,8 @@ def _step(trainer: Trainer, step: int) -> None:
     groups, update; rank 0 records the step (with its phases and sandbox pool timeline)."""
     config, state = trainer.config, trainer.state
     tasks = state.next_tasks(trainer.specs, min(config.tasks_per_step, len(trainer.specs)))
+    if config.fresh_tests:
+        tasks = _fresh_tests(trainer, tasks, step)
     local, times = _roll_out(trainer, tasks)
     update_metrics, update_s = _update(trainer, local)
     phase_metrics, timeline = trainer.tracker.take_step()
@@ -806,6 +809,23 @@ def _step(trainer: Trainer, step: int) -> None:
         rollouts, state, update=update_metrics, times=times, update_s=update_s, phases=phase_metrics
     )
     _record(trainer, step, rollouts, metrics=metrics, timeline=timeline)
+
+
+def _fresh_tests(trainer: Trainer, tasks: list[TaskSpec], step: int) -> list[TaskSpec]:
+    """This rank's share of ``tasks`` with the step's fresh test inputs in their hidden tests
+    (:func:`training.fresh_tests.with_fresh_tests`, seeded by the run's seed, ``step`` and
+    each task version); the other ranks' tasks unchanged (each rank draws its own share's)."""
+    mine = trainer.ranks.shard(len(tasks))
+    share = tasks[mine.start : mine.stop]
+    seeds = [
+        grading_seed(run_seed=trainer.config.seed, step=step, task_version_id=t.task_version_id)
+        for t in share
+    ]
+    fresh = broker_retry(
+        lambda: with_fresh_tests(share, count=trainer.config.fresh_tests, seeds=seeds),
+        what=f"run {trainer.run.pk}'s fresh test inputs",
+    )
+    return [*tasks[: mine.start], *fresh, *tasks[mine.stop :]]
 
 
 def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], RolloutTimes]:

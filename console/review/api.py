@@ -114,12 +114,21 @@ class QueueDetailSerializer(QueueSerializer):
 class LabelRequestSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="a value of the queue's label set")
     note = serializers.CharField(required=False, allow_blank=True, default="")
+    turn = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        help_text="the turn the label points at: its index, from 0 (the replay shows index + 1); "
+        "null for the whole trajectory",
+    )
 
 
 class LabelResponseSerializer(serializers.Serializer):
     item = serializers.IntegerField()
     label = serializers.CharField()
     note = serializers.CharField()
+    turn = serializers.IntegerField(allow_null=True, required=False)
     decision = serializers.CharField(allow_blank=True)
     feedback = serializers.DictField()
 
@@ -249,12 +258,18 @@ class ItemLabelApi(_ItemWriteApi):
         data = checked(LabelRequestSerializer, request.data)
         try:
             record = services.review_label(
-                item_id=item.pk, reviewer=request.user, label=data["label"], note=data["note"]
+                item_id=item.pk,
+                reviewer=request.user,
+                label=data["label"],
+                note=data["note"],
+                turn=data["turn"],
             )
         except InputError as exc:
             raise ApiError(exc.field, str(exc)) from exc
         item.refresh_from_db()
-        return _answer(item, label=record.label, note=record.note)
+        answer = _answer(item, label=record.label, note=record.note)
+        answer.data["turn"] = record.turn
+        return answer
 
 
 class ItemConfirmApi(_ItemWriteApi):

@@ -95,6 +95,12 @@ class LabelForm(forms.Form):
     note = forms.CharField(
         required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3})
     )
+    turn = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="at turn",
+        help_text="optional: the turn the label is about, as the replay numbers it",
+    )
     advance = forms.BooleanField(required=False, initial=True, label="go to my next item")
 
     def __init__(self, *args, label_set: list[dict] | None = None, **kwargs):
@@ -107,6 +113,7 @@ class ConfirmForm(LabelForm):
     """A curator's decision of an item (the label that feeds back, whatever the count)."""
 
     advance = None
+    turn = None
 
 
 class AssignForm(forms.Form):

@@ -216,6 +216,9 @@ class ReviewLabel(models.Model):
     )
     label = models.CharField(max_length=20)  # a value of the queue's label set
     note = models.TextField(blank=True)
+    # The turn the label points at (its Turn.index, 0-based; the replay numbers it turn + 1),
+    # or None for the whole trajectory.
+    turn = models.PositiveIntegerField(null=True, blank=True)
     feedback = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -252,9 +252,15 @@ def review_assign(*, item_id: int, reviewer, assigned_by=None) -> m.ReviewAssign
 
 
 @transaction.atomic
-def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.ReviewLabel:
+def review_label(
+    *, item_id: int, reviewer, label: str, note: str = "", turn: int | None = None
+) -> m.ReviewLabel:
     """Record ``reviewer``'s label of item ``item_id`` (a second call updates it), then apply the
     queue's consensus rule to the item (:func:`_item_decide`).
+
+    ``turn`` points the label at one turn of the trajectory (its ``Turn.index``, 0-based; the
+    replay shows it as turn ``turn + 1``): where the hack happened, where the task broke. None
+    labels the whole trajectory.
 
     A label feeds back only once the rule decides it (:attr:`ReviewQueue.consensus_text`):
     ``quorum`` of the item's reviewers giving the same label, or a curator confirming one
@@ -276,8 +282,9 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
 
     Raises:
         PermissionDenied: ``reviewer`` is not assigned this item.
-        InputError: no such item, a label not in the queue's label set, or no note for a label
-            that says something is wrong (reward hack, broken task, ambiguous task, other).
+        InputError: no such item, a label not in the queue's label set, no note for a label
+            that says something is wrong (reward hack, broken task, ambiguous task, other), or
+            a ``turn`` the trajectory does not have.
     """
     item = _item_locked(item_id)
     assignment = m.ReviewAssignment.objects.filter(
@@ -288,10 +295,11 @@ def review_label(*, item_id: int, reviewer, label: str, note: str = "") -> m.Rev
             f"item {item_id} is not assigned to {_name(reviewer)}; only its reviewers label it"
         )
     note = _label_checked(item.queue, label, note)
+    _turn_checked(item.trajectory, turn)
     record = m.ReviewLabel.objects.filter(item=item, reviewer=reviewer).first() or m.ReviewLabel(
         item=item, trajectory=item.trajectory, reviewer=reviewer
     )
-    record.label, record.note = label, note
+    record.label, record.note, record.turn = label, note, turn
     record.save()
     _item_decide(item)
     agree = m.ReviewLabel.objects.filter(item=item, label=label).count()
@@ -359,6 +367,18 @@ def _label_checked(queue: m.ReviewQueue, label: str, note: str) -> str:
             field="note",
         )
     return note
+
+
+def _turn_checked(trajectory: Trajectory, turn: int | None) -> None:
+    if turn is None:
+        return
+    count = trajectory.turns.count()
+    if isinstance(turn, bool) or not isinstance(turn, int) or not 0 <= turn < count:
+        raise InputError(
+            f"turn: the trajectory has {count} turn(s), numbered 1 to {count} in the replay "
+            f"(indices 0 to {count - 1}); index {turn!r} is none of them",
+            field="turn",
+        )
 
 
 def item_decision(item: m.ReviewItem, counts: dict[str, int]) -> tuple[str, str]:

@@ -200,6 +200,7 @@ def _item_context(
             initial={
                 "label": mine.label if mine else None,
                 "note": mine.note if mine else "",
+                "turn": mine.turn + 1 if mine and mine.turn is not None else None,
                 "advance": True,
             },
         )
@@ -221,12 +222,13 @@ def _item_context(
                 "tests": "def check(candidate):\n    assert candidate() == ...\n",
             }
         )
+    shown = [mine, *others] if mine else others
     return {
         "item": item,
         "queue": queue,
         "trajectory": trajectory,
         "run": trajectory.run,
-        **replay_turns(trajectory=trajectory),
+        **_with_labels(replay_turns(trajectory=trajectory), shown, queue),
         "embedded": True,
         "consensus": _consensus(item, show_counts=show_others),
         "can_confirm": can_confirm,
@@ -269,6 +271,20 @@ def _item_context(
     }
 
 
+def _with_labels(replay: dict, labels: list, queue: m.ReviewQueue) -> dict:
+    """``replay`` (:func:`replay_turns`) with each turn's ``labels``: ``"who: title"`` of the
+    shown labels that point at it (the replay marks those turns)."""
+    at: dict[int, list[str]] = {}
+    for lab in labels:
+        if lab.turn is not None:
+            at.setdefault(lab.turn, []).append(
+                f"{lab.reviewer.get_username()}: {queue.label_title(lab.label)}"
+            )
+    for turn in replay["turns"]:
+        turn["labels"] = at.get(turn["index"], [])
+    return replay
+
+
 def _my_progress(queue_id: int, user) -> dict:
     mine = m.ReviewAssignment.objects.filter(item__queue_id=queue_id, reviewer=user)
     return {"done": mine.filter(completed_at__isnull=False).count(), "assigned": mine.count()}
@@ -302,11 +318,13 @@ def review_item_label(request: HttpRequest, item_id: int) -> HttpResponse:
             status=400,
         )
     try:
+        number = form.cleaned_data["turn"]  # as the replay numbers turns, from 1
         record = services.review_label(
             item_id=item.pk,
             reviewer=request.user,
             label=form.cleaned_data["label"],
             note=form.cleaned_data["note"],
+            turn=None if number is None else number - 1,
         )
     except InputError as exc:
         form_add_error(form, exc)

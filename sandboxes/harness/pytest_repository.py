@@ -13,8 +13,9 @@ on ``sys.path``, so no ``sitecustomize``/``usercustomize``/``.pth`` of the works
   pytest's and pluggy's runtime modules (their identities and code objects);
 * ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` is set (no ``pytest11`` entry point, even one a planted
   ``*.dist-info`` declares), ``PYTEST_ADDOPTS`` and ``PYTEST_PLUGINS`` are dropped;
-* stdout and stderr go to a log file under a fresh private ``/tmp`` directory; a private copy
-  of the call's stdout is kept for the answer.
+* stdout and stderr go to a log file under a fresh ``/tmp`` directory that cannot be listed,
+  under a random name (as is the junit XML: code under test, or a child it forked, cannot find
+  them to overwrite them); a private copy of the call's stdout is kept for the answer.
 
 pytest then runs with the task version's configuration only (``-c``, ``--rootdir``), no cache
 provider, and a reporter plugin (:class:`Reporter`) given as an object: it keeps the selected
@@ -43,6 +44,7 @@ import xml.etree.ElementTree as ElementTree  # imported before any workspace cod
 # Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
 _ascii, _write, _exit, _kill, _monotonic = ascii, os.write, os._exit, os.kill, time.monotonic
 WORKSPACE = "/workspace"
+GENERIC_NAMES = frozenset(("__init__.py", "conftest.py", "__main__.py"))
 WATCHED_EVENTS = frozenset(
     ("open", "os.link", "os.rename", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn")
 )
@@ -112,12 +114,41 @@ class Reporter:
         self.foreign = []
         self.deselected = 0
 
-    def check(self):
+    def check(self, *, full=False):
+        """Compare pytest's and pluggy's modules with the snapshot; with ``full``, also scan
+        the task's test modules (after collection and at the end: too slow per test)."""
         now = snapshot(self.modules)
         changed = sorted(k for k, v in self.baseline.items() if now.get(k) != v)
-        for key in changed:
+        for key in [*changed, *(self.foreign_test_code() if full else [])]:
             if key not in self.tampered:
                 self.tampered.append(key)
+
+    def foreign_test_code(self):
+        """Functions defined in the task's test modules whose code now comes from an untrusted
+        workspace file (a test's ``__code__`` replaced by the code under test); wrappers that
+        name what they wrap (``functools.wraps``) are a decorator's, not a swap."""
+        found = []
+        for module in list(sys.modules.values()):
+            where = getattr(module, "__file__", None) or ""
+            if (
+                not where.startswith(WORKSPACE + "/")
+                or where[len(WORKSPACE) + 1 :] not in self.trusted
+            ):
+                continue
+            for name, value in list(vars(module).items()):
+                members = [value]
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    members += list(vars(value).values())
+                for member in members:
+                    code = getattr(member, "__code__", None)
+                    if (
+                        code is not None
+                        and getattr(member, "__module__", None) == module.__name__
+                        and not hasattr(member, "__wrapped__")  # a decorator's wrapper
+                        and not self._trusted_file(code.co_filename)
+                    ):
+                        found.append(f"{module.__name__}.{name} runs {code.co_filename}")
+        return found
 
     def pytest_configure(self, config):
         self.config = config
@@ -138,9 +169,18 @@ class Reporter:
 
     def pytest_collection_finish(self, session):
         self.collected = [item.nodeid for item in session.items]
-        self.check()
+        self.check(full=True)
 
     def pytest_runtest_makereport(self, item, call):
+        if call.when == "call":
+            function = getattr(item, "obj", None)
+            code = getattr(function, "__code__", None)
+            if (
+                code is not None
+                and not hasattr(function, "__wrapped__")
+                and not self._trusted_file(code.co_filename)
+            ):
+                self.tampered.append(f"{item.nodeid} ran {code.co_filename}")
         if call.when == "call" and call.excinfo is not None:
             import _pytest.outcomes  # noqa: PLC0415 - imported already, before the workspace
 
@@ -207,8 +247,10 @@ def guard_hidden(hidden, trusted):
     """
     found = []
     names = tuple({path.rsplit("/", 1)[-1] for path in hidden})
+    # In a command line, a name every package has says nothing: the hidden path itself does.
+    telling = tuple({*(n for n in names if n not in GENERIC_NAMES), *hidden})
     absolute = {WORKSPACE + "/" + path for path in hidden}
-    getframe, realpath, busy = sys._getframe, os.path.realpath, [False]
+    getframe, realpath, exists, busy = sys._getframe, os.path.realpath, os.path.lexists, [False]
 
     def culprit():
         frame = getframe(2)
@@ -219,17 +261,24 @@ def guard_hidden(hidden, trusted):
             frame = frame.f_back
         return None
 
+    def hidden_path(path):
+        if not isinstance(path, (str, bytes)):
+            return False
+        path = os.fsdecode(path)
+        resolved = realpath(path)
+        if resolved in absolute:
+            return True
+        # By name, when the path names no file from here: one relative to a dir_fd (which the
+        # event does not carry) resolves elsewhere. The code's own __init__.py stays readable.
+        return not exists(resolved) and path.rsplit("/", 1)[-1] in names
+
     def touches(event, args):
         if event == "open":
-            return isinstance(args[0], (str, bytes)) and realpath(os.fsdecode(args[0])) in absolute
+            return hidden_path(args[0])
         if event in ("os.link", "os.rename"):
-            return any(
-                realpath(os.fsdecode(a)) in absolute
-                for a in args[:2]
-                if isinstance(a, (str, bytes))
-            )
+            return any(hidden_path(a) for a in args[:2])
         text = " ".join(str(a) for a in args[:3])
-        return any(name in text for name in names)
+        return any(name in text for name in telling)
 
     def hook(event, args):
         if busy[0] or event not in WATCHED_EVENTS:
@@ -247,6 +296,27 @@ def guard_hidden(hidden, trusted):
     if hidden:
         sys.addaudithook(hook)
     return found
+
+
+def first_site_index(after=""):
+    """Where site-packages begin on ``sys.path`` (after ``after`` when it is there)."""
+    for index, entry in enumerate(sys.path):
+        if after and entry == after:
+            continue
+        if entry.endswith(("site-packages", "dist-packages")):
+            return index
+    return len(sys.path)
+
+
+def plugin_names(args):
+    """The modules ``-p NAME`` / ``-pNAME`` arguments load (not ``no:`` ones)."""
+    names = []
+    for index, word in enumerate(args):
+        if word.startswith("-p"):
+            name = word[2:].lstrip("=") or (args[index + 1] if index + 1 < len(args) else "")
+            if name and not name.startswith("no:"):
+                names.append(name)
+    return names
 
 
 def junit_tally(path):
@@ -288,8 +358,10 @@ def main(raw):
     answer_fd = os.dup(1)
     os.set_inheritable(answer_fd, False)
     private = tempfile.mkdtemp(prefix="grading-", dir="/tmp")
-    log_path = os.path.join(private, "pytest.log")
-    junit_path = os.path.join(private, "junit.xml")
+    os.chmod(private, 0o300)  # no listing: its files are found only by their random names
+    token = os.urandom(12).hex()
+    log_path = os.path.join(private, f"pytest-{token}.log")
+    junit_path = os.path.join(private, f"junit-{token}.xml")
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -299,15 +371,22 @@ def main(raw):
     for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
         os.environ.pop(name, None)
     if os.path.isdir(config["site"]):
-        sys.path.insert(0, config["site"])
+        sys.path.insert(first_site_index(), config["site"])
     started = _monotonic()
     answer = {"ran": False}
     try:
-        import pytest  # noqa: PLC0415 - only once the environment is on the path
-        from _pytest.config import default_plugins  # noqa: PLC0415
+        try:
+            import _pytest.config  # noqa: PLC0415 - only once the environment is on the path
+            import pytest  # noqa: PLC0415
+        except ImportError:
+            answer["no_pytest"] = True
+            raise
 
-        for name in default_plugins:
+        for name in _pytest.config.default_plugins:
             importlib.import_module("_pytest." + name)
+        for name in plugin_names(config["args"]):  # the task's -p plugins, from the environment
+            builtin = name in _pytest.config.builtin_plugins
+            importlib.import_module("_pytest." + name if builtin else name)
         modules = [importlib.import_module(name) for name in WATCHED]
         baseline = snapshot(modules)
         wanted = set(config["ids"]) if config["ids"] is not None else None
@@ -321,7 +400,10 @@ def main(raw):
         sys.dont_write_bytecode = True  # no .pyc of a hidden test for the code to read
         hidden_reads = guard_hidden(config["hidden"], set(config["trusted"]))
         os.chdir(WORKSPACE)
-        sys.path.insert(0, WORKSPACE)  # as ``python -m pytest`` from the repository's root
+        # After the standard library and the environment, before the system's site-packages: the
+        # repository's own modules import as from its root, and a module it plants under a
+        # standard or environment name (``statistics.py``, ``numpy.py``) shadows nothing.
+        sys.path.insert(first_site_index(after=config["site"]), WORKSPACE)
         args = [
             *config["args"],
             "-c",
@@ -338,6 +420,8 @@ def main(raw):
             "junit_logging=no",
             "--continue-on-collection-errors",
         ]
+        if not config["import_mode_set"]:
+            args.append("--import-mode=append")  # test directories go last on sys.path too
         answer["version"] = pytest.__version__
         try:
             code = pytest.main(args, plugins=[reporter])
@@ -345,7 +429,7 @@ def main(raw):
         except BaseException as exc:  # noqa: BLE001 - whatever the code under test raised
             answer["exit_code"] = None
             answer["escaped"] = type(exc).__name__
-        reporter.check()
+        reporter.check(full=True)
         answer.update(
             ran=True,
             collected=reporter.collected,

@@ -12,8 +12,8 @@ A row (SWE-bench, SWE-Gym and their kin publish this shape)::
 
 Optional Crucible fields: ``environment`` (``{"name", "runtime", "packages"}``; default
 :data:`~tasks_library.repositories.DEFAULT_ENVIRONMENT`, Python 3.11 with pytest pinned: a
-project with dependencies names its own), ``test_command`` (default ``pytest``), ``licence``
-(or ``license``), ``tags``.
+project with dependencies names its own), ``test_command`` (default ``pytest``), ``timeout_s``
+(default 120), ``licence`` (or ``license``), ``tags``.
 
 The repository at ``base_commit`` comes from ``--repo [OWNER/NAME=]PATH``
 (:mod:`tasks_library.importers.repository_source`); the workspace is that tree, ``test_patch``
@@ -34,6 +34,7 @@ from tasks_library.importers.repository_source import RepositorySourceError, tre
 from tasks_library.repositories import (
     DEFAULT_ENVIRONMENT,
     DEFAULT_TEST_COMMAND,
+    DEFAULT_TIMEOUT_S,
     RepositoryTaskRecord,
     record_check,
 )
@@ -122,9 +123,9 @@ def _hidden_files(files: dict[str, bytes], test_patch: str, where: str) -> dict[
 
 def read_swe_bench(
     path: Path, repos: Mapping[str | None, Path]
-) -> Iterator[tuple[str, RepositoryTaskRecord]]:
-    """Yield ``(where, record)`` for each row of a SWE-bench-shaped JSONL(.gz) file, checked
-    as the import will check it (patches apply, ids name existing test files).
+) -> Iterator[tuple[str, RepositoryTaskRecord, float]]:
+    """Yield ``(where, record, timeout_s)`` for each row of a SWE-bench-shaped JSONL(.gz) file,
+    checked as the import will check it (patches apply, ids name existing test files).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -177,12 +178,13 @@ def read_swe_bench(
                 if isinstance(row.get(key), str)
             },
         )
+        timeout_s = row.get("timeout_s", DEFAULT_TIMEOUT_S)
         try:
-            record_check(record, where=where)
+            record_check(record, where=where, timeout_s=timeout_s)
         except ImportFormatError as exc:
             field = exc.field or ""
             head, dot, rest = field.partition(".")
             named = ROW_FIELDS.get(head, head) + dot + rest
             detail = exc.detail.replace(f"field '{field}'", f"field '{named}'", 1)
             raise ImportFormatError(where, detail, field=named or None) from None
-        yield where, record
+        yield where, record, timeout_s

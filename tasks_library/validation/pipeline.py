@@ -422,7 +422,8 @@ def task_versions_validate(
     for version in repositories:
         judgement = judged[version.pk]
         judgement.report["options"] = {"reference_runs": options.reference_runs}
-        judgement.report["environment"]["key"] = built[version.environment_id].get("key", "")
+        key = built[version.environment_id].get("key", "")
+        judgement.report.setdefault("environment", {})["key"] = key
         _store(version, verdict_of(judgement.findings), judgement.reasons, judgement.report, None)
     return versions
 

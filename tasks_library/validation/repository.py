@@ -24,7 +24,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sandboxes.repository import RepositoryResult, RepositoryTests, grade_repository, is_test_path
+from sandboxes.repository import RepositoryResult, RepositoryTests, grade_repository
 from sandboxes.repository.patches import PatchError, apply_patch
 from tasks_library.models import TaskVersion
 from tasks_library.repositories import repository_content
@@ -43,21 +43,6 @@ class Judgement:
     findings: list[str]
     reasons: list[str]
     report: dict
-
-
-def repository_tests(version: TaskVersion) -> tuple[RepositoryTests, dict[str, bytes], str]:
-    """The grading's :class:`RepositoryTests` of a repository version, its workspace files and
-    its reference patch."""
-    content = repository_content(version)
-    tests = RepositoryTests(
-        fail_to_pass=content.fail_to_pass,
-        pass_to_pass=content.pass_to_pass,
-        test_files={p: c for p, c in content.files.items() if is_test_path(p)},
-        hidden_files=content.hidden_files,
-        test_command=content.test_command,
-        timeout_s=content.timeout_s,
-    )
-    return tests, content.files, content.reference_patch
 
 
 def repository_versions_judge(
@@ -80,7 +65,8 @@ def repository_versions_judge(
     jobs: list[tuple[int, str, dict[str, bytes], RepositoryTests, dict]] = []
     judged: dict[int, Judgement] = {}
     for version in versions:
-        tests, files, patch = repository_tests(version)
+        content = repository_content(version)
+        tests, files, patch = content.tests(), content.files, content.reference_patch
         environment = environments[version.environment_id]
         try:
             fixed = apply_patch(files, patch)
@@ -111,8 +97,17 @@ def repository_versions_judge(
     return judged
 
 
-def _not_passed(per_id: dict[str, str], ids) -> list[dict]:
-    return [{"test": i, "status": per_id.get(i, "missing")} for i in ids if per_id.get(i) != PASSED]
+def _not_passed(result: RepositoryResult, ids) -> list[dict]:
+    """The ids of ``ids`` that did not pass in ``result``, with their outcome and, where pytest
+    gave one, the first line of the failure."""
+    found = []
+    for test_id in ids:
+        status = result.per_id.get(test_id, "missing")
+        if status != PASSED:
+            found.append({"test": test_id, "status": status})
+            if result.messages.get(test_id):
+                found[-1]["message"] = result.messages[test_id][:300]
+    return found
 
 
 def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryResult) -> Judgement:
@@ -150,7 +145,7 @@ def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryR
             + (f", tests {', '.join(disagreeing[:5])}" if disagreeing else "")
         )
     elif answered and not first.resolved:
-        failing = _not_passed(first.per_id, ids)
+        failing = _not_passed(first, ids)
         findings.append(TaskVersion.VERDICT_BROKEN_REFERENCE)
         report["reference"]["failing"] = failing[:EVIDENCE_ITEMS]
         reasons.append(
@@ -167,7 +162,7 @@ def judge(version: TaskVersion, runs: list[RepositoryResult], empty: RepositoryR
         )
 
     passing_f2p = [i for i in suite.fail_to_pass if empty.per_id.get(i) == PASSED]
-    failing_p2p = _not_passed(empty.per_id, suite.pass_to_pass)
+    failing_p2p = _not_passed(empty, suite.pass_to_pass)
     report["empty_patch"] = {
         "status": empty.status,
         "per_id": dict(empty.per_id),

@@ -178,6 +178,49 @@ def extend_check(test_source: str, statements: list[str]) -> str:
     return "".join(lines[:end] + added + lines[end:])
 
 
+def probe_request(
+    *,
+    program: str,
+    prompt: str,
+    entry_point: str,
+    inputs: list[tuple],
+    timeout_s: float,
+    files: dict | None = None,
+    setup: str = "",
+    environment: dict | None = None,
+) -> dict:
+    """The ``python-probe`` request that calls ``program``'s ``entry_point`` on each of
+    ``inputs`` and reports the ``repr`` of each value. Each call may use its own
+    ``PROBE_CALL_TIMEOUT_S`` before it is dropped: the run as a whole gets that much per input
+    on top of ``timeout_s``, so slow inputs do not sink the rest."""
+    wall_s = timeout_s + PROBE_CALL_TIMEOUT_S * len(inputs)
+    return python_tests(
+        program,
+        json.dumps([repr(args) for args in inputs]),
+        entry_point,
+        prompt=prompt,
+        limits=Limits(wall_timeout_s=wall_s, cpu_s=int(wall_s) + 1),
+        files=files,
+        verifier="python-probe",
+        setup=setup,
+        environment=environment,
+    )
+
+
+def oracle_tests(
+    inputs: list[tuple], first: R.ExecutionResult, second: R.ExecutionResult
+) -> list[tuple[tuple, str, str]]:
+    """``(args, output, statement)`` of the inputs the reference answered alike in two probe
+    runs (``first``, ``second``) with a plain literal (:func:`assertion`), in order."""
+    kept = []
+    for args, one, two in zip(inputs, first.tests, second.tests):
+        if one.passed and two.passed and one.output == two.output:
+            statement = assertion(args, one.output)
+            if statement:
+                kept.append((args, one.output, statement))
+    return kept
+
+
 @dataclass
 class Generated:
     """What generation did for one task version."""
@@ -217,21 +260,15 @@ def task_versions_generate_tests(
         inputs = mutate_inputs(seeds, count=count, seed=seed)
         plans.append((version, seeds, inputs))
         if inputs:
-            probe = json.dumps([repr(args) for args in inputs])
-            # Each call may use its own 1 s before it is dropped: the run as a whole gets that
-            # much per input on top of the suite's timeout, so slow inputs do not sink the rest.
-            wall_s = suite.timeout_s + PROBE_CALL_TIMEOUT_S * len(inputs)
-            limits = Limits(wall_timeout_s=wall_s, cpu_s=int(wall_s) + 1)
-            for _run in range(2):
+            for _run in range(2):  # twice: an output that changes between runs is not kept
                 requests.append(
-                    python_tests(
-                        version.prompt + version.reference_solution,
-                        probe,
-                        version.entry_point,
+                    probe_request(
+                        program=version.prompt + version.reference_solution,
                         prompt=version.prompt,
-                        limits=limits,
+                        entry_point=version.entry_point,
+                        inputs=inputs,
+                        timeout_s=suite.timeout_s,
                         files=version.files,
-                        verifier="python-probe",
                         setup=suite.setup_code,
                     )
                 )
@@ -257,12 +294,9 @@ def task_versions_generate_tests(
                 f"reference probe {first.status}/{second.status}: {first.detail or second.detail}"
             )
             continue
-        statements = []
-        for args, one, two in zip(inputs, first.tests, second.tests):
-            if one.passed and two.passed and one.output == two.output:
-                statement = assertion(args, one.output)
-                if statement:
-                    statements.append(statement)
+        statements = [
+            statement for _args, _output, statement in oracle_tests(inputs, first, second)
+        ]
         item.kept = len(statements)
         if not statements:
             item.note = "the reference raised on, or gave unstable output for, every new input"

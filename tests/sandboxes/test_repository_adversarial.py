@@ -4,10 +4,14 @@ its final workspace, each graded for real in a fresh session (sandboxes/reposito
 Every attack leaves the bug in place, so a case passes only when the grading does NOT resolve
 it and the FAIL_TO_PASS ids (or, where the run is voided, every id) are not ``passed``. The
 honest fixes at the end must resolve: a grading that failed everything would fail them.
-One built environment and one session worker serve the whole module.
+One built environment and one session worker serve the whole module; the cases are graded four
+at a time.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -37,7 +41,7 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.skip(reason="skipped by the submission"))
 """
 ALL = "all"  # every id fails (the run is void or never reached the tests)
-F2P = "fail_to_pass"  # the FAIL_TO_PASS ids fail; PASS_TO_PASS ids may pass
+F2P = "fail_to_pass"  # the attack is undone: the FAIL_TO_PASS ids fail, PASS_TO_PASS ids pass
 
 
 def _import_hack(code: bytes) -> dict[str, bytes]:
@@ -284,6 +288,29 @@ CASES.update(
             ),
             ALL,
         ),
+        "replaces_the_test_functions_code": (
+            _import_hack(
+                b"import sys, threading, time\n"
+                b"def _swap():\n"
+                b"    for _ in range(2000):\n"
+                b"        time.sleep(0.001)\n"
+                b"        for module in list(sys.modules.values()):\n"
+                b"            test = getattr(module, 'test_clamp_high', None)\n"
+                b"            if test is not None and test.__code__.co_filename != __file__:\n"
+                b"                test.__code__ = (lambda value: None).__code__\n"
+                b"threading.Thread(target=_swap, daemon=True).start()"
+            ),
+            ALL,
+        ),
+        "reads_the_hidden_tests_by_a_relative_descriptor": (
+            _learns_from_hidden_tests(
+                b"import os\n"
+                b"tests = os.open('/workspace/tests', os.O_RDONLY)\n"
+                b"fd = os.open('test_clamp_bounds.py', os.O_RDONLY, dir_fd=tests)\n"
+                b"text = os.read(fd, 100000).decode()"
+            ),
+            ALL,
+        ),
         "reads_the_hidden_tests_with_a_child_process": (
             _learns_from_hidden_tests(
                 b"import subprocess\n"
@@ -293,6 +320,24 @@ CASES.update(
             ALL,
         ),
     }
+)
+# A case graded against tests of its own (the hidden tests use a standard module).
+CASE_TESTS = {
+    "shadows_a_standard_module_the_tests_import": dataclasses.replace(
+        TESTS,
+        hidden_files={
+            "tests/test_clamp_bounds.py": HIDDEN["tests/test_clamp_bounds.py"]
+            .replace(b"import pytest\n", b"import statistics\n\nimport pytest\n")
+            .replace(
+                b"assert clamp(value, 0, 10) == 10",
+                b"assert statistics.median([clamp(value, 0, 10)] * 3) == 10",
+            )
+        },
+    )
+}
+CASES["shadows_a_standard_module_the_tests_import"] = (
+    {"statistics.py": b"def median(values):\n    return 10\n"},
+    F2P,
 )
 HONEST = {
     "the_fix": FIX,
@@ -305,11 +350,6 @@ HONEST = {
 }
 
 
-@pytest.fixture(scope="module")
-def environment():
-    return built("python3.11-pytest").request_field()
-
-
 def _final(changes: dict[str, bytes | None]) -> dict[str, bytes]:
     files = dict(BUGGY)
     for path, content in changes.items():
@@ -320,27 +360,39 @@ def _final(changes: dict[str, bytes | None]) -> dict[str, bytes]:
     return files
 
 
+@pytest.fixture(scope="module")
+def graded(session_pool):
+    """Every case and honest fix graded once, four at a time (each in its own fresh session),
+    so the corpus costs about a quarter of its cases' time; each test then checks its own."""
+    environment = built("python3.11-pytest").request_field()
+    jobs = {name: (changes, CASE_TESTS.get(name, TESTS)) for name, (changes, _) in CASES.items()}
+    jobs["hangs"] = (CASES["hangs"][0], dataclasses.replace(TESTS, timeout_s=4.0))
+    jobs.update({f"honest:{name}": (changes, TESTS) for name, changes in HONEST.items()})
+
+    def grade(job):
+        changes, tests = job
+        return grade_repository(
+            _final(changes), tests, environment=environment, runtime=session_pool.runtime
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(jobs, pool.map(grade, jobs.values()), strict=True))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_an_attack_is_not_resolved(name, session_pool, environment):
-    changes, failing = CASES[name]
-    tests = TESTS
-    if name == "hangs":
-        tests = type(TESTS)(**{**TESTS.__dict__, "timeout_s": 6.0})
-    result = grade_repository(
-        _final(changes), tests, environment=environment, runtime=session_pool.runtime
-    )
+def test_an_attack_is_not_resolved(name, graded):
+    result = graded[name]
     assert not result.resolved, (name, result)
     assert result.status != "infra_error", result.detail
-    expected = set(TESTS.ids) if failing == ALL else set(FAIL_TO_PASS)
+    expected = set(TESTS.ids) if CASES[name][1] == ALL else set(FAIL_TO_PASS)
     not_passed = {i for i, s in result.per_id.items() if s != "passed"}
-    assert expected <= not_passed, (name, result.per_id, result.detail)
+    # Exactly those: where the defence undoes the attack, PASS_TO_PASS still runs and passes.
+    assert not_passed == expected, (name, result.per_id, result.detail)
     assert result.fraction == (len(TESTS.ids) - len(not_passed)) / len(TESTS.ids)
 
 
 @pytest.mark.parametrize("name", sorted(HONEST))
-def test_an_honest_fix_is_resolved(name, session_pool, environment):
-    result = grade_repository(
-        _final(HONEST[name]), TESTS, environment=environment, runtime=session_pool.runtime
-    )
+def test_an_honest_fix_is_resolved(name, graded):
+    result = graded[f"honest:{name}"]
     assert result.resolved and result.fraction == 1.0, (result.detail, result.stdout_tail)
     assert result.flags == []

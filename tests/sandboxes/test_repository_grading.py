@@ -90,6 +90,57 @@ def test_run_suite_reports_every_collected_id(session_pool, environment):
     assert report.statuses["tests/test_ops.py::test_add"] == "passed"
 
 
+def test_a_task_plugin_loads_from_the_environment_never_the_workspace(session_pool, environment):
+    uses_pytester = {
+        **FIXED,
+        "tests/test_ops.py": FIXED["tests/test_ops.py"]
+        + b"\n\ndef test_pytester_is_there(pytester):\n    assert pytester.path.is_dir()\n",
+    }
+    ids = (*TESTS.pass_to_pass, "tests/test_ops.py::test_pytester_is_there")
+    tests = type(TESTS)(
+        fail_to_pass=TESTS.fail_to_pass,
+        pass_to_pass=ids,
+        test_files={p: c for p, c in uses_pytester.items() if p.startswith("tests/")},
+        hidden_files=HIDDEN,
+        test_command="pytest -p pytester",
+    )
+    result = grade_repository(
+        uses_pytester, tests, environment=environment, runtime=session_pool.runtime
+    )
+    assert result.resolved, (result.detail, result.stdout_tail)
+    # A plugin the environment lacks is not taken from a module the submission planted.
+    planted = {**FIXED, "calc_plugin.py": b"def pytest_report_teststatus(report):\n    pass\n"}
+    tests = type(TESTS)(**{**TESTS.__dict__, "test_command": "pytest -p calc_plugin"})
+    result = grade_repository(planted, tests, environment=environment, runtime=session_pool.runtime)
+    assert result.status == "failed" and not result.resolved
+    assert "No module named 'calc_plugin'" in result.detail
+
+
+def test_hidden_files_named_like_the_codes_own_files_do_not_block_it(session_pool, environment):
+    # The hidden-test guard refuses reads of hidden files by name only when the path names no
+    # other file: the package's own __init__.py and conftest-like names stay readable.
+    package = {
+        **FIXED,
+        "calc/__init__.py": FIXED["calc/__init__.py"] + b"import calc.extra\n",
+        "calc/extra/__init__.py": b"VALUE = open(__file__).read()\n",
+    }
+    hidden = {
+        **HIDDEN,
+        "tests/extra/__init__.py": b"",
+        "tests/extra/test_extra.py": b"import calc.extra\n\n\ndef test_value():\n"
+        b"    assert calc.extra.VALUE\n",
+    }
+    tests = type(TESTS)(
+        **{
+            **TESTS.__dict__,
+            "hidden_files": hidden,
+            "pass_to_pass": (*TESTS.pass_to_pass, "tests/extra/test_extra.py::test_value"),
+        }
+    )
+    result = grade_repository(package, tests, environment=environment, runtime=session_pool.runtime)
+    assert result.resolved and result.flags == [], (result.detail, result.stdout_tail)
+
+
 def test_without_pytest_the_grading_is_an_infra_error(session_pool):
     result = grade_repository(FIXED, TESTS, runtime=session_pool.runtime)
     assert result.status == "infra_error" and "no pytest" in result.detail

@@ -12,13 +12,16 @@ from django.core.management import CommandError, call_command
 from sandboxes.repository.patches import make_patch
 from sandboxes.sessions.workspace import Workspace
 from tasks_library.models import RepositoryWorkspace, Task, TaskVersion
+from tasks_library.repositories import repository_tasks_import
 from tests.tasks_library.repository_helpers import (
     BUGGY,
     FAIL_TO_PASS,
     FIXED,
     HIDDEN,
     PASS_TO_PASS,
+    record,
 )
+from tests.tasks_library.test_crucible_format import _wipe
 
 GIT_ENV = {
     **os.environ,
@@ -191,3 +194,43 @@ def test_a_repository_path_that_is_not_there(tmp_path, write_jsonl):
     with pytest.raises(CommandError, match="not a git repository"):
         run(path, tmp_path)
     assert not Task.objects.exists()
+
+
+@pytest.mark.django_db
+def test_export_as_swe_bench_then_import_gives_identical_hashes(tmp_path):
+    repository_tasks_import(
+        [
+            record("calc/clamp-1", hidden_files=dict(HIDDEN), tags=["clamp"]),
+            record(
+                "calc/clamp-2",
+                problem_statement="clamp exceeds high",
+                # Names git must be told quoted: a quote, a backslash, a space, non-ASCII.
+                files={**BUGGY, 'docs/a "quoted"\\name é.txt': b"odd\n"},
+            ),
+        ],
+        author="alice",
+    )
+    before = sorted(TaskVersion.objects.values_list("task__task_id", "content_hash"))
+    out, git_dir = tmp_path / "rows.jsonl", tmp_path / "trees"
+    call_command(
+        "export_tasks",
+        "--format",
+        "swe-bench",
+        "--git-repo",
+        str(git_dir),
+        "-o",
+        str(out),
+        stderr=StringIO(),
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["instance_id"] for r in rows] == ["calc/clamp-1", "calc/clamp-2"]
+    # One commit per tree, tagged by its digest, in a repository of their own.
+    digests = [v.workspace_id for v in TaskVersion.objects.order_by("task__task_id")]
+    assert git(git_dir, "tag").split() == sorted(f"crucible/{d[:16]}" for d in digests)
+    assert rows[0]["base_commit"] != rows[1]["base_commit"]
+    assert rows[0]["test_patch"].startswith("diff --git a/tests/test_hidden.py")
+    assert rows[1]["test_patch"] == ""
+    _wipe()
+    RepositoryWorkspace.objects.all().delete()
+    run(out, git_dir)
+    assert sorted(TaskVersion.objects.values_list("task__task_id", "content_hash")) == before

@@ -72,3 +72,17 @@ def test_the_schema_describes_the_repository_fields(viewer):
     assert {"workspace", "problem_statement", "reference_patch", "test_results"} <= set(detail)
     suite = schema["components"]["schemas"]["TestSuite"]["properties"]
     assert {"fail_to_pass", "pass_to_pass", "hidden_files", "test_command"} <= set(suite)
+
+
+def test_the_workspace_reads_as_directories_and_files(version, viewer):
+    client = client_for(viewer)
+    url = "/api/tasks/calc/clamp-1/versions/1/files/"
+    root = client.get(url).json()
+    assert root["kind"] == "dir" and root["path"] == ""
+    assert [d[0] for d in root["dirs"]] == ["calc", "tests"]
+    assert [f[0] for f in root["files"]] == ["README.md"]
+    ops = client.get(url, {"path": "calc/ops.py"}).json()
+    assert ops["kind"] == "file" and ops["text"] == BUGGY["calc/ops.py"].decode()
+    assert ops["size"] == len(BUGGY["calc/ops.py"]) and not ops["truncated"]
+    missing = client.get(url, {"path": "calc/none.py"})
+    assert missing.status_code == 404 and "calc/none.py" in str(missing.json())

@@ -1,11 +1,16 @@
 """Bad repository task records: a clear error naming the record and the field, nothing written."""
 
+import json
+from io import StringIO
+
 import pytest
+from django.core.management import CommandError, call_command
 
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import RepositoryWorkspace, Task, TaskVersion, TestSuiteVersion
 from tasks_library.repositories import repository_tasks_import
 from tests.tasks_library.repository_helpers import BUGGY, record
+from tests.tasks_library.test_crucible_format import _crucible_line
 
 BAD = {
     "a patch that does not apply": (
@@ -50,7 +55,7 @@ BAD = {
         "must start with 'pytest'",
     ),
     "a test command setting the grading's own options": (
-        dict(test_command="pytest -p evil_plugin"),
+        dict(test_command="pytest --rootdir=/tmp"),
         "test_command",
         "which the grading sets itself",
     ),
@@ -72,3 +77,17 @@ def test_a_bad_record_names_record_and_field_and_writes_nothing(case):
     # The good record before it is rolled back with it.
     assert not Task.objects.exists() and not TaskVersion.objects.exists()
     assert not TestSuiteVersion.objects.exists() and not RepositoryWorkspace.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_task_id_keeps_its_kind(tmp_path):
+    line = _crucible_line(task_id="calc/clamp-1")
+    path = tmp_path / "function.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    call_command("import_tasks", "--format", "crucible", str(path), stdout=StringIO())
+    with pytest.raises(ImportFormatError, match="is a function task; a repository task needs"):
+        repository_tasks_import([record()], author="alice")
+    Task.objects.filter(task_id="calc/clamp-1").update(task_id="T/1")
+    repository_tasks_import([record()], author="alice")
+    with pytest.raises(CommandError, match="is a repository task; a function task needs"):
+        call_command("import_tasks", "--format", "crucible", str(path), stdout=StringIO())

@@ -93,13 +93,15 @@ def test_verdicts_evidence_and_quarantine(versions):
     lists = got["lists"]
     assert lists.verdict == "wrong_test_lists" and lists.quarantined
     assert lists.report["empty_patch"]["pass_to_pass_failing"] == [
-        {"test": HIDDEN_ID, "status": "failed"}
+        {"test": HIDDEN_ID, "status": "failed", "message": "assert 11 == 10"}
     ]
     assert HIDDEN_ID in lists.verdict_reasons[0]
 
     broken = got["broken"]
     assert broken.verdict == "broken_reference" and broken.quarantined
-    assert broken.report["reference"]["failing"] == [{"test": FAIL_TO_PASS[0], "status": "failed"}]
+    assert broken.report["reference"]["failing"] == [
+        {"test": FAIL_TO_PASS[0], "status": "failed", "message": "assert 9 == 10"}
+    ]
 
     missing = got["missing"]
     assert missing.verdict == "broken_reference"

@@ -2,10 +2,15 @@
 
 A scripted demonstration is an expert trajectory recorded in a real session through the
 task's environment (so every observation is what the tools really answered): view the file,
-write the reference, run the visible tests, submit. :func:`render` turns any demonstration
-into ``(ids, mask)`` in the policy's own template with the rollouts' masks: the prompt and
-the observations 0, each assistant turn (as the template writes it, end-of-turn token
-included) 1.
+write the reference, run the visible tests, submit. A *flawed* demonstration
+(:func:`flawed_function_demonstrations`) walks the same way with a body one mutation away from
+the reference (:mod:`tasks_library.validation.mutants`), whose visible tests fail, and submits
+it anyway: the demonstrator of a warm start is rarely flawless, and a policy that imitates a
+mixed one makes the choice, between the right body and the wrong one, that RL has to learn.
+
+:func:`render` turns any demonstration into ``(ids, mask)`` in the policy's own template
+with the rollouts' masks: the prompt and the observations 0, each assistant turn (as the
+template writes it, end-of-turn token included) 1.
 
 JSONL format (one demonstration a line; collected elsewhere, e.g. from a stronger model)::
 
@@ -24,12 +29,14 @@ OpenAI-style: ``arguments`` is a JSON object or a string holding one; ``tools`` 
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from console.core.errors import InputError
 from sandboxes.sessions import open_session
+from tasks_library.validation.mutants import python_mutants
 from training.agents.chat import ChatTemplate
 from training.agents.environment import Environment, FunctionTaskEnvironment
 from training.agents.parsers import ParsedMessage, ToolCall
@@ -74,12 +81,14 @@ def record(env: Environment, turns: list[list[tuple[str, dict]]]) -> Demonstrati
     return Demonstration(messages=messages, tools=opening.tools)
 
 
-def scripted_function_demonstration(env: FunctionTaskEnvironment) -> Demonstration:
+def scripted_function_demonstration(
+    env: FunctionTaskEnvironment, *, body: str | None = None
+) -> Demonstration:
     """The expert trajectory of a function task: view ``solution.py``, insert the reference
-    body after the prompt's last line, run the visible tests, submit."""
+    body (or ``body``) after the prompt's last line, run the visible tests, submit."""
     task, path = env.task, env.SOLUTION
     last_line = task.prompt.rstrip("\n").count("\n") + 1
-    body = task.reference_solution.rstrip("\n")
+    body = (task.reference_solution if body is None else body).rstrip("\n")
     return record(
         env,
         [
@@ -94,6 +103,71 @@ def scripted_function_demonstration(env: FunctionTaskEnvironment) -> Demonstrati
             [("submit", {})],
         ],
     )
+
+
+def mutated_bodies(prompt: str, reference: str, *, limit: int = 40) -> list[str]:
+    """The reference body with one mutation each (:func:`python_mutants`), written in the
+    reference's own formatting: the mutated line replaces its original, the rest is kept as
+    the reference writes it (mutants whose line the reference splits differently from
+    ``ast.unparse`` are left out, so that a flawed body differs from the reference in that
+    line alone; spaces inside the line may follow ``ast.unparse``). ``[]`` when the program
+    does not parse."""
+    try:
+        mutants = python_mutants(prompt, reference, limit=limit)
+        original = ast.unparse(ast.parse(prompt + reference)).splitlines()
+    except (SyntaxError, ValueError):
+        return []
+    lines = reference.split("\n")
+    bodies = []
+    for mutant in mutants:
+        changed = mutant.program.splitlines()
+        where = [i for i, (a, b) in enumerate(zip(original, changed, strict=False)) if a != b]
+        k = mutant.line - 1
+        if len(changed) != len(original) or len(where) != 1 or not 0 <= k < len(lines):
+            continue
+        if _squeezed(lines[k]) != _squeezed(original[where[0]]):
+            continue
+        indent = lines[k][: len(lines[k]) - len(lines[k].lstrip())]
+        body = "\n".join([*lines[:k], indent + changed[where[0]].strip(), *lines[k + 1 :]])
+        if body not in bodies:
+            bodies.append(body)
+    return bodies
+
+
+def _squeezed(line: str) -> str:
+    return "".join(line.split())
+
+
+def _visible_tests_failed(demonstration: Demonstration) -> bool:
+    """Whether the demonstration's ``run_tests`` call answered with failing visible tests."""
+    for index, message in enumerate(demonstration.messages):
+        names = [c["function"]["name"] for c in message.get("tool_calls") or []]
+        if "run_tests" in names and index + 1 < len(demonstration.messages):
+            answer = demonstration.messages[index + 1]
+            return answer["role"] == "tool" and answer["content"].startswith("error:")
+    return False
+
+
+def flawed_function_demonstrations(
+    env_factory, *, count: int, tries: int = 6
+) -> list[Demonstration]:
+    """Up to ``count`` flawed demonstrations of a function task: the expert's steps with a
+    mutated reference body (:func:`mutated_bodies`) whose visible tests fail, submitted anyway.
+
+    Args:
+        env_factory: makes a fresh :class:`FunctionTaskEnvironment` of the task (one per
+            recording: each records in its own session).
+        tries: mutants recorded at most (a mutant the visible tests do not catch is not kept).
+    """
+    env = env_factory()
+    out = []
+    for body in mutated_bodies(env.task.prompt, env.task.reference_solution)[:tries]:
+        demonstration = scripted_function_demonstration(env_factory(), body=body)
+        if _visible_tests_failed(demonstration):
+            out.append(demonstration)
+            if len(out) == count:
+                break
+    return out
 
 
 def render(chat: ChatTemplate, demonstration: Demonstration) -> tuple[list[int], list[int]]:

@@ -21,6 +21,7 @@ import torch
 from training.agents.chat import chatml_text
 from training.agents.demonstrations import (
     Demonstration,
+    flawed_function_demonstrations,
     load_demonstrations,
     render,
     scripted_function_demonstration,
@@ -78,14 +79,21 @@ def build_policy(config, tasks: list[TaskSpec], device: torch.device) -> AgentPo
 
 def demonstrations(config, tasks: list[TaskSpec]) -> list[Demonstration]:
     """The warm start's demonstrations: ``sft_data`` read as agent JSONL, or one scripted
-    from each task's reference (recorded in a real session)."""
+    from each task's reference (recorded in a real session), with ``flawed_demonstrations``
+    flawed ones of each task beside it."""
     if config.sft_data:
         return load_demonstrations(Path(config.sft_data))
-    return [
-        scripted_function_demonstration(FunctionTaskEnvironment(task))
-        for task in tasks
-        if task.reference_solution
-    ]
+    out = []
+    for task in tasks:
+        if not task.reference_solution:
+            continue
+        out.append(scripted_function_demonstration(FunctionTaskEnvironment(task)))
+        if config.flawed_demonstrations:
+            out += flawed_function_demonstrations(
+                lambda task=task: FunctionTaskEnvironment(task),
+                count=config.flawed_demonstrations,
+            )
+    return out
 
 
 def warm_start(policy: AgentPolicy, config, tasks: list[TaskSpec], *, on_epoch=None) -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.training.conftest import finish, launch, tiny_run
 from training.config import ConfigError, RunConfig
-from training.models import StepMetric, TrainingRun, Turn
+from training.models import StepMetric, TrainingRun, Trajectory, Turn
 
 from .checkpoints import qwen2_checkpoint
 
@@ -42,8 +42,16 @@ def check_run(run: TrainingRun, output: str) -> None:
 
 
 def test_the_default_policy_trains_as_an_agent(trained_task_set):
-    run = tiny_run(trained_task_set, **AGENT)
+    run = tiny_run(trained_task_set, **AGENT, fresh_tests=3)
     check_run(run, finish(launch(run)))
+    # each grading drew fresh inputs (fresh_tests), recorded with the trajectory
+    graded = list(Trajectory.objects.filter(run=run, status__in=("ok", "failed")))
+    assert graded and all(t.fresh_tests["seed"] >= 0 for t in graded)
+    drawn = [t for t in graded if t.fresh_tests["inputs"]]
+    assert drawn
+    for t in drawn:
+        fixed = len(t.task_version.test_suite.hidden_test_ids)
+        assert t.tests_total == fixed + len(t.fresh_tests["inputs"])
 
 
 def test_a_qwen2_checkpoint_trains_through_the_same_path(trained_task_set, tmp_path):
