@@ -310,14 +310,13 @@ class RunConfig:
                     f"config key {key!r} must be one of {', '.join(allowed)}, "
                     f"got {getattr(self, key)!r}"
                 )
-        if self.rollout_mode == "agent":
-            # Not built for agent rollouts yet: refused rather than silently ignored.
-            for key, off in (("eval_every", 0), ("lora", {})):
-                if getattr(self, key) != off:
-                    raise ConfigError(
-                        f"config key {key!r} is not available with rollout_mode 'agent' yet; "
-                        f"leave it at {off!r}"
-                    )
+        if self.rollout_mode == "agent" and self.lora:
+            # The agent policy loads a checkpoint with its own template and no LoRA wrapper yet:
+            # refused rather than silently ignored.
+            raise ConfigError(
+                "config key 'lora' is not available with rollout_mode 'agent' yet; leave it at {} "
+                "(full fine-tuning of model_path)"
+            )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
                 f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) "

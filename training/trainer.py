@@ -31,6 +31,7 @@ uninterrupted one would.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import random
@@ -998,6 +999,7 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
             rollout_config=trainer.rollout_config,
             seed=config.seed * 1_000_003 + step,
             scorer=trainer.scorer,
+            collect=_agent_collect(config) if config.rollout_mode == "agent" else None,
         ),
         what=f"run {run.pk}'s held-out evaluation",
     )
@@ -1015,6 +1017,22 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
         lambda: drift_step(run.pk, step, trainer.drift_config),
         what=f"run {run.pk}'s drift detectors",
     )
+
+
+def _agent_collect(config: RunConfig):
+    """The held-out evaluation's rollouts of an agent run: its multi-turn tool-using rollouts
+    under the run's settings, ``group_size`` trajectories per task."""
+
+    def collect(policy, specs, *, group_size, generator, scorer):
+        return agent_run.roll_out(
+            policy,
+            specs,
+            dataclasses.replace(config, group_size=group_size),
+            generator=generator,
+            scorer=scorer,
+        )
+
+    return collect
 
 
 def _checkpoint(trainer: Trainer, step: int) -> None:
