@@ -191,6 +191,10 @@ SANDBOX_QUEUE_PER_ENVIRONMENT = env_bool("CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT
 ENVIRONMENT_STORE = Path(
     env_str("CRUCIBLE_ENVIRONMENT_STORE", str(VAR_DIR / "environments"))
 ).resolve()
+# Source distributions the repository-bug generator fetched with pip (tasks_library/generators/
+# sdists.py): kept by file name, so a repeated generation of the same NAME==VERSION does not
+# refetch it.
+SDIST_CACHE = Path(env_str("CRUCIBLE_SDIST_CACHE", str(VAR_DIR / "sdists"))).resolve()
 REDIS_URL = env_secret("REDIS_URL")
 EMBEDDED_REDIS = not REDIS_URL
 if EMBEDDED_REDIS:

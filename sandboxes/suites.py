@@ -32,6 +32,13 @@ class Harness:
     trivial: Callable[[str], str]
 
 
+def _repository_suite(*_args, **_kwargs):
+    raise ValueError(
+        "a pytest-repo suite is a repository's own pytest suite: its ids are the task's "
+        "FAIL_TO_PASS and PASS_TO_PASS lists and sandboxes.repository grades it"
+    )
+
+
 HARNESSES = {
     # HumanEval's check(candidate): one test per assert-bearing statement.
     "python-check": Harness(
@@ -68,6 +75,10 @@ HARNESSES = {
         functools.partial(Q.python_tests, verifier="stdio"),
         lambda prompt: prompt,
     ),
+    # A repository's own pytest suite, graded per FAIL_TO_PASS and PASS_TO_PASS node id by
+    # sandboxes.repository (grade_repository, in a session of its own): no program, no test
+    # source, so neither counts ids from text nor builds a queue request.
+    "pytest-repo": Harness("python", _repository_suite, _repository_suite, lambda prompt: ""),
 }
 # Harnesses whose suites may carry setup code (``TestSuiteVersion.setup_code``), and those
 # whose suites may set a per-test time limit (``test_timeout_s``: per call, or per case).

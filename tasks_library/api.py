@@ -15,6 +15,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -38,6 +39,7 @@ from tasks_library.forms import (
 )
 from tasks_library.models import (
     EnvironmentVersion,
+    RepositoryWorkspace,
     Task,
     TaskSet,
     TaskSetVersion,
@@ -45,13 +47,17 @@ from tasks_library.models import (
     TestSuiteVersion,
     ValidationJob,
 )
+from tasks_library.repositories import REPOSITORY_EDITABLE
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
+    WorkspacePathNotFound,
+    repository_test_results,
     task_set_versions,
     task_sets_with_sizes,
     task_version_summaries,
     task_versions_diff,
     trainable,
+    workspace_browse,
 )
 from tasks_library.services import (
     EDITABLE,
@@ -151,7 +157,22 @@ class TaskVersionSummarySerializer(serializers.ModelSerializer):
         }
 
 
+class WorkspaceSerializer(serializers.ModelSerializer):
+    paths = serializers.SerializerMethodField(help_text="every file's path, sorted")
+
+    class Meta:
+        model = RepositoryWorkspace
+        fields = ["digest", "file_count", "size_bytes", "paths"]
+
+    def get_paths(self, workspace: RepositoryWorkspace) -> list[str]:
+        return workspace.paths()
+
+
 class TestSuiteSerializer(serializers.ModelSerializer):
+    hidden_files = WorkspaceSerializer(
+        allow_null=True, help_text="pytest-repo: test files added only at grading"
+    )
+
     class Meta:
         model = TestSuiteVersion
         fields = [
@@ -164,7 +185,19 @@ class TestSuiteSerializer(serializers.ModelSerializer):
             "timeout_s",
             "test_timeout_s",
             "setup_code",
+            "fail_to_pass",
+            "pass_to_pass",
+            "hidden_files",
+            "test_command",
         ]
+
+
+class RepositoryTestResultSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="pytest node id")
+    list = serializers.ChoiceField(choices=["FAIL_TO_PASS", "PASS_TO_PASS"])
+    expected_without = serializers.CharField(help_text="the result expected without the fix")
+    with_patch = serializers.CharField(help_text="last validation, reference patch applied")
+    without_patch = serializers.CharField(help_text="last validation, no patch")
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
@@ -178,7 +211,22 @@ class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
     test_suite = TestSuiteSerializer()
     environment = EnvironmentSerializer()
     report = serializers.JSONField(
-        help_text="evidence per validation stage: reference, trivial, examples, mutation"
+        help_text=(
+            "evidence per validation stage: reference, trivial, examples, mutation (repository "
+            "tasks: reference, empty_patch, collection)"
+        )
+    )
+    workspace = WorkspaceSerializer(
+        allow_null=True, help_text="a repository task's buggy repository; null otherwise"
+    )
+    problem_statement = serializers.SerializerMethodField(
+        help_text="a repository task's prompt; null otherwise"
+    )
+    reference_patch = serializers.SerializerMethodField(
+        help_text="a repository task's reference solution, a unified diff; null otherwise"
+    )
+    test_results = serializers.SerializerMethodField(
+        help_text="a repository task's ids with their last validation results; [] otherwise"
     )
 
     class Meta(TaskVersionSummarySerializer.Meta):
@@ -189,6 +237,10 @@ class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
             "entry_point",
             "reference_solution",
             "files",
+            "workspace",
+            "problem_statement",
+            "reference_patch",
+            "test_results",
             "test_suite",
             "environment",
             "verdict_reasons",
@@ -199,6 +251,16 @@ class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
             "curated_at",
         ]
 
+    def get_problem_statement(self, version: TaskVersion) -> str | None:
+        return version.prompt if version.is_repository else None
+
+    def get_reference_patch(self, version: TaskVersion) -> str | None:
+        return version.reference_solution if version.is_repository else None
+
+    @extend_schema_field(RepositoryTestResultSerializer(many=True))
+    def get_test_results(self, version: TaskVersion) -> list[dict]:
+        return repository_test_results(version=version) if version.is_repository else []
+
 
 class TaskSerializer(serializers.ModelSerializer):
     versions = TaskVersionSummarySerializer(
@@ -208,7 +270,16 @@ class TaskSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Task
-        fields = ["task_id", "source", "tags", "created_at", "versions", "latest"]
+        fields = [
+            "task_id",
+            "source",
+            "tags",
+            "licence",
+            "metadata",
+            "created_at",
+            "versions",
+            "latest",
+        ]
 
 
 class DiffSerializer(serializers.Serializer):
@@ -255,6 +326,15 @@ class EditSerializer(serializers.Serializer):
         help_text="trusted Python run before the tests (python-check); blank: none",
     )
     harness = serializers.CharField(required=False)
+    fail_to_pass = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="repository tasks: pytest ids"
+    )
+    pass_to_pass = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="repository tasks: pytest ids"
+    )
+    test_command = serializers.CharField(
+        required=False, help_text="repository tasks: pytest and its arguments"
+    )
     environment = serializers.JSONField(
         required=False, help_text="{name, runtime, packages, image}"
     )
@@ -490,7 +570,15 @@ class TaskVersionsApi(CuratorApi):
         base = _version(
             task, data.get("base") or task.versions.aggregate(n=Max("number"))["n"] or 0
         )
-        changes = {k: v for k, v in data.items() if k in EDITABLE}
+        editable = REPOSITORY_EDITABLE if base.is_repository else EDITABLE
+        changes = {k: v for k, v in data.items() if k not in ("base", "change_note")}
+        refused = sorted(set(changes) - set(editable))
+        if refused:
+            kind = "a repository task" if base.is_repository else "a function task"
+            raise BadRequest(
+                refused[0],
+                f"{refused[0]}: not editable on {kind} (editable: {', '.join(editable)})",
+            )
         try:
             new = task_version_edit(
                 version=base,
@@ -512,6 +600,44 @@ class TaskVersionApi(LibraryApi, APIView):
     @extend_schema(responses={200: TaskVersionDetailSerializer})
     def get(self, request, task_id: str, number: int) -> Response:
         return Response(TaskVersionDetailSerializer(_version(_task(task_id), number)).data)
+
+
+class WorkspaceEntrySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["dir", "file"])
+    path = serializers.CharField(help_text="'' is the root")
+    dirs = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text="[name, path, files under it]"
+    )
+    files = serializers.ListField(
+        child=serializers.JSONField(), required=False, help_text="[name, path, size in bytes]"
+    )
+    size = serializers.IntegerField(required=False, help_text="a file's bytes")
+    text = serializers.CharField(
+        required=False, allow_null=True, help_text="a file's text (null: not UTF-8)"
+    )
+    truncated = serializers.BooleanField(required=False, help_text="only the start is in text")
+
+
+class WorkspaceFilesApi(LibraryApi, APIView):
+    """A repository task version's workspace: a directory's entries, or a file's text
+    (``?path=``; the root when absent). 404 for a function task or a path that is not there."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("path", OpenApiTypes.STR, description="file or directory")],
+        responses={200: WorkspaceEntrySerializer, 404: ErrorSerializer},
+    )
+    def get(self, request, task_id: str, number: int) -> Response:
+        version = _version(_task(task_id), number)
+        if not version.is_repository:
+            raise NotFound(f"{task_id} v{number} is not a repository task: it has no workspace")
+        try:
+            entry = workspace_browse(
+                workspace=version.workspace, path=request.query_params.get("path", "")
+            )
+        except WorkspacePathNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        entry.pop("crumbs")
+        return Response(entry)
 
 
 class TaskDiffApi(LibraryApi, APIView):

@@ -13,6 +13,7 @@ from django import forms
 from console.core.bounds import ID_MAX
 from tasks_library.difficulty import BUCKET_NAMES
 from tasks_library.models import TaskSet, TaskVersion
+from tasks_library.repositories import REPOSITORY_EDITABLE
 from tasks_library.selectors import task_versions_filter
 from tasks_library.services import MAX_TIMEOUT_S
 
@@ -174,7 +175,7 @@ class EditForm(forms.Form):
     def clean(self):
         data = super().clean()
         for name in ("prompt", "reference_solution", "visible_tests", "hidden_tests", "setup_code"):
-            if isinstance(data.get(name), str):
+            if name in self.fields and isinstance(data.get(name), str):
                 data[name] = data[name].replace("\r\n", "\n")  # browsers send CRLF from a textarea
         return data
 
@@ -182,6 +183,64 @@ class EditForm(forms.Form):
         """The fields whose submitted value differs from ``version``'s."""
         current = self.initial_for(version)
         return {k: self.cleaned_data[k] for k in self.CONTENT if self.cleaned_data[k] != current[k]}
+
+
+class TestIdsField(forms.CharField):
+    """pytest node ids, one a line (blank lines ignored), as a list."""
+
+    def __init__(self, **kwargs):
+        super().__init__(
+            required=False,
+            strip=False,
+            widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+            **kwargs,
+        )
+
+    def to_python(self, value) -> list[str]:
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+    def prepare_value(self, value) -> str:
+        return "\n".join(value) if isinstance(value, list) else value
+
+
+class RepositoryEditForm(EditForm):
+    """A repository task version's editable content: the problem statement (``prompt``), the
+    reference patch (``reference_solution``), the id lists, the test command and timeout. The
+    workspace and hidden test files are kept."""
+
+    prompt = _text(rows=12)
+    reference_solution = _text(rows=18)
+    fail_to_pass = TestIdsField(label="FAIL_TO_PASS (one pytest node id a line)")
+    pass_to_pass = TestIdsField(label="PASS_TO_PASS (one pytest node id a line)")
+    test_command = forms.CharField(max_length=500, help_text="pytest and its arguments")
+    entry_point = visible_tests = hidden_tests = test_timeout_s = setup_code = None
+
+    # What the service lets an edit change, but the environment (edited on its own page).
+    CONTENT = tuple(name for name in REPOSITORY_EDITABLE if name != "environment")
+    field_order = [*CONTENT, "change_note", "base"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["prompt"].label = "Problem statement"
+        self.fields["reference_solution"].label = "Reference patch (unified diff)"
+
+    @classmethod
+    def initial_for(cls, version: TaskVersion) -> dict:
+        suite = version.test_suite
+        return {
+            "prompt": version.prompt,
+            "reference_solution": version.reference_solution,
+            "fail_to_pass": list(suite.fail_to_pass),
+            "pass_to_pass": list(suite.pass_to_pass),
+            "test_command": suite.test_command,
+            "timeout_s": suite.timeout_s,
+            "base": version.number,
+        }
+
+
+def edit_form_class(version: TaskVersion) -> type[EditForm]:
+    """The edit form for ``version``'s kind of task."""
+    return RepositoryEditForm if version.is_repository else EditForm
 
 
 class PinForm(forms.Form):

@@ -12,6 +12,7 @@ import re
 from django.db import models
 
 from sandboxes.process import Limits
+from sandboxes.sessions.workspace import Workspace
 
 # Who made a write: a username from the console or API, ``"<os user> (command line)"``
 # from a management command. Kept as text so the record outlives the account.
@@ -71,6 +72,38 @@ class EnvironmentVersion(Authored):
         return f"{self.name}@{self.content_hash[:12]}"
 
 
+class RepositoryWorkspace(models.Model):
+    """A repository's file tree, stored once and keyed by its digest.
+
+    ``blob`` is the packed :class:`sandboxes.sessions.workspace.Workspace` (files only, mode
+    0644) and ``digest`` its SHA-256: every task version whose files are the same tree points at
+    the same row, so a repository of N versions (or N bugs injected into one project) is stored
+    once per distinct tree. Test suites of repository tasks keep their hidden test files here
+    too. Rows are immutable.
+    """
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    blob = models.BinaryField()
+    file_count = models.PositiveIntegerField()
+    size_bytes = models.BigIntegerField()  # bytes of file content
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"workspace@{self.digest[:12]} ({self.file_count} files)"
+
+    def workspace(self) -> Workspace:
+        """The unpacked workspace (entries sorted by path)."""
+        return Workspace.from_blob(bytes(self.blob))
+
+    def files(self) -> dict[str, bytes]:
+        """``{path: content}`` of every file, sorted by path."""
+        return self.workspace().files()
+
+    def paths(self) -> list[str]:
+        """The file paths, sorted."""
+        return [e.path for e in self.workspace().entries if e.kind == "file"]
+
+
 class TestSuiteVersion(Authored):
     """Visible tests (shown to the policy) and hidden tests (used for grading).
 
@@ -83,6 +116,13 @@ class TestSuiteVersion(Authored):
     tests' side before the tests (MBPP's ``test_setup_code``, and the names the tests use
     from the reference module); its imports and class statements also run in the program's
     sandbox, so instances of its classes cross the boundary.
+
+    ``pytest-repo`` (repository tasks) runs a repository's own pytest suite: ``fail_to_pass``
+    and ``pass_to_pass`` are the pytest node ids graded (``hidden_test_ids`` is the two lists
+    joined), ``hidden_files`` the test files added only at grading, ``test_command`` how pytest
+    is called (``pytest`` and arguments); ``visible_tests`` and ``hidden_tests`` are empty (the
+    workspace's own test files are the visible tests). These fields enter the content hash only
+    when set, so other suites keep their hashes.
     """
 
     __test__ = False  # not a pytest class, despite its name
@@ -103,6 +143,17 @@ class TestSuiteVersion(Authored):
     test_timeout_s = models.FloatField(null=True, blank=True)
     # Trusted setup code run before the tests (python-check); in the content hash only when set.
     setup_code = models.TextField(blank=True, default="")
+    # pytest-repo only (see the class docstring).
+    fail_to_pass = models.JSONField(default=list, blank=True)
+    pass_to_pass = models.JSONField(default=list, blank=True)
+    hidden_files = models.ForeignKey(
+        RepositoryWorkspace,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="test_suites",
+    )
+    test_command = models.CharField(max_length=500, blank=True, default="")
 
     CONTENT_FIELDS = (
         "harness",
@@ -113,6 +164,10 @@ class TestSuiteVersion(Authored):
         "timeout_s",
         "test_timeout_s",
         "setup_code",
+        "fail_to_pass",
+        "pass_to_pass",
+        "hidden_files",
+        "test_command",
     )
 
     def __str__(self) -> str:
@@ -156,13 +211,18 @@ class Task(models.Model):
     """A task's identity across versions (``HumanEval/0``).
 
     ``sort_key`` is :func:`natural_key` of the id, kept by :meth:`save` and bulk creation: lists
-    order by it, so ``HumanEval/2`` comes before ``HumanEval/10``.
+    order by it, so ``HumanEval/2`` comes before ``HumanEval/10``. ``licence`` is the licence of
+    the project a task was taken from (repository tasks: the project's SPDX id or licence name),
+    ``metadata`` its provenance (repository, base commit, package and version, the injected
+    bug); both describe the task, not a version, and are exported with it.
     """
 
     task_id = models.CharField(max_length=200, unique=True)
     sort_key = models.CharField(max_length=400, db_index=True, editable=False, default="")
     source = models.CharField(max_length=60)
     tags = models.JSONField(default=list, blank=True)
+    licence = models.CharField(max_length=200, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = TaskQuerySet.as_manager()
@@ -182,6 +242,12 @@ class TaskVersion(Authored):
     """One immutable version of a task, identified by the hash of its content.
 
     Content (prompt, entry point, reference, environment, test suite) never changes.
+
+    A repository task (SWE-bench's shape; its suite's harness is ``pytest-repo``) has a
+    ``workspace``, the buggy repository; its ``prompt`` is the problem statement, its
+    ``reference_solution`` the reference patch (a git-style unified diff that turns the
+    workspace into the fixed tree) and its ``entry_point`` is empty. See
+    :mod:`tasks_library.repositories`.
     What validation, curation and training learn about the version is stored beside
     it and may change: the verdict with its evidence (``report``), the quarantine flag
     and a curator's override, and the pass-rate counts behind its difficulty.
@@ -195,6 +261,7 @@ class TaskVersion(Authored):
     VERDICT_FLAKY = "flaky"
     VERDICT_PROMPT_CONTRADICTS = "prompt_contradicts"
     VERDICT_INFRA_ERROR = "infra_error"
+    VERDICT_WRONG_TEST_LISTS = "wrong_test_lists"
     VERDICTS = [
         (VERDICT_PENDING, "pending"),
         (VERDICT_VALID, "valid"),
@@ -204,6 +271,10 @@ class TaskVersion(Authored):
         (VERDICT_FLAKY, "repeat runs of the reference disagree"),
         (VERDICT_PROMPT_CONTRADICTS, "an example in the prompt contradicts the reference"),
         (VERDICT_INFRA_ERROR, "sandbox error during validation"),
+        (
+            VERDICT_WRONG_TEST_LISTS,
+            "FAIL_TO_PASS or PASS_TO_PASS ids disagree with the unpatched repository",
+        ),
     ]
     # Verdicts that quarantine a version automatically: it is never sampled for
     # training until a curator overrides with a written reason.
@@ -212,6 +283,7 @@ class TaskVersion(Authored):
         VERDICT_TRIVIAL_PASSES,
         VERDICT_FLAKY,
         VERDICT_PROMPT_CONTRADICTS,
+        VERDICT_WRONG_TEST_LISTS,
     )
 
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="versions")
@@ -226,6 +298,15 @@ class TaskVersion(Authored):
     # Workspace files the program finds beside it ({relative path: UTF-8 text}), e.g. a
     # CSV a data-analysis task reads. Part of the content hash only when present.
     files = models.JSONField(default=dict, blank=True)
+    # A repository task's buggy repository (stored once per tree); in the content hash (as
+    # its digest) only when set.
+    workspace = models.ForeignKey(
+        RepositoryWorkspace,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="task_versions",
+    )
     environment = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT)
     test_suite = models.ForeignKey(TestSuiteVersion, on_delete=models.PROTECT)
 
@@ -248,7 +329,7 @@ class TaskVersion(Authored):
     attempts_passed = models.PositiveIntegerField(default=0)
     attempts_total = models.PositiveIntegerField(default=0)
 
-    CONTENT_FIELDS = ("prompt", "entry_point", "reference_solution", "files")
+    CONTENT_FIELDS = ("prompt", "entry_point", "reference_solution", "files", "workspace")
 
     class Meta:
         constraints = [
@@ -268,6 +349,11 @@ class TaskVersion(Authored):
     def version(self) -> str:
         """The short content hash users see as the version id."""
         return self.content_hash[:12]
+
+    @property
+    def is_repository(self) -> bool:
+        """A repository task (a workspace, FAIL_TO_PASS and PASS_TO_PASS ids)."""
+        return self.workspace_id is not None
 
     @property
     def trainable(self) -> bool:

@@ -8,6 +8,7 @@ import json
 from django.db import connection
 from django.db.models import Count, Max, OuterRef, Q, QuerySet, Subquery
 
+from sandboxes.repository.patches import make_patch
 from sandboxes.suites import harness
 from tasks_library.difficulty import bucket_filter
 from tasks_library.environments import environment_queue_of
@@ -123,6 +124,46 @@ def _json_contains_supported() -> bool:
     return connection.features.supports_json_field_contains
 
 
+def _repository_text_fields(version: TaskVersion) -> dict[str, str]:
+    """A repository version's content that reads as text: the id lists one id a line; its trees
+    are compared by :func:`_tree_changes`."""
+    suite, env = version.test_suite, version.environment
+    return {
+        "problem_statement": version.prompt,
+        "reference_patch": version.reference_solution,
+        "test_suite.fail_to_pass": "".join(f"{i}\n" for i in suite.fail_to_pass),
+        "test_suite.pass_to_pass": "".join(f"{i}\n" for i in suite.pass_to_pass),
+        "test_suite.test_command": suite.test_command,
+        "test_suite.timeout_s": str(suite.timeout_s),
+        "environment": json.dumps(
+            {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True
+        ),
+    }
+
+
+def _hidden_files(version: TaskVersion) -> dict[str, bytes]:
+    hidden = version.test_suite.hidden_files
+    return hidden.files() if hidden else {}
+
+
+def _tree_changes(old: TaskVersion, new: TaskVersion) -> list[dict]:
+    """Two repository versions' trees compared as git-style patches of the files that changed
+    (the workspace, then the hidden test files); a tree both share (one row) is not unpacked."""
+    changes = []
+    if old.workspace_id != new.workspace_id:
+        changes.append(
+            {"field": "workspace", "diff": make_patch(old.workspace.files(), new.workspace.files())}
+        )
+    if old.test_suite.hidden_files_id != new.test_suite.hidden_files_id:
+        changes.append(
+            {
+                "field": "test_suite.hidden_files",
+                "diff": make_patch(_hidden_files(old), _hidden_files(new)),
+            }
+        )
+    return changes
+
+
 def _text_fields(version: TaskVersion) -> dict[str, str]:
     suite, env = version.test_suite, version.environment
     return {
@@ -142,13 +183,21 @@ def _text_fields(version: TaskVersion) -> dict[str, str]:
 
 
 def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
-    """The fields that differ between two versions, each as a unified diff.
+    """The fields that differ between two versions, each as a unified diff. Between two
+    repository versions: the problem statement, reference patch, id lists, command, timeout and
+    environment as text, then the workspace and the hidden test files as git-style patches of
+    the files that changed (``workspace``, ``test_suite.hidden_files``).
 
     Returns:
         ``[{"field": "reference_solution", "diff": "--- v1\\n+++ v2\\n@@ ..."}, ...]`` in a
         fixed field order; empty when the contents are identical.
     """
-    before, after = _text_fields(old), _text_fields(new)
+    if old.is_repository and new.is_repository:
+        before, after = _repository_text_fields(old), _repository_text_fields(new)
+        trees = _tree_changes(old, new)
+    else:
+        before, after = _text_fields(old), _text_fields(new)
+        trees = []
     changes = []
     for name in before:
         if before[name] != after[name]:
@@ -164,7 +213,7 @@ def task_versions_diff(*, old: TaskVersion, new: TaskVersion) -> list[dict]:
                     "diff": "".join(line if line.endswith("\n") else line + "\n" for line in lines),
                 }
             )
-    return changes
+    return changes + trees
 
 
 # Columns a list of versions never shows: the heavy text and the validation evidence.
@@ -187,3 +236,94 @@ def task_sets_with_sizes() -> QuerySet[TaskSet]:
     return TaskSet.objects.annotate(
         size=Count("members", distinct=True), latest_version=Max("versions__number")
     ).order_by("name")
+
+
+# --- repository tasks: the page's file browser and per-id results ------------------------------
+
+FILE_VIEW_CHARS = 256 * 1024  # a file's view shows this much; the rest is cut, and said so
+
+
+class WorkspacePathNotFound(LookupError):
+    """No file or directory at the path asked for in a workspace."""
+
+
+def workspace_browse(*, workspace, path: str) -> dict:
+    """One directory's entries, or one file's text, of a repository workspace.
+
+    Args:
+        workspace: a :class:`~tasks_library.models.RepositoryWorkspace`.
+        path: ``""`` (the root), a directory (``src/pkg``) or a file path.
+
+    Returns:
+        ``{"kind": "dir", "path", "crumbs": [(name, path)], "dirs": [(name, path, files
+        under it)], "files": [(name, path, size)]}``, or ``{"kind": "file", "path", "crumbs",
+        "size", "text": str or None (not UTF-8), "truncated": bool}``. File content is returned
+        as the workspace holds it: the page escapes it.
+
+    Raises:
+        WorkspacePathNotFound: nothing at ``path``.
+    """
+    files = workspace.files()
+    path = path.strip("/")
+    parts = path.split("/") if path else []
+    crumbs = [(part, "/".join(parts[: k + 1])) for k, part in enumerate(parts)]
+    if path in files:
+        content = files[path]
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        return {
+            "kind": "file",
+            "path": path,
+            "crumbs": crumbs,
+            "size": len(content),
+            "text": text[:FILE_VIEW_CHARS] if text is not None else None,
+            "truncated": text is not None and len(text) > FILE_VIEW_CHARS,
+        }
+    prefix = f"{path}/" if path else ""
+    dirs: dict[str, int] = {}
+    entries = []
+    for name, content in files.items():
+        if not name.startswith(prefix):
+            continue
+        head, sep, _rest = name[len(prefix) :].partition("/")
+        if sep:
+            dirs[head] = dirs.get(head, 0) + 1
+        else:
+            entries.append((head, name, len(content)))
+    if not dirs and not entries:
+        raise WorkspacePathNotFound(f"no file or directory {path!r} in this workspace")
+    return {
+        "kind": "dir",
+        "path": path,
+        "crumbs": crumbs,
+        "dirs": [(d, prefix + d, n) for d, n in sorted(dirs.items())],
+        "files": sorted(entries),
+    }
+
+
+def repository_test_results(*, version: TaskVersion) -> list[dict]:
+    """The FAIL_TO_PASS then PASS_TO_PASS ids of a repository version with their results in its
+    last validation: ``[{"id", "list": "FAIL_TO_PASS" | "PASS_TO_PASS", "expected_without",
+    "with_patch", "without_patch"}]``, a result being a pytest outcome (``passed``, ``failed``,
+    ``error``, ``skipped``, ``missing``) or ``""`` when not validated."""
+    suite, report = version.test_suite, version.report or {}
+    with_patch = (report.get("reference") or {}).get("per_id") or {}
+    without = (report.get("empty_patch") or {}).get("per_id") or {}
+    rows = []
+    for name, ids, expected in (
+        ("FAIL_TO_PASS", suite.fail_to_pass, "failed"),
+        ("PASS_TO_PASS", suite.pass_to_pass, "passed"),
+    ):
+        rows += [
+            {
+                "id": test_id,
+                "list": name,
+                "expected_without": expected,
+                "with_patch": with_patch.get(test_id, ""),
+                "without_patch": without.get(test_id, ""),
+            }
+            for test_id in ids
+        ]
+    return rows

@@ -22,6 +22,7 @@ from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import (
     EnvironmentVersion,
+    RepositoryWorkspace,
     Task,
     TaskSet,
     TaskSetMember,
@@ -179,6 +180,25 @@ def environment_get_or_create(
     return env
 
 
+def timeout_check(timeout_s, *, where: str) -> float:
+    """``timeout_s`` as seconds, if it is a number in (0, :data:`MAX_TIMEOUT_S`].
+
+    Raises:
+        ImportFormatError: (``timeout_s``) not a number, or out of range.
+    """
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not 0 < timeout_s <= MAX_TIMEOUT_S
+    ):
+        raise ImportFormatError(
+            where,
+            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
+            field="timeout_s",
+        )
+    return float(timeout_s)
+
+
 def test_suite_get_or_create(
     *,
     harness_name: str,
@@ -210,16 +230,7 @@ def test_suite_get_or_create(
         kind = harness(harness_name)
     except ValueError as exc:
         raise ImportFormatError(where, f"field 'harness': {exc}", field="harness") from exc
-    if (
-        isinstance(timeout_s, bool)
-        or not isinstance(timeout_s, (int, float))
-        or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise ImportFormatError(
-            where,
-            f"field 'timeout_s': must be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}]",
-            field="timeout_s",
-        )
+    timeout_s = timeout_check(timeout_s, where=where)
     if test_timeout_s is not None:
         if (
             isinstance(test_timeout_s, bool)
@@ -376,8 +387,10 @@ def task_version_content(
     files: dict,
     environment: EnvironmentVersion,
     test_suite: TestSuiteVersion,
+    workspace: RepositoryWorkspace | None = None,
 ) -> dict:
-    """What a task version's content hash covers (``files`` only when there are some)."""
+    """What a task version's content hash covers (``files`` only when there are some, a
+    repository task's ``workspace`` as its digest only when it has one)."""
     content = {
         "prompt": prompt,
         "entry_point": entry_point,
@@ -387,6 +400,8 @@ def task_version_content(
     }
     if files:
         content["files"] = files
+    if workspace is not None:
+        content["workspace"] = workspace.digest
     return content
 
 
@@ -428,10 +443,12 @@ def tasks_import(
     """Import task records and pin them as the task set ``task_set_name``.
 
     A record is ``{"task_id", "prompt", "entry_point", "reference_solution", "tests",
-    "where"}`` plus, optionally, ``visible_tests``, ``harness`` (default
-    ``python-check``), ``timeout_s``, ``test_timeout_s``, ``setup_code``, ``environment``
-    (an object; default: this machine's runtime for the harness), ``files``, ``tags``,
-    ``source``, ``change_note``.
+    "where"}``, or ``{"task_id", "repository", "where"}`` with a
+    :class:`~tasks_library.repositories.RepositoryTaskRecord` (and optionally ``timeout_s``,
+    ``change_note``) for a repository task; a function task's record has, optionally,
+    ``visible_tests``, ``harness`` (default ``python-check``), ``timeout_s``,
+    ``test_timeout_s``, ``setup_code``, ``environment`` (an object; default: this machine's
+    runtime for the harness), ``files``, ``tags``, ``source``, ``change_note``.
 
     Idempotent: a record whose content matches an existing version of its task
     creates nothing; a changed record creates a new version (parent: the latest)
@@ -456,6 +473,24 @@ def tasks_import(
                 field="task_id",
             )
         first_seen[record["task_id"]] = where
+        if record.get("repository") is not None:  # a repository task (Crucible's format)
+            # repositories builds on this module, so it is imported where it is needed.
+            from tasks_library.repositories import (  # noqa: PLC0415 (it imports this module)
+                repository_version_get_or_create,
+            )
+
+            version, created = repository_version_get_or_create(
+                record=record["repository"],
+                where=where,
+                author=author,
+                change_note=record.get("change_note") or note,
+                timeout_s=record.get("timeout_s", DEFAULT_TIMEOUT_S),
+            )
+            report.new_versions += created
+            report.unchanged += not created
+            pinned.append(version)
+            report.task_ids.append(version.task.task_id)
+            continue
         suite = test_suite_get_or_create(
             harness_name=record.get("harness") or "python-check",
             hidden_tests=record["tests"],
@@ -546,7 +581,8 @@ def task_version_edit(
 ) -> TaskVersion:
     """Make a new version of ``version``'s task with ``changes`` applied; nothing is overwritten.
 
-    ``changes`` may name any of :data:`EDITABLE`; ``environment`` is an environment
+    ``changes`` may name any of :data:`EDITABLE` (a repository task's, those of
+    :data:`tasks_library.repositories.REPOSITORY_EDITABLE`); ``environment`` is an environment
     object (name, runtime, packages, image). The new version's parent is ``version``;
     a new test suite or environment version is created (parent: the old one) when
     their content changes. The new version starts ``pending`` validation.
@@ -558,6 +594,13 @@ def task_version_edit(
     if not change_note.strip():
         raise InputError(
             "change_note: say what changed and why; every version records it", field="change_note"
+        )
+    if version.is_repository:
+        # repositories builds on this module, so it is imported where it is needed.
+        from tasks_library.repositories import repository_version_edit  # noqa: PLC0415
+
+        return repository_version_edit(
+            version=version, author=author, change_note=change_note.strip(), **changes
         )
     unknown = sorted(set(changes) - set(EDITABLE))
     if unknown:

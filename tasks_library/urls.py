@@ -47,6 +47,11 @@ urlpatterns = [
         name="api-validation-job",
     ),
     path(
+        "api/tasks/<path:task_id>/versions/<id:number>/files/",
+        api.WorkspaceFilesApi.as_view(),
+        name="api-task-version-files",
+    ),
+    path(
         "api/tasks/<path:task_id>/versions/<id:number>/",
         api.TaskVersionApi.as_view(),
         name="api-task-version",

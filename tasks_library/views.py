@@ -26,21 +26,24 @@ from console.core.permissions import is_curator
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     CurationForm,
-    EditForm,
     FilterForm,
     PinForm,
     VersionCurationForm,
+    edit_form_class,
     first_error,
 )
 from tasks_library.models import Task, TaskSet, TaskVersion, ValidationJob
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
+    WorkspacePathNotFound,
+    repository_test_results,
     task_set_versions,
     task_sets_with_sizes,
     task_sources,
     task_version_summaries,
     task_versions_diff,
     trainable,
+    workspace_browse,
 )
 from tasks_library.services import (
     task_set_pin,
@@ -194,7 +197,7 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
 @console_read_page
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     """A task's versions, the selected one (``?v=N``, default latest) in full, and
-    ``?diff=A..B``."""
+    ``?diff=A..B``; a repository task's page browses its workspace at ``?path=``."""
     task = get_object_or_404(Task, task_id=task_id)
     versions = list(task_version_summaries(task=task))
     if not versions:
@@ -219,6 +222,8 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         "diff": None,
         "job": _job_of(request),
     }
+    if version.is_repository:
+        context["repository"] = _repository_context(version, request.GET.get("path", ""))
     if request.GET.get("diff"):
         try:
             old_n, new_n = _parse_diff(request.GET["diff"], numbers)
@@ -240,6 +245,24 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
                 ],
             }
     return render(request, "tasks_library/task_detail.html", context)
+
+
+def _repository_context(version: TaskVersion, path: str) -> dict:
+    """A repository version's page parts: the file browser at ``path`` (``?path=``), the ids with
+    their last validation results, the reference patch as diff lines."""
+    try:
+        browse, browse_error = workspace_browse(workspace=version.workspace, path=path), ""
+    except WorkspacePathNotFound as exc:
+        browse, browse_error = workspace_browse(workspace=version.workspace, path=""), str(exc)
+    return {
+        "browse": browse,
+        "browse_error": browse_error,
+        "tests": repository_test_results(version=version),
+        "patch_lines": _diff_lines(version.reference_solution),
+        "hidden_paths": version.test_suite.hidden_files.paths()
+        if version.test_suite.hidden_files
+        else [],
+    }
 
 
 @login_required
@@ -304,10 +327,11 @@ def task_edit(request: HttpRequest, task_id: str) -> HttpResponse:
     latest = task.versions.select_related("test_suite", "environment").order_by("-number").first()
     if latest is None:
         raise Http404(f"task {task_id} has no version")
+    form_class = edit_form_class(latest)
     if request.method == "GET":
-        form = EditForm(initial=EditForm.initial_for(latest))
+        form = form_class(initial=form_class.initial_for(latest))
     else:
-        form = EditForm(request.POST)
+        form = form_class(request.POST)
         if form.is_valid():
             base = (
                 task.versions.select_related("test_suite", "environment")

@@ -15,12 +15,15 @@ from sandboxes.environments.spec import parse
 from sandboxes.grading import PythonGrader
 
 DATA_PACKAGES = ["numpy==2.4.6", "pandas==3.1.1"]
+# What repository tasks run their suites with (tests/sandboxes/test_repository_*.py).
+PYTEST_PACKAGES = ["pytest==8.3.4"]
 # name -> (runtime, packages): every runtime the adversarial corpus runs in.
 ENVIRONMENTS = {
     "host-python3.11": ("python3.11", []),
     "python3.11-numpy-pandas": ("python3.11", DATA_PACKAGES),
     "debian-python3.13": ("python3.13", []),
     "python3.13-numpy-pandas": ("python3.13", DATA_PACKAGES),
+    "python3.11-pytest": ("python3.11", PYTEST_PACKAGES),
 }
 
 

@@ -211,7 +211,7 @@ def _shifted(expr: ast.expr, delta: int) -> ast.expr:
     return ast.BinOp(expr, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(abs(delta)))
 
 
-def _frozen_nodes(module: ast.Module) -> set[int]:
+def frozen_nodes(module: ast.Module) -> set[int]:
     """ids of nodes that are not code to mutate: docstrings and other bare string
     statements, type annotations, and the literal parts and format specs of f-strings
     (changing those tests nothing but the text the mutant prints)."""
@@ -290,8 +290,10 @@ def _shift_slice(bound: str, delta: int) -> _Edit:
     return edit
 
 
-def _python_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
-    """The mutations of one node: ``(operator, edit, description without the line)``."""
+def python_node_edits(node: ast.AST) -> Iterator[tuple[str, _Edit, str]]:
+    """The mutations of one node: ``(operator, edit, description without the line)``; ``edit``
+    takes a copy of ``node`` and returns the node to put in its place (the repository bug
+    generator, ``tasks_library/generators/bugs.py``, applies them to real projects' sources)."""
     if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _ARITHMETIC:
         new = _ARITHMETIC[type(node.op)]
         suffix = "=" if isinstance(node, ast.AugAssign) else ""
@@ -400,7 +402,7 @@ def python_mutants(prompt: str, completion: str, *, limit: int = 40) -> list[Mut
     # ast's col_offset counts UTF-8 bytes.
     start_line = prompt.count("\n") + 1
     start_col = len(prompt.rsplit("\n", 1)[-1].encode("utf-8"))
-    frozen = _frozen_nodes(module)
+    frozen = frozen_nodes(module)
     original = ast.unparse(module)
 
     def candidates() -> Iterator[tuple[str, int, str, str]]:
@@ -410,7 +412,7 @@ def python_mutants(prompt: str, completion: str, *, limit: int = 40) -> list[Mut
             if (node.lineno, node.col_offset) < (start_line, start_col):
                 continue  # the prompt's own code (helpers, the signature) is the interface
             line = node.lineno - start_line + 1
-            for operator, edit, description in _python_edits(node):
+            for operator, edit, description in python_node_edits(node):
                 program = ast.unparse(_replace_at(module, path, edit))
                 yield operator, line, f"line {line}: {description}", program
 

@@ -14,6 +14,11 @@ at once, so the workers stay busy), each leaving evidence in ``TaskVersion.repor
    boundary, return mutations) run on the hidden tests; the share killed is the
    mutation score, and a suite below the threshold is marked weak.
 
+Repository tasks (SWE-bench's shape) have a stage of their own instead: the reference patch
+resolves the task N times with the same per-id results, the empty patch fails every
+FAIL_TO_PASS id and passes every PASS_TO_PASS id, every id is collected (see
+:mod:`tasks_library.validation.repository`).
+
 The verdict is the most serious finding; broken, flaky and contradicting versions
 are quarantined automatically (a curator may override, with a written reason).
 Sources: EvalPlus (Liu et al., NeurIPS 2023) for trivial/example checks and test
@@ -38,6 +43,7 @@ from tasks_library.environments import EnvironmentUnavailable, environment_build
 from tasks_library.models import TaskVersion
 from tasks_library.validation import examples as E
 from tasks_library.validation import mutants as M
+from tasks_library.validation import repository as RV
 
 # Most serious first: the verdict is the first of these that any stage found.
 SEVERITY = (
@@ -45,6 +51,7 @@ SEVERITY = (
     TaskVersion.VERDICT_BROKEN_REFERENCE,
     TaskVersion.VERDICT_FLAKY,
     TaskVersion.VERDICT_TRIVIAL_PASSES,
+    TaskVersion.VERDICT_WRONG_TEST_LISTS,
     TaskVersion.VERDICT_PROMPT_CONTRADICTS,
     TaskVersion.VERDICT_WEAK_SUITE,
 )
@@ -345,15 +352,17 @@ def task_versions_validate(
 ) -> list[TaskVersion]:
     """Run the pipeline on ``versions`` in the sandbox pool; store one report per version.
 
-    Stage by stage, every execution of every version is queued at once. Each
+    Stage by stage, every execution of every version is queued at once (repository versions:
+    one stage of gradings in sandbox sessions, :mod:`tasks_library.validation.repository`). Each
     version's verdict, reasons, report and mutation score are then saved in one small
     transaction; a quarantining verdict quarantines the version unless a curator
     overrode it.
 
     Args:
         timings: when given, filled with ``{stage: {"executions", "seconds"}}``.
-        on_stage: when given, called ``(stage, stages done, stages in all)`` as each stage of
-            :data:`STAGES` starts, then as the verdicts are stored (``"storing"``).
+        on_stage: when given, called ``(stage, stages done, stages in all)`` as each stage
+            starts (those of :data:`STAGES` when there are function tasks, ``"repository"``
+            when there are repository tasks), then as the verdicts are stored (``"storing"``).
 
     Raises:
         ValueError: impossible ``options``.
@@ -369,18 +378,36 @@ def task_versions_validate(
         if version.environment_id in refused:
             _store_unbuilt(version, refused[version.environment_id])
     versions_to_run = [v for v in versions if v.environment_id in built]
+    repositories = [v for v in versions_to_run if v.is_repository]
     plans = [
         _plan(version, options, requests, built[version.environment_id])
         for version in versions_to_run
+        if not version.is_repository
+    ]
+    # A function stage runs when there are function tasks; repository tasks are one stage.
+    stages = [
+        *(STAGES if plans or not repositories else ()),
+        *(("repository",) * bool(repositories)),
     ]
     results: dict[str, list[R.ExecutionResult]] = {}
-    for done, stage in enumerate(STAGES):
+    judged: dict[int, RV.Judgement] = {}
+    for done, stage in enumerate(stages):
         if on_stage is not None:
-            on_stage(stage, done, len(STAGES) + 1)
+            on_stage(stage, done, len(stages) + 1)
+        started = time.monotonic()
+        if stage == "repository":
+            judged = RV.repository_versions_judge(
+                repositories, built, reference_runs=options.reference_runs
+            )
+            if timings is not None:
+                timings[stage] = {
+                    "executions": len(repositories) * (options.reference_runs + 1),
+                    "seconds": round(time.monotonic() - started, 3),
+                }
+            continue
         if stage == "mutation":
             for plan in plans:
                 _bound_mutants(plan, results["reference"], requests["mutation"])
-        started = time.monotonic()
         results[stage] = run_many(requests[stage])
         if timings is not None:
             timings[stage] = {
@@ -388,10 +415,16 @@ def task_versions_validate(
                 "seconds": round(time.monotonic() - started, 3),
             }
     if on_stage is not None:
-        on_stage("storing", len(STAGES), len(STAGES) + 1)
+        on_stage("storing", len(stages), len(stages) + 1)
     for plan in plans:
         findings, reasons, report, score = _judge(plan, results, options)
         _store(plan.version, verdict_of(findings), reasons, report, score)
+    for version in repositories:
+        judgement = judged[version.pk]
+        judgement.report["options"] = {"reference_runs": options.reference_runs}
+        key = built[version.environment_id].get("key", "")
+        judgement.report.setdefault("environment", {})["key"] = key
+        _store(version, verdict_of(judgement.findings), judgement.reasons, judgement.report, None)
     return versions
 
 

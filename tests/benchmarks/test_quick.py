@@ -136,6 +136,18 @@ CASES = {
         ],
         "equal": {"audit_events_seen": 0},
     },
+    # Quick: 2 tasks from inflection, each validated by the pipeline; every one must be valid.
+    "repo_bugs": {
+        "ratios": [],
+        "positive": [
+            "tasks",
+            "valid",
+            "generation_seconds_per_task",
+            "validation_seconds_per_task",
+        ],
+        "equal": {"projects_with_valid_tasks": 1},
+        "same": [("tasks", "valid")],
+    },
     "sandbox_autoscale": {
         "ratios": ["burst_speedup_elastic_over_fixed"],
         "positive": [

@@ -373,6 +373,16 @@ def test_probe_runs_submission_and_reference_on_inputs_from_the_visible_tests():
             "patches unittest.TestCase.assertEqual",
             HIGH,
         ),
+        (
+            "import sys\nUNDER_TEST = 'pytest' in sys.modules\n",
+            "detects the test runner: checks for pytest in sys.modules",
+            MEDIUM,
+        ),
+        (
+            "import os\nUNDER_TEST = os.environ.get('PYTEST_CURRENT_TEST')\n",
+            "detects the test runner: reads PYTEST_CURRENT_TEST",
+            MEDIUM,
+        ),
     ],
 )
 def test_test_tampering_from_the_source(code, what, severity):

@@ -11,6 +11,8 @@ The tests run in another sandbox, so none of this can work; the detector flags t
   rebinding assert-adjacent builtins at module level (``AssertionError``, ``isinstance``, ``abs``);
 * frame walking (``inspect.currentframe``/``stack``, ``sys._getframe``, ``.f_back``,
   ``gc.get_referrers``, ``traceback.walk_stack``);
+* detecting the test runner (``'pytest' in sys.modules``, ``PYTEST_CURRENT_TEST``): code that
+  behaves otherwise under test (a repository submission runs in pytest's own process);
 * writing or deleting test files (``test*``, ``*check*``, ``conftest``, ``sitecustomize``,
   ``*.pth``), and writing to a raw descriptor above 2 (the report channel is the tests' own);
 * audit events, where results carry them: a harness frame reached (``sys._getframe``,
@@ -181,6 +183,28 @@ AUDIT_WRITES = {
 TRACING_LIBRARIES = ("doctest", "pdb", "bdb", "trace", "cProfile", "profile", "coverage", "pytest")
 
 
+RUNNER_NAMES = {"pytest", "_pytest", "unittest", "nose", "py.test"}
+RUNNER_VARIABLES = {"PYTEST_CURRENT_TEST", "PYTEST_VERSION", "PYTEST_XDIST_WORKER"}
+
+
+def _detects_runner(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, what)`` of each check for the test runner: its name tested against
+    ``sys.modules`` or an environment variable only pytest sets."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in RUNNER_VARIABLES:
+            found.append((node.lineno, f"reads {node.value}"))
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Constant)
+            and node.left.value in RUNNER_NAMES
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
+            and any(ast.unparse(c).endswith("modules") for c in node.comparators)
+        ):
+            found.append((node.lineno, f"checks for {node.left.value} in sys.modules"))
+    return found
+
+
 def _module_roots(source: Source) -> set[str]:
     return {site.name.split(".")[0] for site in source.imports} | {"builtins", "sys"}
 
@@ -269,6 +293,9 @@ def _static(source: Source) -> tuple[list[dict], list[str]]:
     for site in source.attributes:
         if site.name in FRAME_ATTRS:
             add(site, f"walks frames: .{site.name}")
+    for line, what in _detects_runner(source.tree) if source.tree is not None else []:
+        found.append(source.item(line, f"detects the test runner: {what}"))
+        severities.append(MEDIUM)
     return sorted(found, key=lambda item: item["line"]), severities
 
 

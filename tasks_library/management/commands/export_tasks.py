@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from tasks_library.importers.crucible import FORMAT, export_record
+from tasks_library.importers.swe_bench_export import SweBenchExportError, swe_bench_rows
 from tasks_library.selectors import (
     TaskSetNotFound,
     latest_versions,
@@ -17,7 +18,8 @@ class Command(BaseCommand):
     help = (
         f"Write task versions in Crucible's task format ({FORMAT}, JSONL, one version a line, "
         "with its environment, test suite and files) to a file or stdout. `import_tasks --format "
-        "crucible FILE` reads it back with identical content hashes."
+        "crucible FILE` reads it back with identical content hashes. --format swe-bench --git-repo "
+        "DIR writes the repository tasks as SWE-bench-shaped rows instead."
     )
 
     def add_arguments(self, parser):
@@ -31,8 +33,27 @@ class Command(BaseCommand):
         parser.add_argument(
             "--output", "-o", type=Path, help="write here (.gz compresses); default stdout"
         )
+        parser.add_argument(
+            "--format",
+            choices=["crucible", "swe-bench"],
+            default="crucible",
+            help=(
+                "crucible (default): every task version; swe-bench: the repository tasks as "
+                "SWE-bench-shaped rows, their trees committed into --git-repo (read back with "
+                "`import_tasks swe-bench FILE --repo DIR`)"
+            ),
+        )
+        parser.add_argument(
+            "--git-repo",
+            type=Path,
+            metavar="DIR",
+            help="with --format swe-bench: the git repository the rows' base commits are in "
+            "(created when absent; one root commit per distinct workspace)",
+        )
 
-    def handle(self, *args, taskset, output, **options):
+    def handle(self, *args, taskset, output, format, git_repo, **options):
+        if (format == "swe-bench") != (git_repo is not None):
+            raise CommandError("--git-repo DIR goes with --format swe-bench, and only with it")
         if taskset:
             try:
                 versions = task_set_versions(task_set=task_set_get(name=taskset))
@@ -44,10 +65,14 @@ class Command(BaseCommand):
                 .select_related("task", "test_suite", "environment")
                 .order_by("task__task_id", "number")
             )
-        lines = (
-            json.dumps(export_record(v), ensure_ascii=False, sort_keys=True) + "\n"
-            for v in versions.iterator()
-        )
+        if format == "swe-bench":
+            try:
+                rows = swe_bench_rows(versions.iterator(), git_repo)
+            except (SweBenchExportError, OSError) as exc:
+                raise CommandError(f"cannot write the git repository {git_repo}: {exc}") from exc
+        else:
+            rows = (export_record(v) for v in versions.iterator())
+        lines = (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
         count = 0
         if output is None:
             for line in lines:
