@@ -34,18 +34,20 @@ from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import RunConfig
 
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
+AGENT_TASKS = 4  # the shortest trainable HumanEval tasks: warm start and RL on the same four
 AGENT_CONFIG = {
     "rollout_mode": "agent",
     "sft_epochs": 120,
     "sft_batch_size": 4,
-    "lr": 1e-4,
+    "flawed_demonstrations": 1,
+    "lr": 5e-4,
     "ppo_epochs": 2,
     "tasks_per_step": 2,
-    "train_tasks": 4,
+    "train_tasks": AGENT_TASKS,
     "group_size": 8,
     "max_turns": 6,
-    "max_new_tokens": 128,
-    "temperature": 0.6,
+    "max_new_tokens": 96,
+    "temperature": 1.0,
 }
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {

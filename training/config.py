@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from console.core.bounds import TURN_MAX
 from console.core.errors import InputError
 
 # The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the
@@ -30,7 +31,7 @@ MAXIMA: dict[str, float] = {
     "lr": 10.0,
     "tasks_per_step": 65_536,
     "group_size": 1024,
-    "max_turns": 1000,
+    "max_turns": TURN_MAX,
     "max_new_tokens": 1_048_576,
     "max_tokens": 16_777_216,  # an agent trajectory: prompt, turns and observations
     "max_prompt_tokens": 1_048_576,
