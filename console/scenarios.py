@@ -12,12 +12,29 @@ tests) shows that nothing was learned. Everything is visible on the run's consol
 
 ``agent``: the policy as a tool-using agent (training/agents/). Each trajectory works in its
 own sandbox session through the policy's chat template: it views ``solution.py`` with the
-file editor, edits it, runs the visible tests and submits; the final workspace is graded in
-a fresh sandbox. The SFT warm start on demonstrations scripted from the references
-(recorded through the same tools) already solves most of the 4 training tasks with these
-settings (measured: mean reward 0.94-1.0 over 20 GRPO steps); shorter warm starts (40-80
-epochs, temperature 0.7-0.8) left the reward at 0-0.24 without a clear rise in 15-20 steps. A
-setting where GRPO visibly raises the agent's reward is still to be found.
+file editor, inserts a body, runs the visible tests and submits; the final workspace is graded
+in a fresh sandbox. The warm start imitates a mixed demonstrator (``flawed_demonstrations``: per
+task, the reference's demonstration and one whose body is a mutant the visible tests catch,
+submitted anyway), so that every group holds both choices and GRPO has something to learn.
+
+Why (measured on this 2-core machine, shared with other jobs; RL on the four shortest HumanEval
+tasks, 2 tasks x 8 trajectories per step; ``groups/zero_advantage`` counts the step's groups
+whose rewards are all equal, which teach nothing):
+
+- warm start on the references alone (8 tasks), 120 epochs, lr 1e-4, temperature 0.6 (the
+  previous settings): reward 1.0 at 19 of 20 steps, both groups all-equal at 19 of 20 steps
+  (``tokens/trained`` 0): nothing to learn;
+- the same for 60 epochs (lr 1e-3, temperature 1.0): the policy breaks its tool calls before any
+  update (29 parse errors at step 1; 15-37 per step), every trajectory of a group fails alike
+  (reward 0-0.14, both groups all-equal at 7 of 7 steps);
+- the mixed warm start (one flawed demonstration per task, 120 epochs, temperature 1.0): no
+  all-equal group at the first steps (first-step reward 0.25 and 0.31 over two seeds: the
+  choice is there), but with ``lr`` 5e-4 the updates broke the tool-call format within four
+  steps (parse errors 6 -> 31, clip fraction 0.06-0.08 after one Adam step, reward 0.25 ->
+  0.0 and 0.31 -> 0.06): the rise needs a smaller step; ``lr`` is 1e-4 here.
+
+A setting where the reward rises reproducibly (two seeds) is not measured yet: see the
+report of issue 20 for the figures of the last run.
 """
 
 from __future__ import annotations
@@ -37,10 +54,10 @@ EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 AGENT_TASKS = 4  # the shortest trainable HumanEval tasks: warm start and RL on the same four
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 120,
+    "sft_epochs": 60,
     "sft_batch_size": 4,
     "flawed_demonstrations": 1,
-    "lr": 5e-4,
+    "lr": 1e-4,
     "ppo_epochs": 2,
     "tasks_per_step": 2,
     "train_tasks": AGENT_TASKS,
