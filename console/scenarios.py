@@ -31,7 +31,9 @@ whose rewards are all equal, which teach nothing):
   all-equal group at the first steps (first-step reward 0.25 and 0.31 over two seeds: the
   choice is there), but with ``lr`` 5e-4 the updates broke the tool-call format within four
   steps (parse errors 6 -> 31, clip fraction 0.06-0.08 after one Adam step, reward 0.25 ->
-  0.0 and 0.31 -> 0.06): the rise needs a smaller step; ``lr`` is 1e-4 here.
+  0.0 and 0.31 -> 0.06): the rise needs a smaller step; ``lr`` is 1e-4 here;
+- the mixed warm start for only 60 epochs (SFT loss 0.032 against 0.010 after 120): parse errors
+  again before any update (29 at step 1), reward 0-0.06 over 5 steps, groups all-equal.
 
 A setting where the reward rises reproducibly (two seeds) is not measured yet: see the
 report of issue 20 for the figures of the last run.
@@ -54,7 +56,7 @@ EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
 AGENT_TASKS = 4  # the shortest trainable HumanEval tasks: warm start and RL on the same four
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 60,
+    "sft_epochs": 90,
     "sft_batch_size": 4,
     "flawed_demonstrations": 1,
     "lr": 1e-4,
