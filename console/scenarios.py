@@ -12,12 +12,42 @@ tests) shows that nothing was learned. Everything is visible on the run's consol
 
 ``agent``: the policy as a tool-using agent (training/agents/). Each trajectory works in its
 own sandbox session through the policy's chat template: it views ``solution.py`` with the
-file editor, edits it, runs the visible tests and submits; the final workspace is graded in
-a fresh sandbox. The SFT warm start on demonstrations scripted from the references
-(recorded through the same tools) already solves most of the 4 training tasks with these
-settings (measured: mean reward 0.94-1.0 over 20 GRPO steps); shorter warm starts (40-80
-epochs, temperature 0.7-0.8) left the reward at 0-0.24 without a clear rise in 15-20 steps. A
-setting where GRPO visibly raises the agent's reward is still to be found.
+file editor, inserts a body, runs the visible tests and submits; the final workspace is graded
+in a fresh sandbox. The warm start imitates a mixed demonstrator (``flawed_demonstrations``: per
+task, the reference's demonstration and one whose body is a mutant the visible tests catch,
+submitted anyway), so that every group holds both choices and GRPO has something to learn.
+
+Why (measured on this 2-core machine, shared with other jobs; RL on the four shortest HumanEval
+tasks, 2 tasks x 8 trajectories per step; ``groups/zero_advantage`` counts the step's groups
+whose rewards are all equal, which teach nothing):
+
+- warm start on the references alone (8 tasks), 120 epochs, lr 1e-4, temperature 0.6 (the
+  previous settings): reward 1.0 at 19 of 20 steps, both groups all-equal at 19 of 20 steps
+  (``tokens/trained`` 0): nothing to learn;
+- the same for 60 epochs (lr 1e-3, temperature 1.0): the policy breaks its tool calls before any
+  update (29 parse errors at step 1; 15-37 per step), every trajectory of a group fails alike
+  (reward 0-0.14, both groups all-equal at 7 of 7 steps);
+- the mixed warm start (one flawed demonstration per task, 120 epochs, temperature 1.0): no
+  all-equal group at the first steps (first-step reward 0.25 and 0.31 over two seeds: the
+  choice is there), but with ``lr`` 5e-4 the updates broke the tool-call format within four
+  steps (parse errors 6 -> 31, clip fraction 0.06-0.08 after one Adam step, reward 0.25 ->
+  0.0 and 0.31 -> 0.06): the rise needs a smaller step; ``lr`` is 1e-4 here;
+- the mixed warm start for only 60 epochs (SFT loss 0.032 against 0.010 after 120): parse errors
+  again before any update (29 at step 1), reward 0-0.06 over 5 steps, groups all-equal.
+
+These settings (the mixed warm start for 90 epochs, SFT loss 0.011 and 0.015, lr 1e-4), both
+runs stopped for time before their 20 steps (up's default): no all-equal group at most steps, the
+parse errors do not grow (6-13 per step), and
+
+- seed 0, 14 steps: rewards 0.31 0.19 0.50 0.25 0.44 0.31 0.44 0.56 0.44 0.62 0.62 0.69 0.31
+  0.56; mean of the first 5 steps 0.338, of the last 5 0.562: it rises;
+- seed 1, 16 steps: 0.31 0.19 0.19 0.38 0.12 0.25 0.31 0.31 0.31 0.56 0.44 0.19 0.50 0.06 0.25
+  0.19; first 5 0.237, last 5 0.237: it does not.
+
+So the reward does not yet rise reproducibly. Each step took about a minute with two runs side
+by side on this loaded machine (SFT 90 epochs: about 8 minutes), so the 20-step scenario takes
+about 15-25 minutes here. Next to try: more steps, a KL penalty to the warm start, and a smaller
+learning rate with more PPO epochs.
 """
 
 from __future__ import annotations
@@ -34,18 +64,20 @@ from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import RunConfig
 
 EXPLOITABLE_SET, HELD_OUT_SET = "exploitable-demo", "honest-heldout"
+AGENT_TASKS = 4  # the shortest trainable HumanEval tasks: warm start and RL on the same four
 AGENT_CONFIG = {
     "rollout_mode": "agent",
-    "sft_epochs": 120,
+    "sft_epochs": 90,
     "sft_batch_size": 4,
+    "flawed_demonstrations": 1,
     "lr": 1e-4,
     "ppo_epochs": 2,
     "tasks_per_step": 2,
-    "train_tasks": 4,
+    "train_tasks": AGENT_TASKS,
     "group_size": 8,
     "max_turns": 6,
-    "max_new_tokens": 128,
-    "temperature": 0.6,
+    "max_new_tokens": 96,
+    "temperature": 1.0,
 }
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from console.core.bounds import TURN_MAX
 from console.core.errors import InputError
 
 # The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the
@@ -30,7 +31,7 @@ MAXIMA: dict[str, float] = {
     "lr": 10.0,
     "tasks_per_step": 65_536,
     "group_size": 1024,
-    "max_turns": 1000,
+    "max_turns": TURN_MAX,
     "max_new_tokens": 1_048_576,
     "max_tokens": 16_777_216,  # an agent trajectory: prompt, turns and observations
     "max_prompt_tokens": 1_048_576,
@@ -310,14 +311,13 @@ class RunConfig:
                     f"config key {key!r} must be one of {', '.join(allowed)}, "
                     f"got {getattr(self, key)!r}"
                 )
-        if self.rollout_mode == "agent":
-            # Not built for agent rollouts yet: refused rather than silently ignored.
-            for key, off in (("eval_every", 0), ("lora", {})):
-                if getattr(self, key) != off:
-                    raise ConfigError(
-                        f"config key {key!r} is not available with rollout_mode 'agent' yet; "
-                        f"leave it at {off!r}"
-                    )
+        if self.rollout_mode == "agent" and self.lora:
+            # The agent policy loads a checkpoint with its own template and no LoRA wrapper yet:
+            # refused rather than silently ignored.
+            raise ConfigError(
+                "config key 'lora' is not available with rollout_mode 'agent' yet; leave it at {} "
+                "(full fine-tuning of model_path)"
+            )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
                 f"config key 'overlong_cache_tokens' ({self.overlong_cache_tokens}) "

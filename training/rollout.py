@@ -26,6 +26,7 @@ import torch
 from sandboxes import result as R
 from sandboxes.process import Limits
 from sandboxes.queue import run_many, submit
+from sandboxes.repository import RepositoryTests
 from sandboxes.suites import harness
 from training import flags
 from training.config import RunConfig
@@ -58,6 +59,10 @@ class TaskSpec:
     # The fresh inputs added to hidden_tests for this grading (training/fresh_tests.py); empty:
     # the task version's fixed tests.
     fresh_tests: dict = field(default_factory=dict)
+    # The task family: "function" (prompt, entry point, check-style tests) or "repository"
+    # (files: the workspace as bytes, prompt: the problem statement, repository: its tests).
+    kind: str = "function"
+    repository: RepositoryTests | None = None
 
     @property
     def runtime(self) -> str:

@@ -31,6 +31,7 @@ uninterrupted one would.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import random
@@ -52,6 +53,7 @@ from sandboxes.queue import live_workers
 from tasks_library.difficulty import DifficultySampler, pass_rate
 from tasks_library.environments import environment_request
 from tasks_library.models import TaskVersion
+from tasks_library.repositories import repository_content
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from training import artifacts, checkpoint, distributed, flags, services
@@ -333,9 +335,15 @@ def _setup(
         ArtifactStoreError: the run's artefact store cannot be written or read.
         ResumeError, CheckpointError: see :func:`_resume_policy`, :func:`_resume_state` and
             :func:`_reference_model`.
-        ValueError: no task prompt fits ``max_prompt_tokens`` (training pool or held-out set).
+        ValueError: no task prompt fits ``max_prompt_tokens`` (training pool or held-out set);
+            repository tasks in a run whose ``rollout_mode`` is not ``agent``.
     """
     versions = _run_versions(run)
+    if config.rollout_mode != "agent" and any(v.is_repository for v in versions):
+        raise ValueError(
+            "the run's task set holds repository tasks: they train as agents "
+            "(config key 'rollout_mode': set it to 'agent')"
+        )
     tracker.start(runtimes_of(versions))
     directory = _run_directory(run.pk, ranks)
     # Rank 0 finds (and, from object storage, downloads) the checkpoint; the others read its copy.
@@ -628,7 +636,25 @@ def _task_specs(
 
 
 def _spec(v: TaskVersion) -> TaskSpec:
-    """What a rollout needs of task version ``v``, detached from the database."""
+    """What a rollout needs of task version ``v``, detached from the database (a repository
+    task: its workspace files, problem statement, reference patch and tests, for the agent's
+    repository environment)."""
+    if v.is_repository:
+        content = repository_content(v)
+        return TaskSpec(
+            task_version_id=v.pk,
+            prompt=content.problem_statement,
+            entry_point="",
+            visible_tests="",
+            hidden_tests="",
+            timeout_s=content.timeout_s,
+            harness=v.test_suite.harness,
+            files=content.files,
+            reference_solution=content.reference_patch,
+            environment=environment_request(v.environment),
+            kind="repository",
+            repository=content.tests(),
+        )
     return TaskSpec(
         task_version_id=v.pk,
         prompt=v.prompt,
@@ -998,6 +1024,7 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
             rollout_config=trainer.rollout_config,
             seed=config.seed * 1_000_003 + step,
             scorer=trainer.scorer,
+            collect=_agent_collect(config) if config.rollout_mode == "agent" else None,
         ),
         what=f"run {run.pk}'s held-out evaluation",
     )
@@ -1015,6 +1042,22 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
         lambda: drift_step(run.pk, step, trainer.drift_config),
         what=f"run {run.pk}'s drift detectors",
     )
+
+
+def _agent_collect(config: RunConfig):
+    """The held-out evaluation's rollouts of an agent run: its multi-turn tool-using rollouts
+    under the run's settings, ``group_size`` trajectories per task."""
+
+    def collect(policy, specs, *, group_size, generator, scorer):
+        return agent_run.roll_out(
+            policy,
+            specs,
+            dataclasses.replace(config, group_size=group_size),
+            generator=generator,
+            scorer=scorer,
+        )
+
+    return collect
 
 
 def _checkpoint(trainer: Trainer, step: int) -> None:

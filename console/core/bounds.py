@@ -18,6 +18,7 @@ from collections.abc import Callable
 ID_MAX = 2**63 - 1  # PostgreSQL bigint, SQLite INTEGER
 STEP_MAX = 1_000_000  # training steps of one run (the launch form's and API's bound)
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds
+TURN_MAX = 1000  # turns of one trajectory (RunConfig's max_turns bound); a review label's turn
 REWARD_ABS_MAX = 1e6  # a reward filter's bound: rewards are sums of a few weighted components
 
 

@@ -21,7 +21,7 @@ from console.core.access import rule_permission
 from console.core.api import BadRequest as ApiError
 from console.core.api import ErrorSerializer
 from console.core.api import validated as checked
-from console.core.bounds import ID_MAX, SEED_MAX
+from console.core.bounds import ID_MAX, SEED_MAX, TURN_MAX
 from console.core.errors import InputError
 from console.core.permissions import is_curator, may_manage_queues, may_read_library, may_review
 from console.review import models as m
@@ -111,14 +111,18 @@ class QueueDetailSerializer(QueueSerializer):
     items = ItemSerializer(many=True)
 
 
-class LabelRequestSerializer(serializers.Serializer):
+class ConfirmRequestSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="a value of the queue's label set")
     note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class LabelRequestSerializer(ConfirmRequestSerializer):
     turn = serializers.IntegerField(
         required=False,
         allow_null=True,
         default=None,
         min_value=0,
+        max_value=TURN_MAX - 1,
         help_text="the turn the label points at: its index, from 0 (the replay shows index + 1); "
         "null for the whole trajectory",
     )
@@ -284,12 +288,12 @@ class ItemConfirmApi(_ItemWriteApi):
     @extend_schema(
         tags=["review"],
         summary="Confirm a review item's label (curators)",
-        request=LabelRequestSerializer,
+        request=ConfirmRequestSerializer,
         responses={200: LabelResponseSerializer, 400: ErrorSerializer, 403: ErrorSerializer},
     )
     def post(self, request, item_id: int) -> Response:
         item = self.item(item_id)
-        data = checked(LabelRequestSerializer, request.data)
+        data = checked(ConfirmRequestSerializer, request.data)
         try:
             item = services.review_item_confirm(
                 item_id=item.pk, curator=request.user, label=data["label"], note=data["note"]

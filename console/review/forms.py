@@ -7,7 +7,7 @@ import json
 from django import forms
 from django.contrib.auth import get_user_model
 
-from console.core.bounds import SEED_MAX, STEP_MAX
+from console.core.bounds import SEED_MAX, STEP_MAX, TURN_MAX
 from console.review import models as m
 from console.review.selectors import reviewers_eligible
 from console.review.services import MAX_QUEUE_SIZE, MAX_REVIEWERS
@@ -98,6 +98,7 @@ class LabelForm(forms.Form):
     turn = forms.IntegerField(
         required=False,
         min_value=1,
+        max_value=TURN_MAX,
         label="at turn",
         help_text="optional: the turn the label is about, as the replay numbers it",
     )

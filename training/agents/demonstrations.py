@@ -35,10 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.core.errors import InputError
+from sandboxes.repository import apply_patch, patched_paths
 from sandboxes.sessions import open_session
 from tasks_library.validation.mutants import python_mutants
 from training.agents.chat import ChatTemplate
-from training.agents.environment import Environment, FunctionTaskEnvironment
+from training.agents.environment import (
+    Environment,
+    FunctionTaskEnvironment,
+    RepositoryEnvironment,
+)
 from training.agents.parsers import ParsedMessage, ToolCall
 from training.agents.tools import coding_tools
 
@@ -98,6 +103,37 @@ def scripted_function_demonstration(
                     "file_editor",
                     {"command": "insert", "path": path, "insert_line": last_line, "new_str": body},
                 )
+            ],
+            [("run_tests", {})],
+            [("submit", {})],
+        ],
+    )
+
+
+def scripted_repository_demonstration(env: RepositoryEnvironment) -> Demonstration:
+    """The expert trajectory of a repository task: run the visible tests, view each file the
+    reference patch changes, write each one as the patch leaves it, run the tests again,
+    submit.
+
+    Raises:
+        PatchError: the reference patch does not apply to the task's files.
+        ValueError: a patched file is not UTF-8 text (the editor writes text).
+    """
+    task = env.task
+    fixed = apply_patch(task.files, task.reference_solution)
+    paths = [p for p in patched_paths(task.reference_solution) if p in fixed]
+    try:
+        texts = {path: fixed[path].decode("utf-8") for path in paths}
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the reference patch writes a file that is not text: {exc}") from exc
+    return record(
+        env,
+        [
+            [("run_tests", {})],
+            [("file_editor", {"command": "view", "path": path}) for path in paths],
+            [
+                ("file_editor", {"command": "create", "path": path, "file_text": text})
+                for path, text in texts.items()
             ],
             [("run_tests", {})],
             [("submit", {})],

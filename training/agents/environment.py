@@ -9,7 +9,8 @@
 A new task family is one subclass (:class:`Environment`) naming its workspace, prompts, tools
 and visible tests, registered in :data:`ENVIRONMENTS` under its kind; the turn logic
 (parse errors, unknown tools, arguments, truncation, submit) is shared here. Repository
-tasks implement the same four methods with a repository workspace.
+tasks (:class:`RepositoryEnvironment`) implement the same methods with a git workspace and
+grade by test ids (:meth:`Environment.grade`).
 
 The environment keeps what the policy must not control: the session, tool limits, the
 visible tests' runner. Grading never runs in the session: :meth:`grading_request` takes the
@@ -21,10 +22,16 @@ fresh sandbox.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sandboxes import result as R
 from sandboxes.queue import run_many
+from sandboxes.repository import (
+    RepositoryResult,
+    RepositoryTests,
+    git_workspace,
+    grade_repository,
+)
 from sandboxes.sessions import (
     Session,
     SessionLimits,
@@ -126,9 +133,16 @@ class Environment(ABC):
         """Run the visible tests on the workspace ``files`` (path -> content) and say what
         happened."""
 
-    @abstractmethod
     def grading_request(self, files: dict[str, bytes]) -> dict:
-        """The queue request that grades the final workspace ``files`` on the hidden tests."""
+        """The queue request that grades the final workspace ``files`` on the hidden tests
+        (a family that grades by itself implements :meth:`grade` instead)."""
+        raise NotImplementedError(f"{type(self).__name__} grades through grade()")
+
+    def grade(self, files: dict[str, bytes]) -> R.ExecutionResult | None:
+        """Grade the final workspace ``files`` in a fresh sandbox and return the result, for a
+        family whose grading is not one queue request (repository tasks); None (the default):
+        the rollout queues :meth:`grading_request` with the others."""
+        return None
 
     def graded_code(self, files: dict[str, bytes]) -> str:
         """The program of the final workspace ``files`` that reward components and code
@@ -281,12 +295,133 @@ class FunctionTaskEnvironment(Environment):
         return self._code_and_files(files)[0]
 
 
-ENVIRONMENTS: dict[str, type[Environment]] = {FunctionTaskEnvironment.kind: FunctionTaskEnvironment}
+def repository_report(result: RepositoryResult, ids: tuple[str, ...]) -> str:
+    """What the policy is shown of a repository test run: counts, then each failing id with
+    its first failure line."""
+    passed = sum(result.per_id.get(i) == "passed" for i in ids)
+    lines = [f"{passed}/{len(ids)} tests passed"]
+    if result.status != "ok":
+        lines[0] += f" (the suite did not run to its end: {result.status})"
+    for test_id in ids:
+        status = result.per_id.get(test_id, "missing")
+        if status != "passed":
+            message = result.messages.get(test_id, "")
+            lines.append(f"{status.upper()} {test_id}" + (f": {message[:300]}" if message else ""))
+    if result.status != "ok" and result.detail:
+        lines.append(result.detail[:1000])
+    return "\n".join(lines)
+
+
+def execution_result(result: RepositoryResult, ids: tuple[str, ...]) -> R.ExecutionResult:
+    """A repository grading as the rollouts' and rewards' :class:`ExecutionResult`: one test per
+    FAIL_TO_PASS and PASS_TO_PASS id (passed only when pytest said ``passed``); ``ok`` when
+    every id passed, ``infra_error`` and ``timeout`` kept, any other outcome ``failed``."""
+    if result.status in (R.INFRA_ERROR, R.TIMEOUT):
+        status = result.status
+    else:
+        status = R.OK if result.resolved else R.FAILED
+    tests = [
+        R.TestResult(
+            id=test_id,
+            passed=result.per_id.get(test_id) == "passed",
+            error=result.messages.get(test_id, result.per_id.get(test_id, "missing")),
+        )
+        for test_id in ids
+    ]
+    return R.ExecutionResult(
+        status=status,
+        stdout=result.stdout_tail,
+        wall_ms=result.wall_ms,
+        tests=tests,
+        environment=result.environment,
+    )
+
+
+class RepositoryEnvironment(Environment):
+    """A repository task (SWE-style): the policy gets the task's files in a fresh single-commit
+    git repository (``sandboxes.repository.git_workspace``: no history to read the fix from),
+    the problem statement, ``bash``, the file editor, ``run_tests`` (the FAIL_TO_PASS and
+    PASS_TO_PASS ids whose test files are in the workspace, graded in a fresh sandbox on the
+    current files) and ``submit``. The final workspace is graded with
+    ``sandboxes.repository.grade_repository`` in a fresh sandbox: the task's test files and
+    configuration restored, its hidden test files added, every id counted."""
+
+    kind = "repository"
+
+    def __init__(self, task: TaskSpec, **options) -> None:
+        if task.repository is None:
+            raise ValueError(f"task version {task.task_version_id} is not a repository task")
+        self._workspace: Workspace | None = None
+        super().__init__(task, **options)
+
+    @property
+    def tests(self) -> RepositoryTests:
+        return self.task.repository
+
+    def workspace(self) -> Workspace:
+        if self._workspace is None:  # built once: a git commit of the files
+            self._workspace = git_workspace(self.task.files)
+        return self._workspace
+
+    def prompts(self) -> tuple[str, str]:
+        system = (
+            "You are a coding agent working in a git repository in a sandbox. Use bash and the "
+            "file editor to read the code and fix the problem; run_tests runs the repository's "
+            "visible tests on your current files. When they pass, call submit."
+        )
+        user = f"{self.task.prompt.strip()}\n\nFix this in the repository, then call submit."
+        return system, user
+
+    def tools(self) -> list[Tool]:
+        return coding_tools()
+
+    def _visible_ids(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        shown = set(self.task.files) - set(self.tests.hidden_files)
+
+        def visible(ids):
+            return tuple(i for i in ids if i.split("::", 1)[0] in shown)
+
+        return visible(self.tests.fail_to_pass), visible(self.tests.pass_to_pass)
+
+    def _run(self, files: dict[str, bytes], tests: RepositoryTests) -> RepositoryResult:
+        environment = self.task.environment
+        return grade_repository(
+            files,
+            tests,
+            environment=environment,
+            runtime=(environment or {}).get("queue") or "python",
+        )
+
+    def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
+        fail_to_pass, pass_to_pass = self._visible_ids()
+        if not fail_to_pass + pass_to_pass:
+            return ToolResult("this task has no visible tests", error=True)
+        tests = replace(
+            self.tests, fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass, hidden_files={}
+        )
+        result = self._run(files, tests)
+        if result.status == R.INFRA_ERROR:
+            result = self._run(files, tests)
+        if result.status == R.INFRA_ERROR:
+            return ToolResult("the test sandbox failed (not your code); try again", error=True)
+        return ToolResult(repository_report(result, tests.ids), error=not result.resolved)
+
+    def grade(self, files: dict[str, bytes]) -> R.ExecutionResult:
+        result = self._run(files, self.tests)
+        if result.status == R.INFRA_ERROR:  # once more, as queued gradings are
+            result = self._run(files, self.tests)
+        return execution_result(result, self.tests.ids)
+
+
+ENVIRONMENTS: dict[str, type[Environment]] = {
+    FunctionTaskEnvironment.kind: FunctionTaskEnvironment,
+    RepositoryEnvironment.kind: RepositoryEnvironment,
+}
 
 
 def environment_for(task: TaskSpec, **options) -> Environment:
-    """The environment of ``task``'s family (function tasks today; repository and file tasks
-    register theirs in :data:`ENVIRONMENTS`)."""
+    """The environment of ``task``'s family (``task.kind``: function and repository tasks;
+    file tasks register theirs in :data:`ENVIRONMENTS`)."""
     kind = getattr(task, "kind", "") or FunctionTaskEnvironment.kind
     if kind not in ENVIRONMENTS:
         raise ValueError(

@@ -326,10 +326,14 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
     started = time.monotonic()
 
     def final(item: _Live):
+        """``(queue request or None, own grading or None, graded code)`` of a trajectory's
+        final workspace (environments that grade by themselves do it here, on the pool)."""
         try:
             files = item.env.final_files()
             item.rollout.final_diff = item.env.session.diff(max_bytes=256 * 1024)
-            return item.env.grading_request(files), item.env.graded_code(files)
+            code = item.env.graded_code(files)
+            own = item.env.grade(files)
+            return (None if own else item.env.grading_request(files)), own, code
         except (SessionLost, RedisError):
             return None
         except (SessionError, ValueError) as exc:  # the policy made the workspace ungradable
@@ -337,7 +341,7 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
 
     to_grade = [item for item in live if not item.rollout.dropped]
     finals = list(pool.map(final, to_grade))
-    requests, graded = [], []
+    requests, queued, graded, results = [], [], [], []
     for item, outcome in zip(to_grade, finals, strict=True):
         rollout = item.rollout
         if outcome is None:
@@ -347,10 +351,16 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
             rollout.reward_components = {"correctness": 0.0}
             rollout.flag_evidence["ungradable_workspace"] = str(outcome)[:500]
         else:
-            request, rollout.final_code = outcome
-            requests.append(request)
-            graded.append(rollout)
-    results = retry_infra_errors(requests, run_many(requests)) if requests else []
+            request, own, rollout.final_code = outcome
+            if own is not None:
+                graded.append(rollout)
+                results.append(own)
+            else:
+                requests.append(request)
+                queued.append(rollout)
+    if requests:
+        graded += queued
+        results += retry_infra_errors(requests, run_many(requests))
     scored, grades = apply_grades(graded, results)
     scorer.score(scored, grades)
     for rollout in scored:

@@ -25,8 +25,13 @@ from training.agents.demonstrations import (
     load_demonstrations,
     render,
     scripted_function_demonstration,
+    scripted_repository_demonstration,
 )
-from training.agents.environment import FunctionTaskEnvironment, environment_for
+from training.agents.environment import (
+    FunctionTaskEnvironment,
+    RepositoryEnvironment,
+    environment_for,
+)
 from training.agents.policy import AgentPolicy, build_agent_policy, load_agent_policy
 from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
 from training.algorithms.sft import sft_settings, sft_train
@@ -86,6 +91,9 @@ def demonstrations(config, tasks: list[TaskSpec]) -> list[Demonstration]:
     out = []
     for task in tasks:
         if not task.reference_solution:
+            continue
+        if task.kind == RepositoryEnvironment.kind:
+            out.append(scripted_repository_demonstration(RepositoryEnvironment(task)))
             continue
         out.append(scripted_function_demonstration(FunctionTaskEnvironment(task)))
         if config.flawed_demonstrations:

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.core.bounds import STEP_MAX, bounded
 from console.core.stack import ServiceError, Stack
 from console.scenario_data import DATA_CONFIG, data_task_set
-from console.scenarios import AGENT_CONFIG, HACKING_CONFIG, hacking_task_sets
+from console.scenarios import AGENT_CONFIG, AGENT_TASKS, HACKING_CONFIG, hacking_task_sets
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
 from tasks_library.selectors import task_set_get, task_set_versions
@@ -65,7 +65,7 @@ class Command(BaseCommand):
             "--demo-tasks",
             type=bounded(1, 10_000),
             default=None,
-            help="tasks in the demo task set (default 16; 8 for --scenario hacking or agent)",
+            help="tasks in the demo task set (default 16; 8 for --scenario hacking, 4 for agent)",
         )
         parser.add_argument(
             "--port", type=bounded(1, 65_535), default=8000, help="console port (default 8000)"
@@ -96,7 +96,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         self.scenario = scenario
         if demo_tasks is None:
-            demo_tasks = 8 if scenario in ("hacking", "agent") else 16
+            demo_tasks = {"hacking": 8, "agent": AGENT_TASKS}.get(scenario, 16)
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
             steps = {"hacking": 30, "data": 6}.get(scenario, 20)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tasks_library.selectors import task_set_versions
+from tasks_library.services import task_set_pin
 from tests.training.conftest import finish, launch, tiny_run
 from training.config import ConfigError, RunConfig
-from training.models import StepMetric, TrainingRun, Trajectory, Turn
+from training.models import HeldOutEvaluation, StepMetric, TrainingRun, Trajectory, Turn
 
 from .checkpoints import qwen2_checkpoint
 
@@ -24,7 +26,7 @@ AGENT = {
 }
 
 
-def check_run(run: TrainingRun, output: str) -> None:
+def check_run(run: TrainingRun, output: str, *, sft_examples: int = 3) -> None:
     run.refresh_from_db()
     assert run.status == TrainingRun.SUCCEEDED, output
     metrics = list(StepMetric.objects.filter(run=run).order_by("step"))
@@ -38,12 +40,25 @@ def check_run(run: TrainingRun, output: str) -> None:
     for turn in turns[:20]:
         assert turn.token_ids and len(turn.token_ids) == len(turn.logprobs)
         assert "tool_calls" in turn.sandbox_result and "message" in turn.sandbox_result
-    assert run.summary["sft/examples"] == 3
+    assert run.summary["sft/examples"] == sft_examples
 
 
 def test_the_default_policy_trains_as_an_agent(trained_task_set):
-    run = tiny_run(trained_task_set, **AGENT, fresh_tests=3)
-    check_run(run, finish(launch(run)))
+    # one task held out: the held-out evaluation rolls agents out on it after step 2
+    held_out = list(task_set_versions(task_set=trained_task_set))[-1:]
+    task_set_pin(name="agent-heldout", versions=held_out, description="held out")
+    run = tiny_run(
+        trained_task_set,
+        **AGENT,
+        fresh_tests=3,
+        eval_task_set="agent-heldout",
+        eval_every=2,
+        eval_samples=2,
+    )
+    check_run(run, finish(launch(run)), sft_examples=2)
+    [evaluation] = HeldOutEvaluation.objects.filter(run=run)
+    assert (evaluation.step, evaluation.tasks, evaluation.samples_per_task) == (2, 1, 2)
+    assert "pass@1" in evaluation.pass_at_k and 0 <= evaluation.reward_mean <= 1
     # each grading drew fresh inputs (fresh_tests), recorded with the trajectory
     graded = list(Trajectory.objects.filter(run=run, status__in=("ok", "failed")))
     assert graded and all(t.fresh_tests["seed"] >= 0 for t in graded)
@@ -60,7 +75,6 @@ def test_a_qwen2_checkpoint_trains_through_the_same_path(trained_task_set, tmp_p
     check_run(run, finish(launch(run)))
 
 
-@pytest.mark.parametrize(("key", "value"), [("eval_every", 2), ("lora", {"r": 4})])
-def test_what_agent_runs_do_not_do_yet_is_refused(key, value):
-    with pytest.raises(ConfigError, match=f"'{key}' is not available with rollout_mode 'agent'"):
-        RunConfig.from_dict({"rollout_mode": "agent", key: value})
+def test_lora_with_agents_is_refused_naming_the_key():
+    with pytest.raises(ConfigError, match="'lora' is not available with rollout_mode 'agent'"):
+        RunConfig.from_dict({"rollout_mode": "agent", "lora": {"r": 4}})
