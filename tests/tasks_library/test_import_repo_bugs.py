@@ -50,8 +50,11 @@ def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_
     [
         ((), "--package NAME==VERSION"),
         (("--package", "inflection"), "give one exact version"),
-        (("--package", "inflection==0.5.1", "--count", "0"), "--count must be at least 1"),
-        (("--package", "inflection==0.5.1", "--reference-runs", "0"), "reference_runs must be"),
+        (("--package", "inflection==0.5.1", "--count", "0"), "--count: must be an integer from 1"),
+        (
+            ("--package", "inflection==0.5.1", "--reference-runs", "0"),
+            "--reference-runs: must be an integer",
+        ),
         (("--package", "inflection==99.0.0"), "no source distribution of that name and version"),
         (("--package", "calc==1.0"), "calc==1.0: its sdist carries no test modules"),
     ],

@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.core.bounds import SEED_MAX, bounded
 from console.core.errors import InputError
 from sandboxes.runtimes import RuntimeUnavailable
 from sandboxes.sessions import SessionError
@@ -21,6 +22,7 @@ from tasks_library.importers import (
 )
 from tasks_library.repositories import repository_records_import
 from tasks_library.services import tasks_import
+from tasks_library.validation.pipeline import REFERENCE_RUNS_MAX
 
 DATASETS = {
     "humaneval": (humaneval.read_humaneval, humaneval.default_path),
@@ -29,6 +31,8 @@ DATASETS = {
     "data-analysis": (crucible.read_crucible, lambda: crucible.shipped_path("data_analysis")),
     "python-versions": (crucible.read_crucible, lambda: crucible.shipped_path("python_versions")),
 }
+# repo-bugs: the tasks one command makes (a project yields tens), the failing tests a bug may cause.
+REPO_BUGS_COUNT_MAX, MAX_FAILING_MAX = 10_000, 1_000
 # Dataset shapes read from a file the user names (``import_tasks mbpp FILE``), and what
 # ``--format jsonl`` detects (see tasks_library/importers/detect.py).
 SHAPES = {
@@ -124,20 +128,26 @@ class Command(BaseCommand):
             "version (its sdist fetched with pip, its test suite run in a sandbox)",
         )
         parser.add_argument(
-            "--count", type=int, default=20, help="with repo-bugs: how many tasks (default 20)"
+            "--count",
+            type=bounded(1, REPO_BUGS_COUNT_MAX),
+            default=20,
+            help="with repo-bugs: how many tasks (default 20)",
         )
         parser.add_argument(
-            "--seed", type=int, default=0, help="with repo-bugs: orders the candidate bugs"
+            "--seed",
+            type=bounded(0, SEED_MAX),
+            default=0,
+            help="with repo-bugs: orders the candidate bugs",
         )
         parser.add_argument(
             "--max-failing",
-            type=int,
+            type=bounded(1, MAX_FAILING_MAX),
             default=10,
             help="with repo-bugs: keep a bug when 1 to this many tests fail with it (default 10)",
         )
         parser.add_argument(
             "--reference-runs",
-            type=int,
+            type=bounded(1, REFERENCE_RUNS_MAX),
             default=3,
             help="with repo-bugs: times validation grades each reference patch (default 3)",
         )
@@ -283,9 +293,6 @@ class Command(BaseCommand):
                 "name the project: import_tasks repo-bugs --package NAME==VERSION (e.g. "
                 "inflection==0.5.1)"
             )
-        for name in ("count", "max_failing"):
-            if options[name] < 1:
-                raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
         say = (lambda _line: None) if as_json else (lambda line: self.stdout.write(line))
         try:
             done = repo_bugs_import(
