@@ -22,8 +22,10 @@ from django.urls import URLResolver, get_resolver
 
 from console.review import models as m
 from console.review.services import review_queue_create, task_draft_create
-from tasks_library.models import ValidationJob
+from tasks_library.models import TaskVersion, ValidationJob
+from tasks_library.repositories import repository_tasks_import
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
+from tests.tasks_library.repository_helpers import record
 from training.models import StepMetric
 
 pytestmark = pytest.mark.django_db
@@ -83,6 +85,10 @@ LIBRARY_READ = {
         "json",
     ),
     "api-task": (lambda w: f"/api/tasks/{w.versions[0].task.task_id}/", "json"),
+    "api-task-version-files": (
+        lambda w: f"/api/tasks/{w.repository.task.task_id}/versions/1/files/?path=calc",
+        "json",
+    ),
     "api-task-sets": (lambda w: "/api/task-sets/", "json"),
     "api-task-set": (lambda w: f"/api/task-sets/{w.taskset}/", "json"),
     "api-validation-job": (lambda w: f"/api/validation-jobs/{w.job.pk}/", "json"),
@@ -213,8 +219,10 @@ def world(humaneval):
         tests="def check(candidate):\n    assert candidate() == 1\n",
     )
     job = ValidationJob.objects.create(version_ids=[versions[0].pk], created_by="cora")
+    repository_tasks_import([record("access/repository")], author="cora")
     return SimpleNamespace(
         job=job,
+        repository=TaskVersion.objects.get(task__task_id="access/repository"),
         viewer=viewer,
         nobody=nobody,
         run=run,
