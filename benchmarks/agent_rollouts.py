@@ -19,9 +19,13 @@ generation (1 - time the loop waited for tools / tools' own time).
 
 Peer: TRL's ``GRPOTrainer`` (``environment_factory``: one environment object per rollout whose
 methods are the tools, the same four backed by the same sandbox sessions) on the same policy,
-tasks and turn budget, with a reward of 0 so that its optimizer step changes nothing it
-measures; its rollout time per step is read from its own timing of generation. Where this TRL
-cannot express the workload, ``trl.unavailable`` says why and no ratio is given.
+tasks and turn budget. Its reward function grades every rollout's final workspace on the hidden
+tests in fresh sandboxes, all queued at once (the batched form: TRL awaits an environment's own
+``get_reward`` one environment after another), so that both sides do the same work from the
+opening to the reward; its learning rate is negligible so that its optimizer step changes
+nothing measured. Its rollout time is its generation (tool calls included) plus its reward
+computation, timed around the trainer's own two methods. Where this TRL cannot express the
+workload, ``trl.unavailable`` says why and no ratio is given.
 
 Run: ``.venv/bin/python benchmarks/agent_rollouts.py``; ``--quick`` (a one-layer policy,
 concurrency 2 and 4, two turns: seconds) is what CI runs.
@@ -255,6 +259,10 @@ def _trl_environment(tasks, calls: list):
                 insert_line=insert_line,
             )
 
+        def grading_request(self) -> dict:
+            """The hidden-test grading of the final workspace, as Crucible queues it."""
+            return self.env.grading_request(self.env.final_files())
+
         def run_tests(self) -> str:
             """Run the task's visible tests on the workspace as it is now."""
             return self._call("run_tests")
@@ -275,6 +283,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
     from datasets import Dataset  # noqa: PLC0415 (TRL and datasets load slowly)
     from trl import GRPOConfig, GRPOTrainer  # noqa: PLC0415
 
+    from sandboxes.queue import run_many  # noqa: PLC0415
     from training.agents.environment import FunctionTaskEnvironment  # noqa: PLC0415
 
     group = min(GROUP, concurrency)
@@ -311,29 +320,40 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
             dataloader_num_workers=0,
             seed=0,
         )
+        graded: list = []
+
+        def hidden_tests(completions, environments, **_kwargs) -> list[float]:
+            """Every rollout's final workspace graded in a fresh sandbox, queued at once."""
+            results = run_many([e.grading_request() for e in environments])
+            graded.extend(results)
+            return [r.tests_passed / r.tests_total if r.tests_total else 0.0 for r in results]
+
         trainer = GRPOTrainer(
             model=policy.model,
             processing_class=policy.chat.tokenizer,
-            reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+            reward_funcs=[hidden_tests],
             args=args,
             train_dataset=Dataset.from_list(rows),
             environment_factory=_trl_environment(tasks, calls),
         )
-        inner = trainer._generate
-        spent = []
+        spent = {"generation": [], "rewards": []}
 
-        def timed(*a, **k):
-            started = time.monotonic()
-            try:
-                return inner(*a, **k)
-            finally:
-                spent.append(time.monotonic() - started)
+        def timed(name: str, inner):
+            def call(*a, **k):
+                started = time.monotonic()
+                try:
+                    return inner(*a, **k)
+                finally:
+                    spent[name].append(time.monotonic() - started)
 
-        trainer._generate = timed
+            return call
+
+        trainer._generate = timed("generation", trainer._generate)
+        trainer._calculate_rewards = timed("rewards", trainer._calculate_rewards)
         # TRL prints its logs to stdout, where this script prints its JSON.
         with contextlib.redirect_stdout(sys.stderr):
             trainer.train()
-    wall = sum(spent)
+    wall = sum(spent["generation"]) + sum(spent["rewards"])
     trajectories = concurrency
     turns = len(calls) + trajectories  # every call came from a turn; each rollout ends with one
     tools: dict = {}
@@ -347,6 +367,10 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
         "turns_per_s": round(turns / wall, 3) if wall else None,
         "tool_calls": tools,
         "tool_s": round(sum(seconds for _name, seconds in calls), 3),
+        "generation_s": round(sum(spent["generation"]), 3),
+        "grading_s": round(sum(spent["rewards"]), 3),
+        "graded": len(graded),
+        "passed": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in graded),
     }
 
 

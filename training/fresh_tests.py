@@ -21,13 +21,13 @@ import ast
 from dataclasses import replace
 
 from sandboxes import result as R
-from sandboxes.queue import run_many
 from tasks_library.validation.testgen import (
     assertion,
     extend_check,
     mutate_inputs,
     oracle_tests,
     probe_request,
+    probe_twice,
     seed_inputs,
 )
 from training.rollout import TaskSpec
@@ -76,32 +76,29 @@ def with_fresh_tests(tasks: list[TaskSpec], *, count: int, seeds: list[int]) -> 
     """
     if len(seeds) != len(tasks):
         raise ValueError(f"{len(tasks)} tasks but {len(seeds)} seeds")
-    plans, requests = [], []
+    plans = []
     for task, seed in zip(tasks, seeds, strict=True):
         inputs = mutate_inputs(_eligible(task), count=count, seed=seed) if count else []
-        plans.append((task, seed, inputs))
-        for _run in range(2 if inputs else 0):
-            requests.append(
-                probe_request(
-                    program=task.prompt + task.reference_solution,
-                    prompt=task.prompt,
-                    entry_point=task.entry_point,
-                    inputs=inputs,
-                    timeout_s=task.timeout_s,
-                    files=task.files,
-                    setup=task.setup_code,
-                    environment=task.environment,
-                )
-            )
-    results = iter(run_many(requests) if requests else [])
+        request = inputs and probe_request(
+            program=task.prompt + task.reference_solution,
+            prompt=task.prompt,
+            entry_point=task.entry_point,
+            inputs=inputs,
+            timeout_s=task.timeout_s,
+            files=task.files,
+            setup=task.setup_code,
+            environment=task.environment,
+        )
+        plans.append((task, seed, inputs, request or None))
+    probes = probe_twice([request for *_, request in plans])
     out = []
-    for task, seed, inputs in plans:
+    for (task, seed, inputs, _request), probe in zip(plans, probes, strict=True):
         record: dict = {"seed": seed, "inputs": [], "outputs": []}
-        if not inputs:
+        if probe is None:
             record["note"] = "no literal inputs to mutate"
             out.append(replace(task, fresh_tests=record))
             continue
-        first, second = next(results), next(results)
+        first, second = probe
         kept = []
         if R.INFRA_ERROR not in (first.status, second.status) and first.status != R.TIMEOUT:
             kept = oracle_tests(inputs, first, second)

@@ -207,6 +207,17 @@ def probe_request(
     )
 
 
+def probe_twice(
+    requests: list[dict | None],
+) -> list[tuple[R.ExecutionResult, R.ExecutionResult] | None]:
+    """Each :func:`probe_request` run twice (an output that changes between the runs is not
+    kept), all queued at once on the sandbox workers; the two results of each, in order (None
+    where the request is None: nothing to probe)."""
+    queued = [request for request in requests if request is not None for _run in range(2)]
+    results = iter(run_many(queued) if queued else [])
+    return [None if request is None else (next(results), next(results)) for request in requests]
+
+
 def oracle_tests(
     inputs: list[tuple], first: R.ExecutionResult, second: R.ExecutionResult
 ) -> list[tuple[tuple, str, str]]:
@@ -249,7 +260,6 @@ def task_versions_generate_tests(
         One :class:`Generated` per version, in order.
     """
     plans = []
-    requests = []
     for version in versions:
         suite = version.test_suite
         seeds = (
@@ -258,23 +268,19 @@ def task_versions_generate_tests(
             else []
         )
         inputs = mutate_inputs(seeds, count=count, seed=seed)
-        plans.append((version, seeds, inputs))
-        if inputs:
-            for _run in range(2):  # twice: an output that changes between runs is not kept
-                requests.append(
-                    probe_request(
-                        program=version.prompt + version.reference_solution,
-                        prompt=version.prompt,
-                        entry_point=version.entry_point,
-                        inputs=inputs,
-                        timeout_s=suite.timeout_s,
-                        files=version.files,
-                        setup=suite.setup_code,
-                    )
-                )
-    results = iter(run_many(requests))
+        request = inputs and probe_request(
+            program=version.prompt + version.reference_solution,
+            prompt=version.prompt,
+            entry_point=version.entry_point,
+            inputs=inputs,
+            timeout_s=suite.timeout_s,
+            files=version.files,
+            setup=suite.setup_code,
+        )
+        plans.append((version, seeds, inputs, request or None))
+    probes = probe_twice([request for *_, request in plans])
     report = []
-    for version, seeds, inputs in plans:
+    for (version, seeds, inputs, _request), probe in zip(plans, probes, strict=True):
         before = len(version.test_suite.hidden_test_ids)
         item = Generated(
             version=version,
@@ -285,10 +291,10 @@ def task_versions_generate_tests(
             tests_after=before,
         )
         report.append(item)
-        if not inputs:
+        if probe is None:
             item.note = "no literal inputs to mutate" if not seeds else "no new input"
             continue
-        first, second = next(results), next(results)
+        first, second = probe
         if R.INFRA_ERROR in (first.status, second.status) or first.status == R.TIMEOUT:
             item.note = (
                 f"reference probe {first.status}/{second.status}: {first.detail or second.detail}"

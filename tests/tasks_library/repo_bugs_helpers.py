@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 import tarfile
+from io import StringIO
 from pathlib import Path
+
+from django.core.management import call_command
 
 
 def sdist(
@@ -62,3 +66,27 @@ def test_clamp_inside():
 def test_mean():
     assert mean([1, 2, 3]) == 2
 """
+
+
+def import_repo_bugs(*args) -> str:
+    """``import_tasks repo-bugs ARGS``; what it printed."""
+    out = StringIO()
+    call_command("import_tasks", "repo-bugs", *args, stdout=out)
+    return out.getvalue()
+
+
+def import_one_inflection_task() -> dict:
+    """One task generated from inflection 0.5.1 (a real sdist), imported; the JSON report."""
+    return json.loads(
+        import_repo_bugs(
+            "--package",
+            "inflection==0.5.1",
+            "--count",
+            "1",
+            "--max-failing",
+            "40",
+            "--reference-runs",
+            "2",
+            "--json",
+        )
+    )

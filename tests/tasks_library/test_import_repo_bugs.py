@@ -1,39 +1,24 @@
 """import_tasks repo-bugs: tasks generated from a real project are imported as repository task
 versions with counts and time per task; bad input gets a clear error and writes nothing."""
 
-import json
-from io import StringIO
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
 from tasks_library.models import Task, TaskVersion
-from tests.tasks_library.repo_bugs_helpers import CALC, PKG_INFO, sdist
+from tests.tasks_library.repo_bugs_helpers import (
+    CALC,
+    PKG_INFO,
+    import_one_inflection_task,
+    import_repo_bugs,
+    sdist,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
-def _run(*args) -> str:
-    out = StringIO()
-    call_command("import_tasks", "repo-bugs", *args, stdout=out)
-    return out.getvalue()
-
-
 def test_the_command_imports_generated_tasks_with_counts_and_time(settings, tmp_path):
     settings.SDIST_CACHE = tmp_path
-    report = json.loads(
-        _run(
-            "--package",
-            "inflection==0.5.1",
-            "--count",
-            "1",
-            "--max-failing",
-            "40",
-            "--reference-runs",
-            "2",
-            "--json",
-        )
-    )
+    report = import_one_inflection_task()
     assert report["tasks"] == report["imported"] == report["new_versions"] == 1
     assert report["seconds_per_task"] > 0 and report["licence"] == "MIT"
     assert report["verdicts"] == {"valid": 1} and report["validation_seconds_per_task"] > 0
@@ -63,7 +48,7 @@ def test_bad_input_is_named_and_nothing_is_written(settings, tmp_path, args, wor
     settings.SDIST_CACHE = tmp_path
     sdist(tmp_path / "calc-1.0.tar.gz", {"PKG-INFO": PKG_INFO, "calc.py": CALC}, top="calc-1.0")
     with pytest.raises(CommandError, match=words):
-        _run(*args)
+        import_repo_bugs(*args)
     assert not Task.objects.exists()
 
 
@@ -76,5 +61,5 @@ def test_a_suite_that_fails_on_the_pristine_project_is_refused(settings, tmp_pat
         top="calc-1.0",
     )
     with pytest.raises(CommandError, match="none of its 1 tests passes on the pristine project"):
-        _run("--package", "calc==1.0")
+        import_repo_bugs("--package", "calc==1.0")
     assert not Task.objects.exists()

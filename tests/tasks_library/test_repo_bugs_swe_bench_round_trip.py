@@ -10,26 +10,14 @@ from django.core.management import call_command
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import repository_test_results
 from tasks_library.validation.pipeline import Options, task_versions_validate
+from tests.tasks_library.repo_bugs_helpers import import_one_inflection_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def test_a_generated_task_round_trips_through_swe_bench_and_grades_the_same(settings, tmp_path):
     settings.SDIST_CACHE = tmp_path / "sdists"
-    call_command(
-        "import_tasks",
-        "repo-bugs",
-        "--package",
-        "inflection==0.5.1",
-        "--count",
-        "1",
-        "--max-failing",
-        "40",
-        "--reference-runs",
-        "2",
-        "--json",
-        stdout=StringIO(),
-    )
+    import_one_inflection_task()
     generated = TaskVersion.objects.select_related("task", "test_suite").get()
     assert generated.verdict == "valid", generated.verdict_reasons
 
