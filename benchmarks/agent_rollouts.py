@@ -6,8 +6,12 @@ Workload: the first ``--tasks`` HumanEval tasks as function-task environments
 sandbox session per trajectory). The policy is the default local agent policy
 (``training.agents.run.build_policy``: a small GPT-2 and its ChatML tokenizer) with Qwen2.5's
 chat template (TRL parses tool calls only for templates it knows), warm-started for
-``--sft-epochs`` on the tasks' scripted demonstrations, so that it makes real tool calls (view,
-insert, run the tests, submit) and also malformed ones, as a policy early in training does.
+``--sft-epochs`` on the tasks' scripted demonstrations and sampled at temperature 0.7 (the agent
+scenario's settings), so that it makes real tool calls (view, insert, run the tests, submit) and
+a few malformed ones, as a policy at the start of RL does. A weaker warm start measures
+something else: 30 epochs (SFT loss 0.17) left a policy whose first turn TRL could parse for
+none of 128 rollouts, so TRL's trajectories ended there (one turn each) while Crucible's
+answered each malformed call and went on to ``max_turns``: two workloads, not one.
 Then, at each concurrency C of ``--concurrency``, one batch of C trajectories (C / 8 tasks x
 groups of 8, tasks reused round-robin) is rolled out by
 :func:`training.agents.rollout.collect_agent_rollouts`: generation batched across every live
@@ -47,7 +51,7 @@ from benchmarks import common
 
 SIZES = {  # option: (full, quick)
     "tasks": (16, 2),
-    "sft_epochs": (30, 3),
+    "sft_epochs": (90, 3),
     "max_turns": (8, 2),
     "max_new_tokens": (96, 24),
     "n_layer": (2, 1),
@@ -130,6 +134,7 @@ def _policy(args, tasks):
         rollout_mode="agent",
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
+        temperature=0.7,
     )
     environment = _register_aligned_environment(_trl_environment(tasks, []))
     policy = agent_run.build_policy(config, tasks, torch.device("cpu"))

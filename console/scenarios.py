@@ -17,37 +17,42 @@ in a fresh sandbox. The warm start imitates a mixed demonstrator (``flawed_demon
 task, the reference's demonstration and one whose body is a mutant the visible tests catch,
 submitted anyway), so that every group holds both choices and GRPO has something to learn.
 
-Why (measured on this 2-core machine, shared with other jobs; RL on the four shortest HumanEval
-tasks, 2 tasks x 8 trajectories per step; ``groups/zero_advantage`` counts the step's groups
-whose rewards are all equal, which teach nothing):
+Why these settings (measured on this 2-core machine, shared with other jobs; RL on the four
+shortest HumanEval tasks; ``groups/zero_advantage`` counts a step's groups whose rewards are all
+equal, which teach nothing):
 
-- warm start on the references alone (8 tasks), 120 epochs, lr 1e-4, temperature 0.6 (the
-  previous settings): reward 1.0 at 19 of 20 steps, both groups all-equal at 19 of 20 steps
-  (``tokens/trained`` 0): nothing to learn;
-- the same for 60 epochs (lr 1e-3, temperature 1.0): the policy breaks its tool calls before any
-  update (29 parse errors at step 1; 15-37 per step), every trajectory of a group fails alike
-  (reward 0-0.14, both groups all-equal at 7 of 7 steps);
-- the mixed warm start (one flawed demonstration per task, 120 epochs, temperature 1.0): no
-  all-equal group at the first steps (first-step reward 0.25 and 0.31 over two seeds: the
-  choice is there), but with ``lr`` 5e-4 the updates broke the tool-call format within four
-  steps (parse errors 6 -> 31, clip fraction 0.06-0.08 after one Adam step, reward 0.25 ->
-  0.0 and 0.31 -> 0.06): the rise needs a smaller step; ``lr`` is 1e-4 here;
-- the mixed warm start for only 60 epochs (SFT loss 0.032 against 0.010 after 120): parse errors
-  again before any update (29 at step 1), reward 0-0.06 over 5 steps, groups all-equal.
+- warm start on the references alone: reward 1.0 at 19 of 20 steps, every group all-equal:
+  nothing to learn;
+- 60 SFT epochs (of either warm start): the policy breaks its tool calls before any update (29
+  parse errors at step 1), every group fails alike;
+- the mixed warm start for 90 epochs (SFT loss 0.011-0.015) sampled at temperature 1.0, 2 tasks
+  x 8 trajectories per step: 6-13 parse errors per step of 16 trajectories (the low-probability
+  tail of every token, over a few hundred sampled tokens), reward 0.2-0.3 at the start, and the
+  rise not reproducible (seed 0: first 5 steps 0.338, last 5 0.562; seed 1: 0.237 and 0.237);
+  ``lr`` 5e-4 broke the call format within four steps (reward 0.25 -> 0.0);
+- the same warm start sampled at **temperature 0.7**: the tail is gone (0-2 parse errors per
+  step) while the choice the mixed demonstrator left (reference or flawed body: near even odds,
+  which a temperature keeps even) stays, so GRPO learns that choice alone; and **every task at
+  every step** (4 tasks x 4 trajectories, the same 16 per step as before), so that the step's
+  mean compares the same tasks from step to step instead of whichever two were drawn.
 
-These settings (the mixed warm start for 90 epochs, SFT loss 0.011 and 0.015, lr 1e-4), both
-runs stopped for time before their 20 steps (up's default): no all-equal group at most steps, the
-parse errors do not grow (6-13 per step), and
+Measured with these settings (20 steps, ``lr`` 1e-4, 2 PPO epochs), each seed's warm start
+and RL on its own:
 
-- seed 0, 14 steps: rewards 0.31 0.19 0.50 0.25 0.44 0.31 0.44 0.56 0.44 0.62 0.62 0.69 0.31
-  0.56; mean of the first 5 steps 0.338, of the last 5 0.562: it rises;
-- seed 1, 16 steps: 0.31 0.19 0.19 0.38 0.12 0.25 0.31 0.31 0.31 0.56 0.44 0.19 0.50 0.06 0.25
-  0.19; first 5 0.237, last 5 0.237: it does not.
+- seed 0: 0.50 0.56 0.94 0.75 0.75 0.94 0.81 0.88 0.81 0.88 0.81 0.62 0.62 0.94 0.94 0.94 0.69
+  1.00 1.00 0.88; first 5 steps 0.700, last 5 0.900;
+- seed 1: 0.19 0.38 0.31 0.56 0.56 0.69 0.81 0.75 0.69 0.75 0.62 0.69 0.69 0.75 0.56 0.75
+  0.62 0.69 0.62 0.69; first 5 steps 0.400, last 5 0.675;
+- seed 2: 0.25 0.62 0.50 0.62 0.69 0.56 0.69 0.62 0.81 0.75 0.69 0.62 0.69 0.81 0.88 0.81 0.69
+  0.81 0.88 0.69; first 5 steps 0.538, last 5 0.775.
 
-So the reward does not yet rise reproducibly. Each step took about a minute with two runs side
-by side on this loaded machine (SFT 90 epochs: about 8 minutes), so the 20-step scenario takes
-about 15-25 minutes here. Next to try: more steps, a KL penalty to the warm start, and a smaller
-learning rate with more PPO epochs.
+The reward rises with each seed, most in the first steps: the flawed body loses its share. Of
+the 52 failing trajectories of the last 5 steps (of 240, three seeds), 3 still wrote the flawed
+demonstration's body; 33 wrote a body that is neither (a sampled line gone wrong) and 16 none
+(the insert call broken or never made): what a small sampled policy gets wrong otherwise.
+
+A step took 22-46 s on average (two runs and a benchmark side by side), the warm start (90
+epochs) 78 s alone and 7-10 minutes beside the others: seed 0's whole run took 15 minutes.
 """
 
 from __future__ import annotations
@@ -72,12 +77,12 @@ AGENT_CONFIG = {
     "flawed_demonstrations": 1,
     "lr": 1e-4,
     "ppo_epochs": 2,
-    "tasks_per_step": 2,
+    "tasks_per_step": AGENT_TASKS,  # every task at every step: the step's mean compares alike
     "train_tasks": AGENT_TASKS,
-    "group_size": 8,
+    "group_size": 4,
     "max_turns": 6,
     "max_new_tokens": 96,
-    "temperature": 1.0,
+    "temperature": 0.7,
 }
 # Short reference and onset windows so that a 20-step demo has a baseline to drift from.
 HACKING_CONFIG = {
