@@ -79,17 +79,21 @@ def with_fresh_tests(tasks: list[TaskSpec], *, count: int, seeds: list[int]) -> 
     plans = []
     for task, seed in zip(tasks, seeds, strict=True):
         inputs = mutate_inputs(_eligible(task), count=count, seed=seed) if count else []
-        request = inputs and probe_request(
-            program=task.prompt + task.reference_solution,
-            prompt=task.prompt,
-            entry_point=task.entry_point,
-            inputs=inputs,
-            timeout_s=task.timeout_s,
-            files=task.files,
-            setup=task.setup_code,
-            environment=task.environment,
+        request = (
+            probe_request(
+                program=task.prompt + task.reference_solution,
+                prompt=task.prompt,
+                entry_point=task.entry_point,
+                inputs=inputs,
+                timeout_s=task.timeout_s,
+                files=task.files,
+                setup=task.setup_code,
+                environment=task.environment,
+            )
+            if inputs
+            else None
         )
-        plans.append((task, seed, inputs, request or None))
+        plans.append((task, seed, inputs, request))
     probes = probe_twice([request for *_, request in plans])
     out = []
     for (task, seed, inputs, _request), probe in zip(plans, probes, strict=True):

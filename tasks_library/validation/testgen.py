@@ -268,16 +268,20 @@ def task_versions_generate_tests(
             else []
         )
         inputs = mutate_inputs(seeds, count=count, seed=seed)
-        request = inputs and probe_request(
-            program=version.prompt + version.reference_solution,
-            prompt=version.prompt,
-            entry_point=version.entry_point,
-            inputs=inputs,
-            timeout_s=suite.timeout_s,
-            files=version.files,
-            setup=suite.setup_code,
+        request = (
+            probe_request(
+                program=version.prompt + version.reference_solution,
+                prompt=version.prompt,
+                entry_point=version.entry_point,
+                inputs=inputs,
+                timeout_s=suite.timeout_s,
+                files=version.files,
+                setup=suite.setup_code,
+            )
+            if inputs
+            else None
         )
-        plans.append((version, seeds, inputs, request or None))
+        plans.append((version, seeds, inputs, request))
     probes = probe_twice([request for *_, request in plans])
     report = []
     for (version, seeds, inputs, _request), probe in zip(plans, probes, strict=True):
