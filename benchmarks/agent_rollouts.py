@@ -9,9 +9,9 @@ chat template (TRL parses tool calls only for templates it knows), warm-started 
 ``--sft-epochs`` on the tasks' scripted demonstrations and sampled at temperature 0.7 (the agent
 scenario's settings), so that it makes real tool calls (view, insert, run the tests, submit) and
 a few malformed ones, as a policy at the start of RL does. A weaker warm start measures
-something else: 30 epochs (SFT loss 0.17) left a policy whose first turn TRL could parse for
-none of 128 rollouts, so TRL's trajectories ended there (one turn each) while Crucible's
-answered each malformed call and went on to ``max_turns``: two workloads, not one.
+something else: with 30 epochs (SFT loss 0.17) most first turns were malformed, TRL's
+trajectories ended there (one turn each) while Crucible's answered each malformed call and went
+on to ``max_turns``: two workloads, not one.
 Then, at each concurrency C of ``--concurrency``, one batch of C trajectories (C / 8 tasks x
 groups of 8, tasks reused round-robin) is rolled out by
 :func:`training.agents.rollout.collect_agent_rollouts`: generation batched across every live
@@ -317,6 +317,12 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
             temperature=config.temperature,
             learning_rate=1e-12,
             beta=0.0,
+            # TRL turns gradient checkpointing on by default, and generation in train mode with it
+            # samples from a broken model here (greedy decoding of the same prompt: a clean view
+            # call without it, '{"name": " " "insert", "arguments": "solution.arguments"...' with
+            # it; huggingface/transformers#36051): its trajectories then end at their first,
+            # unparseable turn. A TRL user would turn it off, as here (the model is small).
+            gradient_checkpointing=False,
             report_to=[],
             logging_steps=1,
             save_strategy="no",

@@ -30,6 +30,7 @@ OpenAI-style: ``arguments`` is a JSON object or a string holding one; ``tools`` 
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,10 +111,50 @@ def scripted_function_demonstration(
     )
 
 
+def replacement_edits(
+    original: str, fixed: str, *, context: int = 1, margin: int = 2
+) -> list[tuple[list[int], str, str]] | None:
+    """The ``str_replace`` edits that turn ``original`` into ``fixed``: one per changed region
+    (difflib's grouped opcodes, ``context`` unchanged lines each side), its ``old_str`` widened
+    a line each side until it occurs exactly once in the text it is applied to, each with the
+    ``view_range`` ``[first, last]`` (1-based lines of ``original``, ``margin`` more each side)
+    that shows it. Applied in order they give ``fixed`` exactly.
+
+    Returns:
+        ``[(view_range, old_str, new_str), ...]``; None where no such edits exist (an empty
+        original, a region that becomes unique only by reaching into another): write the file
+        whole instead.
+    """
+    a, b = original.splitlines(keepends=True), fixed.splitlines(keepends=True)
+    groups = list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context))
+    lines = original.count("\n") + 1  # as the editor's view counts them
+    current, edits = original, []
+    for index, group in enumerate(groups):
+        (_, i1, _, j1, _), (*_, i2, _, j2) = group[0], group[-1]
+        low = groups[index - 1][-1][2] if index else 0  # the regions around stay untouched
+        high = groups[index + 1][0][1] if index + 1 < len(groups) else len(a)
+        while True:
+            old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
+            if old and current.count(old) == 1:
+                break
+            if i1 == low and i2 == high:
+                return None
+            if i1 > low:
+                i1, j1 = i1 - 1, j1 - 1
+            if i2 < high:
+                i2, j2 = i2 + 1, j2 + 1
+        current = current.replace(old, new, 1)
+        edits.append(([max(1, i1 + 1 - margin), min(lines, i2 + margin)], old, new))
+    return edits if current == fixed else None
+
+
 def scripted_repository_demonstration(env: RepositoryEnvironment) -> Demonstration:
-    """The expert trajectory of a repository task: run the visible tests, view each file the
-    reference patch changes, write each one as the patch leaves it, run the tests again,
-    submit.
+    """The expert trajectory of a repository task: run the visible tests, view the lines the
+    reference patch changes (:func:`replacement_edits`), replace each region as the patch
+    does, run the tests again, submit. A file the patch creates, or whose regions cannot be
+    replaced one by one, is written whole (and viewed whole first when it exists), so that
+    each demonstration stays as short as the fix: a real project's files are thousands of
+    tokens, a fix a few lines.
 
     Raises:
         PatchError: the reference patch does not apply to the task's files.
@@ -122,23 +163,31 @@ def scripted_repository_demonstration(env: RepositoryEnvironment) -> Demonstrati
     task = env.task
     fixed = apply_patch(task.files, task.reference_solution)
     paths = [p for p in patched_paths(task.reference_solution) if p in fixed]
-    try:
-        texts = {path: fixed[path].decode("utf-8") for path in paths}
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"the reference patch writes a file that is not text: {exc}") from exc
-    return record(
-        env,
-        [
-            [("run_tests", {})],
-            [("file_editor", {"command": "view", "path": path}) for path in paths],
-            [
-                ("file_editor", {"command": "create", "path": path, "file_text": text})
-                for path, text in texts.items()
-            ],
-            [("run_tests", {})],
-            [("submit", {})],
-        ],
-    )
+    views, edits = [], []
+    for path in paths:
+        try:
+            text = fixed[path].decode("utf-8")
+            before = task.files[path].decode("utf-8") if path in task.files else None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"the reference patch touches a file that is not text: {exc}") from exc
+        regions = replacement_edits(before, text) if before is not None else None
+        if regions is None:
+            if before is not None:
+                views.append(("file_editor", {"command": "view", "path": path}))
+            edits.append(("file_editor", {"command": "create", "path": path, "file_text": text}))
+            continue
+        for view_range, old, new in regions:
+            views.append(
+                ("file_editor", {"command": "view", "path": path, "view_range": view_range})
+            )
+            edits.append(
+                (
+                    "file_editor",
+                    {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
+                )
+            )
+    turns = [[("run_tests", {})], views, edits, [("run_tests", {})], [("submit", {})]]
+    return record(env, [turn for turn in turns if turn])
 
 
 def mutated_bodies(prompt: str, reference: str, *, limit: int = 40) -> list[str]:

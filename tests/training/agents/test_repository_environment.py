@@ -93,8 +93,9 @@ def test_the_scripted_demonstration_and_a_rollout_take_the_same_path(task):
     demonstration = scripted_repository_demonstration(RepositoryEnvironment(task))
     tool_outputs = [m["content"] for m in demonstration.messages if m["role"] == "tool"]
     assert tool_outputs[0].startswith("3/3 tests passed")
-    assert "return high - 1" in tool_outputs[1]  # it viewed the file the patch changes
-    assert tool_outputs[2] == "overwrote calc/ops.py"
+    assert "return high - 1" in tool_outputs[1]  # it viewed the lines the patch changes
+    assert tool_outputs[2].startswith("edited calc/ops.py")  # one str_replace, not the whole file
+    assert "return high\n" in tool_outputs[2] and "return high - 1" not in tool_outputs[2]
     assert demonstration.messages[-1]["tool_calls"][0]["function"]["name"] == "submit"
 
     policy = build_agent_policy(
