@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.core.bounds import SEED_MAX, bounded
 from console.core.errors import InputError
+from console.core.stack import ServiceError, Stack
 from sandboxes.runtimes import RuntimeUnavailable
 from sandboxes.sessions import SessionError
 from sandboxes.suites import HARNESSES
@@ -295,16 +296,21 @@ class Command(BaseCommand):
             )
         say = (lambda _line: None) if as_json else (lambda line: self.stdout.write(line))
         try:
-            done = repo_bugs_import(
-                pin=pin,
-                count=options["count"],
-                seed=options["seed"],
-                max_failing=options["max_failing"],
-                reference_runs=options["reference_runs"],
-                task_set_name=taskset,
-                progress=say,
-            )
-        except (InputError, SessionError) as exc:
+            # Generation measures each bug's failing tests, and validation grades each task, in
+            # sandbox sessions: the embedded Redis and a sandbox worker, for this command's time,
+            # where none runs.
+            with Stack() as stack:
+                stack.sandbox_workers()
+                done = repo_bugs_import(
+                    pin=pin,
+                    count=options["count"],
+                    seed=options["seed"],
+                    max_failing=options["max_failing"],
+                    reference_runs=options["reference_runs"],
+                    task_set_name=taskset,
+                    progress=say,
+                )
+        except (InputError, SessionError, ServiceError) as exc:
             raise CommandError(f"repo-bugs failed, nothing was written: {exc}") from exc
         out = done.summary()
         if as_json:
