@@ -264,8 +264,9 @@ def _trl_environment(tasks, calls: list):
                 insert_line=insert_line,
             )
 
-        def grading_request(self) -> dict:
-            """The hidden-test grading of the final workspace, as Crucible queues it."""
+        def _grading_request(self) -> dict:
+            """The hidden-test grading of the final workspace, as Crucible queues it (private: TRL
+            offers every public method to the model as a tool)."""
             return self.env.grading_request(self.env.final_files())
 
         def run_tests(self) -> str:
@@ -335,7 +336,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
 
         def hidden_tests(completions, environments, **_kwargs) -> list[float]:
             """Every rollout's final workspace graded in a fresh sandbox, queued at once."""
-            results = run_many([e.grading_request() for e in environments])
+            results = run_many([e._grading_request() for e in environments])
             graded.extend(results)
             return [r.tests_passed / r.tests_total if r.tests_total else 0.0 for r in results]
 
