@@ -29,7 +29,7 @@ tests in fresh sandboxes, all queued at once (the batched form: TRL awaits an en
 opening to the reward; its learning rate is negligible so that its optimizer step changes
 nothing measured. Its rollout time is its generation (tool calls included) plus its reward
 computation, timed around the trainer's own two methods. Where this TRL cannot express the
-workload, ``trl.unavailable`` says why and no ratio is given.
+workload, ``trl.<level>.unavailable`` says why and that level has no ratio.
 
 Run: ``.venv/bin/python benchmarks/agent_rollouts.py``; ``--quick`` (a one-layer policy,
 concurrency 2 and 4, two turns: seconds) is what CI runs.
@@ -44,6 +44,7 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -215,7 +216,11 @@ def _trl_environment(tasks, calls: list):
             if self.env is not None:
                 self.env.close()
             self.env = FunctionTaskEnvironment(tasks[int(task_index)])
-            self.env.open(open_session(self.env.workspace(), limits=self.env.session_limits))
+            # TRL steps every rollout of its batch in lockstep, and grades after the last turn of
+            # all: a session waits while the whole batch generates, past the 300 s idle timeout
+            # that Crucible's own rollouts never come near (level 128 hit it on this machine).
+            limits = replace(self.env.session_limits, idle_timeout_s=3000.0)
+            self.env.open(open_session(self.env.workspace(), limits=limits))
 
         def _call(self, name: str, **arguments) -> str:
             started = time.monotonic()
@@ -406,21 +411,19 @@ def measure(args) -> dict:
             try:
                 peer[str(level)] = trl(policy, config, tasks, level)
             except Exception as exc:  # noqa: BLE001 (the peer's failure is reported, not fatal)
-                peer = {
+                peer[str(level)] = {
                     "unavailable": f"{type(exc).__name__}: {exc}",
                     "trace": traceback.format_exc(limit=3)[-1500:],
                 }
-                break
     ratios, turn_ratios = {}, {}
-    if "unavailable" not in peer:
-        for level, figures in ours.items():
-            theirs = peer.get(level, {})
-            if theirs.get("trajectories_per_min"):
-                ratios[level] = round(
-                    figures["trajectories_per_min"] / theirs["trajectories_per_min"], 2
-                )
-            if theirs.get("turns_per_s"):
-                turn_ratios[level] = round(figures["turns_per_s"] / theirs["turns_per_s"], 2)
+    for level, figures in ours.items():
+        theirs = peer.get(level, {})  # a level TRL could not run holds "unavailable": no ratio
+        if theirs.get("trajectories_per_min"):
+            ratios[level] = round(
+                figures["trajectories_per_min"] / theirs["trajectories_per_min"], 2
+            )
+        if theirs.get("turns_per_s"):
+            turn_ratios[level] = round(figures["turns_per_s"] / theirs["turns_per_s"], 2)
     return {
         "quick": args.quick,
         "sizes": {name: getattr(args, name) for name in SIZES},
