@@ -447,7 +447,9 @@ class Stack:
         )
         _wait(
             lambda: live_workers(runtime) > 0,
-            seconds=60,
+            # A runtime with a root of its own (python3.13: a Debian root by debootstrap) builds
+            # it on its worker's first start: about a minute idle, several on a loaded machine.
+            seconds=60 if runtime == "python" else 600,
             what=f"sandbox worker ({runtime})",
             proc=proc,
             logfile=logfile,
