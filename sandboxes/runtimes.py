@@ -254,6 +254,14 @@ def base_runtime(runtime: str) -> str:
     return runtime.split("@", 1)[0]
 
 
+def builds_own_root(runtime: str) -> bool:
+    """Whether ``runtime`` (a queue name) runs in a root of its own, built into the store on its
+    worker's first start (``python3.13``: a Debian root by debootstrap, a minute or more), not
+    in the host's (``python``, ``node``)."""
+    executor = EXECUTORS.get(base_runtime(runtime))
+    return executor is not None and issubclass(executor, RootPythonExecutor)
+
+
 def runtime_mount(runtime: str):
     """The bare environment of a sandbox runtime (queue name): the host's for ``python`` and
     ``node``, the runtime's own root (built on first use) for one like ``python3.13``.
@@ -261,12 +269,11 @@ def runtime_mount(runtime: str):
     Raises:
         RuntimeUnavailable: the runtime's root cannot be built here.
     """
-    executor = EXECUTORS.get(base_runtime(runtime))
-    if executor is None or not issubclass(executor, RootPythonExecutor):
+    if not builds_own_root(runtime):
         from sandboxes.environments.mount import HOST  # noqa: PLC0415 (stdlib-only module)
 
         return HOST
-    return executor.bare_mount()
+    return EXECUTORS[base_runtime(runtime)].bare_mount()
 
 
 def executor_for(runtime: str):

@@ -45,6 +45,7 @@ from django.conf import settings
 from console.celery import app
 from console.core.queues import ALL
 from sandboxes.queue import live_workers
+from sandboxes.runtimes import builds_own_root
 
 log = logging.getLogger(__name__)
 
@@ -447,9 +448,9 @@ class Stack:
         )
         _wait(
             lambda: live_workers(runtime) > 0,
-            # A runtime with a root of its own (python3.13: a Debian root by debootstrap) builds
-            # it on its worker's first start: about a minute idle, several on a loaded machine.
-            seconds=60 if runtime == "python" else 600,
+            # A runtime with a root of its own builds it on its worker's first start: about a
+            # minute idle, several on a loaded machine.
+            seconds=600 if builds_own_root(runtime) else 60,
             what=f"sandbox worker ({runtime})",
             proc=proc,
             logfile=logfile,
