@@ -117,8 +117,12 @@ TASK = TaskSpec(
 
 def test_growth_exponents_measured_in_the_sandbox():
     linear, quadratic = E.measure_growth_many([(TASK, LINEAR), (TASK, QUADRATIC)])
+    # Fitted over 1000..4000 items, a quadratic measures below 2 by as much as 0.3 on a loaded
+    # machine (CI measured 1.69: the smallest size's time carries a fixed share that a fit over
+    # three sizes reads as a lower slope); what the reward needs is the gap, asserted below.
     assert 0.5 < linear < 1.4
-    assert 1.7 < quadratic < 2.3
+    assert 1.5 < quadratic < 2.3
+    assert quadratic > linear + 0.5, (linear, quadratic)
     no_spec = TaskSpec(
         task_version_id=2,
         prompt=PROMPT,

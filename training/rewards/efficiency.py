@@ -153,7 +153,9 @@ def _timing_tests(args: str, size: int) -> str:
 
 def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
     """Queue requests timing ``program`` at each size of the task's spec, ``runs`` times each,
-    sizes in order. Empty without a spec."""
+    in rounds: every size once (in the spec's order), then every size again. Rounds spread each
+    size's runs over the batch, so a burst of load on the machine slows one run of a size rather
+    than all of them (the least over the runs is kept). Empty without a spec."""
     spec = sizes_spec(task)
     if spec is None:
         return []
@@ -170,8 +172,8 @@ def growth_requests(task, program: str, *, runs: int = 3) -> list[dict]:
             limits=limits,
             files=files,
         )
-        for size in spec["sizes"]
         for _ in range(runs)
+        for size in spec["sizes"]
     ]
 
 
@@ -188,10 +190,8 @@ def growth_from_results(
         return None, {}
     if any(r.status != R.OK for r in results):
         return None, {"statuses": [r.status for r in results]}
-    times = [
-        max(MIN_TIME_MS, min(r.call_cpu_ms for r in results[i : i + runs]))
-        for i in range(0, len(results), runs)
-    ]
+    count = len(spec["sizes"])
+    times = [max(MIN_TIME_MS, min(r.call_cpu_ms for r in results[j::count])) for j in range(count)]
     return growth_exponent(spec["sizes"], times), {
         "sizes": spec["sizes"],
         "ms": [round(t, 3) for t in times],
