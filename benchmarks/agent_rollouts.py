@@ -28,8 +28,11 @@ tests in fresh sandboxes, all queued at once (the batched form: TRL awaits an en
 ``get_reward`` one environment after another), so that both sides do the same work from the
 opening to the reward; its learning rate is negligible so that its optimizer step changes
 nothing measured. Its rollout time is its generation (tool calls included) plus its reward
-computation, timed around the trainer's own two methods. Where this TRL cannot express the
-workload, ``trl.<level>.unavailable`` says why and that level has no ratio.
+computation, timed around the trainer's own two methods. Token budgets: Crucible samples at
+most ``--max-new-tokens`` per turn (256: the longest body's insert call fits); TRL's budget is
+per trajectory (``max_turns x max_new_tokens``, less what the longest prompt leaves of the
+context). Where this TRL cannot express the workload, ``trl.<level>.unavailable`` says why and
+that level has no ratio (at 128: TRL has no context guard, see :func:`_why_unavailable`).
 
 Run: ``.venv/bin/python benchmarks/agent_rollouts.py``; ``--quick`` (a one-layer policy,
 concurrency 2 and 4, two turns: seconds) is what CI runs.
@@ -54,7 +57,7 @@ SIZES = {  # option: (full, quick)
     "tasks": (16, 2),
     "sft_epochs": (90, 3),
     "max_turns": (8, 2),
-    "max_new_tokens": (96, 24),
+    "max_new_tokens": (256, 24),
     "n_layer": (2, 1),
     "n_embd": (128, 32),
 }
@@ -285,6 +288,44 @@ def _trl_environment(tasks, calls: list):
     return SessionEnvironment
 
 
+def _why_unavailable(exc: Exception, policy) -> str:
+    """The peer's failure in words. An ``IndexError`` from the embedding lookup is TRL's missing
+    context guard: its completion budget bounds the sampled tokens only, and the tool outputs
+    appended between turns carry a trajectory past the policy's positions (measured at 128
+    concurrent trajectories of 8 x 256 tokens: Crucible ended 3 of its 128 ``truncated``)."""
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, IndexError) and "index out of range in self" in str(exc):
+        return (
+            f"{what} (a trajectory with its tool outputs outgrew the policy's "
+            f"{policy.n_positions} positions: TRL has no context guard)"
+        )
+    return what
+
+
+TRL_PROMPT_MARGIN = 128  # tokens: TRL's tool schemas against Crucible's, same template
+
+
+def _trl_completion_budget(policy, config, tasks) -> int:
+    """TRL's completion budget, tokens: the per-trajectory sampled budget (``max_turns x
+    max_new_tokens``), less what the longest prompt leaves of the policy's context. TRL has no
+    context guard of its own: a completion past the context indexes the position embeddings out
+    of range (measured: ``IndexError`` at 128 with 8 x 256 tokens); Crucible ends such a
+    trajectory ``truncated``. The prompt is measured with Crucible's tool schemas; TRL writes its
+    own from the environment's docstrings, so ``TRL_PROMPT_MARGIN`` tokens are kept spare."""
+    from training.agents.environment import FunctionTaskEnvironment  # noqa: PLC0415
+
+    longest = 0
+    for task in tasks:
+        environment = FunctionTaskEnvironment(task)
+        system, user = environment.prompts()
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        tools = [tool.schema() for tool in environment.tools()]
+        longest = max(longest, len(policy.chat.prompt_ids(messages, tools=tools)))
+    return min(
+        config.max_turns * config.max_new_tokens, policy.n_positions - longest - TRL_PROMPT_MARGIN
+    )
+
+
 def trl(policy, config, tasks, concurrency: int) -> dict:
     """The peer: one ``GRPOTrainer`` step over ``concurrency`` rollouts (groups of 8) with an
     environment factory over the same sessions, the same policy and template; its rollout time
@@ -318,7 +359,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
             per_device_train_batch_size=concurrency,
             num_generations=group,
             max_steps=1,
-            max_completion_length=config.max_turns * config.max_new_tokens,
+            max_completion_length=_trl_completion_budget(policy, config, tasks),
             max_tool_calling_iterations=config.max_turns,
             temperature=config.temperature,
             learning_rate=1e-12,
@@ -412,7 +453,7 @@ def measure(args) -> dict:
                 peer[str(level)] = trl(policy, config, tasks, level)
             except Exception as exc:  # noqa: BLE001 (the peer's failure is reported, not fatal)
                 peer[str(level)] = {
-                    "unavailable": f"{type(exc).__name__}: {exc}",
+                    "unavailable": _why_unavailable(exc, policy),
                     "trace": traceback.format_exc(limit=3)[-1500:],
                 }
     ratios, turn_ratios = {}, {}

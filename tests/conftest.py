@@ -48,3 +48,33 @@ def write_jsonl(tmp_path):
         return path
 
     return write
+
+
+DATABASE_FIXTURES = {"django_db_setup", "_django_db_helper"}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--database-only",
+        action="store_true",
+        help="run only the tests that use Django's database (marker django_db or a database "
+        "fixture) or carry the marker postgresql: the PostgreSQL profile of .ci/run",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--database-only``, deselect the tests that never open Django's database: they ran
+    in the embedded profile and would run the same code again."""
+    if not config.getoption("--database-only"):
+        return
+    keep, drop = [], []
+    for item in items:
+        uses_database = (
+            item.get_closest_marker("django_db") is not None
+            or item.get_closest_marker("postgresql") is not None
+            or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        )
+        (keep if uses_database else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

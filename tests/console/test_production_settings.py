@@ -308,6 +308,7 @@ def test_https_redirect_spares_health_probes_and_honours_the_proxy_header(settin
 # --- the cache ---------------------------------------------------------------------------------
 
 
+@pytest.mark.postgresql  # the production profile's Redis, not a database fixture
 def test_the_cache_is_the_configured_redis_and_round_trips(settings):
     """Django's RedisCache on REDIS_URL: the embedded Redis's ``unix://`` socket URL, or the real
     one."""
