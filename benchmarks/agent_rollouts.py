@@ -316,11 +316,8 @@ def _trl_completion_budget(policy, config, tasks) -> int:
 
     longest = 0
     for task in tasks:
-        environment = FunctionTaskEnvironment(task)
-        system, user = environment.prompts()
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        tools = [tool.schema() for tool in environment.tools()]
-        longest = max(longest, len(policy.chat.prompt_ids(messages, tools=tools)))
+        opening = FunctionTaskEnvironment(task).opening()
+        longest = max(longest, len(policy.chat.prompt_ids(opening.messages(), tools=opening.tools)))
     return min(
         config.max_turns * config.max_new_tokens, policy.n_positions - longest - TRL_PROMPT_MARGIN
     )
@@ -342,16 +339,8 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
     rows = []
     for index in range(max(1, concurrency // group)):
         task = index % len(tasks)
-        system, user = FunctionTaskEnvironment(tasks[task]).prompts()
-        rows.append(
-            {
-                "prompt": [
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": user},
-                ],
-                "task_index": str(task),
-            }
-        )
+        opening = FunctionTaskEnvironment(tasks[task]).opening()
+        rows.append({"prompt": opening.messages(), "task_index": str(task)})
     calls: list = []
     with tempfile.TemporaryDirectory(prefix="trl-agent-") as out:
         args = GRPOConfig(

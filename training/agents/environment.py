@@ -156,13 +156,18 @@ class Environment(ABC):
             raise RuntimeError("the environment is not open")
         return self.context.session
 
+    def opening(self) -> Opening:
+        """The episode's opening messages and tool schemas, without a session (what the policy
+        sees first: templates, token budgets and tokenizer corpora measure it)."""
+        system, user = self.prompts()
+        return Opening(system=system, user=user, tools=[t.schema() for t in self._tools.values()])
+
     def open(self, session: Session) -> Opening:
         """Start the episode in ``session`` (opened on :meth:`workspace`)."""
         self.context = ToolContext(
             session=session, limits=self.tool_limits, run_visible_tests=self._run_visible
         )
-        system, user = self.prompts()
-        return Opening(system=system, user=user, tools=[t.schema() for t in self._tools.values()])
+        return self.opening()
 
     def final_files(self) -> dict[str, bytes]:
         """The workspace as a grading takes it: the task's files with the session's changes,

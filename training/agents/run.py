@@ -46,22 +46,20 @@ def corpus(tasks: list[TaskSpec]) -> list[str]:
     tool, its prompt and its reference."""
     texts = []
     for task in tasks:
-        env = environment_for(task)
-        system, user = env.prompts()
+        opening = environment_for(task).opening()
         calls = [
             {"name": "file_editor", "arguments": {"command": "view", "path": "solution.py"}},
             {"name": "run_tests", "arguments": {}},
             {"name": "submit", "arguments": {}},
         ]
         messages = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
+            *opening.messages(),
             *(
                 {"role": "assistant", "content": "", "tool_calls": [{"function": call}]}
                 for call in calls
             ),
         ]
-        texts.append(chatml_text(messages, [t.schema() for t in env.tools()]))
+        texts.append(chatml_text(messages, opening.tools))
         texts.append(task.prompt + task.reference_solution)
         texts.append(json.dumps({"new_str": task.reference_solution}))
     return texts

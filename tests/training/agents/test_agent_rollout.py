@@ -134,10 +134,8 @@ def test_an_untrained_policy_takes_turns_and_is_graded(policy):
 
 
 def test_a_trajectory_past_its_token_budget_ends_truncated(policy):
-    env = FunctionTaskEnvironment(TASK)
-    system, user = env.prompts()
-    opening = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    prompt = policy.chat.prompt_ids(opening, tools=[t.schema() for t in env.tools()])
+    opening = FunctionTaskEnvironment(TASK).opening()
+    prompt = policy.chat.prompt_ids(opening.messages(), tools=opening.tools)
     config = AgentRolloutConfig(
         group_size=2, max_turns=5, max_new_tokens=24, max_tokens=len(prompt) + 40
     )
