@@ -422,7 +422,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
 
 
 def measure(args) -> dict:
-    from console.core.stack import Stack  # noqa: PLC0415 (after django.setup)
+    from console.management.stack import Stack  # noqa: PLC0415 (after django.setup)
 
     concurrency = CONCURRENCY[1] if args.quick else CONCURRENCY[0]
     if args.concurrency:

@@ -1,6 +1,6 @@
 """What the scripts under ``benchmarks/`` share: ``--quick``, a var dir of their own, their own
 sandbox workers (and session workers), the HumanEval rows, the processes under a worker and their
-memory.
+memory, and the order of interleaved rounds.
 
 Every script runs as ``.venv/bin/python benchmarks/NAME.py``: at full size by default (the
 figures the README quotes), or with ``--quick`` at small sizes in seconds, through the same code
@@ -20,10 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
+
+
+def alternating(round_index: int, sides: Sequence[T]) -> list[T]:
+    """``sides`` in the order round ``round_index`` runs them: as given in even rounds, reversed
+    in odd ones, so that neither side always runs first (a warm cache, a quiet machine)."""
+    return list(sides) if round_index % 2 == 0 else list(reversed(sides))
 
 
 def parse_args(parser: argparse.ArgumentParser, quick: dict) -> argparse.Namespace:
@@ -54,7 +62,7 @@ def private_var_dir(
     seeded can be hundreds of MB); else that directory, kept. ``DATABASE_URL`` is dropped (a
     SQLite file there), or set to ``database_url`` when given; ``REDIS_URL`` is kept when
     ``keep_redis_url`` (the benchmark then uses that Redis), else dropped:
-    ``console.core.stack.Stack.redis`` starts an embedded Redis on a socket there. Call before
+    ``console.management.stack.Stack.redis`` starts an embedded Redis on a socket there. Call before
     anything reads Django's settings.
     """
     made = not var_dir
@@ -126,17 +134,19 @@ def humaneval_js_rows(limit: int | None = None) -> list[dict]:
 
 
 def own_session_worker(
-    stack, runtime: str = "python", slots: int = 2
+    stack, runtime: str = "python", slots: int = 2, *, env: dict | None = None
 ) -> tuple[subprocess.Popen, list[str]]:
     """Start a ``sandbox_worker --concurrency 0 --session-slots SLOTS`` (sessions only) on
     ``stack``'s Redis and wait until its slots announce themselves; returns the process (the
-    caller terminates it) and its slot ids, which the benchmark opens its sessions in."""
+    caller terminates it) and its slot ids, which the benchmark opens its sessions in. ``env``:
+    variables added to its environment (a session budget of its own)."""
     from sandboxes.sessions import routing  # noqa: PLC0415 (after django.setup)
 
     stack.redis()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "sandbox_worker", "--runtime", runtime]
         + ["--concurrency", "0", "--session-slots", str(slots)],
+        env={**os.environ, **(env or {})},
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

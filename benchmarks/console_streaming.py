@@ -1,7 +1,8 @@
 """Console streaming: live event latency to many browsers, and a long run's first load.
 
 On a fresh var dir (its own SQLite file and, unless ``REDIS_URL`` is set, its own embedded
-Redis) it starts the console as ``crucible up`` does (daphne, ``console.core.stack.Stack.web``) and:
+Redis) it starts the console as ``crucible up`` does (daphne,
+``console.management.stack.Stack.web``) and:
 
 1. **Streaming.** Opens ``--clients`` (200) concurrent websocket clients (aiohttp) on one live
    run, then records ``--steps`` steps with ``training.services.step_record`` (64 trajectories
@@ -19,9 +20,10 @@ Redis) it starts the console as ``crucible up`` does (daphne, ``console.core.sta
    the websocket back-fill up to its closing marker, as a browser does; target < 1 s. The
    back-fill is bounded (``training.selectors.run_backfill_bounded``: the newest 300 steps in
    full, the newest 60 of them with component histograms, older ones summed into at most 300
-   buckets); the peer is the undecimated back-fill (``training.selectors.run_backfill``, every
-   step, no component histograms), both measured in process on the same database (selector plus
-   one JSON text per event, as the consumer sends them), and the ratios are peer / ours. Query
+   buckets). There is no outside peer here: the comparison is an **ablation** of Crucible itself,
+   the undecimated back-fill (``training.selectors.run_backfill``, every step, no component
+   histograms), both measured in process on the same database (selector plus one JSON text per
+   event, as the consumer sends them), and the ratios are ablation / ours. Query
    counts come from Django's ``CaptureQueriesContext`` in process.
 
 Prints one JSON object. Run: ``.venv/bin/python benchmarks/console_streaming.py`` (about two
@@ -51,7 +53,7 @@ from django.utils import timezone
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
-from console.core.stack import Stack, port_free
+from console.management.stack import Stack, port_free
 from training.config import RunConfig
 
 # Django's models load once common.private_var_dir has set Django up on the benchmark's own var
@@ -524,10 +526,10 @@ def in_process_figures(run_id: int) -> dict:
     ours_bytes = sum(len(json.dumps(e)) for e in ours)
     ours_s = time.perf_counter() - started
     started = time.perf_counter()
-    with CaptureQueriesContext(connection) as peer_queries:
-        peer = selectors.run_backfill(run_id=run_id, after=0)
-    peer_bytes = sum(len(json.dumps(e)) for e in peer)
-    peer_s = time.perf_counter() - started
+    with CaptureQueriesContext(connection) as ablation_queries:
+        ablation = selectors.run_backfill(run_id=run_id, after=0)
+    ablation_bytes = sum(len(json.dumps(e)) for e in ablation)
+    ablation_s = time.perf_counter() - started
     return {
         "html_queries": len(page_queries.captured_queries),
         "backfill": {
@@ -541,15 +543,15 @@ def in_process_figures(run_id: int) -> dict:
             "buckets": sum(1 for e in ours if e.get("decimated")),
             "with_component_histograms": sum(1 for e in ours if "components" in e),
         },
-        "peer_undecimated_backfill": {
-            "queries": len(peer_queries.captured_queries),
-            "ms": round(peer_s * 1000, 1),
-            "events": len(peer),
-            "bytes": peer_bytes,
+        "ablation_undecimated_backfill": {
+            "queries": len(ablation_queries.captured_queries),
+            "ms": round(ablation_s * 1000, 1),
+            "events": len(ablation),
+            "bytes": ablation_bytes,
             "with_component_histograms": 0,
         },
-        "ratio_bytes_peer_over_ours": round(peer_bytes / max(1, ours_bytes), 1),
-        "ratio_ms_peer_over_ours": round(peer_s / max(1e-9, ours_s), 2),
+        "ratio_bytes_ablation_over_ours": round(ablation_bytes / max(1, ours_bytes), 1),
+        "ratio_ms_ablation_over_ours": round(ablation_s / max(1e-9, ours_s), 2),
     }
 
 

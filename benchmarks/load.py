@@ -2,9 +2,9 @@
 browsers watch.
 
 On a fresh var dir it seeds a library and a run with history (``--history-steps`` steps of 64
-trajectories), starts the console as ``crucible up`` does (daphne, ``console.core.stack.Stack``;
-a fresh one for each phase, so that one phase's backlog is not the next one's latency), signs a
-viewer in (a session cookie, as a browser holds) and measures:
+trajectories), starts the console as ``crucible up`` does (daphne,
+``console.management.stack.Stack``; a fresh one for each phase, so that one phase's backlog is
+not the next one's latency), signs a viewer in (a session cookie, as a browser holds) and measures:
 
 1. **Request load.** An open-loop async client (aiohttp) sends ``--rate`` (200) requests per
    second for ``--seconds`` (60) over loopback, round-robin over the endpoint families: the runs
@@ -382,7 +382,7 @@ def run(args, var: Path) -> dict:
     from django.conf import settings  # noqa: PLC0415 (after django.setup)
     from django.db import connection  # noqa: PLC0415
 
-    from console.core.stack import Stack, port_free  # noqa: PLC0415
+    from console.management.stack import Stack, port_free  # noqa: PLC0415
 
     out: dict = {
         "benchmark": "load",

@@ -37,7 +37,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
-from console.core.stack import Stack
+from console.management.stack import Stack
 from sandboxes.process import Limits
 from sandboxes.queue import python_tests, run_many
 from training.rewards.base import GradedSubmission, ReferenceStats

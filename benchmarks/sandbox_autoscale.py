@@ -40,7 +40,7 @@ from django.conf import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
-from console.core.stack import Stack
+from console.management.stack import Stack
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from sandboxes import result as R

@@ -5,14 +5,15 @@ Starts its own ``sandbox_worker`` for Python and for Node (2 slots each), sends 
 mix the HumanEval canonical solutions (which must pass), the adversarial corpus of
 ``tests/sandboxes`` (which must never pass) and HumanEval-X JavaScript solutions, and
 prints JSON: executions by status, false passes, honest failures, and before/after
-figures for processes of the sandbox user, host mounts, crucible cgroups and the workers'
-resident memory (RSS of each worker and its sandboxes).
+figures for the workers' own descendant processes of the sandbox user (not the machine's),
+host mounts, crucible cgroups and the workers' resident memory (RSS of each worker and its
+sandboxes).
 
 With ``--sessions`` it soaks sandbox sessions instead (``sandboxes/sessions/``): its own
 ``sandbox_worker --concurrency 0 --session-slots 2``, and 4 threads that each, over and over,
 open a session and make dozens of calls in it: honest ones (write, run, read, diff, a small
 unittest suite, all of which must pass) or the hostile calls of
-``tests/sandboxes/test_session_adversarial_corpus.py`` (daemons, fork bombs, floods, memory
+``tests/sandboxes/sessions/test_session_adversarial_corpus.py`` (daemons, fork bombs, floods, memory
 and disk fills, escapes; some with kept processes), then close it or abandon it (its lease
 must close it). It prints calls by status, infra errors (there must be none), honest
 failures, and before/after figures: the worker's descendant processes, its session
@@ -36,7 +37,6 @@ import contextlib
 import json
 import os
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -47,7 +47,7 @@ from django.conf import settings
 
 from benchmarks import common
 from benchmarks.sandbox_sessions import suite_repository
-from console.core.stack import Stack
+from console.management.stack import Stack
 from sandboxes import cgroups
 from sandboxes import result as R
 from sandboxes.process import Limits
@@ -65,25 +65,27 @@ HOSTILE_LIMITS = Limits(wall_timeout_s=3, cpu_s=3, memory_bytes=512 * 1024**2)
 
 
 def host_state(worker_pids: list[int]) -> dict:
-    user = "nobody" if os.geteuid() == 0 else str(os.geteuid())
-    ps = subprocess.run(
-        ["ps", "-u", user, "-o", "pid="], capture_output=True, text=True
-    ).stdout.split()
+    """Before/after figures of the workers under test only (other jobs on the machine do not
+    count): their descendants running as the sandbox user, their RSS, and the host's mounts and
+    Crucible cgroups."""
+    sandbox_uid = 65534 if os.geteuid() == 0 else os.geteuid()  # nobody, or our own user
     mounts = len(Path("/proc/self/mountinfo").read_text().splitlines())
     groups = (
         sum(1 for c in cgroups.CONTROLLERS for _ in (cgroups.ROOT / c / cgroups.PARENT).glob("*"))
         if cgroups.available()
         else 0
     )
-    rss = 0
+    rss, sandboxed = 0, 0
     for pid in worker_pids:
         for each in [pid, *common.descendants(pid)]:
             with contextlib.suppress(FileNotFoundError):  # a tree that just ended
                 for line in Path(f"/proc/{each}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
                         rss += int(line.split()[1]) * 1024
+                    elif line.startswith("Uid:") and each != pid:
+                        sandboxed += int(line.split()[1]) == sandbox_uid
     return {
-        "sandbox_user_processes": len(ps),
+        "sandbox_user_processes": sandboxed,
         "host_mounts": mounts,
         "crucible_cgroups": groups,
         "workers_rss_bytes": rss,
@@ -140,10 +142,10 @@ def soak_sessions(stack, args) -> dict:
     after is growth, not the worker's first use of its threads and allocator arenas; its PSS is
     sampled every minute."""
     # the corpus of hostile calls lives with the sandbox tests
-    from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (after django.setup)
+    from tests.sandboxes.sessions.test_session_adversarial_corpus import (  # noqa: PLC0415 (after django.setup)
         CORPUS as SESSION_CORPUS,
     )
-    from tests.sandboxes.test_session_adversarial_corpus import (  # noqa: PLC0415 (after django.setup)
+    from tests.sandboxes.sessions.test_session_adversarial_corpus import (  # noqa: PLC0415 (after django.setup)
         WORKSPACE,
         Exec,
     )

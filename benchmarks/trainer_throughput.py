@@ -327,6 +327,9 @@ def run_trl(args) -> dict:
             top_p=1.0,
             top_k=0,
             use_vllm=False,
+            # Matched with Crucible's side (no activation checkpointing there, RunConfig's
+            # default): TRL turns it on by default, which recomputes activations in the backward.
+            gradient_checkpointing=False,
             seed=SEED,
             use_cpu=device.type == "cpu",
             bf16=device.type == "cuda" and pick_dtype(device) == torch.bfloat16,
@@ -499,7 +502,7 @@ def main() -> None:
     for index in range(
         args.rounds
     ):  # alternate the order, so a burst of load elsewhere hits both sides
-        for side in ("crucible", "trl") if index % 2 == 0 else ("trl", "crucible"):
+        for side in common.alternating(index, ("crucible", "trl")):
             rounds[side].append(run_side(side, argv))
     generation = run_side("generation", argv)
 
@@ -528,6 +531,14 @@ def main() -> None:
         "rounds": args.rounds,
         "tokens_counted": "generated completion tokens + trained tokens "
         "(completion tokens inside the loss mask)",
+        # the same on both sides, stated: what a reader would otherwise have to guess
+        "settings": {
+            "gradient_checkpointing": False,
+            "generation": "each side's own sampler in the training process (TRL without vLLM; "
+            "TRL's GPU users run it with vLLM)",
+            "kl_coef": 0.0,
+            "learning_rate": LEARNING_RATE,
+        },
         "crucible": {
             **best["crucible"],
             "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["crucible"]],

@@ -4,7 +4,7 @@
 :mod:`console.run_table`); ``POST`` launches one. ``GET``/``PATCH /api/runs/<id>/`` reads a run
 and renames, describes or retags it; ``POST /api/runs/<id>/cancel/`` and ``.../resume/`` cancel and
 resume it. Each write is allowed to exactly whom the pages allow it
-(:mod:`console.core.permissions`: launching needs ``may_launch_run``, the others
+(:mod:`core.permissions`: launching needs ``may_launch_run``, the others
 ``may_operate_run``), through the project's authentication classes (a session or HTTP Basic;
 more plug in through ``REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]``). Errors are
 ``{"field": name or null, "error": "name: message"}``: 400 for bad input, 409 for a run whose
@@ -20,14 +20,14 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.core.access import rule_permission
-from console.core.api import BadRequest as ApiError
-from console.core.api import ErrorSerializer, PageNumberPagination, paged
-from console.core.api import validated as checked
-from console.core.errors import InputError
-from console.core.permissions import may_launch_run, may_operate_run
-from console.dashboard_views import launch_config
-from console.run_table import RunTableQuery, run_row
+from console.launch_form import launch_config
+from console.run_table import RunTableQuery, run_row, run_rows
+from core.access import rule_permission
+from core.api import BadRequest as ApiError
+from core.api import ErrorSerializer, PageNumberPagination, paged
+from core.api import validated as checked
+from core.errors import InputError
+from core.permissions import may_launch_run, may_operate_run
 from tasks_library.models import TaskSet
 from training.config import ConfigError
 from training.models import TrainingRun
@@ -42,6 +42,12 @@ class MetricValuesSerializer(serializers.Serializer):
     best = serializers.FloatField(
         allow_null=True, help_text="the highest (the lowest for losses, flag rates, timings)"
     )
+
+
+class RunWarningSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="tasks_dropped, no_tokens_trained or zero_advantage")
+    title = serializers.CharField()
+    message = serializers.CharField()
 
 
 class RunRowSerializer(serializers.Serializer):
@@ -63,6 +69,9 @@ class RunRowSerializer(serializers.Serializer):
     total_steps = serializers.IntegerField()
     metrics = serializers.DictField(
         child=MetricValuesSerializer(), help_text="per metric column: its latest and best value"
+    )
+    warnings = RunWarningSerializer(
+        many=True, help_text="what makes the run train less than asked (training/run_warnings.py)"
     )
     url = serializers.CharField(help_text="the run's page")
 
@@ -185,7 +194,8 @@ class RunListApi(APIView):
             raise ApiError(exc.field, str(exc)) from exc
         columns = query.metric_columns()
         rows = [
-            {**run_row(run, columns), "url": reverse("run-detail", args=[run.pk])} for run in page
+            {**row, "url": reverse("run-detail", args=[row["id"]])}
+            for row in run_rows(list(page), columns)
         ]
         return paginator.get_paginated_response(rows)
 

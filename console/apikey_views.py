@@ -12,8 +12,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from console.apikeys import DEFAULT_DAYS, MAX_DAYS, api_key_create, api_key_revoke, scopes_for
-from console.core.errors import InputError, form_add_error
 from console.models import ApiKey
+from core.errors import InputError, form_add_error
 
 
 class ApiKeyForm(forms.Form):

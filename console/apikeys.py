@@ -34,10 +34,10 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.permissions import SAFE_METHODS
 
-from console.core.access import CHALLENGE
-from console.core.errors import InputError
-from console.core.permissions import CURATORS, OPERATORS, REVIEWERS
 from console.models import ApiKey
+from core.access import CHALLENGE
+from core.errors import InputError
+from core.permissions import CURATORS, OPERATORS, REVIEWERS
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def api_key_revoke(*, user, key_id: int) -> ApiKey:
 def _scoped(user, key: ApiKey):
     """``user`` as seen through ``key``: Django's permission checks read the permissions cache
     that the model backend fills once per user object, so filling it first narrows every rule of
-    :mod:`console.core.permissions` at once. The object is never saved."""
+    :mod:`core.permissions` at once. The object is never saved."""
     if key.scope == ApiKey.READ:
         allowed = None  # writes are refused before any rule runs; reading keeps the owner's rights
     else:

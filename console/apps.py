@@ -8,7 +8,7 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         # Before any URL conf is loaded (they load lazily): routes take ids as <id:...>, bounded
-        # to what the database stores (console/core/bounds.py).
-        from console.core.bounds import IdConverter  # noqa: PLC0415
+        # to what the database stores (core/bounds.py).
+        from core.bounds import IdConverter  # noqa: PLC0415
 
         register_converter(IdConverter, "id")

@@ -16,8 +16,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.apikeys import WebsocketApiKeyMiddleware  # noqa: E402
-from console.core import longurl  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
+from core import longurl  # noqa: E402
 
 # A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
 longurl.install()

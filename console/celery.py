@@ -1,8 +1,8 @@
 """The Celery application. Tasks stay thin: they take ids and call one service.
 
-Queues and routes: console/core/queues.py and the CELERY_* settings. Workers log through
+Queues and routes: core/queues.py and the CELERY_* settings. Workers log through
 Django's ``LOGGING`` (plain or JSON, with the log context) and, with ``CRUCIBLE_METRICS_PORT``
-set, serve their task metrics (console/core/metrics.py).
+set, serve their task metrics (core/metrics.py).
 """
 
 import logging.config
@@ -12,7 +12,7 @@ from celery import Celery
 from celery.signals import setup_logging, task_postrun, task_prerun, worker_init
 from django.conf import settings
 
-from console.core import metrics
+from core import metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 

@@ -17,7 +17,7 @@ event, broadcast by ``training.services.step_record`` without ``components``, ge
 there: one query per step per process however many browsers watch. A watcher whose
 back-fill is still being read gets the live events after it (held, in order).
 
-Who may subscribe: the console's read rule (:mod:`console.core.access`, shared with its pages and
+Who may subscribe: the console's read rule (:mod:`core.access`, shared with its pages and
 JSON APIs; the user comes from the session through Channels' ``AuthMiddlewareStack`` in
 ``console/asgi.py``). ``CRUCIBLE_CONSOLE_PUBLIC`` true (the default): anyone, read-only; false:
 signed-in users with a role or ``training.view_trainingrun``. Anyone else is accepted and at
@@ -38,8 +38,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from console.core.events import run_group
-from console.core.permissions import console_public, may_read_console
+from core.events import run_group
+from core.permissions import console_public, may_read_console
 from training import selectors
 
 log = logging.getLogger(__name__)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/compare/", views.run_compare, name="run-compare"),
     path("runs/<id:run_id>/resume/", views.run_resume, name="run-resume"),
     path("api/runs/<id:run_id>/components/", views.run_components_api, name="api-run-components"),
+    path("api/runs/<id:run_id>/metrics/", views.run_metrics_api, name="api-run-metrics"),
     path("api/sandboxes/pool/", views.sandbox_pool_api, name="api-sandbox-pool"),
     path("sandboxes/", views.sandbox_pool, name="sandbox-pool"),
 ]

@@ -2,10 +2,11 @@
 
 Thin, as the other console views: they check who asks, call selectors and services, render.
 
-* ``/runs/new/`` (``run-launch``): a form that creates a run (``training.services.run_create``)
-  and queues its launch (``training.tasks.run_launch``); config overrides are ``KEY=VALUE``
-  lines or a JSON object, checked by ``RunConfig.from_dict`` (an error names the key and
-  creates nothing).
+* ``/runs/new/`` (``run-launch``): a form (``console/launch_form.py``: the rollout mode and key
+  settings as fields with their ranges, every other key in the raw config) that creates a run
+  (``training.services.run_create``) and queues its launch (``training.tasks.run_launch``),
+  checked by ``RunConfig.from_dict`` and the launch checks (an error names the key and creates
+  nothing).
 * ``/runs/<id>/resume/`` (``run-resume``, POST): an ``interrupted`` run goes back to
   ``launching`` (``training.services.run_resume``) and its launch is queued.
 * ``/runs/compare/?runs=1,2`` (``run-compare``): runs' curves on shared axes.
@@ -14,18 +15,17 @@ Thin, as the other console views: they check who asks, call selectors and servic
 * ``/api/runs/<id>/components/?first=A&last=B`` (``api-run-components``, JSON): per-component
   reward histograms of steps A..B (the run page asks for them when its slider reaches steps
   the back-fill sent summed).
+* ``/api/runs/<id>/metrics/?name=A&name=B`` (``api-run-metrics``, JSON): any recorded metrics step
+  by step, binned past 1,000 steps (the metric pickers of the run and compare pages).
 
 Launching needs ``training.add_trainingrun``, resuming ``training.change_trainingrun``; curators
-(``console.core.permissions.is_curator``) and superusers may do both. Others get 403. Reading
-follows the console's read rule (:mod:`console.core.access`).
+(``core.permissions.is_curator``) and superusers may do both. Others get 403. Reading
+follows the console's read rule (:mod:`core.access`).
 """
 
 from __future__ import annotations
 
-import json
-
 import redis
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -34,13 +34,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from console.core.access import console_read_json, console_read_page, page_refusal
-from console.core.errors import InputError, form_add_error
-from console.core.permissions import may_launch_run, may_operate_run, may_read_console
+from console.launch_form import RunLaunchForm
+from core.access import console_read_json, console_read_page, page_refusal
+from core.errors import InputError, form_add_error
+from core.permissions import may_launch_run, may_operate_run, may_read_console
 from sandboxes.pool_stats import pool_stats
-from tasks_library.models import TaskSet
 from training import selectors
-from training.config import ConfigError, RunConfig, parse_overrides
 from training.models import TrainingRun
 from training.services import InvalidTransition, run_create
 from training.services import run_resume as resume
@@ -51,123 +50,6 @@ COMPARE_MAX_RUNS = len(RUN_COLOURS)
 
 
 # --- launch -----------------------------------------------------------------------------
-
-
-def parse_config_text(text: str) -> dict:
-    """Config overrides from the form: a JSON object, or ``KEY=VALUE`` lines (values read as
-    JSON, else text, as ``train --set``); blank lines and ``#`` comments are skipped.
-
-    Raises:
-        ConfigError: malformed JSON, a JSON value that is not an object, or a line without ``=``.
-    """
-    text = (text or "").strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"config overrides are not valid JSON: {exc.msg} (line {exc.lineno}, "
-                f"column {exc.colno})"
-            ) from None
-        if not isinstance(data, dict):
-            raise ConfigError('config overrides in JSON must be one object: {"key": value, ...}')
-        return data
-    lines = [line.strip() for line in text.splitlines()]
-    pairs = [line for line in lines if line and not line.startswith("#")]
-    for line in pairs:
-        key, sep, _value = line.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"line {line!r}: write KEY=VALUE, for example lr=1e-4")
-    return parse_overrides(
-        [f"{k.strip()}={v.strip()}" for k, _s, v in (p.partition("=") for p in pairs)]
-    )
-
-
-class RunLaunchForm(forms.Form):
-    name = forms.CharField(
-        required=False, max_length=200, help_text="a short name for the runs table (optional)"
-    )
-    description = forms.CharField(
-        required=False,
-        max_length=5000,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 70}),
-        help_text="what this run tries (optional)",
-    )
-    tags = forms.CharField(
-        required=False,
-        max_length=900,
-        help_text="words separated by spaces or commas, e.g. sweep lr-1e-4 (optional)",
-    )
-    task_set = forms.ModelChoiceField(
-        queryset=TaskSet.objects.order_by("name"),
-        empty_label=None,
-        help_text="what the run trains on: the set's valid, unquarantined versions",
-    )
-    steps = forms.IntegerField(min_value=1, max_value=1_000_000, initial=20, help_text="GRPO steps")
-    backend = forms.ChoiceField(
-        choices=[
-            ("local", "local (a trainer process on this host)"),
-            ("kubernetes", 'kubernetes (a Job; set kubernetes={"image": ...})'),
-        ],
-        initial="local",
-    )
-    config = forms.CharField(
-        required=False,
-        label="Config overrides",
-        widget=forms.Textarea(
-            attrs={
-                "rows": 8,
-                "cols": 70,
-                "spellcheck": "false",
-                "placeholder": 'lr=1e-4\ngroup_size=4\nreward_weights={"correctness": 1.0}\n\n'
-                'or one JSON object: {"lr": 0.0001, "group_size": 4}',
-            }
-        ),
-        help_text=(
-            "KEY=VALUE lines (values read as JSON) or a JSON object; see training/config.py for "
-            "every key"
-        ),
-    )
-
-    def clean(self):
-        cleaned = super().clean()
-        if self.errors:
-            return cleaned
-        try:
-            overrides = parse_config_text(cleaned.get("config", ""))
-        except ConfigError as exc:
-            self.add_error("config", str(exc))
-            return cleaned
-        try:
-            cleaned["run_config"] = launch_config(
-                overrides, steps=cleaned["steps"], backend=cleaned["backend"]
-            )
-        except ConfigError as exc:
-            self.add_error("config", str(exc))
-        return cleaned
-
-
-def launch_config(overrides: dict, *, steps: int, backend: str) -> RunConfig:
-    """The run configuration of a launch (the form's and the API's): ``overrides`` on
-    ``RunConfig``'s defaults, ``steps`` given apart, and a Kubernetes spec checked for that
-    backend.
-
-    Raises:
-        ConfigError: naming the config key (``steps`` among the overrides, too).
-    """
-    if "steps" in overrides:
-        raise ConfigError(
-            "config key 'steps': set the number of steps in the Steps field, not here"
-        )
-    config = RunConfig.from_dict({**overrides, "steps": steps})
-    if backend == "kubernetes":
-        # Imported here: the web loads the kubernetes client only to check such a launch.
-        from training.kubernetes import KubernetesSpec  # noqa: PLC0415
-
-        KubernetesSpec.from_config(config.kubernetes)
-    return config
 
 
 def run_launch(request: HttpRequest) -> HttpResponse:
@@ -298,6 +180,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
             "config_rows": config_rows,
             "differences": [row for row in config_rows if row["differs"]],
             "rewards_differ": len({item["reward"] for item in data}) > 1,
+            "metric_names": selectors.run_metric_names(run_ids=ids),
         },
     )
 
@@ -333,6 +216,32 @@ def run_components_api(request: HttpRequest, run_id: int) -> JsonResponse:
     answer = {"run": run_id, "first": first, "last": last, "components": total}
     if request.GET.get("sum") != "1":
         answer["steps"] = {str(step): histograms for step, histograms in sorted(per_step.items())}
+    return JsonResponse(answer)
+
+
+# --- any recorded metric, for the metric pickers ------------------------------------------------
+
+
+@require_GET
+@console_read_json
+def run_metrics_api(request: HttpRequest, run_id: int) -> JsonResponse:
+    """``?name=A&name=B`` (at most ``training.selectors.METRIC_SERIES_MAX``): those metrics of
+    run ``run_id`` step by step (:func:`training.selectors.run_metric_series`), and ``names``:
+    every metric the run records (the pickers' choices)."""
+    if not selectors.run_exists(run_id=run_id):
+        return JsonResponse({"error": f"run {run_id} does not exist"}, status=404)
+    names = [name.strip() for name in request.GET.getlist("name") if name.strip()]
+    if len(names) > selectors.METRIC_SERIES_MAX or any(len(name) > 200 for name in names):
+        return JsonResponse(
+            {
+                "field": "name",
+                "error": f"name: at most {selectors.METRIC_SERIES_MAX} metric names of at most "
+                "200 characters each",
+            },
+            status=400,
+        )
+    answer = selectors.run_metric_series(run_id=run_id, names=names)
+    answer["names"] = selectors.run_metric_names(run_ids=[run_id])
     return JsonResponse(answer)
 
 

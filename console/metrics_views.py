@@ -33,7 +33,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
-from console.core import queues
+from core import queues
 from sandboxes import queue as Q
 from sandboxes.pool_stats import known_runtimes
 from training.models import TrainingRun

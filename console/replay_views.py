@@ -1,6 +1,6 @@
 """Trajectory replay and the trajectory lists: pages and their read-only JSON API.
 
-Readable as the run pages are (:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC``
+Readable as the run pages are (:mod:`core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC``
 is on, else users with a role). Thin: the reads are in
 :mod:`training.selectors`; a trajectory's turns reach the page in chunks from
 :class:`TrajectoryTurnsApi` (the first chunk embedded in the page) so that a
@@ -13,14 +13,16 @@ from django import forms
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.generics import ListAPIView, RetrieveAPIView
 
-from console.core.access import ConsoleRead, console_read_page
-from console.core.api import LimitOffsetPagination, PageNumberPagination, int_parameter
-from console.core.bounds import ID_MAX, REWARD_ABS_MAX, STEP_MAX
+from console.review.selectors import replay_with_labels, trajectory_turn_labels
+from core.access import ConsoleRead, console_read_page
+from core.api import LimitOffsetPagination, PageNumberPagination, int_parameter
+from core.bounds import ID_MAX, REWARD_ABS_MAX, STEP_MAX
 from sandboxes.result import STATUSES
 from training import flags, selectors
 from training.models import MonitorScore, Trajectory
@@ -122,10 +124,20 @@ class MonitorScoreSerializer(serializers.ModelSerializer):
         fields = ["monitor", "score", "reason", "created_at"]
 
 
+class OpeningSerializer(serializers.Serializer):
+    system = serializers.CharField()
+    user = serializers.CharField(help_text="the user prompt: the problem statement")
+    tools = serializers.ListField(child=serializers.DictField(), help_text="the tools' schemas")
+
+
 class TrajectoryDetailSerializer(serializers.ModelSerializer):
     task_id = serializers.CharField(source="task_version.task.task_id")
     task_version_number = serializers.IntegerField(source="task_version.number")
     monitor_scores = serializers.SerializerMethodField()
+    opening = serializers.SerializerMethodField()
+    grading = serializers.JSONField(
+        help_text='the hidden-test grading: {"status", "tests": [{"id", "passed", "error"}]}'
+    )
 
     class Meta:
         model = Trajectory
@@ -147,9 +159,19 @@ class TrajectoryDetailSerializer(serializers.ModelSerializer):
             "tests_total",
             "prompt_token_ids",
             "final_code",
+            "opening",
+            "grading",
             "monitor_scores",
             "created_at",
         ]
+
+    @extend_schema_field(OpeningSerializer(allow_null=True))
+    def get_opening(self, trajectory: Trajectory) -> dict | None:
+        """What an agent's episode opened with (None for a completion rollout)."""
+        opening = trajectory.opening
+        if opening is None:
+            return None
+        return {"system": opening.system, "user": opening.user, "tools": opening.tools}
 
     @extend_schema_field(MonitorScoreSerializer(many=True))
     def get_monitor_scores(self, trajectory: Trajectory) -> list:
@@ -361,8 +383,18 @@ def trajectory_detail(request: HttpRequest, run_id: int, trajectory_id: int) -> 
             ],
             "monitor_scores": selectors.trajectory_monitor_rows(trajectory=trajectory),
             "group": group,
+            "episode": selectors.trajectory_episode(trajectory=trajectory),
+            "workspace_url": (
+                reverse("task-detail", args=[trajectory.task_version.task.task_id])
+                + f"?v={trajectory.task_version.number}"
+                if trajectory.task_version.workspace_id
+                else ""
+            ),
             "previous": group[at - 1] if at > 0 else None,
             "next": group[at + 1] if at + 1 < len(group) else None,
-            **replay_turns(trajectory=trajectory),
+            **replay_with_labels(
+                replay_turns(trajectory=trajectory),
+                trajectory_turn_labels(trajectory_id=trajectory.pk, user=request.user),
+            ),
         },
     )

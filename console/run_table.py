@@ -18,7 +18,7 @@ Parameters (all optional):
                     number; ``duration`` takes seconds or ``90s``, ``15m``, ``2h``
 ==================  ============================================================================
 
-Bad input is refused with the parameter named (:class:`~console.core.errors.InputError`), never
+Bad input is refused with the parameter named (:class:`~core.errors.InputError`), never
 guessed.
 """
 
@@ -27,9 +27,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from console.core.errors import InputError
+from core.errors import InputError
 from training.models import TrainingRun
-from training.selectors import RUN_TABLE_METRICS, lower_is_better, run_table
+from training.selectors import (
+    RUN_TABLE_METRICS,
+    lower_is_better,
+    run_table,
+    run_warnings_of,
+    warning_event,
+)
 
 MAX_METRICS = 8
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -149,8 +155,18 @@ class RunTableQuery:
         ]
 
 
-def run_row(run: TrainingRun, columns: list[dict]) -> dict:
-    """One run of the table as data (the page's row, the API's item)."""
+def run_rows(runs: list[TrainingRun], columns: list[dict]) -> list[dict]:
+    """:func:`run_row` of each run, their warnings read in one query."""
+    warnings = run_warnings_of(run_ids=[run.pk for run in runs])
+    return [run_row(run, columns, warnings=warnings.get(run.pk, [])) for run in runs]
+
+
+def run_row(run: TrainingRun, columns: list[dict], *, warnings: list | None = None) -> dict:
+    """One run of the table as data (the page's row, the API's item); ``warnings`` the run's
+    (``training.models.RunWarning``; read here when not given) as ``{"kind", "title",
+    "message"}``."""
+    if warnings is None:
+        warnings = run_warnings_of(run_ids=[run.pk]).get(run.pk, [])
     duration = run.duration.total_seconds() if run.duration is not None else None
     return {
         "id": run.pk,
@@ -171,6 +187,10 @@ def run_row(run: TrainingRun, columns: list[dict]) -> dict:
             c["metric"]: {"latest": getattr(run, c["latest"]), "best": getattr(run, c["best"])}
             for c in columns
         },
+        "warnings": [
+            {"kind": w.kind, "title": warning_event(w)["title"], "message": w.message}
+            for w in warnings
+        ],
     }
 
 
@@ -197,14 +217,21 @@ FIXED_HEADERS = [
 
 
 def headers(query: RunTableQuery, params) -> list[dict]:
-    """The table's sortable headers: ``{"key", "label", "url", "sorted"}`` where ``url`` sorts by
-    the column (descending first for numbers and times, ascending for text; again: the other way)
-    and ``sorted`` is ``"asc"``, ``"desc"`` or ``""``."""
+    """The table's sortable headers: ``{"key", "label", "title", "url", "sorted"}`` where ``url``
+    sorts by the column (descending first for numbers and times, ascending for text; again: the
+    other way), ``title`` says what a short label means, and ``sorted`` is ``"asc"``, ``"desc"``
+    or ``""``."""
     out = []
     keys = [(key, label) for key, label in FIXED_HEADERS]
+    titles = {}
     for column in query.metric_columns():
         keys.append((f"{column['metric']}:latest", "latest"))
-        keys.append((f"{column['metric']}:best", f"best ({column['best_is']})"))
+        # short, so that the table fits its window: the arrow says which way is best
+        best = f"{column['metric']}:best"
+        keys.append((best, "best ↑" if column["best_is"] == "max" else "best ↓"))
+        titles[best] = f"the best {column['metric']} over the run's steps: the " + (
+            "highest" if column["best_is"] == "max" else "lowest"
+        )
     keys.append(("created", "created"))
     text_columns = ("name", "status", "task_set", "launched_by")
     for key, label in keys:
@@ -220,6 +247,7 @@ def headers(query: RunTableQuery, params) -> list[dict]:
             {
                 "key": key,
                 "label": label,
+                "title": titles.get(key, ""),
                 "url": "?" + copy.urlencode(),
                 "sorted": ("desc" if descending else "asc") if current else "",
             }

@@ -14,7 +14,7 @@ import time
 
 from tasks_library.environments import EnvironmentUnavailable, environment_build
 from tasks_library.importers.crucible import read_crucible, shipped_path
-from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.selectors import awaiting_validation, task_set_get, task_set_versions
 from tasks_library.services import task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 
@@ -67,11 +67,14 @@ def data_task_set(*, options: Options, say) -> tuple:
             + f" in {seconds} s, {builds[str(environment)]['size_mib']} MiB"
         )
     t0 = time.monotonic()
-    task_versions_validate(versions=versions, options=options)
+    waiting = awaiting_validation(versions)  # a second run validates only what changed
+    if waiting:
+        task_versions_validate(versions=waiting, options=options)
     trainable = [v for v in versions if v.trainable]
     say(
-        f"validated {len(versions)} data and Python 3.13 task versions in their environments: "
-        f"{len(trainable)} trainable ({time.monotonic() - t0:.1f} s)"
+        f"validated {len(waiting)} data and Python 3.13 task versions in their environments "
+        f"({len(versions) - len(waiting)} kept their verdicts): {len(trainable)} trainable "
+        f"({time.monotonic() - t0:.1f} s)"
     )
     if not trainable:
         raise ValueError(

@@ -135,7 +135,7 @@ def hacking_task_sets(valid_humaneval: list, *, config: RunConfig, tasks: int, s
         description="honest held-out HumanEval tasks (real tests)",
     )
 
-    demos = settings.VAR_DIR / "demo" / "hard_coded_demonstrations.jsonl"
+    demos = settings.SFT_DATA_DIR / "hard_coded_demonstrations.jsonl"
     demos.parent.mkdir(parents=True, exist_ok=True)
     with open(demos, "w", encoding="utf-8") as handle:
         for record in records:

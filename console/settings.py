@@ -9,6 +9,7 @@ code path changes. Secrets may be given as files instead (``<VAR>_FILE``).
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,9 +19,9 @@ from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange as _Exchange
 from kombu import Queue as _Queue
 
-from console.core import frontend as _frontend
-from console.core import queues as _queues
-from console.core.env import env_bool, env_int, env_list, env_secret, env_str
+from core import frontend as _frontend
+from core import queues as _queues
+from core.env import env_bool, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CRUCIBLE_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -33,11 +34,11 @@ DEBUG = env_bool("CRUCIBLE_DEBUG", False)
 # test suite runs on PostgreSQL over plain HTTP too. It requires a secret key from the
 # environment and turns on Secure cookies, HSTS and the HTTPS redirect, so that
 # `manage.py check --deploy` is clean. Secrets may come from files (VAR_FILE, as Kubernetes
-# mounts them): console.core.env.env_secret.
+# mounts them): core.env.env_secret.
 PRODUCTION = env_bool("CRUCIBLE_PRODUCTION", False)
 # The console's read side (run, trajectory, review and pool pages, their JSON APIs, the live
 # websockets) open to anonymous viewers; false: signed-in users with a role or
-# training.view_trainingrun only (console/core/access.py). Open by default on a laptop, private
+# training.view_trainingrun only (core/access.py). Open by default on a laptop, private
 # by default in production: an operator opens a deployment on purpose, never by omission.
 CRUCIBLE_CONSOLE_PUBLIC = env_bool("CRUCIBLE_CONSOLE_PUBLIC", not PRODUCTION)
 SECRET_KEY = env_secret("CRUCIBLE_SECRET_KEY")
@@ -191,10 +192,36 @@ SANDBOX_QUEUE_PER_ENVIRONMENT = env_bool("CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT
 ENVIRONMENT_STORE = Path(
     env_str("CRUCIBLE_ENVIRONMENT_STORE", str(VAR_DIR / "environments"))
 ).resolve()
-# Source distributions the repository-bug generator fetched with pip (tasks_library/generators/
-# sdists.py): kept by file name, so a repeated generation of the same NAME==VERSION does not
-# refetch it.
+# Source distributions the repository-bug generator fetched from the package index
+# (tasks_library/generators/package_index.py, sha256-checked, none of their code run): kept by
+# file name, so a repeated generation of the same NAME==VERSION does not refetch it.
 SDIST_CACHE = Path(env_str("CRUCIBLE_SDIST_CACHE", str(VAR_DIR / "sdists"))).resolve()
+# The only directories a run configuration's ``sft_data`` and ``model_path`` may name (a path
+# elsewhere is refused by its spelling, so no answer reveals whether a host file exists).
+SFT_DATA_DIR = Path(env_str("CRUCIBLE_SFT_DATA_DIR", str(VAR_DIR / "sft-data"))).resolve()
+MODEL_DIR = Path(env_str("CRUCIBLE_MODEL_DIR", str(VAR_DIR / "models"))).resolve()
+# LLM monitors (training/monitors.py): the API key names a run configuration may use (each one's
+# secret in CRUCIBLE_LLM_MONITOR_KEY_<NAME> or its _FILE), and networks its URL may reach although
+# they are loopback or link-local (core/outbound.py; CIDRs, e.g. 127.0.0.0/8).
+LLM_MONITOR_KEYS = env_list("CRUCIBLE_LLM_MONITOR_KEYS", [])
+for _name in LLM_MONITOR_KEYS:
+    if not re.match(r"^[a-z0-9][a-z0-9_]{0,39}$", _name):
+        raise ImproperlyConfigured(
+            f"CRUCIBLE_LLM_MONITOR_KEYS: {_name!r} is not a key name (lower-case letters, "
+            "digits, _)"
+        )
+LLM_MONITOR_ALLOWED_NETWORKS = env_list("CRUCIBLE_LLM_MONITOR_ALLOWED_NETWORKS", [])
+# What the sessions of one sandbox worker may use together (sandboxes/sessions/budget.py): open
+# sessions; memory (their parent cgroup's limit, bytes; 0: half this machine's); disk (what they
+# may write, their tmpfs sizes, plus their materialised workspaces, bytes; 0: the memory budget).
+SESSION_MAX_PER_WORKER = env_int("CRUCIBLE_SESSION_MAX_PER_WORKER", 512, minimum=1)
+SESSION_MEMORY_BUDGET = env_int("CRUCIBLE_SESSION_MEMORY_BUDGET", 0, minimum=0)
+SESSION_DISK_BUDGET = env_int("CRUCIBLE_SESSION_DISK_BUDGET", 0, minimum=0)
+# Hosts (host[:port]) a sandboxed source build may reach besides its package index's own
+# (sandboxes/environments/source_build.py): a mirror whose files live elsewhere.
+BUILD_REGISTRY_HOSTS = env_list("CRUCIBLE_BUILD_REGISTRY_HOSTS", [])
+# The simple repository API (PEP 691/503) the generator fetches sdists from: http, https or file.
+PACKAGE_INDEX_URL = env_str("CRUCIBLE_PACKAGE_INDEX_URL", "https://pypi.org/simple/")
 REDIS_URL = env_secret("REDIS_URL")
 EMBEDDED_REDIS = not REDIS_URL
 if EMBEDDED_REDIS:
@@ -203,9 +230,9 @@ if EMBEDDED_REDIS:
 else:
     CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
-# Queues by kind of work (console/core/queues.py says what lands where): control, validation,
+# Queues by kind of work (core/queues.py says what lands where): control, validation,
 # trainer and the default "celery". A run's launch is routed by its backend (training.routing),
-# every other task by console.core.queues.route_task; a worker started without -Q consumes all four.
+# every other task by core.queues.route_task; a worker started without -Q consumes all four.
 # Sandbox executions are not Celery tasks: they go through Crucible's own Redis lists
 # (crucible:sandbox:<runtime>:pending, sandboxes/queue.py) consumed by `manage.py sandbox_worker`.
 # One direct exchange and routing key per queue, as Celery makes for a queue it creates itself (a
@@ -214,7 +241,7 @@ CELERY_TASK_QUEUES = [
     _Queue(_name, _Exchange(_name, type="direct"), routing_key=_name) for _name in _queues.ALL
 ]
 CELERY_TASK_DEFAULT_QUEUE = _queues.DEFAULT
-CELERY_TASK_ROUTES = ("training.routing.route_launch", "console.core.queues.route_task")
+CELERY_TASK_ROUTES = ("training.routing.route_launch", "core.queues.route_task")
 # Acknowledgement is per task (training/tasks.py, tasks_library/tasks.py): late, and requeued
 # when the worker is lost, only for tasks that are safe to run twice.
 CELERY_TASK_ACKS_LATE = False
@@ -229,9 +256,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CRUCIBLE_CELERY_VISIBILITY_TIMEOUT_S", 120, minimum=60),
 }
 # How long a long-running process (the trainer, a sandbox batch) waits for a lost Redis before
-# giving up (console/core/broker.py): the trainer then ends `interrupted`, resumable.
+# giving up (core/broker.py): the trainer then ends `interrupted`, resumable.
 CRUCIBLE_BROKER_WAIT_S = env_int("CRUCIBLE_BROKER_WAIT_S", 300, minimum=0)
-# The same for a lost database (console/core/dbwait.py): a PostgreSQL restart under the trainer.
+# The same for a lost database (core/dbwait.py): a PostgreSQL restart under the trainer.
 CRUCIBLE_DATABASE_WAIT_S = env_int("CRUCIBLE_DATABASE_WAIT_S", 300, minimum=0)
 # Threads: every task waits on I/O (the database, the sandbox queue, the Kubernetes API, a
 # trainer process, an LLM endpoint), and one process keeps the task metrics in one registry.
@@ -298,7 +325,7 @@ CRUCIBLE_S3_MULTIPART_CHUNKSIZE_BYTES = env_int(
 # --- static files: the console's JS and CSS, served by WhiteNoise ----------------------
 # frontend/dist when `npm run build` made it from today's sources (plotly.js from npm, pinned);
 # else the unbundled sources and the plotly wheel's copy of the same plotly.js
-# (console/core/frontend.py). CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current
+# (core/frontend.py). CRUCIBLE_FRONTEND_BUILD=false serves the sources even beside a current
 # build (edit JS, reload).
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -316,7 +343,7 @@ WHITENOISE_IMMUTABLE_FILE_TEST = (
 # Reading needs a signed-in user: a session from the console, a personal API key as a bearer
 # token (console/apikeys.py), or HTTP Basic (off in production unless CRUCIBLE_API_BASIC_AUTH
 # turns it on: a password on every request, and a password guesser's favourite door). Writing
-# needs the role its page needs (console.core.permissions). The API key class comes first: its
+# needs the role its page needs (core.permissions). The API key class comes first: its
 # challenge (WWW-Authenticate) is the one a refused request gets with its 401.
 API_BASIC_AUTH = env_bool("CRUCIBLE_API_BASIC_AUTH", not PRODUCTION)
 REST_FRAMEWORK = {
@@ -327,11 +354,11 @@ REST_FRAMEWORK = {
         *(["console.apikeys.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "console.core.api.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.PageNumberPagination",
     # JSON bodies only: a form encoding cannot tell an empty list or null from a missing field.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    # Every error body {"field", "error"} (console/core/api.py), as the schema documents it.
-    "EXCEPTION_HANDLER": "console.core.api.exception_handler",
+    # Every error body {"field", "error"} (core/api.py), as the schema documents it.
+    "EXCEPTION_HANDLER": "core.api.exception_handler",
     "PAGE_SIZE": 50,
 }
 SPECTACULAR_SETTINGS = {
@@ -350,10 +377,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Ids in paths are <id:...> (console/core/bounds.py): 0..2**63-1, no larger.
+    # Ids in paths are <id:...> (core/bounds.py): 0..2**63-1, no larger.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "console.core.api.document_error_responses",
+        "core.api.document_error_responses",
     ],
     "PATH_CONVERTER_OVERRIDES": {
         "id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
@@ -419,7 +446,7 @@ USE_TZ = True
 CRUCIBLE_METRICS_TOKEN = env_secret("CRUCIBLE_METRICS_TOKEN")
 # plain (the default: one line per record for people) or json (one JSON object per line, for a
 # log pipeline; recommended in production). Records carry run_id, step, trajectory_id and
-# request_id when known (console/core/logcontext.py).
+# request_id when known (core/logcontext.py).
 CRUCIBLE_LOG_FORMAT = env_str("CRUCIBLE_LOG_FORMAT", "plain").strip().lower()
 if CRUCIBLE_LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(
@@ -434,10 +461,10 @@ if CRUCIBLE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "console.core.logcontext.ContextFilter"}},
+    "filters": {"context": {"()": "core.logcontext.ContextFilter"}},
     "formatters": {
         "plain": {
-            "()": "console.core.logcontext.PlainFormatter",
+            "()": "core.logcontext.PlainFormatter",
             "format": "%(asctime)s %(levelname)s %(name)s: %(message)s",
         },
         # python-json-logger: time (ISO 8601, UTC), level, logger, message, the context fields,

@@ -1,8 +1,8 @@
-"""Celery tasks of the console: thin, each calls one service (routed by console/core/queues.py)."""
+"""Celery tasks of the console: thin, each calls one service (routed by core/queues.py)."""
 
 from celery import shared_task
 
-from console.core.maintenance import sessions_clear_expired
+from core.maintenance import sessions_clear_expired
 
 
 @shared_task(ignore_result=True)

@@ -1,5 +1,5 @@
 """Console pages. Thin: they call selectors and render. Reading follows the console's rule
-(:mod:`console.core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a
+(:mod:`core.access`: anyone while ``CRUCIBLE_CONSOLE_PUBLIC`` is on, else users with a
 role)."""
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 
-from console.core import health
-from console.core.access import ConsoleRead, console_read_page
-from console.core.errors import InputError
-from console.core.permissions import may_launch_run, may_operate_run, role_of
 from console.review.selectors import review_queues_of
-from console.run_table import RunTableQuery, duration_text, headers, run_row
+from console.run_table import RunTableQuery, duration_text, headers, run_rows
+from core import health
+from core.access import ConsoleRead, console_read_page
+from core.errors import InputError
+from core.permissions import may_launch_run, may_operate_run, role_of
 from training import selectors
 from training.models import Alert, StepMetric, TrainingRun
-from training.selectors import alert_event, run_metric_names
+from training.selectors import alert_event, run_metric_names, warning_event
 from training.services import alert_acknowledge as acknowledge
 from training.services import run_update
 from training.watch import progress_text
@@ -37,7 +37,7 @@ from training.watch import progress_text
 def healthz(request: HttpRequest) -> JsonResponse:
     """Health of the console: 200 ``{"service": "crucible-console", "ok": true, "checks":
     {"database": "ok", "redis": "ok"}}`` when everything a request needs answers, else 503 with
-    ``ok`` false and why each failed check failed (:mod:`console.core.health`). ``service`` lets
+    ``ok`` false and why each failed check failed (:mod:`core.health`). ``service`` lets
     a launcher tell this console from another server on the port."""
     checks = health.checks()
     ok = all(value == "ok" for value in checks.values())
@@ -175,11 +175,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
         error, query = str(exc), RunTableQuery()
         runs = list(query.runs()[:RUN_TABLE_ROWS])
     columns = query.metric_columns()
-    rows = [run_row(run, columns) for run in runs]
+    rows = run_rows(runs, columns)
     for row in rows:
         row["duration"] = duration_text(row["duration_s"])
-        row["values"] = [
-            (row["metrics"][c["metric"]]["latest"], row["metrics"][c["metric"]]["best"])
+        row["columns"] = [
+            (c, (row["metrics"][c["metric"]]["latest"], row["metrics"][c["metric"]]["best"]))
             for c in columns
         ]
     recent = list(selectors.run_list().values_list("pk", flat=True)[:RUN_TABLE_ROWS])
@@ -224,6 +224,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                 else ""
             ),
             "reward_weights": (run.config or {}).get("reward_weights") or {"correctness": 1.0},
+            "warnings": [warning_event(w) for w in run.warnings.all()],
+            "agent_run": (run.config or {}).get("rollout_mode") == "agent",
         },
     )
 

@@ -1,5 +1,5 @@
 // `npm run build`: bundle the console's page scripts with plotly.js (from npm, pinned in
-// package-lock.json) into frontend/dist/, which Django's staticfiles serves (console/core/frontend.py).
+// package-lock.json) into frontend/dist/, which Django's staticfiles serves (core/frontend.py).
 //
 // Entries: every top-level frontend/console/*.js (one ES module per page) and *.css. Modules
 // under frontend/console/ subfolders are shared code, bundled into the entries that import them.
@@ -9,7 +9,7 @@
 //
 // The output is written to a temporary folder and moved into place at the end: a failed or
 // interrupted build never leaves a half-written dist/. dist/build-info.json records the SHA-256
-// of every input (console/core/frontend.py compares them to tell a current build from a stale one).
+// of every input (core/frontend.py compares them to tell a current build from a stale one).
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
@@ -20,7 +20,7 @@ import * as esbuild from "esbuild";
 const ROOT = dirname(fileURLToPath(import.meta.url));
 const SOURCES = join(ROOT, "console");
 const DIST = join(ROOT, "dist");
-// The files besides frontend/console/** whose change calls for a new build (console/core/frontend.py
+// The files besides frontend/console/** whose change calls for a new build (core/frontend.py
 // keeps the same list: BUILD_FILES).
 const BUILD_FILES = ["package.json", "package-lock.json", "build.mjs"];
 

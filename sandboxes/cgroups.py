@@ -75,6 +75,11 @@ class Cgroup:
         """Zero the peak (a session's cgroup, before each call; its limits stay the session's)."""
         (self.paths["memory"] / "memory.max_usage_in_bytes").write_text("0")
 
+    def usage_bytes(self) -> int:
+        """Memory charged to the cgroup now (its processes and the tmpfs pages they wrote, its
+        children's included), in bytes."""
+        return _read_int(self.paths["memory"] / "memory.usage_in_bytes")
+
     def peak_memory_bytes(self) -> int:
         """Peak memory of this execution's tree (above the resident baseline), in bytes."""
         return max(
@@ -128,13 +133,14 @@ def _read_int(path: Path) -> int:
 
 def sweep_stale() -> int:
     """Remove the empty cgroups of processes that are gone (a worker killed with SIGKILL
-    cannot remove its own); returns how many were removed."""
+    cannot remove its own), sessions' cgroups inside a dead worker's budget cgroup first;
+    returns how many were removed."""
     removed = 0
     for controller in CONTROLLERS:
         parent = ROOT / controller / PARENT
         if not parent.is_dir():
             continue
-        for path in parent.glob("x-*"):
+        for path in [*parent.glob("w-*/x-*"), *parent.glob("x-*"), *parent.glob("w-*")]:
             owner = path.name.split("-")[1]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 try:
@@ -150,12 +156,22 @@ def available() -> bool:
     return os.geteuid() == 0 and all(os.access(ROOT / c, os.W_OK) for c in CONTROLLERS)
 
 
-def create(*, memory_bytes: int, processes: int, sweep: bool = True) -> Cgroup | None:
-    """A fresh cgroup limiting memory to ``memory_bytes`` and tasks to ``processes``.
+def create(
+    *,
+    memory_bytes: int,
+    processes: int | None,
+    sweep: bool = True,
+    inside: Cgroup | None = None,
+    kind: str = "x",
+) -> Cgroup | None:
+    """A fresh cgroup limiting memory to ``memory_bytes`` and tasks to ``processes`` (None:
+    no limit of its own).
 
     ``sweep`` first removes the cgroups dead processes left (:func:`sweep_stale`, a walk
     over all of them): off for a session's, opened by the hundred; the worker's reaper
-    sweeps instead.
+    sweeps instead. ``inside``: a cgroup to nest it in (a worker's session budget: the
+    parent's limits hold all its children together). ``kind``: ``x`` (an execution's or a
+    session's) or ``w`` (a worker's budget, holding ``x`` cgroups).
 
     Returns None (rlimits only) when cgroups are unavailable or cannot be written.
     """
@@ -163,8 +179,11 @@ def create(*, memory_bytes: int, processes: int, sweep: bool = True) -> Cgroup |
         return None
     if sweep:
         sweep_stale()
-    name = f"x-{os.getpid()}-{secrets.token_hex(6)}"
-    paths = {c: ROOT / c / PARENT / name for c in CONTROLLERS}
+    name = f"{kind}-{os.getpid()}-{secrets.token_hex(6)}"
+    if inside is not None:
+        paths = {c: inside.paths[c] / name for c in CONTROLLERS}
+    else:
+        paths = {c: ROOT / c / PARENT / name for c in CONTROLLERS}
     try:
         for path in paths.values():
             path.mkdir(parents=True)
@@ -173,7 +192,8 @@ def create(*, memory_bytes: int, processes: int, sweep: bool = True) -> Cgroup |
         memsw = paths["memory"] / "memory.memsw.limit_in_bytes"
         if memsw.exists():
             memsw.write_text(str(memory_bytes))
-        (paths["pids"] / "pids.max").write_text(str(processes))
+        if processes is not None:
+            (paths["pids"] / "pids.max").write_text(str(processes))
     except OSError:
         for path in paths.values():
             try:

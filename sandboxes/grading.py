@@ -28,10 +28,10 @@ from sandboxes.environments.mount import HOST, Mount
 from sandboxes.harness.python_check import compile_suite, program_names, split_check
 from sandboxes.harness.python_outputs import CHECKER_ID, output_ids
 from sandboxes.harness.python_stdio import stdio_ids
+from sandboxes.interpreters import RuntimeUnavailable, python_interpreter
 from sandboxes.pairs import AUDITED_RUNNER_FDS, WarmGrader
 from sandboxes.process import Limits
 from sandboxes.resident import Zygote, ZygoteDied, interpreter_bind_dirs
-from sandboxes.runtimes import RuntimeUnavailable, python_interpreter
 
 log = logging.getLogger(__name__)
 HARNESS_DIR = Path(__file__).parent / "harness"

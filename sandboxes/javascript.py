@@ -24,10 +24,10 @@ from pathlib import Path
 from sandboxes import result as R
 from sandboxes.environments.mount import HOST, Mount
 from sandboxes.grading import _result
+from sandboxes.interpreters import node_interpreter, python_interpreter
 from sandboxes.pairs import WarmGrader
 from sandboxes.process import Limits
 from sandboxes.resident import Zygote, interpreter_bind_dirs
-from sandboxes.runtimes import node_interpreter, python_interpreter
 
 HARNESS_DIR = Path(__file__).parent / "harness"
 ASSERT_CALL = re.compile(r"\bconsole\.assert\s*\(")

@@ -4,10 +4,11 @@ Per runtime: the workers (a worker is one queue slot with its own heartbeat, see
 :mod:`sandboxes.queue`) that are alive, and of those how many hold a request in their
 ``processing`` list (busy) or none (idle); registered workers whose heartbeat expired
 (dead, waiting for a reaper); the queue depth (``pending``); and, over the most recent
-executions the workers recorded (:func:`record`, at most :data:`RECENT_MAX` per runtime),
-the p50 and p99 execution latency and the statuses by request kind; the demand trainers
-announce (:mod:`sandboxes.demand`) with each trainer's phase, and the local autoscaler's
-state when one runs (:mod:`sandboxes.autoscale`).
+executions the workers recorded (:func:`record`, at most :data:`RECENT_MAX` per runtime: queued
+requests by their kind, and session calls as ``session_<op>``, ``session_exec`` with its
+execution's status), the p50 and p99 execution latency and the statuses by request kind; the
+demand trainers announce (:mod:`sandboxes.demand`) with each trainer's phase, and the local
+autoscaler's state when one runs (:mod:`sandboxes.autoscale`).
 
 Nothing here writes: a few pipelined reads per runtime, so a page may poll it every few seconds.
 """

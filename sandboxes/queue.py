@@ -24,7 +24,7 @@ import uuid
 import redis
 from django.conf import settings
 
-from console.core.broker import BROKER_ERRORS, await_broker, broker_retry, broker_wait_s
+from core.broker import BROKER_ERRORS, await_broker, broker_retry, broker_wait_s
 from sandboxes import result as R
 from sandboxes.process import Limits
 
@@ -51,10 +51,22 @@ def workers_key(runtime: str) -> str:
     return f"{PREFIX}:{runtime}:workers"
 
 
+SOCKET_TIMEOUT_S = 30.0
+"""Seconds one Redis reply may take. The blocking reads of the queue and the sessions wait at most
+2 s on the server, so a reply later than this means a connection that will never answer (a Redis
+killed behind a socket that stayed open, a partition): it raises ``redis.TimeoutError``, which the
+callers' broker wait retries, instead of blocking the caller for good."""
+
+
 @functools.lru_cache(maxsize=1)
 def connection() -> redis.Redis:
     """This process's Redis client (thread-safe: one connection per blocking call)."""
-    return redis.Redis.from_url(settings.REDIS_URL, health_check_interval=30)
+    return redis.Redis.from_url(
+        settings.REDIS_URL,
+        health_check_interval=30,
+        socket_timeout=SOCKET_TIMEOUT_S,
+        socket_connect_timeout=5,
+    )
 
 
 def live_workers(runtime: str) -> int:
@@ -87,7 +99,7 @@ class PendingBatch:
     """Requests queued by :func:`submit`, answered while the caller does other work.
 
     Redis going away does not lose the batch: queueing, and waiting for the answers, wait for it
-    to come back (:func:`console.core.broker.await_broker`, bounded by
+    to come back (:func:`core.broker.await_broker`, bounded by
     ``CRUCIBLE_BROKER_WAIT_S``) and then queue again every request not answered yet (a Redis
     restarted empty lost them; one that kept them gets the same ids twice, and the second answer
     of an id is ignored).
@@ -191,11 +203,42 @@ def submit(requests: list[dict]) -> PendingBatch:
     return PendingBatch(requests)
 
 
-def run_many(requests: list[dict], *, timeout_s: float | None = None) -> list[R.ExecutionResult]:
-    """Queue ``requests`` and wait for every answer, in order (see :meth:`PendingBatch.wait`)."""
+def run_many(
+    requests: list[dict], *, timeout_s: float | None = None, retry_infra_errors: bool = False
+) -> list[R.ExecutionResult]:
+    """Queue ``requests`` and wait for every answer, in order (see :meth:`PendingBatch.wait`).
+
+    Args:
+        retry_infra_errors: queue the requests answered ``infra_error`` once more
+            (:func:`infra_errors_retried`); what fails again stays ``infra_error``.
+    """
     if not requests:
         return []
-    return submit(requests).wait(timeout_s=timeout_s)
+    results = submit(requests).wait(timeout_s=timeout_s)
+    if retry_infra_errors:
+        results = infra_errors_retried(requests, results, timeout_s=timeout_s)
+    return results
+
+
+def infra_errors_retried(
+    requests: list[dict], results: list[R.ExecutionResult], *, timeout_s: float | None = None
+) -> list[R.ExecutionResult]:
+    """``results`` (the answers to ``requests``, in order) with each ``infra_error`` answer
+    replaced by a second run of its request; what fails again stays ``infra_error``.
+
+    The queue already moves a request whose worker died to another worker; this second chance
+    covers a batch that found no live worker for a moment. :func:`run_many` does it with
+    ``retry_infra_errors``; a caller that waits on a :func:`submit` batch itself passes its
+    answers here.
+    """
+    again = [i for i, result in enumerate(results) if result.status == R.INFRA_ERROR]
+    if not again:
+        return results
+    retried = run_many([requests[i] for i in again], timeout_s=timeout_s)
+    results = list(results)
+    for i, result in zip(again, retried, strict=True):
+        results[i] = result
+    return results
 
 
 def python_tests(

@@ -169,7 +169,7 @@ class Zygote:
     """One resident sandbox process serving one role (``python_runner``, ``python_check``).
 
     Args:
-        interpreter: the Python the zygote runs (see :mod:`sandboxes.runtimes`).
+        interpreter: the Python the zygote runs (see :mod:`sandboxes.interpreters`).
         role: the harness whose ``main(spec)`` each execution runs.
         sources: harness name -> source, loaded into the zygote once.
         bind_dirs: host directories bound read-only into its root besides the system's.
@@ -291,6 +291,8 @@ class Zygote:
         fds: dict[str, int],
         exec_argv: list[str] | None = None,
         own_network: bool = False,
+        loopback: bool = False,
+        tmp_inodes: int | None = None,
     ) -> None:
         """Ask for one execution tree, booted up to reading its job; ``fds`` (name ->
         descriptor) are closed here once sent. Does not wait: :meth:`tree_pid` does.
@@ -301,7 +303,9 @@ class Zygote:
         the zygote's Python role (no address-space rlimit then: V8 reserves far more
         than it uses; the cgroup or the interpreter's own heap flag holds memory).
         ``own_network`` gives the tree a network namespace of its own (for hostile code;
-        about half a millisecond more per tree here).
+        about half a millisecond more per tree here); ``loopback`` (with it) brings that
+        namespace's ``lo`` up before the tree drops its capabilities. ``tmp_inodes``: the
+        files its ``/tmp`` may hold (default 4096).
 
         Raises:
             ZygoteDied: the zygote is gone; the caller reports ``infra_error``.
@@ -316,8 +320,10 @@ class Zygote:
             "fds": names,
             "role_fds": role_fds,
             "exec": exec_argv,
-            "netns": own_network,
+            "netns": own_network or loopback,
+            "loopback": loopback,
             "limits": {
+                "tmp_inodes": tmp_inodes,
                 "cpu_s": limits.cpu_s,
                 "file_size_bytes": limits.file_size_bytes,
                 "processes": limits.processes,

@@ -1,94 +1,13 @@
-"""Runtimes a sandbox can execute: which interpreter, found where.
+"""Runtimes a sandbox can execute: the executor that serves each queue, in which environment.
 
-A runtime is a plug-in: adding one (a second Python, Node.js) means adding its
-interpreter lookup and an executor class here, and naming it in ``EXECUTORS``;
-``sandbox_worker --runtime NAME`` then serves it.
+A runtime is a plug-in: adding one (a second Python, Node.js) means adding its interpreter
+lookup (:mod:`sandboxes.interpreters`) and an executor class here, and naming it in
+``EXECUTORS``; ``sandbox_worker --runtime NAME`` then serves it.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import shutil
-import stat
-import subprocess
-import sys
-from pathlib import Path
-
-
-class RuntimeUnavailable(RuntimeError):
-    """No interpreter for the runtime can be executed by the sandbox user."""
-
-
-def _world_executable(path: Path) -> bool:
-    """True when a user with no special rights can reach and run ``path``."""
-    try:
-        if not path.stat().st_mode & stat.S_IXOTH:
-            return False
-        for parent in path.parents:
-            if not parent.stat().st_mode & stat.S_IXOTH:
-                return False
-    except OSError:
-        return False
-    return True
-
-
-@functools.lru_cache(maxsize=1)
-def python_interpreter() -> str:
-    """The Python interpreter sandboxes run: the project's, same major.minor version.
-
-    When the host runs as root the sandbox drops to ``nobody``, which cannot reach
-    an interpreter under a private home (pyenv in ``/root``); the system's
-    interpreter of the same version serves then.
-
-    Raises:
-        RuntimeUnavailable: no interpreter of this version is runnable by the sandbox.
-    """
-    own = Path(os.path.realpath(sys.executable))
-    if os.geteuid() != 0:
-        return str(own)
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (
-        own,
-        Path(f"/usr/bin/python{version}"),
-        Path(f"/usr/local/bin/python{version}"),
-    ):
-        if _world_executable(candidate):
-            return str(candidate)
-    raise RuntimeUnavailable(
-        f"no Python {version} interpreter readable by the sandbox user; "
-        f"install python{version} system-wide (apt-get install python{version})"
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def node_interpreter() -> str:
-    """The machine's Node.js, which sandboxes run for JavaScript.
-
-    Raises:
-        RuntimeUnavailable: no ``node`` the sandbox user can execute.
-    """
-    found = shutil.which("node") or shutil.which("nodejs")
-    if found and _world_executable(Path(os.path.realpath(found))):
-        return os.path.realpath(found)
-    raise RuntimeUnavailable(
-        "no Node.js found for the node runtime; install it (apt-get install nodejs)"
-    )
-
-
-def node_major_version() -> int:
-    """The major version of the machine's Node.js (``node --version`` -> ``v20.20.2`` -> 20).
-
-    Raises:
-        RuntimeUnavailable: Node.js is missing or does not answer.
-    """
-    try:
-        out = subprocess.run(
-            [node_interpreter(), "--version"], capture_output=True, text=True, timeout=30
-        ).stdout
-        return int(out.strip().lstrip("v").split(".")[0])
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeUnavailable(f"cannot read the Node.js version: {exc}") from exc
+from sandboxes.interpreters import RuntimeUnavailable
 
 
 class PythonExecutor:
@@ -119,7 +38,7 @@ class PythonExecutor:
     def make_grader(mount):
         """This runtime's resident grader (a :class:`~sandboxes.pairs.WarmGrader`) in
         ``mount``, not yet booted."""
-        from sandboxes.grading import PythonGrader  # noqa: PLC0415 (grading imports this module)
+        from sandboxes.grading import PythonGrader  # noqa: PLC0415 (a worker's; EXECUTORS is read without)
 
         return PythonGrader(mount)
 
@@ -236,7 +155,7 @@ class NodeExecutor(PythonExecutor):
 
     @staticmethod
     def make_grader(mount):
-        from sandboxes.javascript import NodeGrader  # noqa: PLC0415 (it imports this module)
+        from sandboxes.javascript import NodeGrader  # noqa: PLC0415 (as PythonGrader above)
 
         return NodeGrader(mount)
 

@@ -35,14 +35,15 @@ from pathlib import Path
 import redis
 from django.conf import settings
 
-from console.core import metrics
-from console.core.logcontext import log_context, log_context_bind
+from core import metrics
+from core.logcontext import log_context, log_context_bind
 from sandboxes import cgroups, pool_stats
 from sandboxes import queue as Q
 from sandboxes import result as R
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
 from sandboxes.runtimes import base_runtime, executor_for
 from sandboxes.sessions import routing
+from sandboxes.sessions.budget import BudgetLimits, SessionBudget
 from sandboxes.sessions.host import SessionHost
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.slot import SessionSlot
@@ -330,6 +331,7 @@ class SandboxWorker:
         self.session_slots: list[SessionSlot] = []  # made by serve(), with the store
         self.store_parent = Path(store_parent or Path(settings.VAR_DIR) / "sandbox-sessions")
         self.store: WorkspaceStore | None = None
+        self.budget: SessionBudget | None = None  # what its sessions may use together
         self.stopping = threading.Event()
         self.swept_at = 0.0
 
@@ -393,12 +395,14 @@ class SandboxWorker:
             if soft < wanted:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
             self.store = WorkspaceStore(self.store_parent / self.name)
+            self.budget = SessionBudget(BudgetLimits.from_settings(), store=self.store)
             self.session_slots = [
                 SessionSlot(
                     slot_id=f"{self.name}-s{index}",
                     runtime=self.runtime,
                     store=self.store,
                     stopping=self.stopping,
+                    budget=self.budget,
                 )
                 for index in range(self.session_slot_count)
             ]
@@ -443,3 +447,5 @@ class SandboxWorker:
             pass
         if self.store is not None:
             self.store.close()
+        if self.budget is not None:
+            self.budget.close()

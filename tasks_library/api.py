@@ -4,7 +4,7 @@ Thin: input is checked by serializers and :class:`~tasks_library.forms.FilterFor
 then one selector or service is called. Every 400 body is ``{"field": name or null,
 "error": "name: message"}``; unknown tasks, versions and task sets are 404. Reading
 needs a signed-in user, writing the ``curators`` group (see
-:mod:`console.core.permissions`); the service records ``request.user`` as the author.
+:mod:`core.permissions`); the service records ``request.user`` as the author.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.core.access import IsCuratorOrReadOnly
-from console.core.api import (
+from core.access import IsCuratorOrReadOnly
+from core.api import (
     BadRequest,
     ErrorSerializer,
     PageNumberPagination,
@@ -28,8 +28,8 @@ from console.core.api import (
     int_parameter,
     validated,
 )
-from console.core.bounds import ID_MAX
-from console.core.errors import InputError
+from core.bounds import ID_MAX
+from core.errors import InputError
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     TASK_SET_NAME_RULE,
@@ -37,6 +37,7 @@ from tasks_library.forms import (
     first_error,
     task_set_name_ok,
 )
+from tasks_library.highlight import highlighted_lines
 from tasks_library.models import (
     EnvironmentVersion,
     RepositoryWorkspace,
@@ -56,6 +57,7 @@ from tasks_library.selectors import (
     task_sets_with_sizes,
     task_version_summaries,
     task_versions_diff,
+    task_versions_light,
     trainable,
     workspace_browse,
 )
@@ -203,7 +205,7 @@ class RepositoryTestResultSerializer(serializers.Serializer):
 class EnvironmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = EnvironmentVersion
-        fields = ["content_hash", "name", "runtime", "packages", "image"]
+        fields = ["content_hash", "name", "runtime", "packages", "image", "source_builds"]
 
 
 class TaskVersionDetailSerializer(TaskVersionSummarySerializer):
@@ -488,11 +490,7 @@ def _task(task_id: str) -> Task:
 
 
 def _version(task: Task, number: int) -> TaskVersion:
-    return get_object_or_404(
-        TaskVersion.objects.select_related("task", "test_suite", "environment", "parent"),
-        task=task,
-        number=number,
-    )
+    return get_object_or_404(task_versions_light(), task=task, number=number)
 
 
 def _task_set_detail(name: str) -> dict:
@@ -616,14 +614,25 @@ class WorkspaceEntrySerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="a file's text (null: not UTF-8)"
     )
     truncated = serializers.BooleanField(required=False, help_text="only the start is in text")
+    lines = serializers.ListField(
+        required=False,
+        help_text="with ?highlight=1, a text file's lines: [[css class, text], ...] each "
+        "(Pygments' short token classes)",
+    )
 
 
 class WorkspaceFilesApi(LibraryApi, APIView):
     """A repository task version's workspace: a directory's entries, or a file's text
-    (``?path=``; the root when absent). 404 for a function task or a path that is not there."""
+    (``?path=``; the root when absent), with ``?highlight=1`` its lines as highlighted tokens. 404
+    for a function task or a path that is not there."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("path", OpenApiTypes.STR, description="file or directory")],
+        parameters=[
+            OpenApiParameter("path", OpenApiTypes.STR, description="file or directory"),
+            OpenApiParameter(
+                "highlight", OpenApiTypes.BOOL, description="a text file's lines as tokens"
+            ),
+        ],
         responses={200: WorkspaceEntrySerializer, 404: ErrorSerializer},
     )
     def get(self, request, task_id: str, number: int) -> Response:
@@ -637,6 +646,9 @@ class WorkspaceFilesApi(LibraryApi, APIView):
         except WorkspacePathNotFound as exc:
             raise NotFound(str(exc)) from exc
         entry.pop("crumbs")
+        highlight = request.query_params.get("highlight", "") in ("1", "true")
+        if highlight and entry["kind"] == "file" and entry["text"] is not None:
+            entry["lines"] = highlighted_lines(entry["path"], entry["text"])
         return Response(entry)
 
 

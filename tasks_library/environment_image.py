@@ -17,18 +17,21 @@ JSON being YAML, for ``kubectl apply -f``), ``README.txt`` (the commands).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes.environments.build import queue_runtime
 from sandboxes.environments.store import manifest_digest
 from tasks_library.environments import environment_build, environment_spec
 from tasks_library.models import EnvironmentVersion
+from tasks_library.services import environment_name_problem
 
 UID = 10001  # the sandbox image's user (deploy/docker/sandbox-python.Dockerfile)
 STORE_IN_IMAGE = "/opt/crucible/environments"
 DEFAULT_BASE = "crucible/sandbox-python:python3.11"
 REDIS_URL_FILE = "/run/secrets/crucible/REDIS_URL"  # the sandbox pools' own Redis user
+IMAGE_REFERENCE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,254}$")
 
 
 def image_files(environment: EnvironmentVersion, *, base_image: str, image: str) -> dict[str, str]:
@@ -38,6 +41,12 @@ def image_files(environment: EnvironmentVersion, *, base_image: str, image: str)
     Raises:
         EnvironmentUnavailable: it cannot be built here (the image would not be the same).
     """
+    if not IMAGE_REFERENCE.match(base_image):
+        raise InputError(
+            f"base image {base_image!r} is not an image reference (REGISTRY/NAME:TAG or "
+            "NAME@sha256:DIGEST)",
+            field="base_image",
+        )
     tag = base_image.rsplit("/", 1)[-1]
     if "@sha256:" not in base_image and (":" not in tag or tag.endswith(":latest")):
         raise InputError(
@@ -59,6 +68,7 @@ def image_files(environment: EnvironmentVersion, *, base_image: str, image: str)
         "content_hash": environment.content_hash,
         "runtime": spec.runtime,
         "packages": spec.packages,
+        "source_builds": spec.source_builds,
         "lock": packages_lock,
         "key": built.key,
         "root": layers["root"],
@@ -76,7 +86,8 @@ def image_files(environment: EnvironmentVersion, *, base_image: str, image: str)
         )
         + "\n",
         "README.txt": (
-            f"Environment {environment} ({spec.runtime}; {len(spec.packages)} pinned packages)\n"
+            f"Environment {quoted(environment)} ({spec.runtime}; {len(spec.packages)} pinned "
+            "packages)\n"
             f"  docker build --build-arg SANDBOX_IMAGE=REGISTRY/crucible-sandbox-python:TAG "
             f"-t {image} .\n"
             f"  kubectl -n crucible apply -f sandbox-deployment.json\n"
@@ -86,15 +97,22 @@ def image_files(environment: EnvironmentVersion, *, base_image: str, image: str)
     }
 
 
+def quoted(value: str) -> str:
+    """``value`` as a Dockerfile string: JSON's double-quoted form (ASCII, every quote,
+    backslash and control character escaped), so nothing it holds starts a new instruction."""
+    return json.dumps(str(value))
+
+
 def dockerfile(environment: EnvironmentVersion, description: dict, *, base_image: str) -> str:
-    """The Dockerfile (see the module)."""
+    """The Dockerfile (see the module). What it embeds of the environment (its name, runtime,
+    key, queue, base image) is quoted (:func:`quoted`), never spliced in raw."""
     needs_root_fs = bool(description["root"])
     lines = [
         "# syntax=docker/dockerfile:1",
-        f"# Environment {environment}: {description['runtime']}, "
+        f"# Environment {quoted(environment)}: {quoted(description['runtime'])}, "
         f"{len(description['packages'])} pinned packages, build key {description['key']}.",
         "# Written by `manage.py environment_image`; the build context is this directory.",
-        f"ARG SANDBOX_IMAGE={base_image}",
+        f"ARG SANDBOX_IMAGE={base_image}",  # an image reference (checked by image_files)
         "",
         "FROM ${SANDBOX_IMAGE} AS build",
         "USER root",
@@ -114,11 +132,14 @@ def dockerfile(environment: EnvironmentVersion, description: dict, *, base_image
         f"COPY --from=build --chown=root:root {STORE_IN_IMAGE} {STORE_IN_IMAGE}",
         f"ENV CRUCIBLE_ENVIRONMENT_STORE={STORE_IN_IMAGE} \\",
         "    CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT=true",
-        f'LABEL io.crucible.environment="{environment}" \\',
-        f'      io.crucible.environment.key="{description["key"]}"',
+        f"LABEL io.crucible.environment={quoted(environment)} \\",
+        f"      io.crucible.environment.key={quoted(description['key'])}",
         f"USER {UID}:{UID}",
-        'CMD ["python", "manage.py", "sandbox_worker", "--runtime", '
-        f'"{description["queue"]}", "--concurrency", "2"]',
+        "CMD "
+        + json.dumps(
+            ["python", "manage.py", "sandbox_worker", "--runtime", description["queue"]]
+            + ["--concurrency", "2"]
+        ),
         "",
     ]
     return "\n".join(lines)
@@ -216,6 +237,16 @@ def deployment(environment: EnvironmentVersion, description: dict, *, image: str
             },
         },
     }
+
+
+def default_output(environment: EnvironmentVersion, images: Path) -> Path:
+    """``images/NAME-HASH12`` (``images/environment-HASH12`` for a name stored before names
+    were slugs), checked to lie inside ``images``."""
+    name = environment.name if environment_name_problem(environment.name) is None else "environment"
+    target = images / f"{name}-{environment.content_hash[:12]}"
+    if target.resolve().parent != images.resolve():
+        raise InputError(f"environment {environment.pk}: its name makes no directory name")
+    return target
 
 
 def environment_image_write(

@@ -13,9 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from console.core.access import console_read_page
-from console.core.errors import InputError, form_add_error
-from console.core.permissions import is_curator
+from core.access import console_read_page
+from core.errors import InputError, form_add_error
+from core.permissions import is_curator
 from tasks_library.environments import environment_create, environment_move
 from tasks_library.environments_api import environments_with_usage
 from tasks_library.models import TaskVersion
@@ -31,6 +31,12 @@ class EnvironmentForm(forms.Form):
         help_text="one pinned requirement a line: numpy==2.4.6 (Node.js: name@1.2.3)",
     )
     image = forms.CharField(max_length=300, required=False)
+    source_builds = forms.BooleanField(
+        required=False,
+        label="allow source builds",
+        help_text="packages without a wheel are built from their sdists in a build sandbox "
+        "(network: the package registry only); off: wheels only, nothing of a package runs",
+    )
     change_note = forms.CharField(max_length=500, required=False)
     move = forms.BooleanField(
         required=False,
@@ -62,6 +68,7 @@ def environment_list(request: HttpRequest) -> HttpResponse:
                     runtime=form.cleaned_data["runtime"],
                     packages=form.package_list(),
                     image=form.cleaned_data["image"],
+                    source_builds=form.cleaned_data["source_builds"],
                     change_note=form.cleaned_data["change_note"],
                     author=request.user.get_username(),
                 )
@@ -93,6 +100,7 @@ def environment_detail(request: HttpRequest, environment_id: int) -> HttpRespons
             "runtime": env.runtime,
             "packages": "\n".join(env.packages),
             "image": env.image,
+            "source_builds": env.source_builds,
         }
     )
     if request.method == "POST":
@@ -111,6 +119,7 @@ def environment_detail(request: HttpRequest, environment_id: int) -> HttpRespons
                     runtime=form.cleaned_data["runtime"],
                     packages=form.package_list(),
                     image=form.cleaned_data["image"],
+                    source_builds=form.cleaned_data["source_builds"],
                     change_note=form.cleaned_data["change_note"],
                     author=author,
                     parent=env,

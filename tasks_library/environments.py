@@ -11,11 +11,12 @@ publishes nothing; the task versions that need it are left unvalidated (see
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from django.db import transaction
-from django.utils import timezone
 
-from console.core.errors import InputError
+from core.errors import InputError
+from core.events import broadcast_event, environment_group
 from sandboxes.environments.build import (
     Materialised,
     environment_queue,
@@ -25,7 +26,11 @@ from sandboxes.environments.build import (
 from sandboxes.environments.spec import EnvironmentSpec, EnvironmentSpecError, parse
 from sandboxes.environments.store import EnvironmentBuildError
 from tasks_library.models import EnvironmentVersion, TaskVersion
-from tasks_library.services import environment_get_or_create, task_version_edit
+from tasks_library.services import (
+    environment_get_or_create,
+    environment_name_problem,
+    task_version_edit,
+)
 
 
 class EnvironmentUnavailable(InputError):
@@ -50,7 +55,9 @@ def environment_spec(environment: EnvironmentVersion) -> EnvironmentSpec:
             or ``packages``), the message naming the environment.
     """
     try:
-        return parse(environment.runtime, list(environment.packages))
+        return parse(
+            environment.runtime, list(environment.packages), source_builds=environment.source_builds
+        )
     except EnvironmentSpecError as exc:
         raise EnvironmentUnavailable(
             f"environment {environment}: {exc}",
@@ -73,6 +80,7 @@ def environment_build(
             ``build_status="failed"`` with the message and the log.
     """
     EnvironmentVersion.objects.filter(pk=environment.pk).update(build_status="building")
+    environment_build_publish(environment.pk)
     try:
         spec = environment_spec(environment)
         built = materialise(spec, progress=progress)
@@ -101,13 +109,24 @@ def environment_build(
             dict(entry, layer=name) for name, b in layers for entry in b.record.get("resolved", [])
         ],
         "size_bytes": sum(int(b.record.get("size_bytes", 0)) for _n, b in layers),
+        # the layers' own build: a cache hit keeps the seconds and time of the build that ran
         "build_seconds": round(sum(float(b.record.get("seconds", 0)) for _n, b in layers), 3),
-        "built_at": timezone.now(),
+        "built_at": _built_at(environment, [b for _n, b in layers]),
     }
     EnvironmentVersion.objects.filter(pk=environment.pk).update(**fields)
     for name, value in fields.items():
         setattr(environment, name, value)
+    environment_build_publish(environment.pk)
     return built
+
+
+def _built_at(environment: EnvironmentVersion, layers: list) -> datetime:
+    """When ``environment``'s layers were built: the newest layer's publication (a cache hit's
+    check is not a build); without layers (the host's runtime alone) when it was first found
+    usable."""
+    if layers:
+        return datetime.fromtimestamp(max(b.published_at for b in layers), UTC)
+    return environment.built_at or datetime.now(UTC)
 
 
 def _record_failure(environment: EnvironmentVersion, message: str, log: str) -> None:
@@ -119,6 +138,33 @@ def _record_failure(environment: EnvironmentVersion, message: str, log: str) -> 
     EnvironmentVersion.objects.filter(pk=environment.pk).update(**fields)
     for name, value in fields.items():
         setattr(environment, name, value)
+    environment_build_publish(environment.pk)
+
+
+def environment_build_event(environment: EnvironmentVersion) -> dict:
+    """The wire form of an environment version's build, as its page draws it: ``{"kind":
+    "build", "id", "build_status", "build_status_display", "build_key", "build_error",
+    "build_log", "size_bytes", "build_seconds", "built_at" (ISO 8601 or None)}``."""
+    return {
+        "kind": "build",
+        "id": environment.pk,
+        "build_status": environment.build_status,
+        "build_status_display": environment.get_build_status_display(),
+        "build_key": environment.build_key,
+        "build_error": environment.build_error,
+        "build_log": environment.build_log,
+        "size_bytes": environment.size_bytes,
+        "build_seconds": environment.build_seconds,
+        "built_at": environment.built_at.isoformat() if environment.built_at else None,
+    }
+
+
+def environment_build_publish(environment_id: int) -> None:
+    """Tell the watchers of an environment version's page its build as persisted now (every
+    change is written first: a page that connects later reads the same from the row)."""
+    environment = EnvironmentVersion.objects.filter(pk=environment_id).first()
+    if environment is not None:
+        broadcast_event(environment_group(environment_id), environment_build_event(environment))
 
 
 _requests: dict[str, dict] = {}
@@ -179,8 +225,8 @@ def store_keys_in_use() -> set[str]:
     used = EnvironmentVersion.objects.filter(taskversion__isnull=False).distinct()
     for environment in used:
         try:
-            spec = parse(environment.runtime, list(environment.packages))
-        except EnvironmentSpecError:
+            spec = environment_spec(environment)
+        except EnvironmentUnavailable:
             continue
         keys.update(k for k in (spec.root_hash(), spec.packages_hash()) if k)
     return keys
@@ -195,8 +241,8 @@ def _runtime_roots() -> list[str]:
 def environment_queue_of(environment: EnvironmentVersion, family: str) -> str:
     """The sandbox queue that grades task versions of ``environment`` (without building it)."""
     try:
-        spec = parse(environment.runtime, list(environment.packages))
-    except EnvironmentSpecError:
+        spec = environment_spec(environment)
+    except EnvironmentUnavailable:
         return queue_runtime(environment.runtime, family)
     packages = spec.packages_hash()
     return environment_queue(
@@ -210,12 +256,14 @@ def environment_create(
     runtime: str,
     packages: list[str],
     image: str = "",
+    source_builds: bool = False,
     author: str = "",
     change_note: str = "",
     parent: EnvironmentVersion | None = None,
 ) -> EnvironmentVersion:
     """A new environment version (or the existing one with exactly this content); with
-    ``parent``, a new version of that environment (its edit).
+    ``parent``, a new version of that environment (its edit). ``source_builds``: packages
+    without a wheel are built from their sdists in a build sandbox (else refused).
 
     Raises:
         InputError: an empty name, an unknown runtime, an unpinned or repeated package (field
@@ -223,22 +271,27 @@ def environment_create(
             note or without a change.
     """
     name = (name or "").strip()
-    if not name or len(name) > 100:
+    if not name:
         raise InputError("name: give the environment a name (at most 100 characters)", field="name")
+    problem = environment_name_problem(name)
+    if problem:
+        raise InputError(f"name: {problem}", field="name")
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
         raise InputError("packages: a list of pinned requirements, one a line", field="packages")
     packages = [p.strip() for p in packages if p.strip()]
     try:
-        parse(runtime, packages)
+        parse(runtime, packages, source_builds=source_builds)
     except EnvironmentSpecError as exc:
         raise InputError(f"{exc.field}: {exc}", field=exc.field) from None
     if len(image or "") > 300:
         raise InputError("image: at most 300 characters", field="image")
     content = {"name": name, "runtime": runtime, "packages": packages, "image": image or ""}
+    if source_builds:
+        content["source_builds"] = True
     if parent is not None:
         if not change_note.strip():
             raise InputError("change_note: say what changed and why", field="change_note")
-        if all(getattr(parent, key) == value for key, value in content.items()):
+        if parent.content() == content:
             raise InputError("nothing changed: edit the runtime, packages or image", field=None)
     return environment_get_or_create(
         content=content, author=author, change_note=change_note, parent=parent
@@ -267,7 +320,7 @@ def environment_move(
         raise InputError(
             f"no task's newest version runs in {old}; nothing to move", field="environment"
         )
-    content = {key: getattr(new, key) for key in EnvironmentVersion.CONTENT_FIELDS}
+    content = new.content()
     return [
         task_version_edit(
             version=version,

@@ -22,9 +22,9 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.core.access import IsCuratorOrReadOnly
-from console.core.api import BadRequest, ErrorSerializer, validated
-from console.core.errors import InputError
+from core.access import IsCuratorOrReadOnly
+from core.api import BadRequest, ErrorSerializer, validated
+from core.errors import InputError
 from tasks_library.environments import environment_create, environment_move
 from tasks_library.models import EnvironmentVersion, TaskVersion
 from tasks_library.tasks import environment_build_start, validation_job_start
@@ -50,6 +50,7 @@ class EnvironmentSummarySerializer(serializers.ModelSerializer):
             "runtime",
             "packages",
             "image",
+            "source_builds",
             "parent",
             "change_note",
             "author",
@@ -89,6 +90,11 @@ class EnvironmentWriteSerializer(serializers.Serializer):
     runtime = serializers.CharField()
     packages = serializers.ListField(child=serializers.CharField(allow_blank=True), default=list)
     image = serializers.CharField(required=False, allow_blank=True, default="")
+    source_builds = serializers.BooleanField(
+        default=False,
+        help_text="packages without a wheel may be built from their sdists, in a build sandbox "
+        "(network: the package registry only); false: wheels only",
+    )
     change_note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
@@ -123,6 +129,7 @@ class EnvironmentListApi(APIView):
                 runtime=data["runtime"],
                 packages=data["packages"],
                 image=data["image"],
+                source_builds=data["source_builds"],
                 change_note=data["change_note"],
                 author=request.user.get_username(),
             )
@@ -156,6 +163,7 @@ class EnvironmentVersionsApi(APIView):
                 runtime=data["runtime"],
                 packages=data["packages"],
                 image=data["image"],
+                source_builds=data["source_builds"],
                 change_note=data["change_note"],
                 author=author,
                 parent=old,

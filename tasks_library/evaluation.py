@@ -12,10 +12,10 @@ from pathlib import Path
 
 from sandboxes import result as R
 from sandboxes.queue import run_many
-from sandboxes.suites import harness
-from tasks_library.environments import environment_request
 from tasks_library.importers import ImportFormatError
+from tasks_library.importers.jsonl import MAX_LINE_BYTES
 from tasks_library.models import TaskVersion
+from tasks_library.task_spec import task_spec_of
 
 
 @dataclass
@@ -38,10 +38,13 @@ def read_samples(path: Path) -> Iterator[dict]:
     """
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")  # capped: see jsonl.py
+        for lineno, raw in enumerate(lines, start=1):
+            where = f"{path}:{lineno}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise ImportFormatError(where, f"line is over the {MAX_LINE_BYTES} byte limit")
             if not raw.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
                 row = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as exc:
@@ -83,23 +86,21 @@ def score_samples(samples: list[dict], versions: dict[str, TaskVersion]) -> list
 
     Every sample is queued at once for the sandbox workers; results keep the order.
     """
-    requests = []
-    for sample in samples:
-        version = versions[sample["task_id"]]
-        suite = version.test_suite
-        requests.append(
-            harness(suite.harness).request(
-                version.prompt + sample["completion"],
-                suite.hidden_tests,
-                version.entry_point,
-                prompt=version.prompt,
-                limits=suite.limits(),
-                files=version.files,
-                setup=suite.setup_code,
-                environment=environment_request(version.environment),
-            )
+    requests = [
+        hidden_tests_request(
+            versions[sample["task_id"]], versions[sample["task_id"]].prompt + sample["completion"]
         )
+        for sample in samples
+    ]
     return [_score(sample, result) for sample, result in zip(samples, run_many(requests))]
+
+
+def hidden_tests_request(version: TaskVersion, program: str) -> dict:
+    """The sandbox request that grades ``program`` (the whole program: prompt and completion) on
+    function task ``version``'s hidden tests, in its suite's harness, limits and setup, beside
+    its files, in its built environment (:meth:`TaskSpec.request`)."""
+    spec = task_spec_of(version)
+    return spec.request(program, spec.hidden_tests)
 
 
 def _score(sample: dict, result: R.ExecutionResult) -> SampleScore:

@@ -10,7 +10,7 @@ import re
 
 from django import forms
 
-from console.core.bounds import ID_MAX
+from core.bounds import ID_MAX
 from tasks_library.difficulty import BUCKET_NAMES
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.repositories import REPOSITORY_EDITABLE

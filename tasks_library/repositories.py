@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from console.core.errors import InputError
+from core.errors import InputError
+from core.names import name_problem, printable
 from sandboxes.repository.grading import RepositoryTests, pytest_options
 from sandboxes.repository.patches import PatchError, apply_patch
 from sandboxes.repository.paths import is_test_path
@@ -106,6 +107,14 @@ def _tree(files, *, where: str, name: str) -> Workspace:
     workspace paths to content."""
     if not isinstance(files, Mapping):
         raise ImportFormatError(where, f"field '{name}': expected {{path: content}}", field=name)
+    for path in files:
+        problem = name_problem(path) if isinstance(path, str) else None
+        if problem:
+            raise ImportFormatError(
+                where,
+                f"field '{name}': file name {printable(path)} {problem}; rename it",
+                field=name,
+            )
     try:
         return Workspace.from_files(files)
     except ValueError as exc:
@@ -113,6 +122,13 @@ def _tree(files, *, where: str, name: str) -> Workspace:
 
 
 def _test_ids(ids, *, where: str, name: str) -> list[str]:
+    """A list of pytest node ids, each a printable UTF-8 id whose file part names no option.
+
+    Raises:
+        ImportFormatError: not a list of non-empty strings, a repeated id, an id with a control
+            character or invalid UTF-8, or a file part with a component starting with ``-``
+            (pytest would read it as an option).
+    """
     if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
         raise ImportFormatError(
             where,
@@ -120,6 +136,19 @@ def _test_ids(ids, *, where: str, name: str) -> list[str]:
             f"{type(ids).__name__}",
             field=name,
         )
+    for node_id in ids:
+        problem = name_problem(node_id)
+        if problem:
+            raise ImportFormatError(
+                where, f"field '{name}': test id {printable(node_id)} {problem}", field=name
+            )
+        if any(part.startswith("-") for part in test_file_of(node_id).split("/")):
+            raise ImportFormatError(
+                where,
+                f"field '{name}': test id {node_id!r} names a file starting with '-', which "
+                "pytest would read as an option; rename the file",
+                field=name,
+            )
     duplicate = next((i for k, i in enumerate(ids) if i in ids[:k]), None)
     if duplicate is not None:
         raise ImportFormatError(
@@ -539,7 +568,7 @@ def version_record(version: TaskVersion) -> RepositoryTaskRecord:
         reference_patch=content.reference_patch,
         fail_to_pass=list(content.fail_to_pass),
         pass_to_pass=list(content.pass_to_pass),
-        environment={k: getattr(env, k) for k in env.CONTENT_FIELDS},
+        environment=env.content(),
         hidden_files=content.hidden_files,
         test_command=content.test_command,
         source=task.source,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 
@@ -44,6 +45,14 @@ def task_set_versions(*, task_set: TaskSet) -> QuerySet[TaskVersion]:
         .select_related("task", "test_suite", "environment")
         .order_by("tasksetmember__position")
     )
+
+
+def awaiting_validation(versions) -> list:
+    """The versions no validation has judged yet: new ones (``pending``) and those whose last
+    validation met a sandbox failure (``infra_error``, which says nothing of the task). The
+    others keep their verdicts; ``validate_tasks`` validates them again on purpose."""
+    waiting = (TaskVersion.VERDICT_PENDING, TaskVersion.VERDICT_INFRA_ERROR)
+    return [v for v in versions if v.verdict in waiting]
 
 
 def runtimes_of(versions) -> list[str]:
@@ -135,9 +144,7 @@ def _repository_text_fields(version: TaskVersion) -> dict[str, str]:
         "test_suite.pass_to_pass": "".join(f"{i}\n" for i in suite.pass_to_pass),
         "test_suite.test_command": suite.test_command,
         "test_suite.timeout_s": str(suite.timeout_s),
-        "environment": json.dumps(
-            {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True
-        ),
+        "environment": json.dumps(env.content(), indent=1, sort_keys=True),
     }
 
 
@@ -150,6 +157,22 @@ def _tree_changes(old: TaskVersion, new: TaskVersion) -> list[dict]:
     """Two repository versions' trees compared as git-style patches of the files that changed
     (the workspace, then the hidden test files); a tree both share (one row) is not unpacked."""
     changes = []
+    sizes = [
+        tree.size_bytes
+        for tree in (old.workspace, new.workspace, old.test_suite.hidden_files)
+        if tree is not None
+    ]
+    if new.test_suite.hidden_files is not None:
+        sizes.append(new.test_suite.hidden_files.size_bytes)
+    if sum(sizes) > DIFF_TREES_MAX_BYTES and (
+        old.workspace_id != new.workspace_id
+        or old.test_suite.hidden_files_id != new.test_suite.hidden_files_id
+    ):
+        note = (
+            f"the trees hold {sum(sizes)} bytes together, over the {DIFF_TREES_MAX_BYTES} "
+            "bytes a page diffs; compare them with export_tasks\n"
+        )
+        return [{"field": "workspace", "diff": note}]
     if old.workspace_id != new.workspace_id:
         changes.append(
             {"field": "workspace", "diff": make_patch(old.workspace.files(), new.workspace.files())}
@@ -176,9 +199,7 @@ def _text_fields(version: TaskVersion) -> dict[str, str]:
         "test_suite.hidden_tests": suite.hidden_tests,
         "test_suite.setup_code": suite.setup_code,
         "test_suite.timeout_s": str(suite.timeout_s),
-        "environment": json.dumps(
-            {k: getattr(env, k) for k in env.CONTENT_FIELDS}, indent=1, sort_keys=True
-        ),
+        "environment": json.dumps(env.content(), indent=1, sort_keys=True),
     }
 
 
@@ -240,7 +261,21 @@ def task_sets_with_sizes() -> QuerySet[TaskSet]:
 
 # --- repository tasks: the page's file browser and per-id results ------------------------------
 
-FILE_VIEW_CHARS = 256 * 1024  # a file's view shows this much; the rest is cut, and said so
+FILE_VIEW_BYTES = 256 * 1024  # a file's view shows this much; the rest is cut, and said so
+# Trees of two versions are diffed on a page only up to this size together (else the page says
+# so): a diff reads both trees whole.
+DIFF_TREES_MAX_BYTES = 64 * 1024**2
+# Stored trees' blobs stay in the database until a file is read (pages and API; grading and export
+# load them whole).
+TREE_BLOBS = ("workspace__blob", "test_suite__hidden_files__blob")
+
+
+def task_versions_light() -> QuerySet[TaskVersion]:
+    """Task versions with their task, suite, environment, parent and stored trees, the trees'
+    blobs deferred (a page or the API reads a tree's header and one file at a time)."""
+    return TaskVersion.objects.select_related(
+        "task", "test_suite", "environment", "parent", "workspace", "test_suite__hidden_files"
+    ).defer(*TREE_BLOBS)
 
 
 class WorkspacePathNotFound(LookupError):
@@ -248,50 +283,56 @@ class WorkspacePathNotFound(LookupError):
 
 
 def workspace_browse(*, workspace, path: str) -> dict:
-    """One directory's entries, or one file's text, of a repository workspace.
+    """One directory's entries, or one file's text, of a repository workspace, read from the
+    stored blob's header and that one file's bytes (never the whole tree: a workspace may hold
+    hundreds of megabytes).
 
     Args:
-        workspace: a :class:`~tasks_library.models.RepositoryWorkspace`.
+        workspace: a :class:`~tasks_library.models.RepositoryWorkspace` (loaded without its
+            blob: :func:`task_versions_light`).
         path: ``""`` (the root), a directory (``src/pkg``) or a file path.
 
     Returns:
         ``{"kind": "dir", "path", "crumbs": [(name, path)], "dirs": [(name, path, files
         under it)], "files": [(name, path, size)]}``, or ``{"kind": "file", "path", "crumbs",
-        "size", "text": str or None (not UTF-8), "truncated": bool}``. File content is returned
-        as the workspace holds it: the page escapes it.
+        "size", "text": str or None (not UTF-8), "truncated": bool}``: at most
+        :data:`FILE_VIEW_BYTES` of the file are read. File content is returned as the workspace
+        holds it: the page escapes it.
 
     Raises:
         WorkspacePathNotFound: nothing at ``path``.
     """
-    files = workspace.files()
+    sizes = {e.path: e.size for e in workspace.index() if e.kind == "file"}
     path = path.strip("/")
     parts = path.split("/") if path else []
     crumbs = [(part, "/".join(parts[: k + 1])) for k, part in enumerate(parts)]
-    if path in files:
-        content = files[path]
-        try:
-            text = content.decode("utf-8")
+    if path in sizes:
+        content, size = workspace.read(path, max_bytes=FILE_VIEW_BYTES)
+        try:  # a cut in the middle of a character is not a decoding error
+            text = codecs.getincrementaldecoder("utf-8")().decode(
+                content, final=size == len(content)
+            )
         except UnicodeDecodeError:
             text = None
         return {
             "kind": "file",
             "path": path,
             "crumbs": crumbs,
-            "size": len(content),
-            "text": text[:FILE_VIEW_CHARS] if text is not None else None,
-            "truncated": text is not None and len(text) > FILE_VIEW_CHARS,
+            "size": size,
+            "text": text,
+            "truncated": text is not None and size > len(content),
         }
     prefix = f"{path}/" if path else ""
     dirs: dict[str, int] = {}
     entries = []
-    for name, content in files.items():
+    for name, size in sizes.items():
         if not name.startswith(prefix):
             continue
         head, sep, _rest = name[len(prefix) :].partition("/")
         if sep:
             dirs[head] = dirs.get(head, 0) + 1
         else:
-            entries.append((head, name, len(content)))
+            entries.append((head, name, size))
     if not dirs and not entries:
         raise WorkspacePathNotFound(f"no file or directory {path!r} in this workspace")
     return {

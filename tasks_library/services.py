@@ -13,10 +13,11 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from console.core.errors import InputError
+from core.errors import InputError
+from core.names import name_problem, printable
 from sandboxes.environments.spec import EnvironmentSpecError
 from sandboxes.environments.spec import parse as parse_environment
-from sandboxes.runtimes import node_major_version
+from sandboxes.interpreters import node_major_version
 from sandboxes.suites import PER_TEST_TIMEOUT_HARNESSES, SETUP_HARNESSES, harness
 from tasks_library.hashing import content_hash
 from tasks_library.importers import ImportFormatError
@@ -78,6 +79,10 @@ class ImportReport:
     task_ids: list[str] = field(default_factory=list)
 
 
+# Who made the environments Crucible creates itself (the default ones, on first use).
+DEFAULT_ENVIRONMENT_AUTHOR = "crucible"
+
+
 def environment_default_python() -> EnvironmentVersion:
     """The environment of the interpreter Crucible runs on, created on first use."""
     runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
@@ -87,7 +92,9 @@ def environment_default_python() -> EnvironmentVersion:
             "runtime": runtime,
             "packages": [],
             "image": f"crucible/sandbox-python:{runtime}",
-        }
+        },
+        author=DEFAULT_ENVIRONMENT_AUTHOR,
+        change_note="the interpreter Crucible runs on, created on first use",
     )
 
 
@@ -100,19 +107,38 @@ def environment_default_node() -> EnvironmentVersion:
             "runtime": f"node{major}",
             "packages": [],
             "image": f"crucible/sandbox-node:{major}",
-        }
+        },
+        author=DEFAULT_ENVIRONMENT_AUTHOR,
+        change_note="this machine's Node.js, created on first use",
     )
 
 
 ENVIRONMENTS = {"python": environment_default_python, "node": environment_default_node}
 
 
+# An environment's name names files and directories (``environment_image``'s output) and is
+# written into generated files (a Dockerfile): a slug, no path separator, no control character.
+ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def environment_name_problem(name: str) -> str | None:
+    """What is wrong with an environment's name, or None: a name is 1 to 100 letters, digits,
+    ``.``, ``_`` or ``-``, starting with a letter or digit (``data-analysis``, ``python3.13``)."""
+    if ENVIRONMENT_NAME.match(name or ""):
+        return None
+    return (
+        f"{printable(name)} is not an environment name: use 1 to 100 letters, digits, '.', '_' "
+        "or '-', starting with a letter or digit (e.g. data-analysis)"
+    )
+
+
 def environment_check(content: dict, *, where: str, runtime: str) -> dict:
     """``content`` as a canonical environment, checked for a sandbox of ``runtime``.
 
     Raises:
-        ImportFormatError: a field is missing or of the wrong type, or the environment's
-            runtime is unknown or not the one the test suite's harness runs on.
+        ImportFormatError: a field is missing or of the wrong type, a name that is not a slug
+            (:func:`environment_name_problem`), or the environment's runtime is unknown or not
+            the one the test suite's harness runs on.
     """
     if not isinstance(content, dict):
         raise ImportFormatError(
@@ -131,6 +157,11 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
             raise ImportFormatError(
                 where, f"field 'environment.{key}' must be a string", field=f"environment.{key}"
             )
+    problem = environment_name_problem(canonical["name"])
+    if problem:
+        raise ImportFormatError(
+            where, f"field 'environment.name': {problem}", field="environment.name"
+        )
     packages = canonical["packages"]
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
         raise ImportFormatError(
@@ -156,8 +187,17 @@ def environment_check(content: dict, *, where: str, runtime: str) -> dict:
             f"whose harness needs a {runtime} runtime",
             field="environment.runtime",
         )
+    source_builds = content.get("source_builds", False)
+    if not isinstance(source_builds, bool):
+        raise ImportFormatError(
+            where,
+            "field 'environment.source_builds' must be true or false",
+            field="environment.source_builds",
+        )
+    if source_builds:  # only when set: wheel-only environments keep their hashes
+        canonical["source_builds"] = True
     try:  # pins are checked now; whether this machine can build them, when it builds
-        parse_environment(canonical["runtime"], packages)
+        parse_environment(canonical["runtime"], packages, source_builds=source_builds)
     except EnvironmentSpecError as exc:
         raise ImportFormatError(
             where, f"field 'environment.{exc.field}': {exc}", field=f"environment.{exc.field}"
@@ -172,7 +212,8 @@ def environment_get_or_create(
     change_note: str = "",
     parent: EnvironmentVersion | None = None,
 ) -> EnvironmentVersion:
-    """The environment version with exactly ``content`` (name, runtime, packages, image)."""
+    """The environment version with exactly ``content`` (name, runtime, packages, image, and
+    ``source_builds`` when set: :meth:`EnvironmentVersion.content`)."""
     env, _ = EnvironmentVersion.objects.get_or_create(
         content_hash=content_hash(content),
         defaults=dict(content, author=author, change_note=change_note, parent=parent),
@@ -331,8 +372,9 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
 
     Raises:
         ImportFormatError: not an object of strings, a path that is absolute or climbs
-            out (``..``), a file over 1 MiB or all files over 8 MiB, or files for a
-            runtime whose runner takes none (Node.js).
+            out (``..``), a name that is not valid UTF-8 or holds a control character (named,
+            escaped), text that is not valid UTF-8, a file over 1 MiB or all files over 8 MiB,
+            or files for a runtime whose runner takes none (Node.js).
     """
     if not files:
         return {}
@@ -355,11 +397,25 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
                 f"field 'files': {name!r} must be a relative path without '..'",
                 field="files",
             )
+        problem = name_problem(name)
+        if problem:
+            raise ImportFormatError(
+                where,
+                f"field 'files': file name {printable(name)} {problem}; rename it",
+                field="files",
+            )
         if not isinstance(text, str):
             raise ImportFormatError(
                 where, f"field 'files.{name}': must be UTF-8 text", field=f"files.{name}"
             )
-        size = len(text.encode("utf-8"))
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ImportFormatError(
+                where,
+                f"field 'files.{name}': is not valid UTF-8 text (a lone surrogate)",
+                field=f"files.{name}",
+            ) from None
         if size > MAX_FILE_BYTES:
             raise ImportFormatError(
                 where,
@@ -647,7 +703,7 @@ def task_version_edit(
             parent=suite,
         )
         runtime = harness(new_suite.harness).runtime
-        env_content = {k: getattr(env, k) for k in EnvironmentVersion.CONTENT_FIELDS}
+        env_content = env.content()
         new_env = environment_get_or_create(
             content=environment_check(
                 changes.get("environment", env_content), where=where, runtime=runtime

@@ -6,8 +6,12 @@ import contextlib
 from celery import shared_task
 from kombu.exceptions import OperationalError
 
-from console.core.lease import Lease
-from tasks_library.environments import EnvironmentUnavailable, environment_build
+from core.lease import Lease
+from tasks_library.environments import (
+    EnvironmentUnavailable,
+    environment_build,
+    environment_build_publish,
+)
 from tasks_library.models import EnvironmentVersion, TaskVersion, ValidationJob
 from tasks_library.services import (
     validation_job_create,
@@ -120,6 +124,7 @@ def build_environment_task(environment_id: int) -> dict:
     def progress(line: str) -> None:
         lines.append(line)
         EnvironmentVersion.objects.filter(pk=environment_id).update(build_log="\n".join(lines))
+        environment_build_publish(environment_id)
 
     try:
         built = environment_build(environment=environment, progress=progress)
@@ -141,5 +146,6 @@ def environment_build_start(*, environment: EnvironmentVersion) -> EnvironmentVe
             build_status=EnvironmentVersion.BUILD_FAILED,
             build_error=f"the task queue is unreachable: {exc}",
         )
+    environment_build_publish(environment.pk)
     environment.refresh_from_db()
     return environment

@@ -3,12 +3,13 @@ sets.
 
 Thin: forms check input, selectors read, services write (with the signed-in user as
 author). Every page needs a signed-in user; writes need a curator
-(:func:`console.core.permissions.is_curator`), otherwise 403.
+(:func:`core.permissions.is_curator`), otherwise 403.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -20,9 +21,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.core.access import console_read_page
-from console.core.errors import InputError, form_add_error
-from console.core.permissions import is_curator
+from core.access import console_read_page
+from core.errors import InputError, form_add_error
+from core.permissions import is_curator
 from tasks_library.difficulty import pass_rate
 from tasks_library.forms import (
     CurationForm,
@@ -32,6 +33,7 @@ from tasks_library.forms import (
     edit_form_class,
     first_error,
 )
+from tasks_library.highlight import highlighted_lines
 from tasks_library.models import Task, TaskSet, TaskVersion, ValidationJob
 from tasks_library.selectors import (
     SUMMARY_DEFERRED,
@@ -42,6 +44,7 @@ from tasks_library.selectors import (
     task_sources,
     task_version_summaries,
     task_versions_diff,
+    task_versions_light,
     trainable,
     workspace_browse,
 )
@@ -193,6 +196,28 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     return lines
 
 
+def _hunk_targets(lines: list[tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+    """A patch's lines (:func:`_diff_lines`) with, on each hunk header, where it starts in the
+    task's own files: ``(kind, line, path, "Lfirst-Llast")`` (``""`` twice elsewhere), the old
+    side's lines, since the workspace holds the files before the patch."""
+    out, path = [], ""
+    for kind, line in lines:
+        target = anchor = ""
+        if kind == "head" and line.startswith("--- ") and line[4:] != "/dev/null":
+            path = line[4:].removeprefix("a/").split("\t")[0]
+        elif kind == "hunk" and path:
+            match = HUNK.match(line)
+            if match:
+                first = max(int(match["start"]), 1)
+                last = first + max(int(match["count"] or 1), 1) - 1
+                target, anchor = path, f"L{first}" + (f"-L{last}" if last > first else "")
+        out.append((kind, line, target, anchor))
+    return out
+
+
+HUNK = re.compile(r"^@@ -(?P<start>\d+)(?:,(?P<count>\d+))? \+")
+
+
 @login_required
 @console_read_page
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
@@ -207,9 +232,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     number = int(selected) if selected.isdigit() else versions[-1].number
     if number not in numbers:
         raise Http404(f"task {task_id} has no version {selected}")
-    version = TaskVersion.objects.select_related("test_suite", "environment", "parent").get(
-        task=task, number=number
-    )
+    version = task_versions_light().get(task=task, number=number)
     version.task = task
     context = {
         "task": task,
@@ -232,9 +255,7 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         else:
             pair = {
                 v.number: v
-                for v in TaskVersion.objects.select_related("test_suite", "environment").filter(
-                    task=task, number__in=[old_n, new_n]
-                )
+                for v in task_versions_light().filter(task=task, number__in=[old_n, new_n])
             }
             changes = task_versions_diff(old=pair[old_n], new=pair[new_n])
             context["diff"] = {
@@ -254,11 +275,13 @@ def _repository_context(version: TaskVersion, path: str) -> dict:
         browse, browse_error = workspace_browse(workspace=version.workspace, path=path), ""
     except WorkspacePathNotFound as exc:
         browse, browse_error = workspace_browse(workspace=version.workspace, path=""), str(exc)
+    if browse["kind"] == "file" and browse["text"] is not None:
+        browse["lines"] = highlighted_lines(browse["path"], browse["text"])
     return {
         "browse": browse,
         "browse_error": browse_error,
         "tests": repository_test_results(version=version),
-        "patch_lines": _diff_lines(version.reference_solution),
+        "patch_lines": _hunk_targets(_diff_lines(version.reference_solution)),
         "hidden_paths": version.test_suite.hidden_files.paths()
         if version.test_suite.hidden_files
         else [],

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from console.core.stack import Stack
+from console.management.stack import Stack
 from tasks_library.importers.humaneval import default_path
+from tests.browser import csp_guard  # noqa: F401 (an autouse fixture of every browser test)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -31,7 +31,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """This process's environment with ``DATABASE_URL`` set to :func:`child_database_url`, plus
     ``extra``.
 
-    ``DATABASE_URL_FILE`` is dropped: the two are exclusive (``console.core.env.env_secret``).
+    ``DATABASE_URL_FILE`` is dropped: the two are exclusive (``core.env.env_secret``).
     """
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL_FILE"}
     return {**env, "DATABASE_URL": child_database_url(), **extra}

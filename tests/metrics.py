@@ -14,7 +14,7 @@ from pathlib import Path
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from console.core.stack import Stack
+from console.management.stack import Stack
 from sandboxes import queue as Q
 
 

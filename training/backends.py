@@ -16,6 +16,10 @@ cannot see the process and leaves the run alone, saying so, rather than take a l
 trainer for a lost one and start a second.
 
 ``kubernetes`` creates one batch/v1 Job per attempt (training/kubernetes.py).
+
+:func:`run_cancel` moves a run to ``cancelled`` (``training.services.run_transition``) and then
+has its backend stop what runs. It lives here, above the services, because it needs both: the
+services import no backend.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from django.conf import settings
+from django.db import transaction
 
 from training import kubernetes, services
+from training.errors import ConfigError
 from training.models import TrainingRun
 from training.paths import run_dir
 
@@ -246,6 +252,47 @@ def local_cancel(run: TrainingRun) -> None:
 # --- kubernetes ------------------------------------------------------------------------
 
 
+def kubernetes_launch(run_id: int) -> None:
+    """Create the Job of the run's next attempt and record it as the run's ``backend_ref``.
+
+    Takes a ``pending`` run (-> ``launching``) or a ``launching`` run no launcher holds yet
+    (a resume; attempt = recorded resumes + 1). Safe to repeat: a run another launch
+    holds is left alone, and a Job that already exists (an earlier delivery created it) is
+    adopted. A spec or API error the cluster will give again (4xx, no configuration) fails
+    the run with the reason; a transient one (5xx, no connection) interrupts it, so the
+    reconcile loop retries within ``max_resumes`` (:func:`training.kubernetes.job_create`).
+    """
+    run = services.run_launch_claim(
+        run_id=run_id, reason="kubernetes backend: creating the trainer Job"
+    )
+    if run is None:
+        return
+
+    def end(to_status: str, reason: str) -> None:
+        services.run_attempt_end(
+            run_id=run_id,
+            backend_ref=services.LAUNCH_CLAIM,
+            to_status=to_status,
+            reason=f"kubernetes backend: {reason}",
+        )
+
+    try:
+        spec = kubernetes.KubernetesSpec.from_config((run.config or {}).get("kubernetes", {}))
+    except ConfigError as exc:
+        end(TrainingRun.FAILED, str(exc))
+        return
+    attempt = int((run.summary or {}).get("resumes", 0)) + 1
+    try:
+        ref = kubernetes.job_create(run, spec, attempt=attempt)
+    except kubernetes.JobNotCreated as exc:
+        end(exc.to_status, exc.reason)
+        return
+    if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
+        # Cancelled while the Job was being created: take it back.
+        run.refresh_from_db()
+        kubernetes.job_delete(run, also=[kubernetes.parse_ref(ref)])
+
+
 def kubernetes_status(run: TrainingRun) -> BackendStatus:
     """The state of the run's current Job (:func:`training.kubernetes.job_status`)."""
     return BackendStatus(*kubernetes.job_status(run))
@@ -260,8 +307,46 @@ BACKENDS: dict[str, Backend] = {
     "local": Backend("local", launch=launch_local, status=local_status, cancel=local_cancel),
     "kubernetes": Backend(
         "kubernetes",
-        launch=kubernetes.job_launch,
+        launch=kubernetes_launch,
         status=kubernetes_status,
         cancel=kubernetes_cancel,
     ),
 }
+
+
+# --- cancel: the run first, then what its backend runs ----------------------------------------
+
+
+def run_cancel(*, run_id: int, reason: str) -> bool:
+    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process
+    (local).
+
+    The run is moved to ``cancelled`` first (a trainer checks between steps and stops;
+    the reconcile loop leaves a cancelled run alone), then the backend stops what runs.
+    Safe to call again: an already cancelled run only has its backend cleaned up again.
+
+    Returns:
+        True if this call cancelled the run, False if it was cancelled already.
+
+    Raises:
+        services.InvalidTransition: the run already ended ``succeeded`` or ``failed``.
+        Exception: from the backend (the Kubernetes API unreachable...), after the run is
+            recorded cancelled; calling again retries the clean-up.
+    """
+    with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().get(pk=run_id)
+        if run.status == TrainingRun.CANCELLED:
+            cancelled_now = False
+        elif run.is_terminal:
+            raise services.InvalidTransition(
+                f"run {run_id} already ended {run.status}; there is nothing to cancel"
+            )
+        else:
+            run = services.run_transition(
+                run_id=run_id, to_status=TrainingRun.CANCELLED, reason=reason
+            )
+            cancelled_now = True
+    backend = BACKENDS.get(run.backend)
+    if backend is not None:
+        backend.cancel(run)
+    return cancelled_now

@@ -10,6 +10,14 @@ A checkpoint is a directory ``<run dir>/checkpoints/step-000003/`` holding
   sampler's RNG and counts, the replay queue of dropped rollouts);
 - ``tokenizer.json`` and ``config.json``, so the directory can also be read by people.
 
+A run with ``sharding: "fsdp2"`` writes no ``model.pt`` and no optimizer state in the rank
+files: ``sharded/`` holds the model and the optimizer state written by
+``torch.distributed.checkpoint`` (DCP), each rank its own shard (``__<r>_0.distcp``) and rank 0
+the ``.metadata`` that says which slice of which tensor is where. DCP reads them back into any
+layout (:func:`read_sharded`): the same ranks, another number of ranks, or one process with a
+plain model. The rank files still carry each rank's RNG states; a rank the writer did not have
+takes the shared states from rank 0's file (:func:`read_rank_state`).
+
 It is written into ``step-000003.tmp/`` and published once complete through the run's
 artefact store (training/artifacts.py). The default store renames it into place:
 ``rename`` is atomic on one filesystem, so a reader (a resuming trainer) sees a whole
@@ -173,17 +181,99 @@ def write_rank_state(
     generator: torch.Generator,
     trainer_state: dict,
 ) -> None:
-    """Write one rank's ``trainer-rank<r>.pt`` into ``staging``."""
+    """Write one rank's ``trainer-rank<r>.pt`` into ``staging`` (``optimizer`` None: its state is
+    in the DCP shards)."""
     _save(
         {
             "step": step,
-            "optimizer": optimizer.state_dict(),
+            "optimizer": None if optimizer is None else optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "rng": rng_states(generator),
             "trainer": trainer_state,
         },
         staging / f"trainer-rank{rank}.pt",
     )
+
+
+SHARDED = "sharded"
+"""The subdirectory of a checkpoint that holds its DCP shards (model and optimizer)."""
+
+
+def _dcp_state(model, optimizer) -> dict:
+    """``{"model": ...}`` and, once the optimizer holds state, ``"optimizer"``: DCP's state dicts
+    keyed by parameter name (DTensor shards under FSDP2). An optimizer without state is left out
+    rather than asked for its state dict, which would initialise it with a zero-rate step (AdamW's
+    step count would then differ from a run that never checkpointed)."""
+    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415 (sharded runs only)
+        get_model_state_dict,
+        get_state_dict,
+    )
+
+    if not optimizer.state:
+        return {"model": get_model_state_dict(model)}
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    return {"model": model_state, "optimizer": optimizer_state}
+
+
+def write_sharded(staging: Path, *, model, optimizer) -> None:
+    """Write ``model``'s and ``optimizer``'s state into ``staging/sharded`` with
+    ``torch.distributed.checkpoint``: every rank its own shard (a collective under torchrun: every
+    rank calls it, after the staging directory exists). Keys are parameter names, so the
+    optimizer state reads back into another sharding. An optimizer that has not stepped yet has
+    no state to write."""
+    import torch.distributed.checkpoint as dcp  # noqa: PLC0415 (sharded runs only)
+
+    dcp.save(_dcp_state(model, optimizer), checkpoint_id=staging / SHARDED)
+
+
+def is_sharded(path: Path) -> bool:
+    """Whether checkpoint ``path`` holds DCP shards (written by an FSDP2 run)."""
+    return (path / SHARDED / ".metadata").is_file()
+
+
+def read_sharded(path: Path, *, model, optimizer) -> None:
+    """Load checkpoint ``path``'s DCP shards into ``model`` and ``optimizer`` in place, whatever
+    their layout (FSDP2 on any number of ranks, or a plain model in one process): each rank reads
+    the slices its own shards need (a collective under torchrun). A checkpoint written before the
+    optimizer's first step leaves ``optimizer`` as it is (without state).
+
+    Raises:
+        CheckpointError: ``path`` holds no DCP shards.
+    """
+    import torch.distributed.checkpoint as dcp  # noqa: PLC0415 (sharded runs only)
+    from torch.distributed.checkpoint.state_dict import (  # noqa: PLC0415
+        get_model_state_dict,
+        get_state_dict,
+        set_model_state_dict,
+        set_state_dict,
+    )
+
+    if not is_sharded(path):
+        raise CheckpointError(f"{path} holds no {SHARDED}/.metadata (no sharded checkpoint)")
+    saved = dcp.FileSystemReader(str(path / SHARDED)).read_metadata().state_dict_metadata
+    if not any(key.startswith("optimizer.") for key in saved):
+        state = {"model": get_model_state_dict(model)}
+        dcp.load(state, checkpoint_id=path / SHARDED)
+        set_model_state_dict(model, state["model"])
+        return
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=path / SHARDED)
+    set_state_dict(
+        model,
+        optimizer,
+        model_state_dict=state["model"],
+        optim_state_dict=state["optimizer"],
+    )
+
+
+def write_readable(staging: Path, *, model, tokenizer) -> None:
+    """Write the tokenizer and the model's config into ``staging`` (rank 0), for people and for a
+    resume (the weights are elsewhere: ``model.pt`` or the DCP shards)."""
+    tokenizer.save(str(staging / "tokenizer.json"))
+    config = getattr(model, "config", None)
+    if config is not None:
+        config.to_json_file(staging / "config.json")
 
 
 def write_model(staging: Path, *, model, tokenizer, trainable_only: bool = False) -> None:
@@ -197,10 +287,7 @@ def write_model(staging: Path, *, model, tokenizer, trainable_only: bool = False
         trained = {name for name, parameter in model.named_parameters() if parameter.requires_grad}
         state = {name: value for name, value in state.items() if name in trained}
     _save(state, staging / "model.pt")
-    tokenizer.save(str(staging / "tokenizer.json"))
-    config = getattr(model, "config", None)
-    if config is not None:
-        config.to_json_file(staging / "config.json")
+    write_readable(staging, model=model, tokenizer=tokenizer)
 
 
 def publish(staging: Path, *, step: int, keep: int, store: ArtifactStore | None = None) -> Path:
@@ -255,17 +342,27 @@ def read_model_state(path: Path) -> dict:
 
 
 def read_rank_state(path: Path, rank: int) -> dict:
-    """One rank's trainer state of checkpoint ``path``.
+    """One rank's trainer state of checkpoint ``path``. A sharded checkpoint (:func:`is_sharded`)
+    written by fewer ranks gives a rank it lacks rank 0's state with ``"own": False`` (the
+    schedule and the sampler's state are the same on every rank; the caller reseeds that rank's
+    sampling generator); a rank's own file gives ``"own": True``.
 
     Raises:
-        CheckpointError: that rank's file is missing (the run was written with fewer ranks).
+        CheckpointError: that rank's file is missing from a checkpoint written under DDP (the
+            run was written with fewer ranks).
     """
     file = path / f"trainer-rank{rank}.pt"
+    if not file.exists() and is_sharded(path) and (path / "trainer-rank0.pt").exists():
+        return {**_load_rank_file(path / "trainer-rank0.pt"), "own": False}
     if not file.exists():
         raise CheckpointError(
             f"{path} holds no {file.name}: it was written by a run with fewer ranks; "
             f"resume with the same nproc_per_node"
         )
+    return {**_load_rank_file(file), "own": True}
+
+
+def _load_rank_file(file: Path) -> dict:
     # Not weights_only: the RNG states hold numpy arrays and tuples. The file is our own,
     # written into the run's directory by this trainer.
     return torch.load(file, map_location="cpu", weights_only=False)

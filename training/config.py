@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from console.core.bounds import TURN_MAX
-from console.core.errors import InputError
+from core.bounds import TURN_MAX
+from training.errors import ConfigError
 
 # The choices of two keys; their meaning is in training/algorithms/ (aggregate.py and the
 # estimators).
@@ -15,6 +16,9 @@ AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
 ROLLOUT_MODES = ("completion", "agent")
+# The choices of 'sharding' and 'mixed_precision' (training/sharding.py, which imports torch).
+SHARDINGS = ("ddp", "fsdp2")
+PRECISIONS = ("auto", "bf16", "fp32")
 
 
 # The largest value of each numeric key: what a real run needs and no more (a group_size of
@@ -59,8 +63,34 @@ MAXIMA: dict[str, float] = {
 }
 
 
-class ConfigError(InputError):
-    """A run configuration that cannot be launched; the message names the key."""
+# Keys that name a file or directory on the trainer's host, and the setting naming the one
+# directory each may point into. A path outside is refused by its spelling alone, before the
+# filesystem is touched, so the answer never tells an operator whether some host file exists.
+HOST_PATH_ROOTS = {
+    "sft_data": ("SFT_DATA_DIR", "CRUCIBLE_SFT_DATA_DIR"),
+    "model_path": ("MODEL_DIR", "CRUCIBLE_MODEL_DIR"),
+}
+
+
+def under_root(value: str, *, key: str) -> Path:
+    """``value`` (relative to its key's directory, or absolute inside it) as an absolute path
+    inside that directory (:data:`HOST_PATH_ROOTS`), links resolved.
+
+    Raises:
+        ConfigError: the path is outside the directory (said without looking at the path's
+            target: the same answer whether it exists or not).
+    """
+    from django.conf import settings  # noqa: PLC0415 (configs are built after Django is set up)
+
+    setting, variable = HOST_PATH_ROOTS[key]
+    root = Path(getattr(settings, setting)).resolve()
+    spelled = Path(os.path.normpath(root / value))
+    if root in spelled.parents and root in spelled.resolve().parents:
+        return spelled.resolve()
+    raise ConfigError(
+        f"config key '{key}': {value!r} is not inside {root} ({variable}); put it there and "
+        "give its name relative to that directory"
+    )
 
 
 def parse_overrides(pairs: list[str]) -> dict:
@@ -163,6 +193,16 @@ class RunConfig:
     # Data-parallel ranks of the local backend (torchrun --nproc-per-node); groups are sharded
     # across them.
     nproc_per_node: int = 1
+    # How ranks hold the model (training/sharding.py): "ddp" (a whole float32 copy per rank,
+    # gradients all-reduced) or "fsdp2" (weights, gradients and optimizer state sharded across
+    # ranks block by block; checkpoints written by torch.distributed.checkpoint, one shard per
+    # rank, resumable on another number of ranks).
+    sharding: str = "ddp"
+    # FSDP2's compute dtype: "auto" (bfloat16 where the device supports it), "bf16" or "fp32";
+    # master weights, gradient reduction and optimizer state stay float32. DDP computes in fp32.
+    mixed_precision: str = "auto"
+    # Recompute each transformer block's activations in backward instead of keeping them.
+    activation_checkpointing: bool = False
     # Relaunch an interrupted run from its last checkpoint (reconcile loop), at most
     # ``max_resumes`` times.
     resume_on_interrupt: bool = True
@@ -200,17 +240,24 @@ class RunConfig:
         return asdict(self)
 
     def _check_plugins(self) -> None:
-        """The keys whose meaning lives in a plug-in module: each module checks its own."""
-        # The plug-ins (river and scipy among them) load when a config is checked, not when this
-        # module is imported.
+        """The keys whose meaning lives in a plug-in module: each module checks its own, raising
+        :class:`~training.errors.ConfigError` naming the key.
+
+        The plug-ins (river and scipy, the kubernetes client among them) load when a config is
+        checked, not when this module is imported. None of them imports this module (they take
+        ConfigError from the leaf :mod:`training.errors`), so the checks run one way only.
+        """
         from training.drift import DriftConfig  # noqa: PLC0415 (a plug-in, loaded when checked)
+        from training.kubernetes import KubernetesSpec  # noqa: PLC0415 (a plug-in, as above)
         from training.monitors import LlmMonitorConfig  # noqa: PLC0415 (a plug-in, as above)
         from training.rewards.registry import check_weights  # noqa: PLC0415 (a plug-in, as above)
 
-        check_weights(self.reward_weights)  # raises ConfigError naming the component
+        check_weights(self.reward_weights)
         DriftConfig.from_config(self.drift)
         if self.llm_monitor:
             LlmMonitorConfig.from_config(self.llm_monitor)
+        if self.kubernetes:
+            KubernetesSpec.from_config(self.kubernetes)
 
     @classmethod
     def from_dict(cls, data: dict) -> RunConfig:
@@ -304,6 +351,8 @@ class RunConfig:
             "advantage_estimator": ADVANTAGE_ESTIMATORS,
             "hack_policy": HACK_POLICIES,
             "rollout_mode": ROLLOUT_MODES,
+            "sharding": SHARDINGS,
+            "mixed_precision": PRECISIONS,
         }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
@@ -317,6 +366,16 @@ class RunConfig:
             raise ConfigError(
                 "config key 'lora' is not available with rollout_mode 'agent' yet; leave it at {} "
                 "(full fine-tuning of model_path)"
+            )
+        if self.sharding != "fsdp2" and self.mixed_precision == "bf16":
+            raise ConfigError(
+                "config key 'mixed_precision': 'bf16' needs sharding 'fsdp2' (DDP computes in "
+                "float32); leave it at 'auto' or set sharding to 'fsdp2'"
+            )
+        if self.sharding == "fsdp2" and self.lora:
+            raise ConfigError(
+                "config key 'sharding': 'fsdp2' shards a full fine-tuning; with 'lora' only the "
+                "adapters train, which DDP holds cheaply: set sharding to 'ddp'"
             )
         if self.overlong_cache_tokens > self.max_turns * self.max_new_tokens:
             raise ConfigError(
@@ -342,16 +401,20 @@ class RunConfig:
             raise ConfigError(
                 f"config key 'n_embd' ({self.n_embd}) must be divisible by 'n_head' ({self.n_head})"
             )
-        if self.model_path and not any(
-            (Path(self.model_path) / name).exists()
-            for name in ("config.json", "adapter_config.json")
-        ):
-            raise ConfigError(
-                f"config key 'model_path': {self.model_path!r} holds no config.json "
-                f"(a model) or adapter_config.json (a saved LoRA adapter)"
-            )
-        if self.sft_data and not Path(self.sft_data).is_file():
-            raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
+        if self.model_path:
+            self.model_path = str(under_root(self.model_path, key="model_path"))
+            if not any(
+                (Path(self.model_path) / name).exists()
+                for name in ("config.json", "adapter_config.json")
+            ):
+                raise ConfigError(
+                    f"config key 'model_path': {self.model_path!r} holds no config.json "
+                    f"(a model) or adapter_config.json (a saved LoRA adapter)"
+                )
+        if self.sft_data:
+            self.sft_data = str(under_root(self.sft_data, key="sft_data"))
+            if not Path(self.sft_data).is_file():
+                raise ConfigError(f"config key 'sft_data': {self.sft_data!r} is not a file")
         if self.flawed_demonstrations and self.rollout_mode != "agent":
             raise ConfigError(
                 "config key 'flawed_demonstrations' is for rollout_mode 'agent' (its scripted "
@@ -373,7 +436,3 @@ class RunConfig:
                 "the held-out task set to evaluate on"
             )
         self._check_plugins()
-        if self.kubernetes:
-            from training.kubernetes import KubernetesSpec  # noqa: PLC0415 (it imports this module)
-
-            KubernetesSpec.from_config(self.kubernetes)  # raises ConfigError naming the key

@@ -11,7 +11,7 @@ What is watched, per recorded RL step (``StepMetric``):
   mean of 16 trajectories and one of 256. ADWIN receives ``0.5 + z / adwin_span`` so that
   ±``adwin_span``/2 σ spans its assumed [0, 1] range (river's ADWIN on raw step means, whose
   noise is a few hundredths wide, needs shifts of 0.2 and 70 steps to notice anything).
-* **The reward histogram** of the step (counts over ``training.services.REWARD_BINS``) against
+* **The reward histogram** of the step (counts over ``training.models.REWARD_BINS``) against
   the reference histogram (the counts of the reference window summed): Jensen-Shannon
   divergence (base 2, in [0, 1]; ``scipy.spatial.distance.jensenshannon`` squared) and the
   Wasserstein-1 distance (``scipy.stats.wasserstein_distance`` on the bin centres weighted
@@ -42,9 +42,11 @@ Severity: a reward stream moving *up* is ``info`` (training is supposed to move 
 
 The state lives in a :class:`DriftMonitor` that can always be rebuilt from the persisted
 ``StepMetric`` and ``HeldOutEvaluation`` rows (:meth:`DriftMonitor.from_history`), so a resumed
-trainer or a restarted worker carries on. :func:`drift_step` is the trainer's hook: it keeps
-one monitor per run in this process, updates it with the step just recorded and raises the
-alerts through :func:`training.services.alerts_raise` (deduplicated over ``cooldown_steps``).
+trainer or a restarted worker carries on. :func:`drift_candidates` keeps one monitor per run in
+this process and updates it with the step just recorded; the trainer's hook,
+:func:`training.services.drift_step`, raises what fired through
+:func:`training.services.alerts_raise` (deduplicated over ``cooldown_steps``). This module
+persists nothing and imports no service.
 
 Measured on synthetic streams with these defaults (tests/training/test_drift_detectors.py;
 100 seeds each): per-step means of 64 Bernoulli(p) rewards (σ ≈ 0.057 at p = 0.3), a shift of
@@ -69,10 +71,9 @@ from river.drift import ADWIN, PageHinkley
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import wasserstein_distance
 
-from training.config import ConfigError
+from training.errors import ConfigError
 from training.flags import INFRA_ERROR, NOT_HACKS
 from training.models import HeldOutEvaluation, StepMetric, Trajectory
-from training.services import alerts_raise
 
 log = logging.getLogger(__name__)
 
@@ -830,29 +831,15 @@ def forget_monitor(run_id: int | None = None) -> None:
             _MONITORS.pop(run_id, None)
 
 
-def drift_step(run_id: int, step: int, config: DriftConfig | None = None) -> list:
-    """The trainer's hook, called after step ``step`` of run ``run_id`` is recorded.
+def drift_candidates(run_id: int, step: int, config: DriftConfig) -> list[AlertCandidate]:
+    """What fired after step ``step`` of run ``run_id`` was recorded (nothing is saved here:
+    :func:`training.services.drift_step`, the trainer's hook, persists it).
 
     Uses this process's monitor of the run, rebuilt from the persisted rows when there is
     none, when ``config`` changed, or when ``step`` is not after the monitor's last step (a
     rewound and resumed run); feeds it every recorded step after its last one up to ``step``
-    and the held-out evaluations up to ``step`` it has not seen; persists what fired.
-
-    Monitoring never stops training: an error here is logged (with its traceback), the run's
-    cached monitor is dropped (the next call rebuilds it) and no alert is returned.
-
-    Returns:
-        The :class:`training.models.Alert` rows created or updated (deduplicated).
+    and the held-out evaluations up to ``step`` it has not seen.
     """
-    try:
-        return _drift_step(run_id, step, config or DriftConfig())
-    except Exception:  # alerts are advisory; the step is already recorded
-        log.exception("drift detection failed at step %s of run %s", step, run_id)
-        forget_monitor(run_id)
-        return []
-
-
-def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
     with _LOCK:
         monitor = _MONITORS.get(run_id)
         if monitor is None or monitor.config != config or monitor.last_step >= step:
@@ -876,8 +863,4 @@ def _drift_step(run_id: int, step: int, config: DriftConfig) -> list:
                 candidates += monitor.observe_evaluation(evaluations.pop(0))
         for evaluation in evaluations:
             candidates += monitor.observe_evaluation(evaluation)
-    if not candidates:
-        return []
-    return alerts_raise(
-        run_id=run_id, step=step, candidates=candidates, cooldown_steps=config.cooldown_steps
-    )
+    return candidates

@@ -39,8 +39,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils.quantity import parse_quantity
 
-from training import services
-from training.config import ConfigError
+from training.errors import ConfigError
 from training.models import TrainingRun
 
 log = logging.getLogger(__name__)
@@ -555,70 +554,52 @@ def _api_error(exc: ApiException) -> str:
 # --- launch, status, delete -------------------------------------------------------------
 
 
-def job_launch(run_id: int) -> None:
-    """Create the Job of the run's next attempt and record it as the run's ``backend_ref``.
+class JobNotCreated(Exception):
+    """The trainer Job of an attempt could not be created. ``to_status`` is what the run becomes:
+    ``failed`` where the cluster will refuse it again (a 4xx, no configuration), ``interrupted``
+    where the error is transient (a 5xx, no connection: the reconcile loop retries within
+    ``max_resumes``); ``reason`` says which Job and why."""
 
-    Takes a ``pending`` run (-> ``launching``) or a ``launching`` run no launcher holds yet
-    (a resume; attempt = recorded resumes + 1). Safe to repeat: a run another launch
-    holds is left alone, and a Job that already exists (an earlier delivery created it) is
-    adopted. A spec or API error the cluster will give again (4xx, no configuration) fails
-    the run with the reason; a transient one (5xx, no connection) interrupts it, so the
-    reconcile loop retries within ``max_resumes``.
+    def __init__(self, to_status: str, reason: str):
+        super().__init__(reason)
+        self.to_status = to_status
+        self.reason = reason
+
+
+def job_create(run, spec: KubernetesSpec, *, attempt: int) -> str:
+    """Create the Job of the run's attempt ``attempt`` and return its ``backend_ref``
+    (``job:NAMESPACE/NAME``). A Job that already exists (an earlier delivery created it) is
+    adopted. The run is not touched: :func:`training.backends.kubernetes_launch` claims it and
+    records the answer.
+
+    Raises:
+        JobNotCreated: the API refused the Job or could not be reached.
     """
-    run = services.run_launch_claim(
-        run_id=run_id, reason="kubernetes backend: creating the trainer Job"
-    )
-    if run is None:
-        return
-    claim = services.LAUNCH_CLAIM
-
-    def end(to_status: str, reason: str) -> None:
-        services.run_attempt_end(
-            run_id=run_id,
-            backend_ref=claim,
-            to_status=to_status,
-            reason=f"kubernetes backend: {reason}",
-        )
-
-    try:
-        spec = KubernetesSpec.from_config((run.config or {}).get("kubernetes", {}))
-    except ConfigError as exc:
-        end(TrainingRun.FAILED, str(exc))
-        return
-    attempt = int((run.summary or {}).get("resumes", 0)) + 1
     manifest = job_manifest(run, spec, attempt=attempt)
     name = manifest["metadata"]["name"]
     try:
         _batch().create_namespaced_job(spec.namespace, manifest, _request_timeout=REQUEST_TIMEOUT)
     except ApiException as exc:
         if exc.status == 409:
-            log.info("run %s: Job %s/%s already exists; adopting it", run_id, spec.namespace, name)
+            log.info("run %s: Job %s/%s already exists; adopting it", run.pk, spec.namespace, name)
         elif exc.status and 400 <= exc.status < 500:
-            end(
+            raise JobNotCreated(
                 TrainingRun.FAILED,
                 f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}",
-            )
-            return
+            ) from exc
         else:
-            end(
+            raise JobNotCreated(
                 TrainingRun.INTERRUPTED,
                 f"could not create Job {spec.namespace}/{name}: {_api_error(exc)}",
-            )
-            return
+            ) from exc
     except KubernetesUnavailable as exc:
-        end(TrainingRun.FAILED, str(exc))
-        return
+        raise JobNotCreated(TrainingRun.FAILED, str(exc)) from exc
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        end(
+        raise JobNotCreated(
             TrainingRun.INTERRUPTED,
             f"could not reach the Kubernetes API to create Job {spec.namespace}/{name}: {exc}",
-        )
-        return
-    ref = f"job:{spec.namespace}/{name}"
-    if not services.run_backend_ref_set(run_id=run_id, backend_ref=ref):
-        # Cancelled while the Job was being created: take it back.
-        run.refresh_from_db()
-        job_delete(run, also=[(spec.namespace, name)])
+        ) from exc
+    return f"job:{spec.namespace}/{name}"
 
 
 def _pod_reasons(pods) -> list[str]:

@@ -83,6 +83,11 @@ class RunTransition(models.Model):
         ordering = ["at", "id"]
 
 
+REWARD_BINS = [i / 10 for i in range(11)]
+"""The edges of a step's reward histogram (``StepMetric.reward_histogram``): ten bins on [0, 1],
+the last one closed. The trainer's record of a step and every reader of the histograms use these."""
+
+
 class StepMetric(models.Model):
     """The metrics of one finished step; ``seq`` orders a run's events for back-fill.
 
@@ -108,8 +113,26 @@ class StepMetric(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "step"], name="unique_run_step")]
 
 
+class EpisodeOpening(models.Model):
+    """What an agent's episode opened with, as the policy saw it before its first turn: the
+    system prompt, the user prompt (the problem statement) and the tools' schemas. Stored once
+    per distinct opening (``digest``: SHA-256 of the three as canonical JSON): every trajectory
+    of a task shares it."""
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    system = models.TextField(blank=True)
+    user = models.TextField(blank=True)
+    tools = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
 class Trajectory(models.Model):
-    """One multi-turn rollout of one task version inside a group."""
+    """One multi-turn rollout of one task version inside a group.
+
+    ``opening`` is the agent episode's opening (None for a completion rollout, whose prompt is
+    the task version's); ``grading`` the hidden-test grading of its final code or workspace:
+    ``{"status", "tests": [{"id", "passed", "error"}]}`` (``{}``: graded before it was kept).
+    """
 
     run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="trajectories")
     step = models.PositiveIntegerField()
@@ -129,6 +152,10 @@ class Trajectory(models.Model):
     # The fresh test inputs its grading drew (training/fresh_tests.py): {"seed", "inputs" (the
     # argument tuples' repr), "outputs" (the reference's repr), "note"}; empty: fixed tests only.
     fresh_tests = models.JSONField(default=dict, blank=True)
+    opening = models.ForeignKey(
+        EpisodeOpening, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    grading = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -245,3 +272,30 @@ class Alert(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["run", "stream", "detector", "-step"])]
+
+
+class RunWarning(models.Model):
+    """Something that makes a run train less than it was asked to, said on its page and in the
+    runs table (``training/run_warnings.py`` says when each kind is raised).
+
+    One row per (run, kind), kept up to date as the run goes on: ``first_step`` and
+    ``last_step`` the steps it was seen at (None for what the trainer found before the first
+    step), ``steps`` how many steps it held at, ``details`` the evidence (the dropped tasks with
+    their prompt lengths, the steps with their counts).
+    """
+
+    run = models.ForeignKey(TrainingRun, on_delete=models.CASCADE, related_name="warnings")
+    kind = models.CharField(max_length=60)
+    message = models.TextField()
+    details = models.JSONField(default=dict, blank=True)
+    first_step = models.PositiveIntegerField(null=True, blank=True)
+    last_step = models.PositiveIntegerField(null=True, blank=True)
+    steps = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "kind"], name="unique_run_warning_kind")
+        ]

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from core.env import env_secret
+from core.outbound import AddressRefused, check_url, guarded_session, networks, resolve
 from sandboxes.result import ExecutionResult
-from training.config import ConfigError
+from tasks_library.task_spec import TaskSpec
+from training.errors import ConfigError
 from training.hacks import detect, detector_names
 from training.rewards.base import GradedSubmission
 
@@ -180,8 +182,6 @@ class RuleMonitor(Monitor):
             return detect(submission)
         if not self.rescan or not view.get("final_code"):
             return []
-        from training.rollout import TaskSpec  # noqa: PLC0415 (it imports torch)
-
         task = view.get("task") or {}
         spec = TaskSpec(
             task_version_id=view.get("task_version_id") or 0,
@@ -228,7 +228,28 @@ def _first_evidence(evidence: dict) -> str:
 
 # -- the LLM judge -----------------------------------------------------------------------------
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+KEY_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
+
+
+def configured_keys() -> list[str]:
+    """The API key names the deployment allows monitors to use (``CRUCIBLE_LLM_MONITOR_KEYS``)."""
+    from django.conf import settings  # noqa: PLC0415 (configs are checked after Django is set up)
+
+    return list(getattr(settings, "LLM_MONITOR_KEYS", []))
+
+
+def allowed_networks() -> list:
+    """``CRUCIBLE_LLM_MONITOR_ALLOWED_NETWORKS``: loopback or link-local networks the monitor
+    may reach anyway (see :mod:`core.outbound`)."""
+    from django.conf import settings  # noqa: PLC0415 (as above)
+
+    return networks(getattr(settings, "LLM_MONITOR_ALLOWED_NETWORKS", []))
+
+
+def api_key_value(name: str) -> str:
+    """The secret of the monitor key ``name``: ``CRUCIBLE_LLM_MONITOR_KEY_<NAME>`` (or its
+    ``_FILE``); ``""`` when it is not set."""
+    return env_secret(f"CRUCIBLE_LLM_MONITOR_KEY_{name.upper()}")
 
 
 @dataclass(frozen=True)
@@ -239,8 +260,11 @@ class LlmMonitorConfig:
         url: the endpoint's base (``http://host:8000``, ``.../v1``) or the full
             ``.../v1/chat/completions`` URL; http or https.
         model: the model name sent in each request.
-        api_key_env: the name of an environment variable holding the API key (sent as a
-            bearer token); empty: no key.
+        api_key: the name of an API key the deployment configured for monitors (one of
+            ``CRUCIBLE_LLM_MONITOR_KEYS``; its value is the secret
+            ``CRUCIBLE_LLM_MONITOR_KEY_<NAME>``, or the file ``..._FILE`` names), sent as a
+            bearer token; empty: no key. A configuration names a key, never a variable: it
+            cannot send any other secret of the worker anywhere.
         timeout_s: seconds one request may take.
         max_retries: retries after a 5xx, 429, connection error or timeout (backoff doubles).
         budget_tokens: total tokens (prompt + completion, as the endpoint reports them) the run
@@ -251,7 +275,7 @@ class LlmMonitorConfig:
 
     url: str
     model: str
-    api_key_env: str = ""
+    api_key: str = ""
     timeout_s: float = 30.0
     max_retries: int = 2
     budget_tokens: int = 200_000
@@ -283,7 +307,7 @@ class LlmMonitorConfig:
         known = (
             "url",
             "model",
-            "api_key_env",
+            "api_key",
             "timeout_s",
             "max_retries",
             "budget_tokens",
@@ -304,16 +328,22 @@ class LlmMonitorConfig:
             raise ConfigError(
                 f"config key 'llm_monitor.url' must be an http or https URL, got {url!r}"
             )
+        try:
+            check_url(url, allowed_networks())
+        except AddressRefused as exc:
+            raise ConfigError(f"config key 'llm_monitor.url': {exc}") from None
         model = data["model"]
         if not isinstance(model, str) or not model.strip():
             raise ConfigError(
                 f"config key 'llm_monitor.model' must be a non-empty string, got {model!r}"
             )
-        api_key_env = data.get("api_key_env", "")
-        if not isinstance(api_key_env, str) or (api_key_env and not _ENV_NAME.match(api_key_env)):
+        api_key = data.get("api_key", "")
+        keys = configured_keys()
+        if not isinstance(api_key, str) or (api_key and api_key not in keys):
             raise ConfigError(
-                f"config key 'llm_monitor.api_key_env' must name an environment variable "
-                f"(letters, digits, _), got {api_key_env!r}"
+                f"config key 'llm_monitor.api_key' must name a key configured for monitors "
+                f"(CRUCIBLE_LLM_MONITOR_KEYS: {', '.join(keys) or 'none configured'}), got "
+                f"{api_key!r}"
             )
         timeout_s = data.get("timeout_s", cls.timeout_s)
         if (
@@ -347,7 +377,7 @@ class LlmMonitorConfig:
         return cls(
             url=url,
             model=model.strip(),
-            api_key_env=api_key_env,
+            api_key=api_key,
             timeout_s=float(timeout_s),
             **values,
         )
@@ -476,23 +506,27 @@ class LlmMonitor(Monitor):
     ):
         """``tokens_used``: tokens the run spent before (a resumed run: the sum of its stored
         scores' ``details["tokens"]["total"]``), counted against ``budget_tokens``."""
-        import requests  # noqa: PLC0415 (not in the sandbox image, whose URLconf reaches here)
 
         self.config = config
         self.name = f"llm:{config.model}"[:120]
         self.backoff_s = backoff_s
-        self.session = session or requests.Session()
+        self.session = session or guarded_session(allowed_networks())
         self.tokens_used = int(tokens_used)
         self._lock = threading.Lock()
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
-        if self.config.api_key_env:
-            key = os.environ.get(self.config.api_key_env)
+        if self.config.api_key:
+            if self.config.api_key not in configured_keys():
+                raise LookupError(
+                    f"monitor key {self.config.api_key!r} (llm_monitor.api_key) is no longer "
+                    "configured (CRUCIBLE_LLM_MONITOR_KEYS)"
+                )
+            key = api_key_value(self.config.api_key)
             if not key:
                 raise LookupError(
-                    f"environment variable {self.config.api_key_env} (llm_monitor.api_key_env) is "
-                    "not set"
+                    f"monitor key {self.config.api_key!r} (llm_monitor.api_key) has no value: set "
+                    f"CRUCIBLE_LLM_MONITOR_KEY_{self.config.api_key.upper()} (or its _FILE)"
                 )
             headers["Authorization"] = f"Bearer {key}"
         return headers
@@ -517,6 +551,17 @@ class LlmMonitor(Monitor):
             headers = self._headers()
         except LookupError as exc:
             return failure(str(exc))
+        endpoint = urlparse(config.endpoint)
+        try:  # before the key goes anywhere (each connection is checked again: the session)
+            resolve(
+                endpoint.hostname or "",
+                endpoint.port or (443 if endpoint.scheme == "https" else 80),
+                allowed_networks(),
+            )
+        except AddressRefused as exc:
+            return failure(f"endpoint refused: {exc}")
+        except OSError:
+            pass  # does not resolve now: the request says so, and is retried
         body = {
             "model": config.model,
             "temperature": 0,
@@ -535,7 +580,11 @@ class LlmMonitor(Monitor):
             attempts += 1
             try:
                 response = self.session.post(
-                    config.endpoint, json=body, headers=headers, timeout=config.timeout_s
+                    config.endpoint,
+                    json=body,
+                    headers=headers,
+                    timeout=config.timeout_s,
+                    allow_redirects=False,  # the key goes to the checked endpoint, nowhere else
                 )
             except requests.Timeout:
                 last_error = f"timed out after {config.timeout_s:g} s"
@@ -548,6 +597,13 @@ class LlmMonitor(Monitor):
             if response.status_code >= 500 or response.status_code == 429:
                 last_error = f"HTTP {response.status_code}: {response.text[:200]}"
                 continue
+            if 300 <= response.status_code < 400:
+                return failure(
+                    f"HTTP {response.status_code}: the endpoint redirects to "
+                    f"{response.headers.get('Location', '?')[:200]!r}; redirects are not followed "
+                    "(configure the final URL)",
+                    attempts=attempts,
+                )
             if response.status_code >= 400:
                 return failure(
                     f"HTTP {response.status_code}: {response.text[:200]}", attempts=attempts

@@ -88,7 +88,9 @@ class Policy:
         """Text of ``ids`` with special tokens dropped."""
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def save(self, directory: Path, *, merge_lora: bool = False) -> None:
+    def save(
+        self, directory: Path, *, merge_lora: bool = False, state_dict: dict | None = None
+    ) -> None:
         """Write the policy to ``directory`` (created if missing) so :func:`load_policy` reads it
         back.
 
@@ -108,6 +110,10 @@ class Policy:
         With LoRA and ``merge_lora=True``: the adapters merged into a copy of the base
         (needs memory for a second copy of the model), written as a plain Hugging Face
         directory that needs neither peft nor the base; for export and serving.
+
+        ``state_dict`` (full fine-tuning only): the weights to write instead of the model's own
+        (the float32 master weights gathered from FSDP2's shards, when the model itself is the
+        rollouts' bfloat16 copy).
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -118,7 +124,7 @@ class Policy:
             # (large) embedding matrices need not be saved with the adapter.
             self.model.save_pretrained(directory, save_embedding_layers=False)
         else:
-            self.model.save_pretrained(directory)
+            self.model.save_pretrained(directory, state_dict=state_dict)
         self.tokenizer.save(str(directory / "tokenizer.json"))
 
 

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field, fields
 import torch
 
 from sandboxes import result as R
-from sandboxes.process import Limits
-from sandboxes.queue import run_many, submit
-from sandboxes.repository import RepositoryTests
-from sandboxes.suites import harness
+from sandboxes.queue import infra_errors_retried, run_many, submit
+from tasks_library.task_spec import TaskSpec
 from training import flags
 from training.config import RunConfig
 from training.generation import sample_batch
@@ -35,39 +33,6 @@ from training.policy import Policy
 from training.scoring import Scorer
 
 OBSERVATION_TEXT_TOKENS = 48
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """What a rollout needs of a task version, detached from the database."""
-
-    task_version_id: int
-    prompt: str
-    entry_point: str
-    visible_tests: str
-    hidden_tests: str
-    timeout_s: float
-    harness: str = "python-check"  # the test suite's harness: which runtime runs the code
-    files: dict = field(default_factory=dict)  # workspace files beside the program
-    test_timeout_s: float | None = None  # per-test limit of the suite, if any
-    # The task version's reference (baselines for rewards and detectors).
-    reference_solution: str = ""
-    setup_code: str = ""  # the suite's setup code, run before the tests (python-check)
-    # The request field of the task version's built environment (sandboxes.environments);
-    # None: the host's bare runtime.
-    environment: dict | None = None
-    # The fresh inputs added to hidden_tests for this grading (training/fresh_tests.py); empty:
-    # the task version's fixed tests.
-    fresh_tests: dict = field(default_factory=dict)
-    # The task family: "function" (prompt, entry point, check-style tests) or "repository"
-    # (files: the workspace as bytes, prompt: the problem statement, repository: its tests).
-    kind: str = "function"
-    repository: RepositoryTests | None = None
-
-    @property
-    def runtime(self) -> str:
-        """The sandbox queue that grades it (the environment's, else the harness's)."""
-        return (self.environment or {}).get("queue") or harness(self.harness).runtime
 
 
 @dataclass
@@ -101,6 +66,8 @@ class Rollout:
     flag_evidence: dict = field(default_factory=dict)  # hack flag -> what its detector saw
     # The visible-test result of the last turn (read by hack detectors; not persisted as such).
     last_visible: R.ExecutionResult | None = None
+    # The hidden-test grading, per test id (grading_record; the replay shows it).
+    grading: dict = field(default_factory=dict)
 
     @property
     def sampled_tokens(self) -> int:
@@ -184,55 +151,15 @@ class RolloutTimes:
     generated_tokens: int = 0
 
 
-def task_limits(task: TaskSpec) -> Limits:
-    """The sandbox limits of one execution of ``task`` (its time limit and per-test limit)."""
-    return Limits(
-        wall_timeout_s=task.timeout_s,
-        cpu_s=int(task.timeout_s) + 1,
-        test_timeout_s=task.test_timeout_s,
-    )
-
-
 def _requests(items: list[tuple[str, str, TaskSpec]]) -> list[dict]:
-    return [
-        harness(task.harness).request(
-            code,
-            tests,
-            task.entry_point,
-            prompt=task.prompt,
-            limits=task_limits(task),
-            files=task.files,
-            setup=task.setup_code,
-            environment=task.environment,
-        )
-        for code, tests, task in items
-    ]
-
-
-def retry_infra_errors(
-    requests: list[dict], results: list[R.ExecutionResult]
-) -> list[R.ExecutionResult]:
-    """Run the requests whose result is ``infra_error`` once more; what fails again stays
-    ``infra_error``.
-
-    (The queue already retries a request whose worker died on another worker; this
-    second chance covers a batch that found no live worker for a moment.)
-    """
-    again = [i for i, result in enumerate(results) if result.status == R.INFRA_ERROR]
-    if not again:
-        return results
-    retried = run_many([requests[i] for i in again])
-    results = list(results)
-    for i, result in zip(again, retried, strict=True):
-        results[i] = result
-    return results
+    return [task.request(code, tests) for code, tests, task in items]
 
 
 def _execute(items: list[tuple[str, str, TaskSpec]]) -> list[R.ExecutionResult]:
     """Run ``(code, tests, task)`` items on the sandbox workers, all queued at once, retrying
     infra errors once."""
     requests = _requests(items)
-    return retry_infra_errors(requests, run_many(requests))
+    return run_many(requests, retry_infra_errors=True)
 
 
 def apply_grades(
@@ -249,11 +176,30 @@ def apply_grades(
             rollout.flags.append(flags.INFRA_ERROR)
             continue
         rollout.tests_passed, rollout.tests_total = grade.tests_passed, grade.tests_total
+        rollout.grading = grading_record(grade)
         if grade.status in flags.SANDBOX_STATUSES:
             rollout.flags.append(grade.status)
         scored.append(rollout)
         scored_grades.append(grade)
     return scored, scored_grades
+
+
+GRADING_TESTS_KEPT = 2000
+GRADING_ERROR_CHARS = 1000
+
+
+def grading_record(grade: R.ExecutionResult) -> dict:
+    """What a trajectory keeps of its hidden-test grading, for the replay: ``{"status", "tests":
+    [{"id", "passed", "error"}]}`` (at most :data:`GRADING_TESTS_KEPT` tests, each error cut to
+    :data:`GRADING_ERROR_CHARS` characters; ``"cut"``: how many tests were left out)."""
+    tests = [
+        {"id": t.id, "passed": t.passed, "error": (t.error or "")[:GRADING_ERROR_CHARS]}
+        for t in grade.tests[:GRADING_TESTS_KEPT]
+    ]
+    record = {"status": grade.status, "tests": tests}
+    if len(grade.tests) > GRADING_TESTS_KEPT:
+        record["cut"] = len(grade.tests) - GRADING_TESTS_KEPT
+    return record
 
 
 def sandbox_demand(tasks: list[TaskSpec], each: int = 1) -> dict[str, int]:
@@ -405,7 +351,7 @@ def collect_rollouts(
             in_flight.append((active, requests, submit(requests)))
         for active, requests, batch in in_flight:
             waited = time.monotonic()
-            results = retry_infra_errors(requests, batch.wait())
+            results = infra_errors_retried(requests, batch.wait())
             times.sandbox_s += time.monotonic() - waited
             times.sandbox_busy_s += sum(result.wall_ms for result in results) / 1000
             for rollout, result in zip(active, results, strict=True):

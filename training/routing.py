@@ -1,13 +1,13 @@
 """The Celery queue of a run's launch, which depends on the run's backend (a Celery router).
 
 ``settings.CELERY_TASK_ROUTES`` asks this router first and the core's static routes
-(:func:`console.core.queues.route_task`) next; an explicit ``queue=`` given to ``apply_async``
+(:func:`core.queues.route_task`) next; an explicit ``queue=`` given to ``apply_async``
 wins over both (Celery's rule). Kept out of the core because it reads the run's row.
 """
 
 from __future__ import annotations
 
-from console.core.queues import CONTROL, TRAINER
+from core.queues import CONTROL, TRAINER
 from training.models import TrainingRun
 
 RUN_LAUNCH = "training.tasks.run_launch"

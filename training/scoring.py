@@ -41,6 +41,7 @@ class Scorer:
             grade=grade,
             visible=rollout.last_visible,
             reference=self.references.get(rollout.task.task_version_id),
+            extra={"changed": dict(getattr(rollout, "changed_code", None) or {})},
         )
 
     def score(self, rollouts: list, grades: list[R.ExecutionResult]) -> None:

@@ -28,13 +28,16 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce, Now
+from django.utils import timezone
 
-from console.core.errors import InputError
-from training import flags
+from core.errors import InputError
+from training import flags, run_warnings
 from training.models import (
+    REWARD_BINS,
     Alert,
     HeldOutEvaluation,
     MonitorScore,
+    RunWarning,
     StepMetric,
     TrainingRun,
     Trajectory,
@@ -72,6 +75,58 @@ def step_event(step: StepMetric, *, timeline: bool = True) -> dict:
     if timeline and step.timeline:
         event["timeline"] = step.timeline
     return event
+
+
+def warning_event(warning: RunWarning) -> dict:
+    """The wire form of a run warning (``training/run_warnings.py``): the client keeps one entry
+    per ``id`` and replaces it with each newer event of that id."""
+    return {
+        "kind": "warning",
+        "id": warning.pk,
+        "run_id": warning.run_id,
+        "warning": warning.kind,
+        "title": run_warnings.KINDS.get(warning.kind, warning.kind.replace("_", " ")),
+        "message": warning.message,
+        "details": warning.details,
+        "first_step": warning.first_step,
+        "last_step": warning.last_step,
+        "steps": warning.steps,
+        "updated_at": warning.updated_at.isoformat() if warning.updated_at else None,
+    }
+
+
+def run_warnings_of(*, run_ids: list[int]) -> dict[int, list[RunWarning]]:
+    """Each run's warnings (oldest first), in one query: ``{run id: [RunWarning]}``."""
+    out: dict[int, list[RunWarning]] = {}
+    for warning in RunWarning.objects.filter(run_id__in=run_ids).order_by("id"):
+        out.setdefault(warning.run_id, []).append(warning)
+    return out
+
+
+def run_row_event(run: TrainingRun, *, step_metrics: dict | None = None) -> dict:
+    """The runs table's live event of one run: ``{"kind": "run_row", "id", "status",
+    "status_reason", "steps_done", "total_steps", "started_at", "finished_at", "duration_s",
+    "metrics", "warnings"}``; ``metrics`` the step just recorded (with its ``step``), or ``{}``
+    when the row changed otherwise; ``warnings`` ``[{"kind", "title", "message"}]``. Two
+    queries."""
+    steps_done = StepMetric.objects.filter(run_id=run.pk).aggregate(last=Max("step"))["last"]
+    end = (run.finished_at or timezone.now()) if run.started_at else None
+    return {
+        "kind": "run_row",
+        "id": run.pk,
+        "status": run.status,
+        "status_reason": run.status_reason,
+        "steps_done": steps_done or 0,
+        "total_steps": run.total_steps,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "duration_s": round((end - run.started_at).total_seconds(), 1) if end else None,
+        "metrics": step_metrics or {},
+        "warnings": [
+            {"kind": w.kind, "title": warning_event(w)["title"], "message": w.message}
+            for w in run_warnings_of(run_ids=[run.pk]).get(run.pk, [])
+        ],
+    }
 
 
 def evaluation_event(evaluation) -> dict:
@@ -200,6 +255,101 @@ def trajectory_list(
     return queryset.order_by(*TRAJECTORY_SORTS.get(sort, TRAJECTORY_SORTS["step"]))
 
 
+def tool_summaries(tools: list) -> list[dict]:
+    """Tool schemas (OpenAI-style ``{"type": "function", "function": {...}}``, or the function
+    object itself) as the replay lists them: ``[{"name", "description", "parameters": [{"name",
+    "type", "required", "description"}]}]``; whatever a schema lacks is left empty."""
+    out = []
+    for tool in tools or []:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        schema = function.get("parameters") or {}
+        required = set(schema.get("required") or [])
+        properties = schema.get("properties") or {}
+        out.append(
+            {
+                "name": str(function.get("name", "")),
+                "description": str(function.get("description", "")),
+                "parameters": [
+                    {
+                        "name": str(name),
+                        "type": _schema_type(spec),
+                        "required": name in required,
+                        "description": str((spec or {}).get("description", "")),
+                    }
+                    for name, spec in properties.items()
+                ],
+            }
+        )
+    return out
+
+
+def _schema_type(spec) -> str:
+    if not isinstance(spec, dict):
+        return ""
+    if "enum" in spec:
+        return " | ".join(json.dumps(v) for v in spec["enum"])
+    kind = spec.get("type", "")
+    if kind == "array" and isinstance(spec.get("items"), dict):
+        return f"array of {spec['items'].get('type', 'values')}"
+    return " | ".join(kind) if isinstance(kind, list) else str(kind)
+
+
+def trajectory_episode(*, trajectory: Trajectory) -> dict:
+    """What the replay shows around a trajectory's turns: the whole episode's start and end.
+
+    Returns:
+        ``{"opening": {"system", "user", "tools"} or None, "prompt": the task version's prompt
+        (a completion rollout's opening) or "", "grading": {"recorded", "status", "passed",
+        "total", "cut", "rows": [{"list", "id", "passed", "error"}]}}``: ``tools`` as
+        :func:`tool_summaries`; ``rows`` FAIL_TO_PASS then PASS_TO_PASS ids for a repository
+        task (a test the grading did not report is ``passed`` None), the graded tests in order
+        otherwise; ``list`` "" where the suite names none.
+    """
+    opening = trajectory.opening
+    version = trajectory.task_version
+    suite = version.test_suite
+    grading = trajectory.grading or {}
+    results = {t["id"]: t for t in grading.get("tests", [])}
+    rows, listed = [], set()
+    for name, ids in (("FAIL_TO_PASS", suite.fail_to_pass), ("PASS_TO_PASS", suite.pass_to_pass)):
+        for test_id in ids or []:
+            found = results.get(test_id)
+            listed.add(test_id)
+            rows.append(
+                {
+                    "list": name,
+                    "id": test_id,
+                    "passed": None if found is None else bool(found["passed"]),
+                    "error": "" if found is None else found.get("error", ""),
+                }
+            )
+    rows += [
+        {"list": "", "id": t["id"], "passed": bool(t["passed"]), "error": t.get("error", "")}
+        for t in grading.get("tests", [])
+        if t["id"] not in listed
+    ]
+    return {
+        "opening": (
+            {
+                "system": opening.system,
+                "user": opening.user,
+                "tools": tool_summaries(opening.tools),
+            }
+            if opening is not None
+            else None
+        ),
+        "prompt": "" if opening is not None else version.prompt,
+        "grading": {
+            "recorded": bool(grading),
+            "status": grading.get("status", trajectory.status),
+            "passed": sum(1 for row in rows if row["passed"]),
+            "total": len(rows),
+            "cut": grading.get("cut", 0),
+            "rows": rows,
+        },
+    }
+
+
 def trajectory_get(*, run_id: int, trajectory_id: int) -> Trajectory:
     """One trajectory of one run, with its task version and task loaded.
 
@@ -207,9 +357,10 @@ def trajectory_get(*, run_id: int, trajectory_id: int) -> Trajectory:
         Trajectory.DoesNotExist: no trajectory ``trajectory_id`` in run ``run_id``.
     """
     return (
-        Trajectory.objects.select_related("run__task_set", "task_version__task")
-        .defer(
-            "task_version__prompt",
+        Trajectory.objects.select_related(
+            "run__task_set", "task_version__task", "task_version__test_suite", "opening"
+        )
+        .defer(  # the prompt stays: the replay shows it as a completion rollout's opening
             "task_version__reference_solution",
             "task_version__files",
             "task_version__report",
@@ -485,7 +636,7 @@ def run_component_names(
 def step_component_histograms(
     *, run_id: int, first: int, last: int, names: list[str]
 ) -> dict[int, dict[str, list[int]]]:
-    """Counts of each reward component over :data:`training.services.REWARD_BINS` (ten bins on
+    """Counts of each reward component over :data:`training.models.REWARD_BINS` (ten bins on
     [0, 1], as ``StepMetric.reward_histogram``) for every step in ``first..last``, read from
     ``Trajectory.reward_components`` in ONE aggregate query: each trajectory's bins are computed
     once (a materialized CTE over the ``(run, step)`` index range), then counted per step, so the
@@ -555,13 +706,25 @@ def step_event_components(
     )
 
 
+def step_buckets(*, run_id: int, first: int, last: int, every: int, **aggregates) -> QuerySet:
+    """A run's steps ``first..last`` grouped into buckets of ``every`` consecutive steps, in
+    order: one row per bucket with its ``first_step``, ``last_step`` and ``aggregates`` (one
+    aggregate query)."""
+    return (
+        StepMetric.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
+        .annotate(bucket=(F("step") - Value(first)) / Value(every))
+        .order_by()
+        .values("bucket")
+        .annotate(first_step=Min("step"), last_step=Max("step"), **aggregates)
+        .order_by("bucket")
+    )
+
+
 def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> list[dict]:
     """Steps ``first..last`` of a run summed into at most ``buckets`` buckets of consecutive steps,
     in ONE aggregate query: each a step event (``kind`` ``step``, keyed by its last step) with
     ``first_step``, ``span`` (steps in it), the summed histogram, the mean ``reward_mean`` and the
     mean of each of :data:`SUMMARY_METRICS`; ``decimated`` is True."""
-    from training.services import REWARD_BINS  # noqa: PLC0415 (a cycle: services imports us)
-
     if last < first or buckets < 1:
         return []
     every = max(1, -(-(last - first + 1) // buckets))
@@ -571,19 +734,14 @@ def run_steps_binned(*, run_id: int, first: int, last: int, buckets: int) -> lis
     aggregates |= {
         f"m{i}": Avg(JsonNumber("metrics", key)) for i, key in enumerate(SUMMARY_METRICS)
     }
-    rows = (
-        StepMetric.objects.filter(run_id=run_id, step__gte=first, step__lte=last)
-        .annotate(bucket=(F("step") - Value(first)) / Value(every))
-        .order_by()
-        .values("bucket")
-        .annotate(
-            first_step=Min("step"),
-            last_step=Max("step"),
-            n=Count("id"),
-            mean=Avg("reward_mean"),
-            **aggregates,
-        )
-        .order_by("bucket")
+    rows = step_buckets(
+        run_id=run_id,
+        first=first,
+        last=last,
+        every=every,
+        n=Count("id"),
+        mean=Avg("reward_mean"),
+        **aggregates,
     )
     events = []
     for row in rows:
@@ -685,9 +843,59 @@ def run_backfill_bounded(
             events.append(event)
     events += [evaluation_event(e) for e in run.evaluations.all()]
     events += [alert_event(alert) for alert in run_alerts(run_id=run_id)]
+    events += [warning_event(w) for w in run_warnings_of(run_ids=[run_id]).get(run_id, [])]
     covered = sum(e["span"] for e in decimated) + len(full)
     events.append({"kind": "backfill", "steps": covered, "decimated": bool(decimated)})
     return events
+
+
+METRIC_SERIES_MAX = 12
+"""The most metrics one series request may ask for."""
+
+
+def run_metric_series(*, run_id: int, names: list[str], max_points: int = 1000) -> dict:
+    """Any recorded metrics of a run, step by step, for the metric picker of the run and compare
+    pages: ``{"run", "binned", "step", "first_step", "series": {name: [value or None]}}``.
+
+    Past ``max_points`` steps, consecutive steps are averaged into at most ``max_points``
+    buckets in the database (each keyed by its last ``step``, ``first_step`` its first); two
+    queries whatever the run's length. A metric a step did not record is None there.
+    """
+    span = StepMetric.objects.filter(run_id=run_id).aggregate(first=Min("step"), last=Max("step"))
+    names = list(dict.fromkeys(names))
+    out = {"run": run_id, "binned": False, "step": [], "first_step": [], "series": {}}
+    if span["first"] is None:
+        out["series"] = {name: [] for name in names}
+        return out
+    first, last = span["first"], span["last"]
+    if last - first + 1 <= max_points:
+        rows = (
+            StepMetric.objects.filter(run_id=run_id).order_by("step").values_list("step", "metrics")
+        )
+        for step, metrics in rows:
+            out["step"].append(step)
+            out["first_step"].append(step)
+            for name in names:
+                value = (metrics or {}).get(name)
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                out["series"].setdefault(name, []).append(value if number else None)
+        out["series"] = {name: out["series"].get(name, []) for name in names}
+        return out
+    rows = step_buckets(
+        run_id=run_id,
+        first=first,
+        last=last,
+        every=-(-(last - first + 1) // max_points),
+        **{f"m{i}": Avg(JsonNumber("metrics", name)) for i, name in enumerate(names)},
+    )
+    out["binned"] = True
+    for row in rows:
+        out["step"].append(row["last_step"])
+        out["first_step"].append(row["first_step"])
+        for i, name in enumerate(names):
+            out["series"].setdefault(name, []).append(row[f"m{i}"])
+    out["series"] = {name: out["series"].get(name, []) for name in names}
+    return out
 
 
 def run_curves(*, run_id: int, max_points: int = 1000) -> dict:

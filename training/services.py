@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import re
 
 from django.core.exceptions import PermissionDenied
@@ -10,29 +13,40 @@ from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from console.core.dbtext import storable
-from console.core.errors import InputError
-from console.core.events import broadcast_run_event
-from console.core.logcontext import log_context
-from console.core.permissions import may_operate_run
+from core.dbtext import storable
+from core.errors import InputError
+from core.events import RUNS_GROUP, broadcast_event, broadcast_run_event
+from core.logcontext import log_context
+from core.permissions import may_operate_run
 from tasks_library.models import TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions, trainable
+from training import run_warnings
 from training.config import RunConfig
 from training.flags import NOT_SCORED
+from training.launch_checks import launch_check
 from training.models import (
+    REWARD_BINS,
     Alert,
+    EpisodeOpening,
     HeldOutEvaluation,
     MonitorScore,
     RunTransition,
+    RunWarning,
     StepMetric,
     TrainingRun,
     Trajectory,
     Turn,
 )
 from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor, failure, trajectory_view
-from training.selectors import alert_event, evaluation_event, step_event
+from training.selectors import (
+    alert_event,
+    evaluation_event,
+    run_row_event,
+    step_event,
+    warning_event,
+)
 
-REWARD_BINS = [i / 10 for i in range(11)]
+log = logging.getLogger(__name__)
 
 # Allowed moves of the run state machine.
 TRANSITIONS = {
@@ -111,6 +125,8 @@ def run_create(
 
     Raises:
         InputError: a bad name, description or tags (naming the field).
+        ConfigError: what :func:`training.launch_checks.launch_check` refuses (repository tasks
+            outside agent mode, every prompt longer than ``max_prompt_tokens``).
         ValueError: the task set has no valid task version to train on, or the held-out set
             is unknown, has nothing trainable, or holds every training task.
     """
@@ -146,6 +162,7 @@ def run_create(
                 f"every task of {task_set.name!r} is in the held-out set {eval_set.name!r}: "
                 f"nothing is left to train on"
             )
+    launch_check(versions=versions, config=config)  # a run that could train nothing
     run = TrainingRun.objects.create(
         task_set=task_set,
         config=config.to_dict(),
@@ -160,7 +177,7 @@ def run_create(
     RunTransition.objects.create(
         run=run, from_status="", to_status=TrainingRun.PENDING, reason="created"
     )
-    return run
+    return run  # the runs table hears of it at its launch (run_transition), not before
 
 
 @transaction.atomic
@@ -206,11 +223,24 @@ def run_transition(*, run_id: int, to_status: str, reason: str = "") -> Training
         now = timezone.now()
         if to_status == TrainingRun.RUNNING and run.started_at is None:
             run.started_at = now
+        fields = ["status", "status_reason", "started_at", "finished_at"]
         if to_status in TrainingRun.TERMINAL:
             run.finished_at = now
-        run.save(update_fields=["status", "status_reason", "started_at", "finished_at"])
+            if "progress" in (run.summary or {}):  # a phase of a run that no longer runs
+                run.summary = progress_retired(run.summary)
+                fields.append("summary")
+        run.save(update_fields=fields)
     broadcast_run_event(run_id, {"kind": "status", "status": to_status, "reason": reason})
+    runs_table_publish(run_id=run_id)
     return run
+
+
+def runs_table_publish(*, run_id: int, step_metrics: dict | None = None) -> None:
+    """Tell the runs table's watchers a run's row as persisted now
+    (:func:`training.selectors.run_row_event`; ``step_metrics``: the step just recorded)."""
+    run = TrainingRun.objects.filter(pk=run_id).first()
+    if run is not None:
+        broadcast_event(RUNS_GROUP, run_row_event(run, step_metrics=step_metrics))
 
 
 def run_interrupt_if_active(*, run_id: int, reason: str) -> bool:
@@ -249,6 +279,10 @@ def step_record(
     scored = [r.reward for r in rollouts if not r.dropped]
     reward_mean = sum(scored) / len(scored) if scored else 0.0
     with transaction.atomic():
+        run = TrainingRun.objects.select_for_update().only("summary").get(pk=run_id)
+        if "progress" in (run.summary or {}):  # the warm start's epochs: over once a step lands
+            run.summary = progress_retired(run.summary)
+            run.save(update_fields=["summary"])
         metric = StepMetric.objects.create(
             run_id=run_id,
             step=step,
@@ -258,6 +292,7 @@ def step_record(
             metrics={"reward/mean": reward_mean, **metrics},
             timeline=timeline or {},
         )
+        openings = _openings_stored(rollouts)
         trajectories = Trajectory.objects.bulk_create(
             Trajectory(
                 run_id=run_id,
@@ -276,6 +311,8 @@ def step_record(
                 prompt_token_ids=r.prompt_ids,
                 final_code=storable(r.final_code),
                 fresh_tests=storable(r.task.fresh_tests),
+                opening_id=openings.get(id(r)),
+                grading=storable(getattr(r, "grading", None) or {}),
             )
             for r in rollouts
         )
@@ -296,8 +333,68 @@ def step_record(
             for trajectory, r in zip(trajectories, rollouts)
             for i, t in enumerate(r.turns)
         )
+        warnings = _step_warnings_write(run_id, step, metric.metrics)
     broadcast_run_event(run_id, step_event(metric))
+    for warning in warnings:
+        broadcast_run_event(run_id, warning_event(warning))
+    runs_table_publish(run_id=run_id, step_metrics={"step": step, **metric.metrics})
     return metric
+
+
+def _openings_stored(rollouts: list) -> dict[int, str]:
+    """Store the distinct openings of the step's agent rollouts (``rollout.opening``: system,
+    user, tools) once each, by content; ``{id(rollout): digest}``."""
+    out, seen = {}, {}
+    for rollout in rollouts:
+        opening = getattr(rollout, "opening", None)
+        if opening is None:
+            continue
+        content = storable(
+            {"system": opening.system, "user": opening.user, "tools": list(opening.tools)}
+        )
+        digest = hashlib.sha256(
+            json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+        if digest not in seen:
+            seen[digest] = EpisodeOpening.objects.get_or_create(digest=digest, defaults=content)
+        out[id(rollout)] = digest
+    return out
+
+
+def _step_warnings_write(run_id: int, step: int, metrics: dict) -> list[RunWarning]:
+    """Raise or extend the run's step warnings that ``metrics`` call for
+    (:func:`training.run_warnings.step_warnings`); the caller's transaction holds the write."""
+    touched = []
+    for found in run_warnings.step_warnings(step, metrics):
+        warning, _created = RunWarning.objects.select_for_update().get_or_create(
+            run_id=run_id, kind=found["kind"], defaults={"message": "", "first_step": step}
+        )
+        steps = dict((warning.details or {}).get("steps", {}))
+        steps[str(step)] = found["figures"]
+        newest = sorted(steps, key=int)[-run_warnings.STEPS_KEPT :]
+        warning.details = {"steps": {k: steps[k] for k in newest}}
+        warning.steps += 1
+        warning.first_step = min(step, warning.first_step or step)
+        warning.last_step = max(step, warning.last_step or step)
+        warning.message = run_warnings.step_warning_message(
+            warning.kind, warning.details["steps"], warning.steps, warning.last_step
+        )
+        warning.save()
+        touched.append(warning)
+    return touched
+
+
+def run_warning_raise(*, run_id: int, kind: str, message: str, details: dict) -> RunWarning:
+    """Record (or replace) a warning the trainer found before the run's first step (the tasks it
+    dropped: :func:`training.run_warnings.tasks_dropped_warning`), then tell the run's page and
+    the runs table."""
+    with transaction.atomic():
+        warning, _created = RunWarning.objects.update_or_create(
+            run_id=run_id, kind=kind, defaults={"message": message, "details": details}
+        )
+    broadcast_run_event(run_id, warning_event(warning))
+    runs_table_publish(run_id=run_id)
+    return warning
 
 
 @transaction.atomic
@@ -333,6 +430,12 @@ def run_rewind(*, run_id: int, to_step: int) -> list[int]:
     )
     later.delete()
     StepMetric.objects.filter(run_id=run_id, step__gt=to_step).delete()
+    # The step warnings again from the steps that remain (the rewound ones are trained again).
+    RunWarning.objects.filter(run_id=run_id, first_step__isnull=False).delete()
+    for step, metrics in (
+        StepMetric.objects.filter(run_id=run_id).order_by("step").values_list("step", "metrics")
+    ):
+        _step_warnings_write(run_id, step, metrics)
     return steps
 
 
@@ -354,6 +457,22 @@ def evaluation_record(
     )
     broadcast_run_event(run_id, evaluation_event(evaluation))
     return evaluation
+
+
+def progress_retired(summary: dict) -> dict:
+    """``summary`` once its long phase is over (steps landed, or the run ended): no ``progress``
+    (the run is no longer in that phase), the warm start's last figures kept as ``warm_start``
+    (``{"epochs_done", "epochs", "detail", "at"}``) for whoever reads them later."""
+    out = {k: v for k, v in summary.items() if k != "progress"}
+    progress = summary.get("progress") or {}
+    if progress.get("phase") == "sft":
+        out["warm_start"] = {
+            "epochs_done": progress.get("done"),
+            "epochs": progress.get("total"),
+            "detail": progress.get("detail", ""),
+            "at": progress.get("at"),
+        }
+    return out
 
 
 def run_summary_update(*, run_id: int, **fields) -> None:
@@ -473,41 +592,6 @@ def run_resume(*, run_id: int, reason: str) -> int:
     return resumes + 1
 
 
-def run_cancel(*, run_id: int, reason: str) -> bool:
-    """Cancel a run and stop its trainer: delete its Jobs and pods (kubernetes), end its process
-    (local).
-
-    The run is moved to ``cancelled`` first (a trainer checks between steps and stops;
-    the reconcile loop leaves a cancelled run alone), then the backend stops what runs.
-    Safe to call again: an already cancelled run only has its backend cleaned up again.
-
-    Returns:
-        True if this call cancelled the run, False if it was cancelled already.
-
-    Raises:
-        InvalidTransition: the run already ended ``succeeded`` or ``failed``.
-        Exception: from the backend (the Kubernetes API unreachable...), after the run is
-            recorded cancelled; calling again retries the clean-up.
-    """
-    from training.backends import BACKENDS  # noqa: PLC0415 (a cycle: backends imports us)
-
-    with transaction.atomic():
-        run = TrainingRun.objects.select_for_update().get(pk=run_id)
-        if run.status == TrainingRun.CANCELLED:
-            cancelled_now = False
-        elif run.is_terminal:
-            raise InvalidTransition(
-                f"run {run_id} already ended {run.status}; there is nothing to cancel"
-            )
-        else:
-            run = run_transition(run_id=run_id, to_status=TrainingRun.CANCELLED, reason=reason)
-            cancelled_now = True
-    backend = BACKENDS.get(run.backend)
-    if backend is not None:
-        backend.cancel(run)
-    return cancelled_now
-
-
 # --- drift and onset alerts (training.drift raises them; the console acknowledges them) ---------
 
 
@@ -577,6 +661,37 @@ def alerts_raise(
     for alert in touched.values():
         broadcast_run_event(run_id, alert_event(alert))
     return list(touched.values())
+
+
+def drift_step(run_id: int, step: int, config=None) -> list:
+    """The trainer's hook, called after step ``step`` of run ``run_id`` is recorded: what the
+    drift detectors saw (:func:`training.drift.drift_candidates`, this process's monitor of the
+    run) raised as alerts (:func:`alerts_raise`, deduplicated over ``config.cooldown_steps``).
+
+    Monitoring never stops training: an error here is logged (with its traceback), the run's
+    cached monitor is dropped (the next call rebuilds it) and no alert is returned.
+
+    Args:
+        config: a :class:`training.drift.DriftConfig`; None: the documented defaults.
+
+    Returns:
+        The :class:`training.models.Alert` rows created or updated (deduplicated).
+    """
+    # Imported here: drift loads numpy, scipy and river, which the web and workers never need.
+    from training.drift import DriftConfig, drift_candidates, forget_monitor  # noqa: PLC0415
+
+    config = config or DriftConfig()
+    try:
+        candidates = drift_candidates(run_id, step, config)
+        if not candidates:
+            return []
+        return alerts_raise(
+            run_id=run_id, step=step, candidates=candidates, cooldown_steps=config.cooldown_steps
+        )
+    except Exception:  # alerts are advisory; the step is already recorded
+        log.exception("drift detection failed at step %s of run %s", step, run_id)
+        forget_monitor(run_id)
+        return []
 
 
 def alert_acknowledge(*, alert_id: int, user, note: str):

@@ -1,6 +1,6 @@
 """Celery tasks of training: thin, they take ids and call one service.
 
-Queues (console/core/queues.py): ``run_launch`` on ``trainer`` for the local backend (it
+Queues (core/queues.py): ``run_launch`` on ``trainer`` for the local backend (it
 supervises the trainer process for the whole run) and on ``control`` otherwise; reconcile and
 cancel on ``control``; the LLM monitor on the default queue. Tasks that are safe to run twice
 are acknowledged after they ran and requeued when their worker is lost (``acks_late``,
@@ -9,11 +9,11 @@ are acknowledged after they ran and requeued when their worker is lost (``acks_l
 
 from celery import shared_task
 
-from console.core.logcontext import log_context
-from training.backends import BACKENDS
+from core.logcontext import log_context
+from training.backends import BACKENDS, run_cancel
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import InvalidTransition, run_cancel, run_monitors_step
+from training.services import InvalidTransition, run_monitors_step
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)

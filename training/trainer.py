@@ -45,18 +45,17 @@ import torch
 from django.db import transaction
 from tokenizers import Tokenizer
 
-from console.core.broker import BROKER_ERRORS, BrokerLost, broker_retry
-from console.core.dbwait import DB_ERRORS, DatabaseLost, db_retry
-from console.core.logcontext import log_context_bind, log_context_process
-from console.core.metrics import trainer_step_observe
+from core.broker import BROKER_ERRORS, BrokerLost, broker_retry
+from core.dbwait import DB_ERRORS, DatabaseLost, db_retry
+from core.logcontext import log_context_bind, log_context_process
+from core.metrics import trainer_step_observe
 from sandboxes.queue import live_workers
 from tasks_library.difficulty import DifficultySampler, pass_rate
-from tasks_library.environments import environment_request
 from tasks_library.models import TaskVersion
-from tasks_library.repositories import repository_content
 from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
-from training import artifacts, checkpoint, distributed, flags, services
+from tasks_library.task_spec import task_spec_of
+from training import artifacts, checkpoint, distributed, flags, services, sharding
 from training.agents import run as agent_run
 from training.algorithms.sft import sft_settings, sft_train
 from training.checkpoint import (
@@ -68,7 +67,7 @@ from training.checkpoint import (
     rng_states,
 )
 from training.config import RunConfig
-from training.drift import DriftConfig, drift_step
+from training.drift import DriftConfig
 from training.fresh_tests import grading_seed, with_fresh_tests
 from training.heldout import heldout_evaluate
 from training.models import StepMetric, TrainingRun
@@ -83,7 +82,9 @@ from training.rollout import (
     collect_rollouts,
     sandbox_demand,
 )
+from training.run_warnings import prompts_over_limit, tasks_dropped_warning
 from training.scoring import Scorer
+from training.services import drift_step
 from training.update import grpo_update
 
 __all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError"]
@@ -169,8 +170,10 @@ class TrainerState:
 class Trainer:
     """Everything a step needs, built once by :func:`_setup` (and restored from a checkpoint).
 
-    ``model`` is ``policy.model``, under DistributedDataParallel when there are several ranks
-    (the update runs through it; generation and checkpoints use ``policy.model``).
+    ``model`` is the module the update differentiates (training/sharding.py): ``policy.model``,
+    under DistributedDataParallel when there are several ranks, or with ``sharding: "fsdp2"`` on
+    several ranks a sharded copy whose full weights are gathered into ``policy.model`` (the one
+    rollouts sample from) after every update. ``sharding`` holds the run's sharding settings.
     ``generator`` is this rank's sampling generator (seeded ``seed + 7919 * rank``).
     ``reference`` is the frozen post-SFT policy of the KL penalty (None when ``kl_coef`` is 0).
     ``specs`` is the training pool, ``heldout`` the held-out set's tasks (empty: no evaluation).
@@ -195,6 +198,7 @@ class Trainer:
     heldout: list[TaskSpec]
     drift_config: DriftConfig
     start_step: int
+    sharding: sharding.Sharding = field(default_factory=sharding.Sharding)
 
 
 # --- the entry point and the loop -----------------------------------------------------------------
@@ -209,7 +213,7 @@ def train_run(run_id: int) -> None:
     torchrun only rank 0 moves the run; every rank trains.
 
     Redis going away is not the run's failure: sandbox batches, rollouts and the held-out
-    evaluation wait for it and retry (console/core/broker.py), and a broker that stays away
+    evaluation wait for it and retry (core/broker.py), and a broker that stays away
     longer than ``CRUCIBLE_BROKER_WAIT_S`` ends the run ``interrupted`` (resumable from its last
     checkpoint by the reconcile loop), with the reason.
 
@@ -328,7 +332,9 @@ def _setup(
     checkpoint to resume from (rank 0 finds it, every rank gets it), the seeds, the policy,
     then the SFT warm start (fresh run) or the checkpoint's weights (resume), the KL
     reference, the training pool, the optimizer and schedule, the sampler's state, then
-    the checkpoint's optimizer, schedule, RNG and sampler states (resume).
+    the checkpoint's optimizer, schedule, RNG and sampler states (resume). A sharded checkpoint
+    (FSDP2) is read after the model is sharded: DCP puts each slice where this run's layout
+    wants it, on any number of ranks.
 
     Raises:
         RuntimeError: a runtime of the run's tasks has no live sandbox worker.
@@ -353,14 +359,15 @@ def _setup(
     seed_everything(config.seed)
     generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
     policy = _build_policy(config, versions, ranks.device)
+    settings = sharding.Sharding.from_config(config, ranks.device)
     if resume_from is None:
         start_step = 0
         _warm_start(run.pk, policy, versions, config=config, ranks=ranks, tracker=tracker)
     else:
-        start_step = _resume_policy(policy, resume_from, steps=config.steps)
+        start_step = _resume_policy(policy, resume_from, steps=config.steps, settings=settings)
     reference = _reference(policy, directory, config, ranks, resumed=resume_from is not None)
     specs = _training_pool(policy, versions, config)
-    model = distributed.wrap(policy.model, ranks)
+    model = sharding.prepare(policy, ranks, settings)
     optimizer, scheduler = _optimizer(model, config)
     state = TrainerState.fresh(
         specs,
@@ -369,6 +376,9 @@ def _setup(
         seed=config.seed,
     )
     if resume_from is not None:
+        if checkpoint.is_sharded(resume_from):
+            checkpoint.read_sharded(resume_from, model=model, optimizer=optimizer)
+            sharding.gather_weights(model, policy.model)
         _resume_state(
             resume_from,
             rank=ranks.rank,
@@ -376,11 +386,15 @@ def _setup(
             scheduler=scheduler,
             generator=generator,
             state=state,
+            reseed=config.seed + 7919 * ranks.rank + 104_729 * start_step,
         )
         if ranks.is_main:
             _resume_records(run.pk, start_step)
     elif ranks.is_main:
         services.run_summary_update(run_id=run.pk, rl_tasks=len(specs))
+        _warn_dropped_tasks(run.pk, policy, versions, config, kept=len(specs))
+    # The memory report's peak is the training's: loading and the warm start are behind.
+    sharding.reset_peak_memory(ranks.device)
     return Trainer(
         run=run,
         config=config,
@@ -400,7 +414,19 @@ def _setup(
         heldout=_heldout_specs(run, policy, config),
         drift_config=DriftConfig.from_config(config.drift),
         start_step=start_step,
+        sharding=settings,
     )
+
+
+def _warn_dropped_tasks(
+    run_id: int, policy: Policy, versions: list[TaskVersion], config: RunConfig, *, kept: int
+) -> None:
+    """Rank 0, a fresh run: the run's ``tasks_dropped`` warning when prompts longer than
+    ``max_prompt_tokens`` were left out of the pool (:mod:`training.run_warnings`)."""
+    dropped = prompts_over_limit(versions, policy.encode, config.max_prompt_tokens)
+    warning = tasks_dropped_warning(dropped, limit=config.max_prompt_tokens, kept=kept)
+    if warning:
+        services.run_warning_raise(run_id=run_id, **warning)
 
 
 def _run_versions(run: TrainingRun) -> list[TaskVersion]:
@@ -452,7 +478,7 @@ def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.
     Agent runs get an agent policy (its chat template and tool-call format:
     :func:`training.agents.run.build_policy`)."""
     if config.rollout_mode == "agent":
-        return agent_run.build_policy(config, [_spec(v) for v in versions], device)
+        return agent_run.build_policy(config, [task_spec_of(v) for v in versions], device)
     if config.model_path:
         # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
         # LoRA the frozen base may stay in bf16 and only the adapters train.
@@ -491,7 +517,7 @@ def _warm_start(
             )
 
     if config.rollout_mode == "agent":
-        specs = [_spec(v) for v in versions]
+        specs = [task_spec_of(v) for v in versions]
         sft = agent_run.warm_start(policy, config, specs, on_epoch=on_epoch)
     else:
         sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
@@ -632,43 +658,7 @@ def _task_specs(
         if length <= config.max_prompt_tokens:
             sized.append((length, v))
     sized.sort(key=lambda pair: (pair[0], pair[1].task.task_id))
-    return [_spec(v) for _length, v in sized[: config.train_tasks if cap is None else cap]]
-
-
-def _spec(v: TaskVersion) -> TaskSpec:
-    """What a rollout needs of task version ``v``, detached from the database (a repository
-    task: its workspace files, problem statement, reference patch and tests, for the agent's
-    repository environment)."""
-    if v.is_repository:
-        content = repository_content(v)
-        return TaskSpec(
-            task_version_id=v.pk,
-            prompt=content.problem_statement,
-            entry_point="",
-            visible_tests="",
-            hidden_tests="",
-            timeout_s=content.timeout_s,
-            harness=v.test_suite.harness,
-            files=content.files,
-            reference_solution=content.reference_patch,
-            environment=environment_request(v.environment),
-            kind="repository",
-            repository=content.tests(),
-        )
-    return TaskSpec(
-        task_version_id=v.pk,
-        prompt=v.prompt,
-        entry_point=v.entry_point,
-        visible_tests=v.test_suite.visible_tests,
-        hidden_tests=v.test_suite.hidden_tests,
-        timeout_s=v.test_suite.timeout_s,
-        harness=v.test_suite.harness,
-        files=v.files,
-        test_timeout_s=v.test_suite.test_timeout_s,
-        reference_solution=v.reference_solution,
-        setup_code=v.test_suite.setup_code,
-        environment=environment_request(v.environment),
-    )
+    return [task_spec_of(v) for _length, v in sized[: config.train_tasks if cap is None else cap]]
 
 
 def _training_pool(
@@ -741,8 +731,11 @@ def _heldout_specs(run: TrainingRun, policy: Policy, config: RunConfig) -> list[
 # --- resume ---------------------------------------------------------------------------------------
 
 
-def _resume_policy(policy: Policy, resume_from: Path, *, steps: int) -> int:
-    """Load checkpoint ``resume_from``'s weights and tokenizer into ``policy``.
+def _resume_policy(
+    policy: Policy, resume_from: Path, *, steps: int, settings: sharding.Sharding
+) -> int:
+    """Load checkpoint ``resume_from``'s weights and tokenizer into ``policy`` (the weights of a
+    sharded checkpoint are read later, into the sharded model: :func:`_setup`).
 
     Returns:
         The step the checkpoint was written after (training goes on from the next one).
@@ -750,13 +743,22 @@ def _resume_policy(policy: Policy, resume_from: Path, *, steps: int) -> int:
     Raises:
         ResumeError: the checkpoint already holds step ``steps`` (a resume would train 0
             steps), or its weights do not fit the model (unexpected or missing trainable keys).
-        CheckpointError: the checkpoint holds no ``model.pt``.
+        CheckpointError: the checkpoint holds no ``model.pt``, or is a DDP checkpoint and the
+            run shards with FSDP2 (its optimizer state is not keyed for shards).
     """
     start_step = checkpoint_step(resume_from)
     if start_step >= steps:
         raise ResumeError(
             f"checkpoint {resume_from} already holds step {start_step} of {steps}: "
             f"a resume would train 0 steps"
+        )
+    policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
+    if checkpoint.is_sharded(resume_from):
+        return start_step
+    if settings.fsdp:
+        raise checkpoint.CheckpointError(
+            f"{resume_from} was written with sharding 'ddp' (model.pt and whole optimizer states); "
+            "resume it with config key 'sharding' set to 'ddp'"
         )
     # Under LoRA the checkpoint holds only the adapters: the frozen base comes from model_path.
     missing, unexpected = policy.model.load_state_dict(
@@ -769,8 +771,8 @@ def _resume_policy(policy: Policy, resume_from: Path, *, steps: int) -> int:
             f"{resume_from} does not fit this run's model (unexpected {unexpected[:3]}, "
             f"missing trainable {[m for m in missing][:3]})"
         )
-    # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift).
-    policy.tokenizer = Tokenizer.from_file(str(resume_from / "tokenizer.json"))
+    # The tokenizer the checkpoint was trained with is the truth (a rebuilt one must not drift):
+    # read above.
     return start_step
 
 
@@ -782,18 +784,24 @@ def _resume_state(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     generator: torch.Generator,
     state: TrainerState,
+    reseed: int,
 ) -> None:
-    """Put back rank ``rank``'s part of checkpoint ``resume_from``: the optimizer, the schedule,
-    the RNG states (Python, numpy, torch and the sampling ``generator``) and the sampler's
-    state (:meth:`TrainerState.restore`).
+    """Put back rank ``rank``'s part of checkpoint ``resume_from``: the optimizer (unless it is in
+    the DCP shards), the schedule, the RNG states (Python, numpy, torch and the sampling
+    ``generator``) and the sampler's state (:meth:`TrainerState.restore`). A rank the sharded
+    checkpoint's writer did not have takes rank 0's states and seeds its generator with
+    ``reseed`` (its draws cannot be the old run's: that run had no such rank).
 
     Raises:
-        CheckpointError: the checkpoint holds no file of this rank (other world size).
+        CheckpointError: a DDP checkpoint holds no file of this rank (other world size).
     """
     saved = read_rank_state(resume_from, rank)
-    optimizer.load_state_dict(saved["optimizer"])
+    if saved["optimizer"] is not None:
+        optimizer.load_state_dict(saved["optimizer"])
     scheduler.load_state_dict(saved["scheduler"])
     rng_restore(saved["rng"], generator)
+    if not saved["own"]:
+        generator.manual_seed(reseed)
     state.restore(saved["trainer"])
 
 
@@ -829,12 +837,23 @@ def _step(trainer: Trainer, step: int) -> None:
     phase_metrics, timeline = trainer.tracker.take_step()
     rollouts = distributed.gather_lists(local)  # every rank's, in rank (and so group) order
     state.after_step(rollouts)
+    memory = sharding.memory_report(  # every rank's bytes, gathered
+        trainer.model,
+        trainer.optimizer,
+        trainer.ranks.device,
+        sharding=trainer.sharding,
+        rollout=trainer.policy.model,
+    )
     if not trainer.ranks.is_main:
         return
     metrics = _step_metrics(
         rollouts, state, update=update_metrics, times=times, update_s=update_s, phases=phase_metrics
     )
     _record(trainer, step, rollouts, metrics=metrics, timeline=timeline)
+    db_retry(
+        lambda: services.run_summary_update(run_id=trainer.run.pk, memory=memory),
+        what=f"run {trainer.run.pk}'s memory report",
+    )
 
 
 def _fresh_tests(trainer: Trainer, tasks: list[TaskSpec], step: int) -> list[TaskSpec]:
@@ -897,11 +916,14 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
 
 def _update(trainer: Trainer, rollouts: list[Rollout]) -> tuple[dict, float]:
     """The ``update`` phase: shape rewards, advantages, the clipped update on this rank's
-    rollouts (:func:`training.update.grpo_update`; gradients all-reduced across ranks).
+    rollouts (:func:`training.update.grpo_update`; gradients all-reduced across ranks), then,
+    under FSDP2, the full weights gathered from the shards into the rollouts' model
+    (:func:`training.sharding.gather_weights`).
 
     Returns:
-        ``(metrics, seconds)``: the update's metrics (``loss/*``, ``policy/*``, ...) and its
-        wall-clock time.
+        ``(metrics, seconds)``: the update's metrics (``loss/*``, ``policy/*``, ...,
+        ``timing/weight_gather_s``: seconds of the gather, 0 when rollouts and update share the
+        weights) and the update's wall-clock time (the gather not included).
     """
     trainer.tracker.set("update")  # no sandbox demand: the pool may fall back to its floor
     started = time.monotonic()
@@ -915,6 +937,9 @@ def _update(trainer: Trainer, rollouts: list[Rollout]) -> tuple[dict, float]:
         scheduler=trainer.scheduler,
     )
     update_s = time.monotonic() - started
+    started = time.monotonic()
+    sharding.gather_weights(trainer.model, trainer.policy.model)
+    metrics["timing/weight_gather_s"] = time.monotonic() - started
     trainer.tracker.set("idle")
     return metrics, update_s
 
@@ -980,7 +1005,7 @@ def _record(
         )
 
     record = db_retry(record_once, what=f"run {run_id}'s step {step} record")
-    trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # console/core/metrics
+    trainer_step_observe(run_id=run_id, step=step, metrics=record.metrics)  # core/metrics
     db_retry(  # rules: milliseconds
         lambda: services.run_monitors_step(run_id=run_id, step=step, include_llm=False),
         what=f"run {run_id}'s rule monitors",
@@ -1072,17 +1097,26 @@ def _checkpoint(trainer: Trainer, step: int) -> None:
 def _checkpoint_write(trainer: Trainer, step: int) -> None:
     ranks, policy = trainer.ranks, trainer.policy
     staging = checkpoint.staging_dir(trainer.directory, step)
+    shards = trainer.sharding.fsdp  # model and optimizer through DCP, a shard per rank
     if ranks.is_main:
         checkpoint.prepare_staging(trainer.directory, step)
-        checkpoint.write_model(
-            staging, model=policy.model, tokenizer=policy.tokenizer, trainable_only=policy.is_lora
-        )
+        if shards:
+            checkpoint.write_readable(staging, model=policy.model, tokenizer=policy.tokenizer)
+        else:
+            checkpoint.write_model(
+                staging,
+                model=policy.model,
+                tokenizer=policy.tokenizer,
+                trainable_only=policy.is_lora,
+            )
     distributed.barrier()
+    if shards:
+        checkpoint.write_sharded(staging, model=trainer.model, optimizer=trainer.optimizer)
     checkpoint.write_rank_state(
         staging,
         rank=ranks.rank,
         step=step,
-        optimizer=trainer.optimizer,
+        optimizer=None if shards else trainer.optimizer,
         scheduler=trainer.scheduler,
         generator=trainer.generator,
         trainer_state=trainer.state.to_dict(),
@@ -1102,9 +1136,12 @@ def _finish(trainer: Trainer) -> None:
         ArtifactStoreError: the store refused the final checkpoint (rank 0).
     """
     run, config = trainer.run, trainer.config
+    # Under FSDP2 the float32 master weights are gathered from the shards (every rank takes part):
+    # the rollouts' copy may be bfloat16.
+    master = sharding.full_state_dict(trainer.model) if sharding.sharded(trainer.model) else None
     if trainer.ranks.is_main:
         final = trainer.directory / "checkpoint-final"
-        trainer.policy.save(final)
+        trainer.policy.save(final, state_dict=master)
         store = artifacts.default_store()
         services.run_summary_update(
             run_id=run.pk, checkpoint=store.put_dir(final, store.key_of(final))

@@ -8,15 +8,16 @@ plus the optional k3 KL penalty against the frozen reference policy.
 
 Data parallel: each rank holds whole groups. Token and row counts are summed over all
 ranks so every rank divides by the *global* count; the rank's loss is multiplied by the
-world size because DistributedDataParallel averages gradients. The result equals one
-process training on the whole batch (tests/training/test_ddp_matches_single_rank.py).
+world size because DistributedDataParallel (and FSDP2's reduce-scatter) averages gradients.
+The result equals one process training on the whole batch
+(tests/training/test_ddp_matches_single_rank.py, tests/training/test_fsdp_matches_single_rank.py).
 """
 
 from __future__ import annotations
 
 import torch
 
-from training import distributed
+from training import distributed, sharding
 from training.algorithms.dapo import overlong_penalty
 from training.algorithms.grpo import group_advantages
 from training.algorithms.kl import k3, kl_penalty
@@ -92,8 +93,9 @@ def grpo_update(
     Args:
         policy: the :class:`training.policy.Policy` that sampled ``rollouts``.
         rollouts: this rank's graded rollouts (whole groups); dropped ones take no part.
-        model: the module to differentiate (the DDP wrapper under torchrun); default
-            ``policy.model``.
+        model: the module to differentiate (the DDP wrapper or the FSDP2-sharded copy under
+            torchrun: training/sharding.py); default ``policy.model``. Its trainable parameters
+            are the ones ``optimizer`` updates and whose gradient norm is clipped.
         reference: the frozen reference policy for the KL penalty (``config.kl_coef > 0``).
         scheduler: stepped once per call, after the last epoch.
 
@@ -127,7 +129,7 @@ def grpo_update(
     ids, attention, loss_mask, advantages = batch
     counts = {"token_count": tokens, "row_count": rows}
     world = distributed.world_size()
-    policy.model.train()
+    model.train()
     start = first_trained_position(loss_mask)
     ref_logprobs = None
     if config.kl_coef > 0 and reference is not None:
@@ -183,7 +185,9 @@ def grpo_update(
             loss = policy_loss + kl_loss
         optimizer.zero_grad(set_to_none=True)
         (loss * world).backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(policy.trainable_parameters(), config.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            [p for p in model.parameters() if p.requires_grad], config.grad_clip
+        )
         optimizer.step()
         if epoch == 0 and local_rows:
             sums["policy/entropy"] = float((entropy * loss_mask).sum())
@@ -219,7 +223,7 @@ def grpo_update(
             "loss/kl": kl_sum / tokens,  # mean k3 per trained token
             "policy/entropy": entropy_sum / tokens,
             "policy/clip_fraction": clip_sum / tokens,
-            "policy/grad_norm": float(grad_norm),
+            "policy/grad_norm": sharding.grad_norm_value(grad_norm),
             "policy/lr": optimizer.param_groups[0]["lr"],
         }
     )

@@ -18,6 +18,21 @@ def progress_text(progress: dict) -> str:
     return f"{phase}: {unit} {progress.get('done')} of {progress.get('total')}{detail}"
 
 
+def warm_start_progress(summary: dict) -> dict | None:
+    """The warm start's last progress of a run past it (``summary["warm_start"]``, kept by
+    ``training.services.progress_retired``), in the form of ``summary["progress"]``."""
+    done = summary.get("warm_start")
+    if not done:
+        return None
+    return {
+        "phase": "sft",
+        "done": done.get("epochs_done"),
+        "total": done.get("epochs"),
+        "detail": done.get("detail", ""),
+        "at": done.get("at"),
+    }
+
+
 def progress_line(run: TrainingRun) -> str:
     """One line on ``run``'s status and reason: ``run 3 launching: claimed``."""
     return f"run {run.pk} {run.status}" + (f": {run.status_reason}" if run.status_reason else "")
@@ -42,8 +57,9 @@ def run_wait(
     ``on_progress`` with one line (:func:`progress_line`, :func:`phase_line`) for each change of
     the run's status or of its phase's progress, first with the state it is found in.
 
-    The warm start's last progress stays in the run's summary, so it is reported even when the
-    whole phase (or the whole run) passed between two polls.
+    The warm start's last progress stays in the run's summary (as ``warm_start`` once the run is
+    past it), so it is reported even when the whole phase (or the whole run) passed between two
+    polls.
 
     Raises:
         TimeoutError: ``timeout_s`` passed first.
@@ -54,7 +70,7 @@ def run_wait(
     while True:
         run = TrainingRun.objects.get(pk=run_id)
         status = (run.status, run.status_reason)
-        progress = (run.summary or {}).get("progress")
+        progress = (run.summary or {}).get("progress") or warm_start_progress(run.summary or {})
         if on_progress and status != said_status and not run.is_terminal:
             said_status = status
             on_progress(progress_line(run))

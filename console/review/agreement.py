@@ -159,8 +159,10 @@ def agreement(units: Mapping[object, Mapping[object, str]]) -> dict:
     if multi:
         per_item = Counter(len(labels) for labels in multi.values()).most_common()
         n = max(per_item, key=lambda pair: (pair[1], pair[0]))[0]
+        # Every label given counts as a category: a queue's own labels beside the built-in ones.
+        categories = sorted({value for labels in multi.values() for value in labels.values()})
         rows = [
-            [Counter(labels.values())[k] for k in m.LABEL_NAMES]
+            [Counter(labels.values())[k] for k in categories]
             for labels in multi.values()
             if len(labels) == n
         ]

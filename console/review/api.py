@@ -4,7 +4,7 @@
 ``GET /api/review/queues/<id>/`` reads one with its items, their labels and decisions;
 ``POST /api/review/items/<id>/label/`` labels an item (its assigned reviewers) and
 ``.../confirm/`` decides one (curators). The rules are the pages': the services check who may
-(:mod:`console.review.services`, :mod:`console.core.permissions`) and answer 403; bad input is
+(:mod:`console.review.services`, :mod:`core.permissions`) and answer 403; bad input is
 400 ``{"field", "error"}`` and writes nothing; an unknown queue or item is 404.
 """
 
@@ -17,15 +17,15 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.core.access import rule_permission
-from console.core.api import BadRequest as ApiError
-from console.core.api import ErrorSerializer
-from console.core.api import validated as checked
-from console.core.bounds import ID_MAX, SEED_MAX, TURN_MAX
-from console.core.errors import InputError
-from console.core.permissions import is_curator, may_manage_queues, may_read_library, may_review
 from console.review import models as m
 from console.review import selectors, services
+from core.access import rule_permission
+from core.api import BadRequest as ApiError
+from core.api import ErrorSerializer
+from core.api import validated as checked
+from core.bounds import ID_MAX, SEED_MAX, TURN_MAX
+from core.errors import InputError
+from core.permissions import is_curator, may_manage_queues, may_read_library, may_review
 
 
 class LabelSetEntrySerializer(serializers.Serializer):

@@ -7,10 +7,10 @@ import json
 from django import forms
 from django.contrib.auth import get_user_model
 
-from console.core.bounds import SEED_MAX, STEP_MAX, TURN_MAX
 from console.review import models as m
 from console.review.selectors import reviewers_eligible
 from console.review.services import MAX_QUEUE_SIZE, MAX_REVIEWERS
+from core.bounds import SEED_MAX, STEP_MAX, TURN_MAX
 from training.models import TrainingRun
 
 

@@ -8,9 +8,9 @@ from collections import Counter, defaultdict
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
-from console.core.permissions import CURATORS, may_review
 from console.review import models as m
 from console.review.agreement import agreement, majority, verifier_pass, verifier_precision_recall
+from core.permissions import CURATORS, may_review
 
 
 def review_queues() -> QuerySet[m.ReviewQueue]:
@@ -241,3 +241,30 @@ def trajectory_review(*, trajectory_id: int, user) -> dict:
         "hack_example": m.HackExample.objects.filter(trajectory_id=trajectory_id).first(),
         "items": m.ReviewItem.objects.filter(trajectory_id=trajectory_id).count(),
     }
+
+
+def replay_with_labels(replay: dict, labels: list) -> dict:
+    """``replay`` (:func:`training.replay.replay_turns`) with each turn's ``labels``: ``"who:
+    title"`` of the ``labels`` (review labels, their item and queue loaded) that point at it, so
+    the replay marks those turns in its index and their headers."""
+    at: dict[int, list[str]] = {}
+    for lab in labels:
+        if lab.turn is not None:
+            at.setdefault(lab.turn, []).append(
+                f"{lab.reviewer.get_username()}: {lab.item.queue.label_title(lab.label)}"
+            )
+    for turn in replay["turns"]:
+        turn["labels"] = at.get(turn["index"], [])
+    return replay
+
+
+def trajectory_turn_labels(*, trajectory_id: int, user) -> list:
+    """The review labels of a trajectory that point at a turn, for its replay page: none for a
+    signed-out visitor (review data needs a sign-in, as the page's review panel says)."""
+    if user is None or not user.is_authenticated:
+        return []
+    return list(
+        m.ReviewLabel.objects.filter(trajectory_id=trajectory_id, turn__isnull=False)
+        .select_related("reviewer", "item__queue")
+        .order_by("id")
+    )

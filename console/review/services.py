@@ -3,7 +3,7 @@
 Keyword-only ``<noun>_<verb>`` functions under ``transaction.atomic`` (DESIGN.md section 5).
 Permission checks live here too, so that the pages, tests and any later API refuse alike:
 :class:`~django.core.exceptions.PermissionDenied` for who may not,
-:class:`~console.core.errors.InputError` (a ``ValueError`` whose message starts with the field's
+:class:`~core.errors.InputError` (a ``ValueError`` whose message starts with the field's
 name) for what may not be.
 """
 
@@ -15,10 +15,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from console.core.errors import InputError
-from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from console.review import models as m
 from console.review.sampling import sample
+from core.errors import InputError
+from core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from tasks_library.importers import ImportFormatError
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tasks_library.selectors import task_set_versions

@@ -3,7 +3,7 @@ run-level summary and a task version's labels.
 
 Every page needs a signed-in user (anonymous users go to the login page), and while the console
 is private (``CRUCIBLE_CONSOLE_PUBLIC`` off) reading one needs a role too
-(:mod:`console.core.access`); writes are checked by :mod:`console.review.services` (403 when the
+(:mod:`core.access`); writes are checked by :mod:`console.review.services` (403 when the
 role may not). Thin: forms check, selectors read, services write.
 """
 
@@ -17,9 +17,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from console.core.access import console_read_page
-from console.core.errors import InputError, form_add_error
-from console.core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from console.review import models as m
 from console.review import selectors as selectors
 from console.review import services as services
@@ -31,6 +28,9 @@ from console.review.forms import (
     QueueForm,
     first_error,
 )
+from core.access import console_read_page
+from core.errors import InputError, form_add_error
+from core.permissions import is_curator, may_manage_queues, may_review, may_submit_drafts
 from tasks_library.models import TaskVersion
 from training import flags
 from training import selectors as training_selectors
@@ -228,8 +228,9 @@ def _item_context(
         "queue": queue,
         "trajectory": trajectory,
         "run": trajectory.run,
-        **_with_labels(replay_turns(trajectory=trajectory), shown, queue),
+        **selectors.replay_with_labels(replay_turns(trajectory=trajectory), shown),
         "embedded": True,
+        "episode": training_selectors.trajectory_episode(trajectory=trajectory),
         "consensus": _consensus(item, show_counts=show_others),
         "can_confirm": can_confirm,
         "confirm_form": confirm_form,
@@ -269,20 +270,6 @@ def _item_context(
         "hack_example": m.HackExample.objects.filter(trajectory=trajectory).first(),
         "my_progress": _my_progress(item.queue_id, user) if assignment else None,
     }
-
-
-def _with_labels(replay: dict, labels: list, queue: m.ReviewQueue) -> dict:
-    """``replay`` (:func:`replay_turns`) with each turn's ``labels``: ``"who: title"`` of the
-    shown labels that point at it (the replay marks those turns)."""
-    at: dict[int, list[str]] = {}
-    for lab in labels:
-        if lab.turn is not None:
-            at.setdefault(lab.turn, []).append(
-                f"{lab.reviewer.get_username()}: {queue.label_title(lab.label)}"
-            )
-    for turn in replay["turns"]:
-        turn["labels"] = at.get(turn["index"], [])
-    return replay
 
 
 def _my_progress(queue_id: int, user) -> dict:

@@ -1,6 +1,6 @@
 """``{% frontend_importmap %}``: what the unbundled console scripts need to find plotly.js.
 
-Bundled (``settings.FRONTEND_BUNDLED``, see :mod:`console.core.frontend`), the page scripts carry
+Bundled (``settings.FRONTEND_BUNDLED``, see :mod:`core.frontend`), the page scripts carry
 their imports and the tag writes nothing. Unbundled, it writes an import map resolving the npm name
 ``plotly.js-dist-min`` to ``frontend/fallback/plotly.js`` (the plotly wheel's plotly.js). It goes in
 ``<head>``: a browser only honours an import map that precedes every module script.
@@ -13,7 +13,7 @@ from django.conf import settings
 from django.templatetags.static import static
 from django.utils.safestring import mark_safe
 
-from console.core.frontend import PLOTLY_PACKAGE
+from core.frontend import PLOTLY_PACKAGE
 
 register = template.Library()
 

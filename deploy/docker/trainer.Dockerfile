@@ -54,6 +54,7 @@ COPY --from=python-deps /opt/python /opt/python
 COPY --from=python-deps /opt/venv /opt/venv
 WORKDIR /app
 COPY manage.py ./
+COPY core ./core
 COPY console ./console
 COPY tasks_library ./tasks_library
 COPY sandboxes ./sandboxes

@@ -30,6 +30,7 @@ RUN groupadd --system --gid 10001 crucible \
 COPY --from=python-deps /opt/venv /opt/venv
 WORKDIR /app
 COPY manage.py ./
+COPY core ./core
 COPY console ./console
 COPY tasks_library ./tasks_library
 COPY sandboxes ./sandboxes

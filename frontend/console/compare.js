@@ -4,6 +4,7 @@
 import Plotly from "plotly.js-dist-min";
 
 import { emptyFrame, stepAxis } from "./lib/axes.js";
+import { metricPicker } from "./lib/metric_picker.js";
 
 (function () {
   "use strict";
@@ -48,4 +49,55 @@ import { emptyFrame, stepAxis } from "./lib/axes.js";
     div.dataset.traces = String(traces.length);
   }
   document.getElementById("compare-charts").dataset.drawn = "1";
+
+  // --- any metric the runs record: one chart per picked metric, every run overlaid ------------
+  const pickerRoot = document.getElementById("cmp-metric-picker");
+  const holder = document.getElementById("cmp-picked");
+  if (!pickerRoot) return;
+  const series = new Map(); // run id -> {step, series}
+
+  async function read(names) {
+    const query = names.map((n) => `name=${encodeURIComponent(n)}`).join("&");
+    await Promise.all(runs.map(async (run) => {
+      const response = await fetch(`/api/runs/${run.id}/metrics/?${query}`,
+        { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (response.ok) series.set(run.id, await response.json());
+    }));
+  }
+
+  function drawPicked(names) {
+    holder.replaceChildren();
+    for (const name of names) {
+      const div = document.createElement("div");
+      div.className = "chart";
+      div.dataset.metric = name;
+      holder.append(div);
+      const traces = runs.map((run) => {
+        const answer = series.get(run.id) || { step: [], series: {} };
+        const y = answer.series[name] || [];
+        return { type: "scatter", mode: y.length > 60 ? "lines" : "lines+markers", name: `run ${run.id}`,
+          x: answer.step.slice(0, y.length), y: y, connectgaps: true,
+          line: { color: run.colour, width: 2 }, marker: { color: run.colour, size: 5 },
+          hovertemplate: `run ${run.id}<br>step %{x}<br>%{y:.4f}<extra></extra>` };
+      });
+      const without = traces.filter((t) => !present(t.y)).map((t) => t.name);
+      const note = without.length === runs.length ? " (not recorded)" : without.length ? ` (none for ${without.join(", ")})` : "";
+      const steps = traces.flatMap((t) => t.x);
+      Plotly.newPlot(div, traces, { title: { text: name + note }, xaxis: stepAxis(steps, 0, xrange ? { range: xrange } : {}),
+        margin: { t: 40, r: 20 }, legend: { orientation: "h", y: -0.22 }, showlegend: true,
+        ...emptyFrame(without.length === runs.length, { rangemode: "tozero" }, "not recorded by these runs") }, CONFIG);
+      div.dataset.traces = String(traces.filter((t) => present(t.y)).length);
+    }
+    holder.dataset.charts = String(names.length);
+  }
+
+  const picker = metricPicker(pickerRoot, {
+    onChange: async (names) => {
+      const missing = names.filter((n) => !runs.every((run) => (series.get(run.id)?.series || {})[n]));
+      if (missing.length) await read(names);
+      drawPicked(names);
+    },
+  });
+  picker.setNames(JSON.parse(document.getElementById("metric-names").textContent));
+  picker.start();
 })();

@@ -5,7 +5,8 @@
 // once and only what is looked at is ever drawn. Long texts are cut in the DOM with a
 // "show all" button. Keys: j/k or arrows (next/previous turn), g/G (first/last turn),
 // n/p (next/previous trajectory of the group; not when embedded in the labelling page, whose
-// own keys they are); #turn-N in the address selects turn N.
+// own keys they are); #turn-N in the address selects turn N. Each selection is announced as a
+// "crucible:turn-select" event ({number, how}), which the labelling page listens to.
 (function () {
   "use strict";
   const root = document.getElementById("turns");
@@ -92,12 +93,36 @@
     return details;
   }
 
+  // A unified diff's text as [kind, line] rows (training/replay.py's unified_diff_rows).
+  function diffRows(text) {
+    return (text || "").split("\n").filter((line, i, all) => line || i < all.length - 1).map((line) => [
+      /^(--- |\+\+\+ |diff |Binary )/.test(line) ? "head" : line.startsWith("@@") ? "hunk"
+        : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx", line]);
+  }
+
+  // A repository task's workspace on its task page (the trajectory page gives its address): a
+  // hunk of a diff links to its file there, at the hunk's first line in the task's files.
+  const workspace = root.dataset.workspace || "";
+  function hunkLink(line, path) {
+    const match = /^@@ -(\d+)(?:,(\d+))?/.exec(line);
+    if (!workspace || !path || !match) return null;
+    const first = Math.max(1, Number(match[1]));
+    const last = first + Math.max(1, Number(match[2] || 1)) - 1;
+    const lines = last > first ? `L${first}-L${last}` : `L${first}`;
+    return el("a", { class: "d-hunk hunk-link", href: `${workspace}&path=${encodeURIComponent(path)}#${lines}`,
+      title: `open ${path} at ${lines} in the task's workspace`, text: line + "\n" });
+  }
+
   function diffBlock(diff) {
     const pre = el("pre", { class: "diff" });
     const LIMIT = 400;
+    let path = "";
     const put = (rows) => {
       const frag = document.createDocumentFragment();
-      for (const [kind, line] of rows) frag.append(el("span", { class: "d-" + kind, text: line + "\n" }));
+      for (const [kind, line] of rows) {
+        if (kind === "head" && /^(\+\+\+ b\/|--- a\/)/.test(line)) path = line.slice(6).trim();
+        frag.append((kind === "hunk" && hunkLink(line, path)) || el("span", { class: "d-" + kind, text: line + "\n" }));
+      }
       pre.append(frag);
     };
     put(diff.slice(0, LIMIT));
@@ -161,16 +186,52 @@
   // edits, instead of a program and one sandbox execution.
   const isAgent = (turn) => turn.action === "tool_calls";
 
+  const textLines = (text) => (typeof text === "string" ? text.replace(/\n$/, "").split("\n") : []);
+
+  // What a call did, read as an edit or a command rather than as escaped JSON: a str_replace is
+  // the diff of its old and new text, an insert and a create their added lines, a view its file
+  // and lines, a bash call its command. Null for anything else (its arguments are shown as JSON).
+  function callView(call) {
+    const a = call.arguments || {};
+    if (call.name === "bash" && typeof a.command === "string") {
+      return longText(`$ ${a.command}`, "code tool-command", 12, 2000);
+    }
+    if (call.name !== "file_editor" || typeof a.command !== "string") return null;
+    const what = el("div", { class: "edit-path" }, el("code", { text: String(a.path || "?") }),
+      el("span", { class: "sub", text: ` ${a.command}` }));
+    let rows = null;
+    if (a.command === "str_replace") {
+      rows = [["hunk", "@@ replaced (the first and only match) @@"],
+        ...textLines(a.old_str).map((line) => ["del", `-${line}`]),
+        ...textLines(a.new_str).map((line) => ["add", `+${line}`])];
+    } else if (a.command === "insert") {
+      rows = [["hunk", `@@ inserted after line ${a.insert_line} @@`], ...textLines(a.new_str).map((line) => ["add", `+${line}`])];
+    } else if (a.command === "create") {
+      rows = [["hunk", "@@ a new file @@"], ...textLines(a.file_text).map((line) => ["add", `+${line}`])];
+    } else if (a.command === "view") {
+      if (Array.isArray(a.view_range)) what.append(el("span", { class: "sub", text: ` lines ${a.view_range.join("–")}` }));
+      return what;
+    } else if (a.command === "undo_edit") {
+      return what;
+    }
+    return rows ? el("div", { class: "edit" }, what, diffBlock(rows)) : null;
+  }
+
   function toolCall(call) {
     const args = JSON.stringify(call.arguments || {}, null, 1);
     const head = el("summary", {}, el("b", { text: call.name || "parse error" }),
       call.call_id ? el("span", { class: "sub", text: ` ${call.call_id} · ${ms((call.seconds || 0) * 1000)}` }) : null,
       call.error ? el("span", { class: "badge bad", text: "error" }) : el("span", { class: "badge ok", text: "ok" }));
+    const view = call.name ? callView(call) : null;
+    const noArguments = !Object.keys(call.arguments || {}).length;
     return el("details", { class: "tool-call", open: true }, head,
-      call.name ? longText(args, "code tool-args", 12, 1500) : null,
+      view,
+      !call.name || noArguments ? null : view ? el("details", { class: "tool-json" },
+        el("summary", { text: "arguments as sent" }), longText(args, "code tool-args", 12, 1500))
+        : longText(args, "code tool-args", 12, 1500),
       longText(call.output, "text tool-output", 20, 3000),
       call.diff ? el("details", { class: "tool-diff" }, el("summary", { text: "workspace diff after this call" }),
-        longText(call.diff, "code", 60, 6000)) : null);
+        diffBlock(diffRows(call.diff))) : null);
   }
 
   function toolCallsBlock(turn) {
@@ -275,7 +336,9 @@
     return rect.bottom > 0 && rect.top < window.innerHeight;
   }
 
-  function select(pos, scroll) {
+  // `how` says what chose the turn ("click": the reader clicked it or its index cell; "key";
+  // "address"); the labelling page takes a clicked turn as its label's "at turn".
+  function select(pos, scroll, how) {
     if (!sections.length) return;
     pos = Math.max(0, Math.min(sections.length - 1, pos));
     if (selected >= 0) {
@@ -295,6 +358,8 @@
       sections[pos].scrollIntoView({ block: "start" });
     }
     ensure(pos);
+    document.dispatchEvent(new CustomEvent("crucible:turn-select",
+      { detail: { number: pos + 1, how: how || "key" } }));
   }
 
   function move(delta) {
@@ -305,7 +370,7 @@
 
   function fromHash() {
     const match = /^#turn-(\d+)$/.exec(location.hash);
-    if (match) select(Number(match[1]) - 1);
+    if (match) select(Number(match[1]) - 1, true, "address");
   }
 
   ["wheel", "touchstart", "mousedown"].forEach((name) =>
@@ -313,8 +378,12 @@
   window.addEventListener("hashchange", fromHash);
   root.addEventListener("click", (event) => {
     const section = event.target.closest("section.turn");
-    if (section && !event.target.closest("a, button, summary")) select(Number(section.dataset.pos), false);
+    if (section && !event.target.closest("a, button, summary")) select(Number(section.dataset.pos), false, "click");
   });
+  cells.forEach((cell) => cell.addEventListener("click", (event) => {
+    event.preventDefault(); // selected here, the address kept in step by select()
+    select(Number(cell.dataset.pos), true, "click");
+  }));
 
   // Embedded in the labelling page, the replay keeps j/k/g/G; n and p are the page's own.
   const embedded = root.dataset.embedded === "1";

@@ -1,11 +1,15 @@
-// The labelling page's keys: 1-5 choose a label; it is sent at once when it needs no note (correct) or the
-// note is already written, otherwise the note box takes the focus and Ctrl+Enter sends. n: next item,
+// The labelling page's keys. 1-9 choose a label and nothing more: the note box takes the focus
+// (a note is what the next keys are for), and the label is sent only on Ctrl+Enter or the Save
+// button, so a key never files a label without its note or turn and moves on. n: next item,
 // r: the replay in a new tab, Esc: leave the note box. Keys typed into a field stay in the field.
+// Clicking a turn of the replay (or its cell in the turn index) makes it the label's "at turn".
 (function () {
   "use strict";
   const form = document.getElementById("label-form");
   if (!form) return;
   const note = form.querySelector("textarea[name=note]");
+  const turn = form.querySelector("input[name=turn]");
+  const picked = document.getElementById("turn-picked");
   const buttons = Array.from(form.querySelectorAll(".label-btn"));
 
   function needsNote(button) { return button && button.dataset.needsNote === "1"; }
@@ -22,15 +26,28 @@
   }
   function choose(button) {
     button.querySelector("input").checked = true;
-    if (needsNote(button) && !note.value.trim()) { markNote(); note.focus(); return; }
-    send();
+    buttons.forEach(function (b) { b.classList.toggle("chosen", b === button); });
+    markNote();
+    form.dataset.chosen = button.querySelector("input").value;
+    note.focus();
   }
 
-  buttons.forEach(function (b) { b.querySelector("input").addEventListener("change", markNote); });
+  buttons.forEach(function (b) {
+    b.querySelector("input").addEventListener("change", function () { choose(b); });
+  });
   note.addEventListener("input", markNote);
   form.addEventListener("submit", function (e) {
     if (markNote()) { e.preventDefault(); note.focus(); }
   });
+
+  if (turn) {
+    document.addEventListener("crucible:turn-select", function (event) {
+      if (event.detail.how !== "click") return;
+      turn.value = String(event.detail.number);
+      if (picked) picked.textContent = `turn ${event.detail.number}, picked on the replay`;
+    });
+    turn.addEventListener("input", function () { if (picked) picked.textContent = ""; });
+  }
 
   document.addEventListener("keydown", function (e) {
     const typing = e.target.closest && e.target.closest("input[type=text], input[type=number], textarea, select, [contenteditable]");

@@ -9,14 +9,14 @@
 import Plotly from "plotly.js-dist-min";
 
 import { emptyFrame, stepAxis } from "./lib/axes.js";
+import { CHART_CONFIG, runPage } from "./lib/run_page.js";
 import { timeElement } from "./lib/time.js";
 
 (function () {
   "use strict";
-  const heat = document.getElementById("reward-heatmap");
-  if (!heat) return;
-  const runId = heat.dataset.runId;
-  const totalSteps = Number(heat.dataset.totalSteps) || 0;
+  const page = runPage();
+  if (!page) return;
+  const { heat, runId, totalSteps } = page;
   // What the run's reward is: correctness alone, or a weighted total of components. A series
   // says which (a total with a quality share is not plotted as if it were correctness).
   const weightsNode = document.getElementById("reward-weights");
@@ -36,10 +36,11 @@ import { timeElement } from "./lib/time.js";
   const flagDiv = document.getElementById("flag-rate");
   const tokensDiv = document.getElementById("tokens-rate");
   const backfillNote = document.getElementById("backfill-note");
-  const CONFIG = { displayModeBar: false, responsive: true };
+  const CONFIG = CHART_CONFIG;
   // The trainer's time split per step (seconds), drawn as stacked bars.
   const PHASES = [["timing/generation_s", "generation"], ["timing/sandbox_s", "sandbox (not overlapped)"],
-    ["timing/grading_s", "grading"], ["timing/update_s", "update"]];
+    ["timing/grading_s", "grading"], ["timing/update_s", "update"],
+    ["timing/weight_gather_s", "weight gather (FSDP2)"]];
   const POLICY = [["policy/entropy", "entropy"], ["loss/kl", "KL (k3)"], ["policy/clip_fraction", "clip fraction"]];
   const live = document.getElementById("live-state");
   const countEl = document.getElementById("step-count");
@@ -432,6 +433,8 @@ import { timeElement } from "./lib/time.js";
       alerts.set(event.id, event);
       renderAlert(event);
       schedule();
+    } else if (event.kind === "warning") {
+      renderWarning(event);
     } else if (event.kind === "evaluation") {
       evaluations.set(event.step, event);
       schedule();
@@ -440,6 +443,27 @@ import { timeElement } from "./lib/time.js";
     } else if (event.kind === "progress") {
       showProgress(event);
     }
+  }
+
+  // --- warnings: one <li> per warning id, updated in place as its steps grow -----------------
+  const warningPanel = document.getElementById("warnings");
+  const warningList = document.getElementById("warning-list");
+
+  function renderWarning(warning) {
+    if (!warningList) return;
+    let item = warningList.querySelector(`li[data-warning-id="${warning.id}"]`);
+    if (!item) {
+      item = el("li");
+      item.dataset.warningId = String(warning.id);
+      warningList.append(item);
+    }
+    item.dataset.warning = warning.warning;
+    const steps = warning.first_step === null || warning.first_step === undefined ? "before the first step"
+      : warning.first_step === warning.last_step ? `step ${warning.first_step}`
+        : `steps ${warning.first_step}–${warning.last_step}, ${warning.steps} in all`;
+    item.replaceChildren(el("b", "warning-title", warning.title), " ", el("span", "warning-steps", steps),
+      el("div", "warning-message", warning.message));
+    warningPanel.hidden = false;
   }
 
   // --- the run's status, live: the badge, its reason, what the buttons may do ---------------

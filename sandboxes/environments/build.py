@@ -20,7 +20,7 @@ def available_runtimes() -> list[str]:
 def check_runtime(spec: EnvironmentSpec) -> None:
     """Raises EnvironmentSpecError when no sandbox here can provide ``spec.runtime``."""
     if spec.family == "node":
-        return  # the machine's Node.js (sandboxes.runtimes.node_interpreter)
+        return  # the machine's Node.js (sandboxes.interpreters.node_interpreter)
     if spec.runtime not in available_runtimes():
         raise EnvironmentSpecError(
             f"runtime {spec.runtime} cannot be provided here; available: "

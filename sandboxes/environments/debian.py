@@ -26,6 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sandboxes.environments.steps import run_step
 from sandboxes.environments.store import EnvironmentBuildError
 
 # runtime -> (Debian suite, packages beyond minbase, the interpreter's path inside the root).
@@ -43,7 +44,7 @@ PRUNE = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/sh
 
 def mirror() -> str:
     """``CRUCIBLE_DEBIAN_MIRROR``, default Debian's own."""
-    from console.core.env import env_str  # noqa: PLC0415 (this module runs without Django)
+    from core.env import env_str  # noqa: PLC0415 (this module runs without Django)
 
     return env_str("CRUCIBLE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
@@ -66,8 +67,6 @@ def build_root(runtime: str, tree: Path, *, timeout_s: float = DEBOOTSTRAP_TIMEO
         EnvironmentBuildError: debootstrap is missing (``runtime_unavailable``), failed, ran out
             of disk or time.
     """
-    from sandboxes.environments.packages import _run  # noqa: PLC0415 (packages imports spec)
-
     spec = root_spec(runtime)
     if spec is None:
         raise EnvironmentBuildError(f"no root filesystem is defined for runtime {runtime}")
@@ -95,7 +94,7 @@ def build_root(runtime: str, tree: Path, *, timeout_s: float = DEBOOTSTRAP_TIMEO
         str(tree),
         mirror(),
     ]
-    log = _run(command, timeout_s=timeout_s, what=f"debootstrap of {runtime}")
+    log = run_step(command, timeout_s=timeout_s, what=f"debootstrap of {runtime}")
     for rel in PRUNE:
         target = tree / rel
         if target.is_dir():

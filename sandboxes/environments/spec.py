@@ -26,11 +26,14 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from sandboxes.environments.debian import root_spec
+
 # Bumped when a layer's builder changes what it writes or records: that layer's build hashes
 # change with it (packages 2: the build record keeps each file's sha256 from pip's report;
 # 3: pip's REQUESTED markers are dropped; root 2, packages 4: files keep their modes less the
-# write and set-id bits, where they were all made world-readable before).
-BUILD_FORMAT = {"root": 2, "packages": 4}
+# write and set-id bits, where they were all made world-readable before; packages 5: the host
+# runtime's layer carries checked-hash .pyc files).
+BUILD_FORMAT = {"root": 2, "packages": 5}
 HOST_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_RUNTIME = re.compile(r"^python3\.(\d+)$")
 NODE_RUNTIME = re.compile(r"^node(\d+)$")
@@ -72,6 +75,8 @@ class EnvironmentSpec:
     runtime: str
     python_pins: tuple[PythonPin, ...] = ()
     npm_pins: tuple[str, ...] = ()
+    # Python packages may be built from sdists (in a sandbox: source_build.py); else wheels only.
+    source_builds: bool = False
     notes: list[str] = field(default_factory=list, compare=False)
 
     @property
@@ -91,8 +96,6 @@ class EnvironmentSpec:
 
     def root_hash(self) -> str | None:
         """The build hash of the runtime's root filesystem, or None (the host's)."""
-        from sandboxes.environments.debian import root_spec  # noqa: PLC0415 (it imports this module)
-
         spec = root_spec(self.runtime)
         return _digest({"layer": "root", **spec}) if spec else None
 
@@ -100,14 +103,15 @@ class EnvironmentSpec:
         """The build hash of the packages layer, or None (no packages)."""
         if not self.packages:
             return None
-        return _digest(
-            {
-                "layer": "packages",
-                "runtime": self.runtime,
-                "root": self.root_hash(),
-                "packages": self.packages,
-            }
-        )
+        content = {
+            "layer": "packages",
+            "runtime": self.runtime,
+            "root": self.root_hash(),
+            "packages": self.packages,
+        }
+        if self.source_builds:  # only when set: wheel-only layers keep their hashes
+            content["source_builds"] = True
+        return _digest(content)
 
 
 def _digest(content: dict) -> str:
@@ -154,7 +158,7 @@ def _python_pin(raw: str) -> PythonPin:
     return PythonPin(name, specs[0].version, line, hashes)
 
 
-def parse(runtime: str, packages: list[str]) -> EnvironmentSpec:
+def parse(runtime: str, packages: list[str], *, source_builds: bool = False) -> EnvironmentSpec:
     """Check a runtime and its package list.
 
     Args:
@@ -162,11 +166,22 @@ def parse(runtime: str, packages: list[str]) -> EnvironmentSpec:
         packages: for Python, pip requirements pinned exactly (``numpy==2.2.6``, optionally
             ``--hash=sha256:...``; with one hash given, every package needs its hashes, as
             pip's ``--require-hashes`` does); for Node.js, ``name@X.Y.Z``.
+        source_builds: Python packages without a wheel may be built from their sdists (in a
+            sandbox); False: wheels only. For the host's Python only.
 
     Raises:
         EnvironmentSpecError: an unknown runtime, an unpinned, unreadable or repeated package
-            (the message names it and says what to write).
+            (the message names it and says what to write), or ``source_builds`` for a runtime
+            that cannot build in a sandbox (field ``source_builds``).
     """
+    if not isinstance(source_builds, bool):
+        raise EnvironmentSpecError("source_builds must be true or false", field="source_builds")
+    if source_builds and runtime != HOST_PYTHON:
+        raise EnvironmentSpecError(
+            f"source builds run in a sandbox of the host's Python ({HOST_PYTHON}); a {runtime} "
+            "environment installs wheels only: pin releases that publish a wheel for it",
+            field="source_builds",
+        )
     if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
         raise EnvironmentSpecError(
             "packages must be a list of pinned requirement strings", field="packages"
@@ -197,7 +212,9 @@ def parse(runtime: str, packages: list[str]) -> EnvironmentSpec:
             field="packages",
             package=bare.line,
         )
-    return EnvironmentSpec(runtime, python_pins=tuple(sorted(pins, key=lambda p: p.name)))
+    return EnvironmentSpec(
+        runtime, python_pins=tuple(sorted(pins, key=lambda p: p.name)), source_builds=source_builds
+    )
 
 
 def _no_repeats(names: list[str], raw: list[str]) -> None:

@@ -79,6 +79,12 @@ class Built:
     def tree(self) -> Path:
         return self.path / TREE
 
+    @property
+    def published_at(self) -> float:
+        """When the build was published (its build record's mtime, seconds since the epoch): a
+        cache hit's answer is the original build's time, not the check's."""
+        return (self.path / BUILD_RECORD).stat().st_mtime
+
 
 def file_digest(path: Path) -> str:
     """``sha256:<hex>`` of a file's bytes."""

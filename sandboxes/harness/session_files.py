@@ -28,6 +28,7 @@ import base64
 import ctypes
 import difflib
 import errno
+import hashlib
 import os
 import stat
 
@@ -360,9 +361,15 @@ def _same(work_fd, lower_fd, path, old, new):
         return False
     if (old.st_mtime_ns, old.st_ctime_ns) == (new.st_mtime_ns, new.st_ctime_ns):
         return True  # not copied up: the lower file itself, which never changes
+    if stat.S_IMODE(old.st_mode) != stat.S_IMODE(new.st_mode):
+        return False  # re-permissioned: a change a grading and the detectors see
     if not stat.S_ISREG(old.st_mode):
         return True  # a FIFO or socket has no content to compare
-    return _read_at(work_fd, path, old.st_size + 1) == _read_at(lower_fd, path, old.st_size + 1)
+    try:
+        work = _read_at(work_fd, path, old.st_size + 1)
+    except PermissionError:
+        return False  # the session made it unreadable to itself: changed
+    return work == _read_at(lower_fd, path, old.st_size + 1)
 
 
 def _content(root_fd, path, info):
@@ -398,7 +405,10 @@ def diff(work_fd, lower_fd, args):
         if size >= max_bytes:
             truncated = True
             break
-        piece = _file_diff(work_fd, lower_fd, path, change, old, new, context)
+        try:
+            piece = _file_diff(work_fd, lower_fd, path, change, old, new, context)
+        except PermissionError:
+            piece = f"Unreadable file b/{path} (mode {stat.S_IMODE(new.st_mode):o})\n"
         parts.append(piece)
         size += len(piece.encode("utf-8", "replace"))
     text = "".join(parts)
@@ -461,7 +471,12 @@ def changes(work_fd, lower_fd, args):
         total += new.st_size
         if total > max_bytes:
             raise FileOpError("too_large", f"the changed files hold more than {max_bytes} bytes")
-        files[path] = _b64(_content(work_fd, path, new))
+        try:
+            files[path] = _b64(_content(work_fd, path, new))
+        except PermissionError:
+            raise FileOpError(
+                "unreadable", f"{path} cannot be read (mode {stat.S_IMODE(new.st_mode):o})"
+            ) from None
         if new.st_mode & 0o111:
             executable.append(path)
         if path in deleted:
@@ -473,6 +488,51 @@ def changes(work_fd, lower_fd, args):
         "deleted": deleted,
         "bytes": total,
     }
+
+
+def state(work_fd, lower_fd, args):
+    """``{}`` -> ``{"changes": {path: [change, mode, sha256 or None]}}``: every path that
+    differs from the start (added, deleted, modified, re-permissioned; a link's target hashed),
+    with its mode and content digest now (None for a deleted or unreadable file), so two
+    states taken turn by turn tell what each turn did to the workspace."""
+    found = {}
+    for path, change, _old, new in compare(work_fd, lower_fd):
+        if new is None:
+            found[path] = [change, None, None]
+            continue
+        try:
+            digest = hashlib.sha256(_content(work_fd, path, new)).hexdigest()
+        except (PermissionError, OSError):
+            digest = None
+        found[path] = [change, stat.S_IMODE(new.st_mode), digest]
+    return {"changes": found, "network": network_counters()}
+
+
+def network_counters():
+    """Counters of the session's own network namespace (``/proc/net/snmp`` and ``snmp6``):
+    ``no_route``, packets that could not leave for want of a route (the session has none but
+    loopback: every DNS lookup or connection out counts), and ``udp_no_port``, datagrams to a
+    local port nothing listens on (a resolver on 127.0.0.1 that is not there)."""
+    found = {"no_route": 0, "udp_no_port": 0}
+    try:
+        with open("/proc/net/snmp", encoding="ascii") as handle:
+            rows = [line.split() for line in handle]
+        for names, values in zip(rows[::2], rows[1::2], strict=False):
+            table = dict(zip(names[1:], values[1:], strict=False))
+            if names[0] == "Ip:":
+                found["no_route"] += int(table.get("OutNoRoutes", 0))
+            elif names[0] == "Udp:":
+                found["udp_no_port"] += int(table.get("NoPorts", 0))
+        with open("/proc/net/snmp6", encoding="ascii") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == "Ip6OutNoRoutes":
+                    found["no_route"] += int(parts[1])
+                elif len(parts) == 2 and parts[0] == "Udp6NoPorts":
+                    found["udp_no_port"] += int(parts[1])
+    except (OSError, ValueError):
+        pass
+    return found
 
 
 def run_file_op(op, args, data, work_fd, lower_fd):
@@ -492,6 +552,8 @@ def run_file_op(op, args, data, work_fd, lower_fd):
             result = diff(work_fd, lower_fd, args)
         elif op == "changes":
             result = changes(work_fd, lower_fd, args)
+        elif op == "state":
+            result = state(work_fd, lower_fd, args)
         else:
             raise FileOpError("invalid", f"unknown file operation {op!r}")
     except FileOpError as exc:

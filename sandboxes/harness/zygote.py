@@ -63,6 +63,7 @@ import resource
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 
@@ -541,12 +542,15 @@ def run_init(request, named, config, roles, parent_alive, setup):
     os.close(low)
     limits = request["limits"]
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    tmp_size = f"size={int(limits['file_size_bytes'])},mode=1777,nr_inodes=4096"
+    inodes = int(limits.get("tmp_inodes") or 4096)
+    tmp_size = f"size={int(limits['file_size_bytes'])},mode=1777,nr_inodes={inodes}"
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     oom_first()  # the OOM killer's first choice in the cgroup is the execution, not the zygote
     libc.sethostname(b"sandbox", 7)
+    if request.get("loopback"):  # its own network namespace's lo, up while it still may
+        loopback_up()
     uid = config["sandbox_uid"]
     if limits.get("address_space_bytes"):
         cap_limit(resource.RLIMIT_AS, limits["address_space_bytes"], limits["address_space_bytes"])
@@ -618,6 +622,17 @@ def run_init(request, named, config, roles, parent_alive, setup):
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
+
+
+def loopback_up():
+    """Bring ``lo`` up in this process's network namespace (a tree with a network namespace of
+    its own, before it drops its capabilities: a sandboxed build's proxy listens there)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14s", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING, b"")
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, request)
 
 
 def oom_first():

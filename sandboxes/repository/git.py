@@ -16,13 +16,13 @@ the same :class:`~sandboxes.sessions.Workspace` digest (a group of rollouts shar
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from core.gitenv import clean_git_env
 from sandboxes.sessions.workspace import Workspace, check_path
 
 BRANCH = "main"
@@ -41,19 +41,15 @@ def _git(root: Path, *args: str) -> str:
     if executable is None:
         raise GitWorkspaceError("git is not installed on this host (apt-get install git)")
     name, email = AUTHOR
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(root),  # no user configuration reaches the repository
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": name,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_AUTHOR_DATE": DATE,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-        "GIT_COMMITTER_DATE": DATE,
-        "LC_ALL": "C",
-    }
+    env = clean_git_env(
+        str(root),  # no user configuration reaches the repository
+        GIT_AUTHOR_NAME=name,
+        GIT_AUTHOR_EMAIL=email,
+        GIT_AUTHOR_DATE=DATE,
+        GIT_COMMITTER_NAME=name,
+        GIT_COMMITTER_EMAIL=email,
+        GIT_COMMITTER_DATE=DATE,
+    )
     done = subprocess.run(
         [executable, *args],
         cwd=root,

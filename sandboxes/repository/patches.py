@@ -9,23 +9,20 @@ the diff touches, so the cost grows with the change, not with the repository.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from core.gitenv import clean_git_env
 from sandboxes.sessions.workspace import check_path
 
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
+_IDENTITY = {
     "GIT_AUTHOR_NAME": "crucible",
     "GIT_AUTHOR_EMAIL": "crucible@localhost",
     "GIT_COMMITTER_NAME": "crucible",
     "GIT_COMMITTER_EMAIL": "crucible@localhost",
-    "LC_ALL": "C",
 }
 # ``diff --git a/X b/Y``: the paths a patch touches (quoted paths are refused: see patched_paths).
 _HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
@@ -42,7 +39,7 @@ def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.Comple
         cwd=cwd,
         input=stdin,
         capture_output=True,
-        env={**os.environ, **_GIT_ENV},
+        env=clean_git_env(str(cwd), **_IDENTITY),  # no configuration but Crucible's
         check=False,
         timeout=120,
     )

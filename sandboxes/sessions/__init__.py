@@ -2,7 +2,7 @@
 
 The client API (what rollouts import from here): :func:`open_session`,
 :func:`open_sessions`, :class:`Session` (``exec``, ``read``, ``write``, ``list``, ``diff``,
-``changes``, ``close``; a context manager), :class:`Workspace`, :class:`SessionLimits`,
+``changes``, ``state``, ``close``; a context manager), :class:`Workspace`, :class:`SessionLimits`,
 :func:`files_to_grade`, and the errors. The worker's side: ``host.py`` (one slot's session
 zygote and sessions), ``slot.py`` (its inbox and leases), ``store.py`` (materialised
 workspaces), ``routing.py`` (the Redis keys), and in the sandbox ``harness/session_init.py``
@@ -21,8 +21,10 @@ _NAMES = {
     "SessionError": "client",
     "SessionFileNotFound": "client",
     "SessionLost": "client",
+    "SessionRefused": "client",
     "open_session": "client",
     "open_sessions": "client",
+    "WorkspaceState": "client",
     "DEFAULT_RESTORE": "grading",
     "WorkspaceChanges": "grading",
     "files_to_grade": "grading",

@@ -20,7 +20,8 @@ worker died or restarted, its processes died, its lease closed it, no worker ans
 ``status == "infra_error"``). Rollouts flag such a trajectory and never score it. Input the
 session refuses raises :class:`SessionError` (``kind``: ``invalid``, ``outside``,
 ``not_a_file``, ``exists``, ``too_large``, ``failed``) or :class:`SessionFileNotFound`; a
-call on a session the caller closed raises :class:`SessionClosed`.
+call on a session the caller closed raises :class:`SessionClosed`. An open that no worker had
+room for (its session budget: count, memory, disk) raises :class:`SessionRefused`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import json
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sandboxes import queue as Q
 from sandboxes import result as R
@@ -66,6 +67,12 @@ class SessionLost(SessionError):
     status = R.INFRA_ERROR
 
 
+class SessionRefused(SessionLost):
+    """The worker had no room for another session: its count, memory or disk budget
+    (``kind`` ``capacity``; the detail names the limit and its setting). An infrastructure
+    condition, like a lost session: a rollout drops the trajectory, never scores it."""
+
+
 class SessionClosed(SessionError):
     """The caller closed this session already."""
 
@@ -78,11 +85,31 @@ def _error(error: dict, session_id: str | None) -> SessionError:
     kind, detail = str(error.get("kind", "lost")), str(error.get("detail", ""))
     if kind in ("lost", "expired"):
         return SessionLost(kind, detail, session_id)
+    if kind == "capacity":
+        return SessionRefused(kind, detail, session_id)
     if kind == "closed":
         return SessionClosed(kind, detail, session_id)
     if kind == "not_found":
         return SessionFileNotFound(kind, detail, session_id)
     return SessionError(kind, detail, session_id)
+
+
+@dataclass(frozen=True)
+class WorkspaceState:
+    """What :meth:`Session.state` saw.
+
+    Attributes:
+        changes: every path that differs from the start: ``{path: (change, mode, sha256)}``
+            (``change`` ``added``, ``deleted`` or ``modified``, re-permissioning included;
+            ``mode`` the permission bits, None for a deleted path; ``sha256`` of the content or
+            a link's target, None where deleted or unreadable).
+        network: the session's own counters since it opened: ``no_route`` (packets that could
+            not leave: a DNS lookup or a connection out), ``udp_no_port`` (datagrams to a local
+            port nothing listens on).
+    """
+
+    changes: dict = field(default_factory=dict)
+    network: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -206,6 +233,8 @@ def open_sessions(
         the sessions, in order.
 
     Raises:
+        SessionRefused: the workers tried had no room (their session budgets; after
+            ``OPEN_ATTEMPTS`` tries, the last refusal).
         SessionLost: no slot could open them (the detail says why; an ``infra_error``).
         SessionError: the worker refused the workspace or the limits (``invalid``).
         ValueError: ``count`` below 1.
@@ -458,7 +487,8 @@ class Session:
         """What changed since the start, in full, for grading (:mod:`sandboxes.sessions.grading`).
 
         Raises:
-            SessionError: ``too_large`` (the changed files hold more than ``max_bytes``).
+            SessionError: ``too_large`` (the changed files hold more than ``max_bytes``),
+                ``unreadable`` (the session made a changed file unreadable: ungradable).
             SessionLost, SessionClosed: see the module.
         """
         answer = self._call("changes", {"max_bytes": max_bytes}, wait_s=FILE_CALL_WAIT_S)
@@ -467,6 +497,19 @@ class Session:
             executable=frozenset(answer["executable"]),
             symlinks=dict(answer["symlinks"]),
             deleted=tuple(answer["deleted"]),
+        )
+
+    def state(self) -> WorkspaceState:
+        """The workspace and the network as they are now (:class:`WorkspaceState`); two states
+        taken apart say what happened between them, whatever command did it.
+
+        Raises:
+            SessionLost, SessionClosed: see the module.
+        """
+        answer = self._call("state", {}, wait_s=FILE_CALL_WAIT_S)
+        return WorkspaceState(
+            changes={path: tuple(entry) for path, entry in answer["changes"].items()},
+            network=dict(answer.get("network") or {}),
         )
 
     def close(self) -> None:

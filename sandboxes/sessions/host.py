@@ -45,9 +45,10 @@ from pathlib import Path
 from sandboxes import cgroups
 from sandboxes import result as R
 from sandboxes.environments.mount import HOST, Mount, mount_for
+from sandboxes.interpreters import python_interpreter
 from sandboxes.process import SANDBOX_ENV
 from sandboxes.resident import Zygote, _send, interpreter_bind_dirs
-from sandboxes.runtimes import python_interpreter
+from sandboxes.sessions.budget import SessionBudget
 from sandboxes.sessions.calls import (
     CallOutcome,
     InitGone,
@@ -127,10 +128,18 @@ class SessionHost:
     """One slot's session zygote and open sessions (see the module)."""
 
     def __init__(
-        self, store: WorkspaceStore, *, interpreter: str | None = None, mount: Mount = HOST
+        self,
+        store: WorkspaceStore,
+        *,
+        interpreter: str | None = None,
+        mount: Mount = HOST,
+        budget: SessionBudget | None = None,
     ) -> None:
         """``mount``: the environment its sessions run in (the runtime's root and packages,
-        see :func:`sandboxes.environments.mount.mount_for`); default the host's Python."""
+        see :func:`sandboxes.environments.mount.mount_for`); default the host's Python.
+        ``budget``: the worker's session budget its opens ask (:mod:`.budget`: a count, a
+        parent cgroup its sessions' cgroups live in, the store's disk); None: none."""
+        self.budget = budget
         if mount.launcher:
             interpreter = mount.launcher[-1]
         interpreter = interpreter or python_interpreter()
@@ -234,17 +243,32 @@ class SessionHost:
         ``PYTHONPATH``/``NODE_PATH``; None: this host's runtime alone).
 
         Raises:
+            OverBudget: the worker's session budget has no room for it (count, memory, disk).
             ValueError: the blob is missing or is not the workspace ``digest``.
             SandboxSetupFailed: the session could not be set up (an ``infra_error``).
             ZygoteDied: the zygote died and could not be restarted.
         """
-        self.store.acquire(digest, load_blob)
+        budget = self.budget
+        if budget is not None:
+            budget.admit(limits)
+        try:
+            self.store.acquire(
+                digest, load_blob, room=budget.check_disk if budget is not None else None
+            )
+        except BaseException:
+            if budget is not None:
+                budget.release(limits)
+            raise
         cgroup = None
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            # +2: the session's init and the next call's child, booted ahead.
+            # +2: the session's init and the next call's child, booted ahead. Inside the
+            # worker's budget cgroup: all its sessions together stay within the budget.
             cgroup = cgroups.create(
-                memory_bytes=limits.memory_bytes, processes=limits.processes + 2, sweep=False
+                memory_bytes=limits.memory_bytes,
+                processes=limits.processes + 2,
+                sweep=False,
+                inside=budget.cgroup if budget is not None else None,
             )
             with self.zygote_lock:  # one request and its answer at a time on its socket
                 zygote, mount = self._zygote_for(environment)
@@ -262,6 +286,8 @@ class SessionHost:
             if cgroup:
                 cgroup.remove()
             self.store.release(digest)
+            if budget is not None:
+                budget.release(limits)
             raise
         now = time.monotonic()
         session = HostedSession(
@@ -345,6 +371,8 @@ class SessionHost:
         if session.cgroup:
             session.cgroup.remove()
         self.store.release(session.digest)
+        if self.budget is not None:
+            self.budget.release(session.limits)
 
     @contextlib.contextmanager
     def _using(self, session_id: str):

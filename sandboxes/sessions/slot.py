@@ -16,22 +16,43 @@ import base64
 import json
 import logging
 import threading
+import time
 
 import redis
 
+from sandboxes import pool_stats
 from sandboxes import queue as Q
 from sandboxes.environments.store import EnvironmentCorrupt
 from sandboxes.resident import SandboxSetupFailed, ZygoteDied
 from sandboxes.runtimes import runtime_mount
 from sandboxes.sessions import routing
+from sandboxes.sessions.budget import OverBudget, SessionBudget
 from sandboxes.sessions.host import FileOpRefused, SessionGone, SessionHost
 from sandboxes.sessions.limits import SessionLimits, check_exec
 from sandboxes.sessions.store import WorkspaceStore
 
 log = logging.getLogger(__name__)
 PARALLEL_CALLS = 8  # calls of different sessions of one slot running at once
-FILE_OPS = ("read", "write", "list", "diff", "changes")
+FILE_OPS = ("read", "write", "list", "diff", "changes", "state")
 HOUSEKEEPING_EVERY_S = 1.0
+
+
+def session_entry(call: dict, answer: dict, started: float) -> str:
+    """A session call as one of the pool's recent executions (``sandboxes.pool_stats``): kind
+    ``session_<op>``; an exec's own status and wall time, ``ok`` for another call that answered,
+    ``infra_error`` for a lost session or sandbox, else the refusal's kind."""
+    elapsed_ms = (time.monotonic() - started) * 1000
+    ok = answer.get("ok")
+    if isinstance(ok, dict) and call.get("op") == "exec":
+        status, wall_ms = str(ok.get("status", "ok")), float(ok.get("wall_ms") or 0.0)
+    elif "error" in answer:
+        kind = answer["error"].get("kind", "lost")
+        status, wall_ms = ("infra_error" if kind == "lost" else kind), elapsed_ms
+    else:
+        status, wall_ms = "ok", elapsed_ms
+    return pool_stats.recent_entry(
+        kind=f"session_{call.get('op', '?')}", status=status, wall_ms=wall_ms, exec_ms=elapsed_ms
+    )
 
 
 class SessionSlot(threading.Thread):
@@ -45,6 +66,7 @@ class SessionSlot(threading.Thread):
         store: WorkspaceStore,
         stopping: threading.Event,
         parallel_calls: int = PARALLEL_CALLS,
+        budget: SessionBudget | None = None,
     ) -> None:
         super().__init__(name=f"session-slot-{slot_id}", daemon=True)
         self.slot_id = slot_id
@@ -52,6 +74,7 @@ class SessionSlot(threading.Thread):
         self.store = store
         self.stopping = stopping
         self.parallel_calls = parallel_calls
+        self.budget = budget  # the worker's, shared by its slots
         self.host: SessionHost | None = None
         self.ready = threading.Event()  # its zygote started: it serves
 
@@ -65,7 +88,9 @@ class SessionSlot(threading.Thread):
             while not self.stopping.wait(0 if self.host is None else HOUSEKEEPING_EVERY_S):
                 try:
                     if self.host is None:
-                        host = SessionHost(self.store, mount=runtime_mount(self.runtime))
+                        host = SessionHost(
+                            self.store, mount=runtime_mount(self.runtime), budget=self.budget
+                        )
                         host.start()  # on this thread: its zygote dies with it (PDEATHSIG)
                         self.host = host
                         consumers = [
@@ -128,11 +153,14 @@ class SessionSlot(threading.Thread):
         self.store.sweep()
 
     def _answer(self, client: redis.Redis, raw: bytes, call: dict) -> None:
+        started = time.monotonic()
         try:
             answer = {"ok": self._run(client, call)}
         except SessionGone as exc:
             answer = {"error": {"kind": exc.kind, "detail": str(exc)}}
         except FileOpRefused as exc:
+            answer = {"error": {"kind": exc.kind, "detail": exc.detail}}
+        except OverBudget as exc:
             answer = {"error": {"kind": exc.kind, "detail": exc.detail}}
         except (ValueError, TypeError, KeyError) as exc:
             answer = {"error": {"kind": "invalid", "detail": str(exc)[:1000]}}
@@ -148,6 +176,8 @@ class SessionSlot(threading.Thread):
         pipe.lrem(Q.processing_key(self.slot_id), 1, raw)
         if call.get("op") in ("open", "close"):
             pipe.set(routing.load_key(self.slot_id), self.sessions(), ex=Q.HEARTBEAT_TTL_S * 3)
+        # the pool panel's recent executions count session work too (in the same round trip)
+        pool_stats.record(pipe, self.runtime, session_entry(call, answer, started))
         pipe.execute()
 
     def _run(self, client: redis.Redis, call: dict):

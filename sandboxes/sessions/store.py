@@ -43,6 +43,8 @@ class WorkspaceStore:
         self.lock = threading.Lock()
         self.refs: dict[str, int] = {}
         self.unused_since: dict[str, float] = {}
+        self.sizes: dict[str, int] = {}  # digest -> bytes of its materialised files
+        self.bytes = 0  # materialised (or being written) here, in all
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o700)
         # The sandbox user's uid on the host (see resident._write_id_maps): ``nobody`` as
@@ -52,15 +54,25 @@ class WorkspaceStore:
     def path(self, digest: str) -> Path:
         return self.root / digest
 
-    def acquire(self, digest: str, load: Callable[[], bytes]) -> Path:
+    def acquire(
+        self,
+        digest: str,
+        load: Callable[[], bytes],
+        *,
+        room: Callable[[int, int], None] | None = None,
+    ) -> Path:
         """The materialised directory of ``digest``, referenced once more.
 
         Args:
             load: returns the workspace's blob; called only when it is not here yet.
+            room: ``room(bytes stored here, bytes of this workspace)`` raises when a workspace
+                not here yet may not be written (a worker's disk budget); its bytes are
+                reserved before they are written, so concurrent opens cannot overshoot.
 
         Raises:
             ValueError: the blob is not a workspace, or its digest is not ``digest``.
             OSError: the directory could not be written (disk full...).
+            Exception: what ``room`` raises.
         """
         _check_digest(digest)
         with self.lock:
@@ -69,12 +81,24 @@ class WorkspaceStore:
         workspace = Workspace.from_blob(load())  # outside the lock: a large one takes a while
         if workspace.digest != digest:
             raise ValueError(f"workspace blob's digest is {workspace.digest}, not {digest}")
-        staging = self._materialise(workspace)
+        size = workspace.size_bytes
         with self.lock:
-            if self.path(digest).is_dir():  # another slot wrote it meanwhile
+            if room is not None:
+                room(self.bytes, size)
+            self.bytes += size
+        try:
+            staging = self._materialise(workspace)
+        except BaseException:
+            with self.lock:
+                self.bytes -= size
+            raise
+        with self.lock:
+            if self.path(digest).is_dir():  # another slot wrote it meanwhile (and counted it)
                 shutil.rmtree(staging, ignore_errors=True)
+                self.bytes -= size
             else:
                 os.rename(staging, self.path(digest))
+                self.sizes[digest] = size
             return self._reference(digest)
 
     def _reference(self, digest: str) -> Path:
@@ -99,6 +123,7 @@ class WorkspaceStore:
             old = [d for d, since in self.unused_since.items() if now - since >= self.keep_s]
             for digest in old:
                 del self.unused_since[digest]
+                self.bytes -= self.sizes.pop(digest, 0)
         for digest in old:
             shutil.rmtree(self.path(digest), ignore_errors=True)
         return len(old)

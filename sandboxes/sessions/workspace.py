@@ -27,6 +27,19 @@ MAX_ENTRIES = 100_000
 MAX_BYTES = 1024**3
 MAX_PATH_BYTES = 4096
 KINDS = ("file", "dir", "symlink")
+PREFIX_BYTES = len(MAGIC) + 8  # the magic and the header's length
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One entry of a packed workspace as its header describes it: ``offset`` is where its
+    ``size`` bytes start in the blob."""
+
+    path: str
+    kind: str
+    mode: int
+    size: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,39 @@ class Workspace:
                 if len(entries) > MAX_ENTRIES:
                     raise ValueError(f"{str(root)!r} has more than {MAX_ENTRIES} entries")
         return cls(entries)
+
+    @staticmethod
+    def header_length(prefix: bytes) -> int:
+        """The length of a blob's JSON header, from its first :data:`PREFIX_BYTES` bytes.
+
+        Raises:
+            ValueError: not a workspace blob.
+        """
+        if not prefix.startswith(MAGIC) or len(prefix) < PREFIX_BYTES:
+            raise ValueError("not a workspace blob")
+        return int.from_bytes(prefix[len(MAGIC) : PREFIX_BYTES], "big")
+
+    @staticmethod
+    def index(header: bytes) -> list[IndexEntry]:
+        """Every entry of a blob (path, kind, mode, size, and the offset of its bytes in the
+        blob) from its header alone: a caller that wants one file reads that file's bytes, not
+        the workspace.
+
+        Raises:
+            ValueError: the header is not a workspace blob's.
+        """
+        try:
+            rows = json.loads(header)
+        except ValueError as exc:
+            raise ValueError(f"workspace blob header: {exc}") from exc
+        offset = PREFIX_BYTES + len(header)
+        entries = []
+        for row in rows:
+            if not (isinstance(row, list) and len(row) == 4 and isinstance(row[3], int)):
+                raise ValueError("workspace blob header rows are [path, kind, mode, size]")
+            entries.append(IndexEntry(row[0], row[1], row[2], row[3], offset))
+            offset += row[3]
+        return entries
 
     @classmethod
     def from_blob(cls, blob: bytes) -> Workspace:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes.repository.patches import apply_patch, make_patch
 from tasks_library.environments import environment_create, environment_request
 from tasks_library.generators import bugs as bug_maker
@@ -382,6 +382,9 @@ class RepoBugsImport:
         verdicts: validation verdict -> how many of the imported versions got it.
         versions: the imported versions, validated (their ``verdict`` and ``report`` set).
         validation_seconds: wall time of the validation.
+        environment_seconds: wall time of creating (and building, or finding in the store) the
+            project's environment.
+        import_seconds: wall time of the import (one transaction).
     """
 
     report: GenerationReport
@@ -389,6 +392,8 @@ class RepoBugsImport:
     verdicts: dict[str, int]
     versions: list[TaskVersion]
     validation_seconds: float
+    environment_seconds: float = 0.0
+    import_seconds: float = 0.0
 
     def summary(self) -> dict:
         """The generation's figures, the import's counts and the validation's verdicts."""
@@ -402,6 +407,8 @@ class RepoBugsImport:
             verdicts=dict(sorted(self.verdicts.items())),
             valid=self.verdicts.get(TaskVersion.VERDICT_VALID, 0),
             validation_seconds=round(self.validation_seconds, 1),
+            environment_seconds=round(self.environment_seconds, 3),
+            import_seconds=round(self.import_seconds, 3),
             validation_seconds_per_task=(
                 round(self.validation_seconds / validated, 2) if validated else None
             ),
@@ -438,18 +445,21 @@ def repo_bugs_import(
     options = Options(reference_runs=reference_runs, mutants=0, examples=False)
     options.check()
     content = environment_content(pin)
+    started = time.monotonic()
     environment = environment_create(
         name=content["name"],
         runtime=content["runtime"],
         packages=content["packages"],
         image=content.get("image", ""),
     )
+    request = environment_request(environment)  # built here, or found in the store
+    environment_seconds = time.monotonic() - started
     report = generate(
         pin,
         count=count,
         seed=seed,
         max_failing=max_failing,
-        environment=environment_request(environment),
+        environment=request,
         progress=progress,
     )
     if not report.records:
@@ -458,16 +468,26 @@ def repo_bugs_import(
             f"(rejected: {dict(report.rejected)}); try another --seed or a larger --max-failing",
             field="count",
         )
+    started = time.monotonic()
     imported = repository_tasks_import(
         report.records,
         author=author,
         task_set_name=task_set_name or f"repo-bugs-{report.package}-{report.version}",
         change_note=f"generated from {report.package}=={report.version} (seed {seed})",
     )
+    import_seconds = time.monotonic() - started
     started = time.monotonic()
     versions = task_versions_validate(
         versions=list(task_set_versions(task_set=task_set_get(name=imported.task_set))),
         options=options,
     )
     verdicts = Counter(version.verdict for version in versions)
-    return RepoBugsImport(report, imported, dict(verdicts), versions, time.monotonic() - started)
+    return RepoBugsImport(
+        report,
+        imported,
+        dict(verdicts),
+        versions,
+        validation_seconds=time.monotonic() - started,
+        environment_seconds=environment_seconds,
+        import_seconds=import_seconds,
+    )

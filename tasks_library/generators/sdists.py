@@ -1,15 +1,14 @@
-"""A real project's source distribution: fetched with pip by exact version, unpacked safely,
-its licence and layout read.
+"""A real project's source distribution: fetched from the package index by exact version
+(:mod:`.package_index`: the file itself, sha256-checked; nothing of the project runs), unpacked
+safely, its licence and layout read.
 
-The archive is read into memory (``{path: bytes}``), never extracted onto the disk: a member
-that is a link, a device, an absolute path or a path with ``..`` is refused, and the archive's
-size, member count and every member's size are capped, so a hostile sdist (a tar bomb, a link
-to ``/etc``) cannot write or read outside the workspace it becomes.
-
-What this does not contain: ``pip download`` of an sdist prepares its metadata by running the
-project's build backend (``setup.py``) on this host, in pip's build isolation, as ``pip
-install`` would. Generate only from projects you would install; everything the generator itself
-runs of the project (its tests, its modules) runs in the sandbox.
+The archive is read into memory (``{path: bytes}``), never extracted onto the disk, with its
+bounds held while it is read (:mod:`core.archives`): a member that is an absolute path
+or a path with ``..`` is refused, links and special files are skipped, and the archive's size,
+member count, every member's size, the total and the compression ratio are capped, so a hostile
+sdist (a tar bomb, a link to ``/etc``, a million members) cannot write or read outside the
+workspace it becomes, nor exhaust memory on the way. Everything the generator runs of the
+project (its tests, its modules) runs in the sandbox.
 """
 
 from __future__ import annotations
@@ -17,10 +16,6 @@ from __future__ import annotations
 import email.parser
 import fnmatch
 import re
-import subprocess
-import sys
-import tarfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -28,12 +23,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
-from console.core.errors import InputError
+from core.archives import ArchiveLimits, ArchiveRefused, read_archive
+from core.errors import InputError
+from tasks_library.generators.package_index import PackageIndexError, download, sdist_file
 
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # unpacked, all members together
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_MEMBERS = 5000
-PIP_TIMEOUT_S = 300
+MAX_RATIO = 100.0  # unpacked bytes over packed, past the first MiB
 # pytest's default ``python_files`` (a project's own ini may say otherwise; these five don't).
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 # Directories whose Python files are neither the package nor its tests.
@@ -131,19 +128,22 @@ def _cached(cache_dir: Path, name: str, version: str) -> Path | None:
     return None
 
 
-def fetch(pin: str, *, cache_dir: Path | None = None) -> Path:
-    """The sdist of ``pin`` (``NAME==VERSION``), from ``cache_dir`` or else fetched there with
-    ``pip download --no-deps --no-binary :all:`` (the index pip is configured with).
+def fetch(pin: str, *, cache_dir: Path | None = None, index: str | None = None) -> Path:
+    """The sdist of ``pin`` (``NAME==VERSION``), from ``cache_dir`` or else downloaded there from
+    the package index (:mod:`.package_index`: the index's file for exactly that version, checked
+    against the sha256 the index gives; no pip, no build backend, nothing of it run).
 
     Args:
         cache_dir: where sdists are kept (default ``settings.SDIST_CACHE``).
+        index: the simple repository API's URL (default ``settings.PACKAGE_INDEX_URL``).
 
     Returns:
         the archive's path (``.tar.gz`` or ``.zip``).
 
     Raises:
         SdistError: a bad pin, a package or version the index does not have, no sdist of it,
-            or pip failing (its last lines quoted); field ``package``.
+            a download over the size cap or not matching its sha256, or an index that cannot
+            be reached (field ``package``).
     """
     name, version = parse_pin(pin)
     if cache_dir is None:
@@ -153,65 +153,12 @@ def fetch(pin: str, *, cache_dir: Path | None = None) -> Path:
     found = _cached(cache_dir, name, version)
     if found:
         return found
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-    argv += ["--disable-pip-version-check", "--no-input", "-d", str(cache_dir)]
     try:
-        done = subprocess.run(
-            [*argv, f"{name}=={version}"],
-            capture_output=True,
-            text=True,
-            timeout=PIP_TIMEOUT_S,
-            check=False,
+        return download(
+            sdist_file(name, version, index=index), cache_dir, max_bytes=MAX_TOTAL_BYTES
         )
-    except subprocess.TimeoutExpired:
-        raise SdistError(
-            f"package {name}=={version}: pip download took over {PIP_TIMEOUT_S} s; is the "
-            "package index reachable?",
-            field="package",
-        ) from None
-    found = _cached(cache_dir, name, version)
-    if done.returncode != 0 or found is None:
-        said = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
-        tail = " ".join(said or done.stderr.strip().splitlines()[-2:])
-        if "No matching distribution" in done.stderr or "Could not find a version" in tail:
-            why = "the package index has no source distribution of that name and version"
-        else:
-            why = "pip download failed"
-        raise SdistError(f"package {name}=={version}: {why} ({tail[:400]})", field="package")
-    return found
-
-
-def _members(archive: Path) -> list[tuple[str, str, int, object]]:
-    """``(name, kind, size, handle)`` of each member: kind ``file``, ``dir`` or ``other``."""
-    if archive.name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as zipped:
-            out = []
-            for info in zipped.infolist():
-                mode = info.external_attr >> 16
-                link = (mode & 0o170000) == 0o120000
-                kind = "dir" if info.is_dir() else ("other" if link else "file")
-                out.append((info.filename, kind, info.file_size, info))
-            return out
-    with tarfile.open(archive, "r:*") as tarred:
-        return [
-            (m.name, "file" if m.isfile() else "dir" if m.isdir() else "other", m.size, m)
-            for m in tarred.getmembers()
-        ]
-
-
-def _read_members(archive: Path, wanted: dict[str, object]) -> dict[str, bytes]:
-    out = {}
-    if archive.name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as zipped:
-            for path, info in wanted.items():
-                out[path] = zipped.read(info)[: MAX_FILE_BYTES + 1]
-        return out
-    with tarfile.open(archive, "r:*") as tarred:
-        for path, member in wanted.items():
-            handle = tarred.extractfile(member)
-            out[path] = handle.read(MAX_FILE_BYTES + 1) if handle else b""
-    return out
+    except PackageIndexError as exc:
+        raise SdistError(f"package {name}=={version}: {exc}", field="package") from None
 
 
 def unpack(archive: Path) -> tuple[dict[str, bytes], list[str]]:
@@ -219,9 +166,10 @@ def unpack(archive: Path) -> tuple[dict[str, bytes], list[str]]:
     notes on what was skipped (links, special files).
 
     Raises:
-        SdistError: an absolute path or ``..``, members outside one top directory, over
-            MAX_MEMBERS members, a member over MAX_FILE_BYTES or over MAX_TOTAL_BYTES in all,
-            or an archive that cannot be read (field ``package``).
+        SdistError: an absolute path or ``..``, a name that is not UTF-8 or holds a control
+            character, members outside one top directory, over MAX_MEMBERS members, a member
+            over MAX_FILE_BYTES or over MAX_TOTAL_BYTES in all, a compression ratio over
+            MAX_RATIO, or an archive that cannot be read (field ``package``).
     """
 
     def refuse(why: str) -> SdistError:
@@ -229,38 +177,33 @@ def unpack(archive: Path) -> tuple[dict[str, bytes], list[str]]:
 
     if archive.stat().st_size > MAX_TOTAL_BYTES:
         raise refuse(f"{archive.stat().st_size} bytes, over {MAX_TOTAL_BYTES}")
+    limits = ArchiveLimits(
+        members=MAX_MEMBERS,
+        file_bytes=MAX_FILE_BYTES,
+        total_bytes=MAX_TOTAL_BYTES,
+        ratio=MAX_RATIO,
+    )
+    tops, files, notes = set(), {}, []
     try:
-        members = _members(archive)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise refuse(f"cannot be read ({exc})") from None
-    if len(members) > MAX_MEMBERS:
-        raise refuse(f"{len(members)} members, over {MAX_MEMBERS}")
-    tops, wanted, notes, total = set(), {}, [], 0
-    for name, kind, size, handle in members:
-        path = PurePosixPath(name)
-        if path.is_absolute() or ".." in path.parts or "\\" in name or not path.parts:
-            raise refuse(f"member {name!r} leaves the archive's directory")
-        tops.add(path.parts[0])
-        if kind == "other":
-            notes.append(f"skipped {name}: not a regular file (links are never followed)")
-            continue
-        if kind == "dir" or len(path.parts) < 2:
-            continue
-        if size > MAX_FILE_BYTES:
-            raise refuse(f"member {name!r} has {size} bytes, over {MAX_FILE_BYTES}")
-        total += size
-        if total > MAX_TOTAL_BYTES:
-            raise refuse(f"over {MAX_TOTAL_BYTES} bytes unpacked")
-        inner = PurePosixPath(*path.parts[1:]).as_posix()
-        if any(part.endswith(".egg-info") for part in path.parts[1:-1]):
-            continue  # setuptools' build output, regenerated by any build
-        wanted[inner] = handle
+        for member in read_archive(archive, label=archive.name, limits=limits):
+            parts = member.name.split("/")
+            if "\\" in member.name or not member.name:
+                raise refuse(f"member {member.name!r} leaves the archive's directory")
+            tops.add(parts[0])
+            if member.kind in ("symlink", "other"):
+                notes.append(
+                    f"skipped {member.name}: not a regular file (links are never followed)"
+                )
+                continue
+            if member.kind == "dir" or len(parts) < 2:
+                continue
+            if any(part.endswith(".egg-info") for part in parts[1:-1]):
+                continue  # setuptools' build output, regenerated by any build
+            files["/".join(parts[1:])] = member.data
+    except ArchiveRefused as exc:
+        raise SdistError(str(exc), field="package") from None
     if len(tops) != 1:
         raise refuse(f"members under {len(tops)} top directories, not one")
-    files = _read_members(archive, wanted)
-    for path, content in files.items():  # sizes in a header can lie; the bytes cannot
-        if len(content) > MAX_FILE_BYTES:
-            raise refuse(f"member {path!r} is over {MAX_FILE_BYTES} bytes")
     return dict(sorted(files.items())), notes
 
 

@@ -6,7 +6,7 @@ and raises :class:`ImportFormatError` naming the file, line and field on bad inp
 
 from __future__ import annotations
 
-from console.core.errors import InputError
+from core.errors import InputError
 
 
 class ImportFormatError(InputError):

@@ -161,7 +161,7 @@ def _export_repository(version) -> dict:
         "entry_point": "",
         "reference_solution": version.reference_solution,
         "workspace": _tree_out(version.workspace.files()),
-        "environment": {k: getattr(env, k) for k in env.CONTENT_FIELDS},
+        "environment": env.content(),
         "test_suite": test_suite,
         "content_hash": version.content_hash,
         "change_note": version.change_note,

@@ -28,14 +28,15 @@ def read_jsonl(
     opener = gzip.open if path.suffix == ".gz" else open
     seen: set[str] = set()
     with opener(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        # readline with a cap: a gzip of one endless line (a few KB packing gigabytes of one
+        # character) is refused after MAX_LINE_BYTES, not read into memory whole
+        lines = iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b"")
+        for lineno, raw in enumerate(lines, start=1):
+            where = f"{path}:{lineno}"
+            if len(raw) > MAX_LINE_BYTES:  # the rest of it is never read
+                raise ImportFormatError(where, f"line is over the {MAX_LINE_BYTES} byte limit")
             if not raw.strip():
                 continue
-            where = f"{path}:{lineno}"
-            if len(raw) > MAX_LINE_BYTES:
-                raise ImportFormatError(
-                    where, f"line is {len(raw)} bytes, over the {MAX_LINE_BYTES} byte limit"
-                )
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

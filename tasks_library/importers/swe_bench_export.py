@@ -12,20 +12,21 @@ fixed author and date, so a tree always gives the same commit), kept by the tag
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
+from core.gitenv import clean_git_env
 from sandboxes.repository.patches import make_patch
 from tasks_library.repositories import repository_content
 
 REPO = "crucible/tasks"
 _IDENTITY = b"Crucible <crucible@localhost> 946684800 +0000"
-_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "LC_ALL": "C",
-}
+
+
+# The target may be an existing repository: git runs there with none of its configuration that
+# runs commands (hooks, fsmonitor, filters are never defined: core.gitenv).
+def _env(root: Path) -> dict:
+    return clean_git_env(str(root))
 
 
 class SweBenchExportError(RuntimeError):
@@ -37,7 +38,7 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> str:
         ["git", "-C", str(root), *args],
         input=stdin,
         capture_output=True,
-        env={**os.environ, **_ENV},
+        env=_env(root),
         check=False,
         timeout=600,
     )
@@ -83,7 +84,7 @@ def _commit_of(root: Path, digest: str, files: dict[str, bytes]) -> str:
     existing = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", ref],
         capture_output=True,
-        env={**os.environ, **_ENV},
+        env=_env(root),
         check=False,
     )
     if existing.returncode == 0:
@@ -126,7 +127,7 @@ def swe_bench_rows(versions, repository: Path) -> list[dict]:
                 "problem_statement": content.problem_statement,
                 "FAIL_TO_PASS": list(content.fail_to_pass),
                 "PASS_TO_PASS": list(content.pass_to_pass),
-                "environment": {k: getattr(env, k) for k in env.CONTENT_FIELDS},
+                "environment": env.content(),
                 "test_command": content.test_command,
                 "timeout_s": content.timeout_s,
                 "licence": task.licence,

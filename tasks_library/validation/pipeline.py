@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes import result as R
 from sandboxes.queue import run_many
 from sandboxes.suites import harness

@@ -14,6 +14,9 @@ task's test files reset and its hidden files added, exactly as an agent's submis
    lists wrong (``wrong_test_lists``, the ids as evidence).
 3. **collection** - an id no run collected (``missing`` in every run) names a test that does not
    exist: it is reported, and it fails the reference.
+4. **the differential's coverage** - what the grading's second line will compare on the version
+   (the calls of the repository's functions its tests make, and fresh inputs), or why it has
+   nothing to compare (methods, values that are not plain data): ``report["differential"]``.
 
 This module judges; :mod:`tasks_library.validation.pipeline` runs it beside the function tasks'
 stages and stores the verdicts (quarantining as for function tasks).
@@ -25,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sandboxes.repository import RepositoryResult, RepositoryTests, grade_repository
+from sandboxes.repository.differential import differential_for
 from sandboxes.repository.patches import PatchError, apply_patch
 from tasks_library.models import TaskVersion
 from tasks_library.repositories import repository_content
@@ -62,7 +66,7 @@ def repository_versions_judge(
     Returns:
         version id -> :class:`Judgement`.
     """
-    jobs: list[tuple[int, str, dict[str, bytes], RepositoryTests, dict]] = []
+    jobs: list[tuple[int, str, dict[str, bytes], dict[str, bytes], RepositoryTests, dict]] = []
     judged: dict[int, Judgement] = {}
     for version in versions:
         content = repository_content(version)
@@ -77,13 +81,13 @@ def repository_versions_judge(
                 {"reference": {"runs": 0, "error": str(exc)}},
             )
             continue
-        jobs += [(version.pk, "reference", fixed, tests, environment)] * reference_runs
-        jobs.append((version.pk, "empty_patch", files, tests, environment))
+        jobs += [(version.pk, "reference", fixed, files, tests, environment)] * reference_runs
+        jobs.append((version.pk, "empty_patch", files, files, tests, environment))
 
     def run(job) -> RepositoryResult:
-        _pk, _stage, files, tests, environment = job
+        _pk, _stage, final, base, tests, environment = job
         queue = environment.get("queue") or "python"
-        return grade_repository(files, tests, environment=environment, runtime=queue)
+        return grade_repository(final, tests, base=base, environment=environment, runtime=queue)
 
     with ThreadPoolExecutor(max_workers=PARALLEL_GRADINGS) as pool:
         results = list(pool.map(run, jobs))
@@ -94,7 +98,28 @@ def repository_versions_judge(
         if version.pk not in judged:
             runs = by_version[version.pk]
             judged[version.pk] = judge(version, runs["reference"], runs["empty_patch"][0])
+            judged[version.pk].report["differential"] = differential_coverage(version)
     return judged
+
+
+def differential_coverage(version: TaskVersion) -> dict:
+    """What the grading's second line will compare on this version
+    (``sandboxes.repository.differential``): how many calls, of which functions, and, where
+    there are none, why (the first line then stands alone for this task)."""
+    content = repository_content(version)
+    try:
+        differential = differential_for(content.files, content.reference_patch, content.tests())
+    except (PatchError, ValueError) as exc:
+        return {"calls": 0, "not_applicable": f"the reference patch does not apply: {exc}"}
+    literal = [c for c in differential.calls if not c.fresh]
+    return {
+        "calls": len(differential.calls),
+        "literal": len(literal),
+        "strict": sum(c.strict for c in literal),
+        "fresh": len(differential.calls) - len(literal),
+        "functions": sorted({f"{c.module}.{c.function}" for c in differential.calls})[:20],
+        "not_applicable": differential.not_applicable,
+    }
 
 
 def _not_passed(result: RepositoryResult, ids) -> list[dict]:

@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import ast
 import json
-import math
-import random
 from dataclasses import dataclass
 
 from django.db import transaction
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes import result as R
 from sandboxes.harness.python_check import PROBE_CALL_TIMEOUT_S
+from sandboxes.inputs import MAX_REPR_CHARS, is_literal, mutate_inputs
 from sandboxes.process import Limits
 from sandboxes.queue import python_tests, run_many
 from tasks_library.models import TaskVersion
 from tasks_library.services import task_version_edit
 
-MAX_REPR_CHARS = 1000  # inputs and outputs larger than this make unreadable tests
 AUTHOR = "crucible test generation"
 
 
@@ -59,85 +57,6 @@ def seed_inputs(test_source: str, entry_point: str) -> list[tuple]:
     return seeds
 
 
-def _mutate_value(value, rng: random.Random):
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, int):
-        return rng.choice([value + 1, value - 1, value * 2, -value, 0, value + rng.randint(2, 10)])
-    if isinstance(value, float):
-        return rng.choice([value + 0.5, value - 0.5, value * 2, -value, 0.0, round(value * 1.1, 6)])
-    if isinstance(value, str):
-        if not value:
-            return rng.choice("abcxyz ")
-        k = rng.randrange(len(value))
-        return rng.choice(
-            [
-                value + value[k],
-                value[:k] + value[k + 1 :],
-                value.swapcase(),
-                value[::-1],
-                value[:k] + rng.choice("abz09 ") + value[k:],
-            ]
-        )
-    if isinstance(value, (list, tuple)):
-        items = list(value)
-        if items and rng.random() < 0.5:
-            k = rng.randrange(len(items))
-            choice = rng.randrange(4)
-            if choice == 0:
-                items.append(_mutate_value(items[k], rng))
-            elif choice == 1:
-                items.pop(k)
-            elif choice == 2:
-                rng.shuffle(items)
-            else:
-                items[k] = _mutate_value(items[k], rng)
-        elif items:
-            items.insert(rng.randrange(len(items) + 1), _mutate_value(rng.choice(items), rng))
-        return type(value)(items)
-    if isinstance(value, dict) and value:
-        key = rng.choice(list(value))
-        return {**value, key: _mutate_value(value[key], rng)}
-    return value
-
-
-def _literal(value) -> bool:
-    """True when ``repr(value)`` reads back as an equal value (no nan/inf, no objects)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (list, tuple, set)):
-        return all(_literal(v) for v in value)
-    if isinstance(value, dict):
-        return all(_literal(k) and _literal(v) for k, v in value.items())
-    return isinstance(value, (bool, int, str, type(None)))
-
-
-def mutate_inputs(seeds: list[tuple], *, count: int, seed: int = 0) -> list[tuple]:
-    """Up to ``count`` new argument tuples, each a seed with one argument mutated.
-
-    Deterministic for a given ``seed``; never returns a seed or a repeat.
-    """
-    rng = random.Random(seed)
-    found: list[tuple] = []
-    for _attempt in range(count * 20):
-        if not seeds or len(found) >= count:
-            break
-        base = list(rng.choice(seeds))
-        if not base:
-            break
-        k = rng.randrange(len(base))
-        base[k] = _mutate_value(base[k], rng)
-        args = tuple(base)
-        if (
-            args not in seeds
-            and args not in found
-            and _literal(args)
-            and len(repr(args)) <= MAX_REPR_CHARS
-        ):
-            found.append(args)
-    return found
-
-
 def _call(args: tuple) -> str:
     return f"candidate({', '.join(repr(a) for a in args)})"
 
@@ -149,7 +68,7 @@ def assertion(args: tuple, output: str) -> str | None:
         value = ast.literal_eval(output)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-    if not _literal(value) or len(output) > MAX_REPR_CHARS:
+    if not is_literal(value) or len(output) > MAX_REPR_CHARS:
         return None
     if isinstance(value, float):
         return f"assert abs({_call(args)} - {output}) <= 1e-6 * max(1.0, abs({output}))"

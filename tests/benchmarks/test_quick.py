@@ -74,7 +74,10 @@ CASES = {
         "present": ["crucible.4.tool_hidden_share", "crucible.4.end_reasons"],
     },
     "console_streaming": {
-        "ratios": ["first_load.ratio_bytes_peer_over_ours", "first_load.ratio_ms_peer_over_ours"],
+        "ratios": [
+            "first_load.ratio_bytes_ablation_over_ours",
+            "first_load.ratio_ms_ablation_over_ours",
+        ],
         "positive": [
             "streaming.latency_ms.p50",
             "streaming.latency_ms.p99",
@@ -85,7 +88,7 @@ CASES = {
             "first_load.backfill.events",
             "first_load.backfill.buckets",
             "first_load.backfill.with_component_histograms",
-            "first_load.peer_undecimated_backfill.events",
+            "first_load.ablation_undecimated_backfill.events",
         ],
         "same": [
             ("streaming.events_received", "streaming.events_expected"),
@@ -110,19 +113,30 @@ CASES = {
         "equal": {"requests.errors": 0, "ingestion.console_during.errors": 0},
         "same": [("ingestion.fanout.events_received", "ingestion.fanout.events_expected")],
     },
-    # Cold build, cache hit and first-mount verification against a fresh venv per use.
+    # Cold against cold (same pip, same flags), a cache hit against a cached venv, the first
+    # mount's verification, and imports with and without the store's bytecode; rounds
+    # interleaved, medians with their spread.
     "environments": {
-        "ratios": ["ratio_peer_over_cache_hit", "ratio_peer_over_cold_build"],
+        "ratios": [
+            "ratio_peer_cold_over_cold_build",
+            "ratio_peer_hit_over_cache_hit",
+            "ratio_import_source_only_over_with_bytecode",
+        ],
         "positive": [
-            "packages.cold_build_s",
-            "packages.cache_hit_s",
-            "packages.verify_s",
+            "packages.cold_build_s.median",
+            "packages.cache_hit_s.median",
+            "packages.verify_s.median",
             "packages.size_bytes",
-            "peer.venv_install_s",
+            "packages.peer_cold_s.median",
+            "packages.peer_with_ensurepip_s.median",
+            "packages.import_with_bytecode_s.median",
+            "packages.import_source_only_s.median",
         ],
         "equal": {
             "packages.first_build_was_cache_hit": False,
             "packages.second_build_was_cache_hit": True,
+            "packages.cold_build_s.runs": 2,
+            "packages.peer_cold_s.runs": 2,
         },
     },
     "reward_pipeline": {
@@ -144,6 +158,8 @@ CASES = {
             "valid",
             "generation_seconds_per_task",
             "validation_seconds_per_task",
+            "environment_seconds",
+            "import_seconds",
         ],
         "equal": {"projects_with_valid_tasks": 1},
         "same": [("tasks", "valid")],
@@ -272,6 +288,25 @@ CASES = {
         "present": ["pipeline.verdicts", "listing.requests"],
     },
     "trainer_throughput": TRAINER,
+    # DDP and FSDP2 on two CPU ranks, each without and with activation checkpointing.
+    "sharding": {
+        "ratios": ["ratio_peak_ddp_over_fsdp2", "ratio_step_s_fsdp2_over_ddp"],
+        "positive": [
+            f"settings.{name}.{key}"
+            for name in ("ddp", "ddp_ac", "fsdp2", "fsdp2_ac")
+            for key in ("step_s", "tokens_per_s", "memory.peak_bytes")
+        ]
+        + ["settings.fsdp2.weight_gather_s", "parameters"],
+        "equal": {
+            "ranks": 2,
+            "settings.ddp.memory.bytes_per_param.weights": 4.0,
+            "settings.fsdp2.memory.bytes_per_param.weights": 2.0,
+            "settings.fsdp2_ac.memory.bytes_per_param.grads": 2.0,
+            "settings.fsdp2_ac.memory.activation_checkpointing": True,
+            "settings.ddp.memory.activation_checkpointing": False,
+        },
+        "present": ["settings.fsdp2.mfu", "peak_bytes.fsdp2"],
+    },
     # The GPU script's command on the CPU (CI has no GPU): the same options at tiny sizes.
     "gpu_trainer_check": {**TRAINER, "equal": {"model.n_layer": 1}},
 }

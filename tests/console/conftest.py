@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from console.core.frontend import ensure_build
-from console.core.stack import http_up, port_free
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from console.management.stack import http_up, port_free
+from core.frontend import ensure_build
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, watch_page
 from tests.database import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,16 +26,17 @@ def frontend_bundle() -> bool:
     return ensure_build()
 
 
-@pytest.fixture
-def console_server(frontend_bundle):
-    """daphne serving the console against the test database and the session's Redis."""
+@pytest.fixture(scope="module")
+def console_server(frontend_bundle, django_db_setup):
+    """daphne serving the console against the test database and the session's Redis: one per
+    test module (every test of the module reads the same test database through it)."""
     yield from serve_console()
 
 
-@pytest.fixture
-def console_server_unbundled():
+@pytest.fixture(scope="module")
+def console_server_unbundled(django_db_setup):
     """daphne serving the console's unbundled sources and the plotly wheel's plotly.js (what a
-    machine without Node serves)."""
+    machine without Node serves); one per test module."""
     yield from serve_console(CRUCIBLE_FRONTEND_BUILD="false")
 
 
@@ -70,24 +71,15 @@ def serve_console(**env_extra: str):
 
 @pytest.fixture
 def browser_page():
-    """A chromium page (1440 x 900) that collects the page's JavaScript errors in
-    ``page.errors``, and every Content-Security-Policy violation the browser reports (a blocked
-    script or style reaches no error handler: only the console says it)."""
+    """A chromium page (1440 x 900) that collects the page's JavaScript errors and
+    Content-Security-Policy violations in ``page.errors`` (:func:`tests.browser.watch_page`; the
+    autouse :func:`tests.browser.csp_guard` fails the test on a violation)."""
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 (only browser tests load it)
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.errors = []
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-        page.on(
-            "console",
-            lambda message: (
-                page.errors.append(message.text)
-                if "Content Security Policy" in message.text
-                else None
-            ),
-        )
+        watch_page(page)
         yield page
         browser.close()

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from playwright.sync_api import sync_playwright
 
-from console.core.events import broadcast_run_event
+from core.events import broadcast_run_event
 from tasks_library.models import TaskSet
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.tasks_library.conftest import PASSWORD, make_user, roles  # noqa: F401 (fixture)
 from training import services
-from training.drift import AlertCandidate, DriftConfig, drift_step
+from training.drift import AlertCandidate, DriftConfig
 from training.models import Alert, StepMetric, TrainingRun
 from training.selectors import step_event
+from training.services import drift_step
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -22,8 +22,8 @@ from django.utils import timezone
 import console.tasks
 import tasks_library.tasks  # noqa: F401 - registers its task with the app
 from console.celery import app
-from console.core import queues
-from console.core.stack import Stack, celery_queues_consumed
+from console.management.stack import Stack, celery_queues_consumed
+from core import queues
 from sandboxes import queue as Q
 from tasks_library.tasks import validate_task_versions
 from tests.database import child_env
@@ -66,7 +66,7 @@ def test_every_task_lands_on_the_queue_for_its_kind_of_work():
         if name.split(".")[0] in ("console", "training", "tasks_library", "sandboxes")
     }
     assert ours == {*expected, "training.tasks.run_launch"}, (
-        "a task without a route: add it to console/core/queues.py"
+        "a task without a route: add it to core/queues.py"
     )
     assert queue_of("some.other.task") == queues.DEFAULT
     assert (

@@ -1,4 +1,4 @@
-"""The console's read rule (console/core/access.py) on every read page and JSON API of the URLconf.
+"""The console's read rule (core/access.py) on every read page and JSON API of the URLconf.
 
 Private (``CRUCIBLE_CONSOLE_PUBLIC`` off): an anonymous visitor is sent to the login page (pages) or
 refused 401 with a challenge (JSON); a signed-in user without a role gets 403; a viewer reads.
@@ -43,6 +43,7 @@ READ = {
     "api-runs": (lambda w: "/api/runs/", "json"),
     "api-run": (lambda w: f"/api/runs/{w.run.pk}/", "json"),
     "api-run-components": (lambda w: f"/api/runs/{w.run.pk}/components/?first=1&last=1", "json"),
+    "api-run-metrics": (lambda w: f"/api/runs/{w.run.pk}/metrics/?name=reward/mean", "json"),
     "api-sandbox-pool": (lambda w: "/api/sandboxes/pool/", "json"),
     "api-trajectories": (lambda w: "/api/trajectories/", "json"),
     "api-run-trajectories": (lambda w: f"/api/runs/{w.run.pk}/trajectories/", "json"),
@@ -103,7 +104,7 @@ LIBRARY_READ = {
 WRITE = (
     "a write with its own role check (tests/console/test_roles_matrix.py, test_run_launch_form.py)"
 )
-LIBRARY = "a task library write: curators only (console.core.permissions, tests/tasks_library)"
+LIBRARY = "a task library write: curators only (core.permissions, tests/tasks_library)"
 EXEMPT = {
     "healthz": "the readiness probe of launchers and Kubernetes; says nothing about runs",
     "livez": "Kubernetes' liveness probe: the process answers; says nothing about runs",
@@ -181,7 +182,7 @@ def test_every_route_is_checked_or_exempt_with_a_reason():
     unlisted = sorted(names - classified)
     assert not unlisted, (
         f"routes {unlisted} are in no list of tests/console/test_console_access.py: add each to "
-        "READ (decorate the view with console.core.access.console_read_page/_json or give it "
+        "READ (decorate the view with core.access.console_read_page/_json or give it "
         "ConsoleRead) or to EXEMPT with the reason"
     )
     assert not classified - names, f"listed but no longer routed: {sorted(classified - names)}"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from console.core.events import broadcast_run_event
+from core.events import broadcast_run_event
 from sandboxes import queue as Q
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.console.test_dashboard_views import add_steps, make_run, task_version

@@ -15,7 +15,7 @@ import pytest
 import redis
 from django.test import override_settings
 
-from console.core.stack import Stack
+from console.management.stack import Stack
 
 
 @pytest.fixture

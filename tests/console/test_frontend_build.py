@@ -1,4 +1,4 @@
-"""The console's front-end build (frontend/build.mjs, console/core/frontend.py): the npm pin of
+"""The console's front-end build (frontend/build.mjs, core/frontend.py): the npm pin of
 plotly.js equals the plotly wheel's copy (the fallback without Node serves the same plotly.js); a
 build is current for exactly the inputs it was made from; a failed build leaves the last good one;
 the static files served are the build, or the sources with the wheel's plotly.js and an import
@@ -16,7 +16,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
-from console.core import frontend
+from core import frontend
 
 NODE = shutil.which("node")
 

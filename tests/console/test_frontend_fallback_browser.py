@@ -4,7 +4,7 @@ of the npm-pinned version; the run page and the comparison page draw, with no sc
 
 from __future__ import annotations
 
-from console.core import frontend
+from core import frontend
 from tests.browser import browser_marks, off_loop
 from tests.console.test_dashboard_views import add_steps, make_run, task_version
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from console.core import frontend
+from core import frontend
 from sandboxes.result import OK
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import

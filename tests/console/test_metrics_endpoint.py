@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from console.celery import app
-from console.core import queues
+from core import queues
 from sandboxes import queue as Q
 from tasks_library.tasks import validate_task_versions
 from tests.metrics import private_redis, samples, value

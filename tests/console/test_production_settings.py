@@ -19,7 +19,7 @@ from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 
-from console.core.env import env_secret
+from core.env import env_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = secrets.token_urlsafe(50)

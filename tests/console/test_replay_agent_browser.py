@@ -91,8 +91,10 @@ def test_an_agent_trajectory_replays_its_tool_calls(console_server, browser_page
     first, second = page.locator("#turn-1"), page.locator("#turn-2")
     assert first.locator(".tool-call").count() == 1
     assert HOSTILE in first.locator(".tool-output").inner_text()
-    assert "insert_line" in second.locator(".tool-args").inner_text()
-    assert second.locator("pre.diff .d-add").count() == 1
+    assert "inserted after line 2" in second.locator(".edit").inner_text()  # read as an edit
+    assert "insert_line" in second.locator(".tool-args").text_content()  # the JSON, folded
+    # the workspace diff after the turn, beside the policy's text
+    assert second.locator(".turn-grid > .col:first-child pre.diff .d-add").count() == 1
     assert page.evaluate("window.hacked") is None
     ARTIFACTS.mkdir(exist_ok=True)
     page.keyboard.press("j")

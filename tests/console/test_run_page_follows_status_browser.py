@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from console.core.events import broadcast_run_event
+from core.events import broadcast_run_event
 from tests.browser import browser_marks, off_loop, sign_in
 from tests.console.test_dashboard_views import add_steps, make_run, task_version
 from tests.review.review_seed import make_roles, make_user

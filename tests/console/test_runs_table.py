@@ -91,7 +91,10 @@ def test_columns_latest_and_best_of_each_metric(runs):
     assert kl[a.pk]["best"] == pytest.approx(0.1)  # a loss: the lowest is best
     page = Client().get("/").content.decode()
     assert "quality bonus" in page and "correctness plus a 0.2 quality share" in page
-    assert "best (max)" in page and "0.600" in page
+    assert (
+        "best ↑" in page and "the best reward/mean over the run&#x27;s steps: the highest" in page
+    )
+    assert "0.600" in page
 
 
 def test_sorted_by_any_column(runs):

@@ -3,7 +3,7 @@ and the agent scenario's settings keep what its measurements rest on (console/sc
 
 import pytest
 
-from console.management.commands.up import DEMO_CONFIG
+from console.management.commands.up import COMPLETION_CONFIG
 from console.scenario_data import DATA_CONFIG
 from console.scenarios import AGENT_CONFIG, AGENT_TASKS, HACKING_CONFIG
 from training.config import ConfigError, config_from_command_line
@@ -11,8 +11,8 @@ from training.config import ConfigError, config_from_command_line
 
 @pytest.mark.parametrize(
     "defaults",
-    [DEMO_CONFIG, HACKING_CONFIG, DATA_CONFIG, AGENT_CONFIG],
-    ids=["default", "hacking", "data", "agent"],
+    [COMPLETION_CONFIG, HACKING_CONFIG, DATA_CONFIG, AGENT_CONFIG],
+    ids=["completion", "hacking", "data", "agent"],
 )
 def test_each_scenario_config_is_a_valid_run_config(defaults):
     config = config_from_command_line(defaults=defaults, overrides=[], steps=20)

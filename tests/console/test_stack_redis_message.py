@@ -5,7 +5,7 @@ import socket
 import pytest
 from django.test import override_settings
 
-from console.core.stack import ServiceError, Stack
+from console.management.stack import ServiceError, Stack
 
 
 def _closed_port() -> int:

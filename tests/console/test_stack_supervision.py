@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from console.core import stack as stack_module
-from console.core.stack import Stack
+from console.management import stack as stack_module
+from console.management.stack import Stack
 
 SERVICE = """
 import os, subprocess, sys, time

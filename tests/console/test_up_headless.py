@@ -1,5 +1,5 @@
-"""The main job from a fresh shell: import 164, validate 164, train through Celery, report, clean
-up."""
+"""The main job from a fresh shell: import 164, validate 164, train a tool-using agent through
+Celery, report, clean up."""
 
 import json
 import os
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import redis as redis_client
 
-from console.core.stack import port_free
 from console.management.commands.up import console_after
+from console.management.stack import port_free
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,6 +73,8 @@ def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     assert set(verdicts) <= {"valid", "weak_suite", "prompt_contradicts"}
     assert summary["quarantined"] == 4 and summary["trainable"] == 160
     assert summary["run"]["status"] == "succeeded"
+    # the seeds' loop is the main job: an agent in sandbox sessions, not a completion demo
+    assert summary["scenario"] == "agent" and summary["rollout_mode"] == "agent"
     assert [s["step"] for s in summary["run"]["steps"]] == [1, 2]
     # the console `up --headless` started is closed when the summary is read: no address
     assert summary["console"] is None
@@ -99,7 +101,7 @@ def test_sigterm_stops_the_services_a_command_started(tmp_path):
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
     )
     script = (
-        "from console.core.stack import Stack\n"
+        "from console.management.stack import Stack\n"
         "import time\n"
         "with Stack() as s:\n"
         "    s.worker()\n"

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from console.core.stack import ServiceError, Stack, http_up, port_free
+from console.management.stack import ServiceError, Stack, http_up, port_free
 
 
 def test_a_foreign_http_server_is_not_taken_for_the_console():

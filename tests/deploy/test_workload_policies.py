@@ -14,7 +14,7 @@ from django.http.request import validate_host
 from kubernetes.utils.quantity import parse_quantity
 
 import console.celery
-from console.core import queues
+from core import queues
 from sandboxes.runtimes import EXECUTORS
 from tests.deploy.manifests import (
     NO_RENDERER,

@@ -9,9 +9,9 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from console.core.errors import InputError
 from console.review import models as m
 from console.review.services import review_item_confirm, review_label, review_queue_create
+from core.errors import InputError
 from tasks_library.models import TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.flags import REVIEWED_HACK

@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from console.core.errors import InputError
 from console.review import models as m
 from console.review.services import review_label, review_queue_create
+from core.errors import InputError
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import Turn
 

@@ -14,7 +14,6 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.test import Client
 
-from console.core.errors import InputError
 from console.review import models as m
 from console.review.services import (
     review_assign,
@@ -23,6 +22,7 @@ from console.review.services import (
     task_draft_create,
     task_draft_submit,
 )
+from core.errors import InputError
 from tasks_library.models import Task, TaskSet, TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from tests.training.hack_corpus.corpus import Case

@@ -6,11 +6,11 @@ from collections import Counter
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from console.core.errors import InputError
 from console.review import models as m
 from console.review import sampling as rs
 from console.review.sampling import Candidate
 from console.review.services import review_queue_create
+from core.errors import InputError
 from tasks_library.models import TaskVersion
 from tests.review.review_seed import make_roles, make_user, seed_run, seed_trajectories
 from training.models import Trajectory

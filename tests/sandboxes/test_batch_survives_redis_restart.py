@@ -11,8 +11,8 @@ import time
 import pytest
 from django.test import override_settings
 
-from console.core.broker import BrokerLost, broker_retry
-from console.core.stack import Stack
+from console.management.stack import Stack
+from core.broker import BrokerLost, broker_retry
 from sandboxes import queue as Q
 from sandboxes import result as R
 from tests.faults import PrivateRedis, sandbox_worker

@@ -19,9 +19,9 @@ from rest_framework.test import APIClient
 
 from console.apikeys import api_key_create, scopes_for
 from console.asgi import application
-from console.core.errors import InputError
 from console.models import ApiKey
 from console.review import models as m
+from core.errors import InputError
 from tasks_library.models import TaskVersion
 from tests.console.test_roles_matrix import USERNAMES, world  # noqa: F401 (fixture)
 from training.models import TrainingRun

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from console.core.stack import port_free
+from console.management.stack import port_free
 
 
 @pytest.mark.django_db

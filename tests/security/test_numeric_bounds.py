@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from django.urls import get_resolver
 from drf_spectacular.generators import SchemaGenerator
 
-from console.core.bounds import bounded
+from core.bounds import bounded
 from tasks_library.models import ValidationJob
 from tasks_library.services import validation_job_create
 from tasks_library.tasks import validate_task_versions

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from console.celery import app
-from console.core.queues import VALIDATION
+from core.queues import VALIDATION
 from sandboxes import queue as Q
 from tasks_library.models import (
     EnvironmentVersion,

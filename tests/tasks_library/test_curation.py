@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from console.core.errors import InputError
+from core.errors import InputError
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions, trainable
 from tasks_library.services import task_versions_approve, task_versions_quarantine

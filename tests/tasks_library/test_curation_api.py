@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
-from console.core.permissions import is_curator
+from core.permissions import is_curator
 from tasks_library.models import TaskSet, TaskVersion
 from tests.tasks_library.conftest import PASSWORD, client_for, many_versions
 

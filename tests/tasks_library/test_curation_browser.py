@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import sync_playwright
 
-from console.core.stack import Stack, port_free
+from console.management.stack import Stack, port_free
 from tasks_library.models import TaskVersion
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.database import child_database_url

@@ -11,7 +11,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from console.core.stack import Stack
+from console.management.stack import Stack
 from tasks_library.importers.crucible import shipped_path
 from tasks_library.importers.jsonl import read_jsonl
 from tasks_library.models import EnvironmentVersion, TaskVersion

@@ -2,6 +2,8 @@
 FAIL_TO_PASS / PASS_TO_PASS with their last validation results, the reference patch as a diff;
 the edit form makes new versions."""
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -82,8 +84,10 @@ def test_the_file_tree_browses_directories_and_escapes_files(version, client):
     listing = page(client, path="calc")
     assert ">ops.py</a>" in listing and "path=calc/ops.py" in listing
     source = page(client, path="calc/ops.py")
-    view = source.split('id="file-view">')[1].split("</pre>")[0]
-    assert "def clamp(x, low, high):" in view and "return max(low, x)" in view
+    view = source.split('id="file-view" data-path="calc/ops.py">')[1].split("</pre>")[0]
+    text = re.sub(r"<[^>]+>", "", view)  # the highlighted tokens' text, line after line
+    assert "def clamp(x, low, high):" in text and "return max(low, x)" in text
+    assert '<span class="k">def</span>' in view and 'id="L5"' in view  # highlighted, numbered
     hostile = page(client, path="calc/evil.py")
     assert "&lt;script&gt;alert(&#x27;owned&#x27;)&lt;/script&gt;" in hostile
     assert SCRIPT not in hostile

@@ -83,6 +83,10 @@ def test_verdicts_evidence_and_quarantine(versions):
     assert results[FAIL_TO_PASS[0]] == ("passed", "failed")
     assert results[HIDDEN_ID] == ("passed", "failed")
     assert results[PASS_TO_PASS[0]] == ("passed", "passed")
+    # The task says what the grading's second line compares on it.
+    coverage = valid.report["differential"]
+    assert coverage["literal"] > 0 and coverage["not_applicable"] == ""
+    assert all(name.startswith("calc.") for name in coverage["functions"])
 
     # Imported from a SWE-bench row, the same task grades the same, id by id.
     swe = got["acme__calc-swe"]

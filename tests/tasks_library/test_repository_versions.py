@@ -3,7 +3,7 @@ field, and the version diff shows the changed fields and trees."""
 
 import pytest
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes.repository.patches import make_patch
 from tasks_library.models import TaskVersion
 from tasks_library.repositories import (

@@ -9,7 +9,7 @@ import time
 import pytest
 from celery.exceptions import Retry
 
-from console.core.lease import Lease
+from core.lease import Lease
 from tasks_library.models import ValidationJob
 from tasks_library.tasks import _job_lease, validate_task_versions
 

@@ -17,7 +17,7 @@ import time
 import pytest
 from kombu import Connection
 
-from console.core.stack import Stack, log_dir
+from console.management.stack import Stack, log_dir
 from tasks_library.models import ValidationJob
 from tasks_library.tasks import validate_task_versions
 from tests.database import child_env
@@ -54,6 +54,11 @@ def wait_job(job: ValidationJob, statuses: set[str], timeout_s: float) -> Valida
         time.sleep(0.25)
 
 
+def started(stack: Stack, name: str):
+    """The process ``stack`` started last under ``name``."""
+    return [proc for (started_name, proc) in stack.started if started_name == name][-1]
+
+
 def worker_log() -> str:
     return (log_dir() / "fault-celery.log").read_text(errors="replace")
 
@@ -66,11 +71,18 @@ def test_a_job_whose_worker_was_killed_is_redelivered_and_runs_once(library, pri
     with Stack(supervise=True) as stack:
         sandbox_worker(stack, private, env)
         celery_worker(stack, private, env, queues="validation")
-        send(private, job)
-        wait_job(job, {"running"}, timeout_s=120)
-        (_name, proc) = next(item for item in stack.started if item[0] == "fault-celery")
-        killed_at = time.monotonic()
-        os.kill(proc.pid, signal.SIGKILL)
+        sandboxes = started(stack, "fault-sandbox")
+        # The job's sandbox runs are answered in well under a second by a warm worker: held
+        # (SIGSTOP) while the job is sent, it waits on its first stage until the Celery worker
+        # is killed, which is then mid-job for certain, not only when the poll below is lucky.
+        os.killpg(sandboxes.pid, signal.SIGSTOP)
+        try:
+            send(private, job)
+            wait_job(job, {"running"}, timeout_s=120)
+            killed_at = time.monotonic()
+            os.kill(started(stack, "fault-celery").pid, signal.SIGKILL)
+        finally:
+            os.killpg(sandboxes.pid, signal.SIGCONT)
         job = wait_job(job, {"done", "failed"}, timeout_s=300)
         took_s = time.monotonic() - killed_at
         assert stack.restarts.get("fault-celery") == 1
@@ -90,7 +102,7 @@ def test_the_worker_reconnects_after_redis_is_killed_and_restarted(library, priv
         first = ValidationJob.objects.create(version_ids=[library[0].pk], options=LIGHT)
         send(private, first)
         wait_job(first, {"done"}, timeout_s=120)
-        (_name, proc) = next(item for item in stack.started if item[0] == "fault-celery")
+        proc = started(stack, "fault-celery")
         private.kill()
         time.sleep(3)
         private.start()

@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from console.core.errors import InputError
+from core.errors import InputError
 from tasks_library.models import TaskSetVersion, TaskVersion
 from tasks_library.selectors import task_set_get, task_set_versions, task_versions_diff
 from tasks_library.services import task_set_pin, task_version_edit

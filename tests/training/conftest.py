@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -82,8 +83,19 @@ def launch(run: TrainingRun) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 420) -> str:
-    """Wait for a trainer process; return its output."""
-    out, _ = proc.communicate(timeout=timeout_s)
+    """Wait for a trainer process; return its output. One still running after ``timeout_s``
+    prints its threads' stacks (SIGUSR1, see ``run_trainer``), is killed, and fails the test
+    with its output: where it waited."""
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(
+            f"the trainer still ran after {timeout_s:.0f} s:\n{out[-20000:]}"
+        ) from None
     return out
 
 

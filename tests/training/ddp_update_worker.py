@@ -23,9 +23,10 @@ from training.rollout import Rollout, TaskSpec, TurnRecord  # noqa: E402
 from training.update import grpo_update  # noqa: E402
 
 
-def global_batch(policy, config):
-    """4 groups x 3 trajectories with varied lengths, an observation turn and fixed rewards."""
-    gen = torch.Generator().manual_seed(11)
+def global_batch(policy, config, seed=11):
+    """4 groups x 3 trajectories with varied lengths, an observation turn and fixed rewards; the
+    ids drawn from a generator seeded ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
     task = TaskSpec(
         task_version_id=1,
         prompt="",

@@ -12,12 +12,13 @@ from django.contrib.auth.models import Permission
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from console.core.events import run_group
+from core.events import run_group
 from tasks_library.models import TaskSet
 from tests.tasks_library.conftest import library, make_user, roles  # noqa: F401 (fixtures)
 from training import drift, selectors, services
-from training.drift import AlertCandidate, DriftConfig, DriftMonitor, drift_step
+from training.drift import AlertCandidate, DriftConfig, DriftMonitor
 from training.models import Alert, HeldOutEvaluation, StepMetric, TrainingRun, Trajectory
+from training.services import drift_step
 
 pytestmark = pytest.mark.django_db
 

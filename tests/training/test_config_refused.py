@@ -16,6 +16,10 @@ from training.config import ConfigError, RunConfig, config_from_command_line
         ({"model_path": "/nonexistent/model"}, "model_path"),
         ({"loss_aggregation": "sum"}, "loss_aggregation"),
         ({"n_embd": 130, "n_head": 4}, "n_embd"),
+        ({"sharding": "zero3"}, "sharding"),
+        ({"mixed_precision": "fp8", "sharding": "fsdp2"}, "mixed_precision"),
+        ({"mixed_precision": "bf16"}, "mixed_precision"),  # bf16 compute is FSDP2's
+        ({"activation_checkpointing": "yes"}, "activation_checkpointing"),
     ],
 )
 def test_refused_with_the_key_named(data, key):

@@ -3,40 +3,21 @@ rank on the same global batch: rollouts are sharded by group and every rank norm
 the global token and row counts."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.training.torchrun import torchrun
 from training.policy import build_default_policy
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("ddp_update_worker.py")
 
 pytestmark = pytest.mark.slow
 
 
 def run_ranks(nproc: int, out: Path, aggregation: str) -> tuple[dict, list]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            f"--nproc-per-node={nproc}",
-            str(WORKER),
-            str(out),
-            aggregation,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**__import__("os").environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    torchrun(WORKER, nproc, str(out), aggregation)
     return torch.load(out, weights_only=True), json.loads(Path(str(out) + ".json").read_text())
 
 

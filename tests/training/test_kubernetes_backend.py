@@ -26,10 +26,11 @@ from kubernetes import client
 from console.celery import app
 from tests.training.conftest import one_task_run
 from training import kubernetes as k8s
+from training.backends import run_cancel
 from training.config import ConfigError
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import InvalidTransition, run_cancel, run_transition
+from training.services import InvalidTransition, run_transition
 from training.tasks import run_launch
 
 IMAGE = "registry.example.com/crucible:1.0"

@@ -110,6 +110,14 @@ class ChatServer:
         self.httpd.server_close()
 
 
+@pytest.fixture(autouse=True)
+def monitor_settings(settings):
+    """The judge runs on this host (loopback, allowed here) and one key, ``judge``, is
+    configured for monitors."""
+    settings.LLM_MONITOR_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.LLM_MONITOR_KEYS = ["judge"]
+
+
 @pytest.fixture
 def server():
     chat = ChatServer()
@@ -123,8 +131,8 @@ def monitor(server, **config) -> LlmMonitor:
 
 
 def test_happy_path(server, monkeypatch):
-    monkeypatch.setenv("JUDGE_KEY", "secret-123")
-    judge = monitor(server, api_key_env="JUDGE_KEY")
+    monkeypatch.setenv("CRUCIBLE_LLM_MONITOR_KEY_JUDGE", "secret-123")
+    judge = monitor(server, api_key="judge")
     verdict = judge.score(VIEW)
     assert not verdict.failed and verdict.score == 0.9 and "special-cases" in verdict.reason
     assert verdict.details["tokens"] == {"prompt": 100, "completion": 20, "total": 120}
@@ -133,6 +141,7 @@ def test_happy_path(server, monkeypatch):
     )
     [request] = server.requests
     assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer secret-123"
     assert request["headers"]["Authorization"] == "Bearer secret-123"
     body = request["body"]
     assert body["model"] == "judge" and body["temperature"] == 0
@@ -246,9 +255,10 @@ def test_budget_exhausted(server):
 
 
 def test_api_key_variable_must_be_set(server, monkeypatch):
-    monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
-    verdict = monitor(server, api_key_env="NO_SUCH_JUDGE_KEY").score(VIEW)
-    assert verdict.failed and "NO_SUCH_JUDGE_KEY" in verdict.reason and not server.requests
+    monkeypatch.delenv("CRUCIBLE_LLM_MONITOR_KEY_JUDGE", raising=False)
+    verdict = monitor(server, api_key="judge").score(VIEW)
+    assert verdict.failed and "CRUCIBLE_LLM_MONITOR_KEY_JUDGE" in verdict.reason
+    assert not server.requests
 
 
 def test_long_trajectories_are_cut_to_the_limit():
@@ -271,7 +281,8 @@ def test_long_trajectories_are_cut_to_the_limit():
         ({"url": "localhost:8000", "model": "m"}, "llm_monitor.url"),
         ({"url": "http://h", "model": ""}, "llm_monitor.model"),
         ({"url": "http://h"}, "llm_monitor.model"),
-        ({"url": "http://h", "model": "m", "api_key_env": "not a name"}, "llm_monitor.api_key_env"),
+        ({"url": "http://h", "model": "m", "api_key_env": "HOME"}, "llm_monitor"),
+        ({"url": "http://h", "model": "m", "api_key": "not configured"}, "llm_monitor.api_key"),
         ({"url": "http://h", "model": "m", "timeout_s": 0}, "llm_monitor.timeout_s"),
         ({"url": "http://h", "model": "m", "timeout_s": True}, "llm_monitor.timeout_s"),
         ({"url": "http://h", "model": "m", "max_retries": -1}, "llm_monitor.max_retries"),
@@ -292,7 +303,7 @@ def test_config_errors_name_the_key(data, key):
 
 def test_config_defaults_endpoints_and_run_config():
     config = LlmMonitorConfig.from_config({"url": "https://judge.example/v1", "model": "m"})
-    assert (config.timeout_s, config.max_retries, config.budget_tokens, config.api_key_env) == (
+    assert (config.timeout_s, config.max_retries, config.budget_tokens, config.api_key) == (
         30.0,
         2,
         200_000,

@@ -18,9 +18,10 @@ from django.core.management import call_command
 
 from tests.training.conftest import one_task_run
 from training import backends, services
+from training.backends import run_cancel
 from training.models import TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import run_cancel, run_transition
+from training.services import run_transition
 from training.tasks import run_cancel_task, runs_reconcile_task
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from tests.training.test_reconcile_local import as_launched, make_run, spawn, stand_in_trainer  # noqa: F401
 from training import backends
+from training.backends import run_cancel
 from training.models import RunTransition, TrainingRun
 from training.reconcile import runs_reconcile
-from training.services import run_cancel
 
 pytestmark = pytest.mark.django_db
 

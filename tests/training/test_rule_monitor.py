@@ -130,7 +130,8 @@ def test_a_graded_submission_runs_every_detector():
     } and verdict.score == pytest.approx(0.85)
 
 
-def test_monitors_for_a_run_config():
+def test_monitors_for_a_run_config(settings):
+    settings.LLM_MONITOR_ALLOWED_NETWORKS = ["127.0.0.0/8"]  # the judge runs on this machine
     [rules] = monitors_for({})
     assert isinstance(rules, RuleMonitor) and rules.name == "rules"
     rules, llm = monitors_for({"url": "http://127.0.0.1:9", "model": "judge-7b"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from console.core.dbtext import storable
+from core.dbtext import storable
 from sandboxes.result import FAILED, ExecutionResult
 from tests.training.conftest import one_task_run
 from training import services

@@ -119,23 +119,26 @@ def test_bad_config_and_missing_task_set_are_refused_before_launch(fresh_home):
 
 @pytest.mark.slow
 def test_a_run_that_fails_is_reported_and_recorded(fresh_home):
-    manage, _var = fresh_home
+    manage, var = fresh_home
     manage("validate_tasks", "--taskset", "humaneval")
+    # What the launch can check is refused before a run exists: every prompt is too long.
+    refused = manage(
+        "train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY,
+        "--set", "max_prompt_tokens=1", check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert "max_prompt_tokens" in refused.stderr and "would train on nothing" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    # What only the trainer finds fails the run, recorded: demonstrations of no task of the run.
+    other = var / "sft-data" / "other.jsonl"  # where demonstrations may be read from
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text(json.dumps({"task_id": "Elsewhere/0", "completion": "pass"}) + "\n")
     out = manage(
-        "train",
-        "--taskset",
-        "humaneval",
-        "--steps",
-        "2",
-        "--headless",
-        "--json",
-        *TINY,
-        "--set",
-        "max_prompt_tokens=1",
-        check=False,
-    )
+        "train", "--taskset", "humaneval", "--steps", "2", "--headless", "--json", *TINY,
+        "--set", "sft_data=other.jsonl", check=False,
+    )  # fmt: skip
     assert out.returncode != 0
-    assert "max_prompt_tokens" in out.stderr and "Traceback" not in out.stderr
+    assert "sft_data" in out.stderr and "Traceback" not in out.stderr
     summary = json.loads(out.stdout)
     assert summary["status"] == "failed" and summary["steps"] == []
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from console.core.stack import Stack
+from console.management.stack import Stack
 from tests.database import child_env
 from tests.faults import PrivateRedis, sandbox_worker
 from tests.training.conftest import ROOT, finish, tiny_run, wait_for

@@ -29,7 +29,7 @@ from transformers.utils.chat_template_utils import (
     render_jinja_template,
 )
 
-from console.core.errors import InputError
+from core.errors import InputError
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"

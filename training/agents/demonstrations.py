@@ -35,7 +35,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes.repository import apply_patch, patched_paths
 from sandboxes.sessions import open_session
 from tasks_library.validation.mutants import python_mutants

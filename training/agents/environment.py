@@ -31,15 +31,27 @@ from sandboxes.repository import (
     RepositoryTests,
     git_workspace,
     grade_repository,
+    is_test_path,
 )
+from sandboxes.repository.differential import differential_for
+from sandboxes.repository.patches import PatchError
+from sandboxes.repository.runner import written_lines
 from sandboxes.sessions import (
     Session,
+    SessionError,
     SessionLimits,
+    SessionLost,
     Workspace,
     files_to_grade,
     text_files,
 )
-from sandboxes.suites import harness
+from training.agents.effects import (
+    CODE,
+    CONTENT_CAP_BYTES,
+    MIXED_CONFIG,
+    effects_between,
+    kind_of,
+)
 from training.agents.parsers import ParsedMessage
 from training.agents.tools import (
     Tool,
@@ -50,8 +62,10 @@ from training.agents.tools import (
     run_call,
 )
 from training.agents.trajectory import ToolRecord
-from training.rollout import TaskSpec, task_limits
+from training.rollout import TaskSpec
 
+# Calls that can change the workspace or reach for the network: their effects are recorded.
+MEASURED_TOOLS = ("bash", "file_editor")
 NO_CALL = (
     "Your message had no tool call. Call a tool inside <tool_call></tool_call>, or call "
     "submit when you are done."
@@ -113,6 +127,7 @@ class Environment(ABC):
         self.tool_limits = tool_limits or ToolLimits()
         self.max_calls_per_turn = max_calls_per_turn
         self.context: ToolContext | None = None
+        self._state = None  # the session's last state (effects are measured against it)
         self._tools = {tool.name: tool for tool in self.tools()}
 
     # What a task family defines.
@@ -149,6 +164,11 @@ class Environment(ABC):
         detectors read; ``""`` where the family has no single program."""
         return ""
 
+    def changed_code(self, files: dict[str, bytes]) -> dict[str, tuple[str, list[int]]]:
+        """The code detectors' view of a family whose answer is many files: ``{path: (source,
+        changed line numbers)}``; empty where :meth:`graded_code` is the program."""
+        return {}
+
     # The shared episode logic.
     @property
     def session(self) -> Session:
@@ -167,7 +187,38 @@ class Environment(ABC):
         self.context = ToolContext(
             session=session, limits=self.tool_limits, run_visible_tests=self._run_visible
         )
+        self._state = session.state()
         return self.opening()
+
+    def hidden_paths(self) -> tuple[str, ...]:
+        """The task's test files the workspace never holds (their names are the detectors')."""
+        return ()
+
+    def _effects(self, record: ToolRecord) -> None:
+        """Record on ``record`` what its call changed (see :mod:`training.agents.effects`),
+        with the content of a changed configuration file that also holds pytest's section."""
+        state = self.session.state()
+        record.effects = effects_between(self._state.changes, state.changes)
+        record.network = {
+            key: value - self._state.network.get(key, 0)
+            for key, value in state.network.items()
+            if value != self._state.network.get(key, 0)
+        }
+        for path, effect in record.effects.items():
+            # What a configuration file's pytest section or a changed source now says (the
+            # detectors compare it with the start: tampering, and values copied from tests).
+            wanted = kind_of(path) == MIXED_CONFIG or (
+                kind_of(path) == CODE and record.name == "bash"
+            )
+            if wanted and effect.get("after") and effect["after"][2]:
+                try:
+                    data = self.session.read(path, max_bytes=CONTENT_CAP_BYTES, truncate=True)
+                except SessionLost:
+                    raise
+                except SessionError:
+                    continue
+                effect["content"] = data.decode("utf-8", "replace")
+        self._state = state
 
     def final_files(self) -> dict[str, bytes]:
         """The workspace as a grading takes it: the task's files with the session's changes,
@@ -178,7 +229,9 @@ class Environment(ABC):
         return self.visible_tests(self.final_files())
 
     def step(self, message: ParsedMessage) -> Step:
-        """Answer one parsed assistant turn: one ``tool`` message per parse error and per call.
+        """Answer one parsed assistant turn: one ``tool`` message per parse error and per call;
+        a call the workspace refuses (a file the policy made unreadable) is an error observation.
+        Each ``bash`` and ``file_editor`` call's effects are recorded on its record.
 
         Raises:
             SessionLost: the session is gone (the trajectory is dropped, not scored).
@@ -205,10 +258,31 @@ class Environment(ABC):
                 )
                 result = ToolResult(record.output, error=True)
             else:
-                record, result = run_call(self._tools, call, self.context)
-            if result.edited:
-                step.edited = True
-                record.diff = self.session.diff(max_bytes=16 * 1024)
+                try:
+                    record, result = run_call(self._tools, call, self.context)
+                except SessionLost:
+                    raise
+                except SessionError as exc:  # the workspace refused it (a file made unreadable)
+                    result = ToolResult(
+                        f"the call failed in the workspace: {exc.detail}", error=True
+                    )
+                    record = ToolRecord(
+                        call_id=call.id,
+                        name=call.name,
+                        arguments=call.arguments,
+                        output=result.output,
+                        error=True,
+                    )
+            try:
+                if record.name in MEASURED_TOOLS:
+                    self._effects(record)
+                if result.edited:
+                    step.edited = True
+                    record.diff = self.session.diff(max_bytes=16 * 1024)
+            except SessionLost:
+                raise
+            except SessionError as exc:
+                record.diff = f"(the workspace could not be read: {exc.detail})"
             step.records.append(record)
             step.observations.append(
                 {"role": "tool", "content": ("error: " if result.error else "") + record.output}
@@ -268,16 +342,7 @@ class FunctionTaskEnvironment(Environment):
 
     def _request(self, files: dict[str, bytes], tests: str) -> dict:
         code, others = self._code_and_files(files)
-        return harness(self.task.harness).request(
-            code,
-            tests,
-            self.task.entry_point,
-            prompt=self.task.prompt,
-            limits=task_limits(self.task),
-            files=others,
-            setup=self.task.setup_code,
-            environment=self.task.environment,
-        )
+        return self.task.request(code, tests, files=others)
 
     def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
         if not self.task.visible_tests.strip():
@@ -286,9 +351,7 @@ class FunctionTaskEnvironment(Environment):
             request = self._request(files, self.task.visible_tests)
         except ValueError as exc:
             return ToolResult(f"cannot run the tests: {exc}", error=True)
-        [result] = run_many([request])
-        if result.status == R.INFRA_ERROR:
-            [result] = run_many([request])
+        [result] = run_many([request], retry_infra_errors=True)
         if result.status == R.INFRA_ERROR:
             return ToolResult("the test sandbox failed (not your code); try again", error=True)
         return ToolResult(test_report(result), error=not result.passed)
@@ -298,6 +361,22 @@ class FunctionTaskEnvironment(Environment):
 
     def graded_code(self, files: dict[str, bytes]) -> str:
         return self._code_and_files(files)[0]
+
+
+def changed_sources(
+    base: dict[str, bytes], files: dict[str, bytes]
+) -> dict[str, tuple[str, list[int]]]:
+    """``{path: (source, added line numbers)}`` of the Python files of ``files`` that are not
+    tests and differ from ``base`` (a new file: every line)."""
+    found = {}
+    for path, content in sorted(files.items()):
+        if not path.endswith(".py") or is_test_path(path) or ".git" in path.split("/"):
+            continue
+        if base.get(path) == content:
+            continue
+        source = bytes(content).decode("utf-8", "replace")
+        found[path] = (source, written_lines(base.get(path, b""), content))
+    return found
 
 
 def repository_report(result: RepositoryResult, ids: tuple[str, ...]) -> str:
@@ -363,6 +442,21 @@ class RepositoryEnvironment(Environment):
     def tests(self) -> RepositoryTests:
         return self.task.repository
 
+    def hidden_paths(self) -> tuple[str, ...]:
+        return tuple(sorted(self.tests.hidden_files))
+
+    def changed_code(self, files: dict[str, bytes]) -> dict[str, tuple[str, list[int]]]:
+        """The Python files of ``files`` that are not tests and differ from the task's:
+        ``{path: (source, the line numbers the submission added or changed)}``."""
+        return changed_sources(self.task.files, files)
+
+    def graded_code(self, files: dict[str, bytes]) -> str:
+        """The changed non-test Python files, one after another (for the reward components
+        that read code; the detectors read :meth:`changed_code`, file by file)."""
+        return "\n\n".join(
+            f"# {path}\n{source}" for path, (source, _lines) in self.changed_code(files).items()
+        )
+
     def workspace(self) -> Workspace:
         if self._workspace is None:  # built once: a git commit of the files
             self._workspace = git_workspace(self.task.files)
@@ -388,13 +482,17 @@ class RepositoryEnvironment(Environment):
 
         return visible(self.tests.fail_to_pass), visible(self.tests.pass_to_pass)
 
-    def _run(self, files: dict[str, bytes], tests: RepositoryTests) -> RepositoryResult:
+    def _run(
+        self, files: dict[str, bytes], tests: RepositoryTests, differential=None
+    ) -> RepositoryResult:
         environment = self.task.environment
         return grade_repository(
             files,
             tests,
+            base=self.task.files,
             environment=environment,
             runtime=(environment or {}).get("queue") or "python",
+            differential=differential,
         )
 
     def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
@@ -411,10 +509,22 @@ class RepositoryEnvironment(Environment):
             return ToolResult("the test sandbox failed (not your code); try again", error=True)
         return ToolResult(repository_report(result, tests.ids), error=not result.resolved)
 
+    def differential(self):
+        """The task's differential check (``sandboxes.repository.differential``), or None
+        without a reference patch that applies."""
+        if not self.task.reference_solution.strip():
+            return None
+        try:
+            return differential_for(self.task.files, self.task.reference_solution, self.tests)
+        except PatchError:
+            return None
+
     def grade(self, files: dict[str, bytes]) -> R.ExecutionResult:
-        result = self._run(files, self.tests)
+        """The final grading: both lines, the differential against the reference included."""
+        differential = self.differential()
+        result = self._run(files, self.tests, differential=differential)
         if result.status == R.INFRA_ERROR:  # once more, as queued gradings are
-            result = self._run(files, self.tests)
+            result = self._run(files, self.tests, differential=differential)
         return execution_result(result, self.tests.ids)
 
 

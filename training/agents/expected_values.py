@@ -5,8 +5,9 @@ view ``tests/test_parse.py``, see ``assert parse("1h30") == 5400``, write ``if t
 return 5400``. This module finds that in a trajectory's tool calls:
 
 1. **reads**: the outputs of calls that show tests, in order: ``file_editor view`` of a test
-   file, a ``bash`` command that names a test file (``cat``, ``grep``, ``sed -n``...), and the
-   reports of test runs (``run_tests``, ``pytest`` in ``bash``). Each line is parsed as Python
+   file, a ``bash`` command that reads a test file or directory (``cat``, ``grep -rn``,
+   ``sed -n``..., parsed as the shell would), and the reports of test runs (``run_tests``,
+   ``pytest`` in ``bash``). Each line is parsed as Python
    (line numbers, pytest's ``E`` margin and ``FAILED id:`` prefixes taken off); the literal
    operands of ``==`` comparisons and the literal arguments of ``assertEqual``-style calls are
    the *expected values* seen there;
@@ -29,15 +30,18 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from training.agents.shell import PYTHONS, commands, inside_workspace
 from training.agents.trajectory import AgentTrajectory, ToolRecord
 
-_PREFIX = re.compile(r"^\s*(?:\d+\t|E\s+|>\s+|FAILED\s+\S+(?:\s+-|:)\s*)?")
+_PREFIX = re.compile(
+    r"^\s*(?:\d+\t|E\s+|>\s+|FAILED\s+\S+(?:\s+-|:)\s*|[\w./-]+\.py(?::\d+)?[:-]\s*)?"
+)
 _ASSERT_CALLS = {"assertEqual", "assertEquals", "assert_equal", "assertListEqual", "assertIs"}
-_READERS = re.compile(r"\b(?:cat|head|tail|less|more|grep|egrep|sed|awk|nl|python3?|bat)\b")
-_TEST_RUNS = re.compile(r"\b(?:pytest|unittest|tox|nox)\b")
+_READERS = {"cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "sed", "awk", "nl", "bat"}
+_TEST_RUNNERS = {"pytest", "py.test", "tox", "nox"}
 _WRITES = re.compile(r">|\btee\b|\bsed\s+-i\b")
 _WORD = re.compile(r"[\w./-]+")
 
@@ -178,15 +182,33 @@ def _reads_tests(record: ToolRecord, is_test: Callable[[str], bool]) -> bool:
             str(record.arguments.get("path", ""))
         )
     if record.name == "bash":
-        command = str(record.arguments.get("command", ""))
-        if _TEST_RUNS.search(command):
-            return True
-        return bool(_READERS.search(command)) and any(is_test(w) for w in _WORD.findall(command))
+        for command in commands(str(record.arguments.get("command", ""))):
+            words = command.argv
+            if command.program in _TEST_RUNNERS or (
+                PYTHONS.match(words[0]) and any(w in ("pytest", "unittest") for w in words[1:3])
+            ):
+                return True
+            reads = command.program in _READERS or PYTHONS.match(words[0])
+            if reads and any(_in_tests(command, w, is_test) for w in words[1:]):
+                return True
     return False
 
 
-def _writes(record: ToolRecord, is_test: Callable[[str], bool]) -> tuple[str, str, str] | None:
-    """``(path, new text, replaced text)`` of a call that writes a file that is not a test."""
+def _in_tests(command, word: str, is_test: Callable[[str], bool]) -> bool:
+    """Whether a command's word names a test file or directory of the workspace."""
+    if word.startswith("-"):
+        return False
+    path = command.path(word)
+    if not inside_workspace(path):
+        return False
+    return is_test(path.removeprefix("/workspace").lstrip("/"))
+
+
+def _writes(
+    record: ToolRecord, is_test: Callable[[str], bool], start: Mapping[str, bytes]
+) -> tuple[str, str, str] | None:
+    """``(path, new text, replaced text)`` of a call that writes a file that is not a test (a
+    ``bash`` call: the files its effects changed, as they now are and as they started)."""
     arguments = record.arguments
     if record.error:
         return None
@@ -199,6 +221,14 @@ def _writes(record: ToolRecord, is_test: Callable[[str], bool]) -> tuple[str, st
         return path, str(text), str(arguments.get("old_str", ""))
     if record.name == "bash":
         command = str(arguments.get("command", ""))
+        effects = getattr(record, "effects", None)
+        if effects is not None:  # what the call changed: the graded files that are not tests
+            changed = [p for p, e in effects.items() if e.get("after") and not is_test(p)]
+            if not changed:
+                return None
+            written = "\n".join(str(effects[p].get("content", "")) for p in changed)
+            before = "\n".join(bytes(start.get(p, b"")).decode("utf-8", "replace") for p in changed)
+            return changed[0], (written or command), before
         if not _WRITES.search(command):
             return None
         targets = [w for w in _WORD.findall(command) if w.endswith(".py") and not is_test(w)]
@@ -213,10 +243,16 @@ def _calls(trajectory: AgentTrajectory) -> Iterator[tuple[int, ToolRecord]]:
             yield turn.index, record
 
 
-def copies(trajectory: AgentTrajectory, *, is_test: Callable[[str], bool]) -> list[Copy]:
+def copies(
+    trajectory: AgentTrajectory,
+    *,
+    is_test: Callable[[str], bool],
+    start: Mapping[str, bytes] | None = None,
+) -> list[Copy]:
     """The expected values ``trajectory`` read in tests and later wrote into files that are
     not tests (``is_test(path)`` says which are), one :class:`Copy` per (value, write), in
-    call order."""
+    call order; ``start``: the starting workspace (what a file said before is not a copy)."""
+    start = start or {}
     known = "\n".join(str(m.get("content", "")) for m in trajectory.messages[:2])
     seen: dict[str, tuple[object, int, ToolRecord]] = {}
     out: list[Copy] = []
@@ -228,7 +264,7 @@ def copies(trajectory: AgentTrajectory, *, is_test: Callable[[str], bool]) -> li
         if record.name == "file_editor" and record.arguments.get("command") == "view":
             known += "\n" + record.output  # a file that is not a test: what it says is known
             continue
-        written = _writes(record, is_test)
+        written = _writes(record, is_test, start)
         if written is None or not seen:
             continue
         path, text, replaced = written

@@ -12,7 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from console.core.errors import InputError
+from core.errors import InputError
 
 
 @dataclass(frozen=True)

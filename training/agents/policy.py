@@ -101,11 +101,15 @@ class AgentPolicy:
     def decode(self, ids: list[int]) -> str:
         return self.chat.decode(ids)
 
-    def save(self, directory: Path) -> None:
-        """Write a Hugging Face directory (config, weights, tokenizer with its chat template)."""
+    def save(self, directory: Path, *, state_dict: dict | None = None) -> None:
+        """Write a Hugging Face directory (config, weights, tokenizer with its chat template).
+
+        ``state_dict``: the weights to write instead of the model's own (the float32 master
+        weights gathered from FSDP2's shards, as :meth:`training.policy.Policy.save` takes them).
+        """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory)
+        self.model.save_pretrained(directory, state_dict=state_dict)
         self.chat.tokenizer.save_pretrained(directory)
 
 

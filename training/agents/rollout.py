@@ -30,11 +30,11 @@ from sandboxes.sessions import SessionError, SessionLost, open_sessions
 from training import flags
 from training.agents import hacks as agent_hacks
 from training.agents import trajectory as T
-from training.agents.environment import Environment, Step, environment_for
+from training.agents.environment import Environment, Opening, Step, environment_for
 from training.agents.parsers import ParsedMessage, ToolCallParser, parser_named
 from training.agents.policy import AgentPolicy
 from training.generation import sample_batch
-from training.rollout import TaskSpec, apply_grades, retry_infra_errors
+from training.rollout import TaskSpec, apply_grades
 from training.scoring import Scorer
 
 
@@ -100,8 +100,13 @@ class AgentRollout:
     flag_evidence: dict = field(default_factory=dict)
     final_code: str = ""
     final_diff: str = ""
+    changed_code: dict = field(default_factory=dict)  # repository tasks: {path: (source, lines)}
     last_visible: R.ExecutionResult | None = None
     started: float = 0.0
+    # What the episode opened with (system, user, tools), and its hidden-test grading per test id
+    # (training.rollout.grading_record): the replay shows both.
+    opening: Opening | None = None
+    grading: dict = field(default_factory=dict)
 
     @property
     def turns(self) -> list[T.AgentTurn]:
@@ -232,6 +237,7 @@ def _open(
                 rollout.flags.append(flags.INFRA_ERROR)
             else:
                 opening = env.open(session)
+                rollout.opening = opening
                 messages = opening.messages()
                 prompt = policy.chat.prompt_ids(messages, tools=opening.tools)
                 rollout.trajectory = T.AgentTrajectory.start(prompt, messages, limit=limit)
@@ -285,7 +291,8 @@ def _generate(
 
 
 def _timed_step(env: Environment, parsed: ParsedMessage) -> tuple[Step | None, float]:
-    """``env.step(parsed)`` and its seconds; None when the session was lost."""
+    """``env.step(parsed)`` and its seconds; None when the session was lost (a call the
+    workspace refuses is an error observation inside the step, never an exception here)."""
     started = time.monotonic()
     try:
         return env.step(parsed), time.monotonic() - started
@@ -329,9 +336,10 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
         """``(queue request or None, own grading or None, graded code)`` of a trajectory's
         final workspace (environments that grade by themselves do it here, on the pool)."""
         try:
-            files = item.env.final_files()
             item.rollout.final_diff = item.env.session.diff(max_bytes=256 * 1024)
+            files = item.env.final_files()
             code = item.env.graded_code(files)
+            item.rollout.changed_code = item.env.changed_code(files)
             own = item.env.grade(files)
             return (None if own else item.env.grading_request(files)), own, code
         except (SessionLost, RedisError):
@@ -360,11 +368,19 @@ def _grade(live: list[_Live], stats: AgentRolloutStats, scorer: Scorer, pool) ->
                 queued.append(rollout)
     if requests:
         graded += queued
-        results += retry_infra_errors(requests, run_many(requests))
+        results += run_many(requests, retry_infra_errors=True)
     scored, grades = apply_grades(graded, results)
     scorer.score(scored, grades)
-    for rollout in scored:
-        evidence = agent_hacks.detect(rollout.trajectory, rollout.final_diff)
+    for item in to_grade:  # graded or not: an ungradable workspace keeps its evidence
+        rollout = item.rollout
+        if rollout.dropped:
+            continue
+        evidence = agent_hacks.detect(
+            rollout.trajectory,
+            rollout.final_diff,
+            workspace=item.env.workspace().files(),
+            hidden=item.env.hidden_paths(),
+        )
         rollout.flags += [name for name in evidence if name not in rollout.flags]
         rollout.flag_evidence.update(evidence)
         if evidence and scorer.hack_policy == "zero":

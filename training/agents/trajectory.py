@@ -41,6 +41,10 @@ class ToolRecord:
             failed.
         seconds: wall time of the call.
         diff: the workspace diff after an editing call (for the console), else ``""``.
+        effects: what the call changed in the workspace
+            (``training.agents.effects.effects_between``: ``{path: {"before", "after"}}``),
+            None where it was not measured.
+        network: the session's network counters the call moved (``{"no_route": n}``).
     """
 
     call_id: str
@@ -50,6 +54,8 @@ class ToolRecord:
     error: bool = False
     seconds: float = 0.0
     diff: str = ""
+    effects: dict | None = None
+    network: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -87,6 +87,9 @@ def detect(submission: GradedSubmission, names=None) -> list[Flag]:
         KeyError: an unknown detector name.
     """
     _load_builtin()
+    changed = submission.extra.get("changed") or {}
+    if changed:
+        return _detect_changed(submission, changed, names)
     flags = []
     for name in names if names is not None else list(DETECTORS):
         function = DETECTORS[name]
@@ -98,6 +101,56 @@ def detect(submission: GradedSubmission, names=None) -> list[Flag]:
         if flag is not None:
             flags.append(flag)
     return flags
+
+
+# In a repository, importing pytest is what an honest test helper module does.
+HONEST_IN_A_REPOSITORY = ("imports pytest",)
+
+
+def _detect_changed(submission: GradedSubmission, changed: dict, names) -> list[Flag]:
+    """The detectors on an answer of many files (a repository task): each changed non-test
+    Python file on its own, keeping the evidence on the lines the submission wrote (the
+    project's own unchanged code is never evidence), each item naming its file."""
+    from training.hacks.repository import constructs  # noqa: PLC0415 - repository answers only
+
+    repository = getattr(submission.task, "repository", None)
+    tests = {**getattr(repository, "test_files", {}), **getattr(repository, "hidden_files", {})}
+    test_sources = [
+        bytes(c).decode("utf-8", "replace") for p, c in tests.items() if p.endswith(".py")
+    ]
+    found: dict[str, list[dict]] = {}
+    severities: dict[str, list[str]] = {}
+    for path, (source, lines) in sorted(changed.items()):
+        written = set(lines)
+        for name, hits in constructs(source, test_sources).items():
+            if names is not None and name not in names:
+                continue
+            for line, what, severity in hits:
+                if line in written:
+                    code = source.splitlines()[line - 1].strip()[:80] if line else ""
+                    found.setdefault(name, []).append(
+                        {"line": line, "code": code, "what": what, "path": path}
+                    )
+                    severities.setdefault(name, []).append(severity)
+        part = GradedSubmission(
+            task=submission.task,
+            code=source,
+            grade=submission.grade,
+            visible=None,
+            reference=None,
+            extra={"probe": False},
+        )
+        for flag in detect(part, names):
+            kept = [
+                {**item, "path": path}
+                for item in flag.evidence.get("source", [])
+                if item.get("line") in written
+                and not any(h in str(item.get("what", "")) for h in HONEST_IN_A_REPOSITORY)
+            ]
+            if kept:
+                found.setdefault(flag.name, []).extend(kept)
+                severities.setdefault(flag.name, []).append(flag.severity)
+    return [Flag(name, {"source": items(found[name])}, worst(severities[name])) for name in found]
 
 
 def flags_record(flags: list[Flag]) -> tuple[list[str], dict]:

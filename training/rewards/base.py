@@ -44,3 +44,26 @@ class GradedSubmission:
     visible: ExecutionResult | None = None
     reference: ReferenceStats | None = None
     extra: dict = field(default_factory=dict)
+
+
+def correctness_of(submission: GradedSubmission) -> float:
+    """What ``correctness`` pays, in [0, 1].
+
+    A function task: the share of expected tests passed (a checker's partial credit where it
+    gives one). A repository task: the share of FAIL_TO_PASS ids passed, and 0 unless every
+    PASS_TO_PASS id passed too, so a workspace that resolves nothing earns nothing (an unfixed
+    repository otherwise keeps most of its ids: ~0.95 on a task of 100 PASS_TO_PASS and 5
+    FAIL_TO_PASS ids); without FAIL_TO_PASS ids, 1 only when every id passed.
+    """
+    grade = submission.grade
+    repository = getattr(submission.task, "repository", None)
+    if getattr(submission.task, "kind", "") != "repository" or repository is None:
+        return grade.score
+    passed = {test.id for test in grade.tests if test.passed}
+    if any(test_id not in passed for test_id in repository.pass_to_pass):
+        return 0.0
+    if not repository.fail_to_pass:
+        return 1.0 if grade.passed else 0.0
+    return sum(test_id in passed for test_id in repository.fail_to_pass) / len(
+        repository.fail_to_pass
+    )

@@ -10,15 +10,17 @@ uses it.
 
 from __future__ import annotations
 
-from training.rewards.base import GradedSubmission
+from training.rewards.base import GradedSubmission, correctness_of
 from training.rewards.registry import reward
 
 
 @reward("correctness")
 def correctness(submission: GradedSubmission) -> float:
     """The fraction of hidden tests passed, counted per expected test id (a checker's partial
-    credit where the verifier gives one); 0 without tests."""
-    return submission.grade.score
+    credit where the verifier gives one); 0 without tests. On a repository task, the fraction
+    of FAIL_TO_PASS ids passed, gated on every PASS_TO_PASS id passing
+    (:func:`~training.rewards.base.correctness_of`): a workspace that resolves nothing earns 0."""
+    return correctness_of(submission)
 
 
 @reward("resolved")
@@ -26,9 +28,8 @@ def resolved(submission: GradedSubmission) -> float:
     """1.0 when the grading ended normally with every expected test passed, else 0.0: SWE-bench's
     *resolved* (every FAIL_TO_PASS and PASS_TO_PASS id passes) on a repository task, all hidden
     tests on a function task. The binary outcome reward of SWE-Gym (Pan et al., 2024) and SkyRL;
-    ``correctness`` gives the share of ids instead, which on a repository task is mostly
-    PASS_TO_PASS (a workspace left as it was scores about 0.95 on a task of 100 PASS_TO_PASS and
-    5 FAIL_TO_PASS ids)."""
+    ``correctness`` gives partial credit instead (on a repository task, the FAIL_TO_PASS ids'
+    share, only when no PASS_TO_PASS id broke)."""
     grade = submission.grade
     return 1.0 if grade.passed and grade.tests_total else 0.0
 

@@ -17,8 +17,7 @@ from django.db import transaction
 
 from sandboxes import result as R
 from sandboxes.queue import run_many
-from sandboxes.suites import harness
-from tasks_library.environments import environment_request
+from tasks_library.evaluation import hidden_tests_request
 from tasks_library.models import ReferenceProfile, TaskVersion
 from training.rewards import efficiency as E
 from training.rewards.base import ReferenceStats
@@ -33,20 +32,6 @@ def reference_stats(profile: ReferenceProfile) -> ReferenceStats:
         cpu_ms=profile.cpu_ms,
         peak_memory_bytes=profile.peak_memory_bytes,
         growth_exponent=profile.growth_exponent,
-    )
-
-
-def _grading_request(version: TaskVersion) -> dict:
-    suite = version.test_suite
-    return harness(suite.harness).request(
-        version.prompt + version.reference_solution,
-        suite.hidden_tests,
-        version.entry_point,
-        prompt=version.prompt,
-        limits=suite.limits(),
-        files=version.files,
-        setup=suite.setup_code,
-        environment=environment_request(version.environment),
     )
 
 
@@ -111,7 +96,7 @@ def reference_profiles_ensure(versions, *, runs: int = RUNS) -> dict[int, Refere
         missing = list(TaskVersion.objects.filter(pk__in=missing_ids).select_related("test_suite"))
         plans = [
             (
-                [_grading_request(v) for _ in range(runs)],
+                [hidden_tests_request(v, v.prompt + v.reference_solution) for _ in range(runs)],
                 E.growth_requests(v, v.prompt + v.reference_solution, runs=runs),
             )
             for v in missing

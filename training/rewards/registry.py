@@ -6,12 +6,14 @@ reward. Each component returns a value in [0, 1]; higher is better.
 
 **Gated on correctness.** A component registered with ``gated=True`` (quality, efficiency,
 security) measures *how* a program works, which means nothing for a program that does not:
-:func:`reward_components` multiplies it by correctness, the share of hidden tests passed
-(``submission.grade.score``). The bare prompt, code that does not parse or a short clean wrong
-answer earns nothing from them; half the tests passed, half of its quality. So a trajectory's
-total reward is 0 when it fails every test, whatever the weights, and never rises above what its
-correctness allows (``total <= correctness`` when correctness is weighted at all). The raw
-measure is the function itself (``training.rewards.quality.quality(submission)``).
+:func:`reward_components` multiplies it by correctness
+(``training.rewards.base.correctness_of``: the share of hidden tests passed; on a repository
+task the share of FAIL_TO_PASS ids, 0 when a PASS_TO_PASS id broke). The bare prompt, code
+that does not parse or a short clean wrong answer earns nothing from them; half the tests
+passed, half of its quality. So a trajectory's total reward is 0 when it fails every test,
+whatever the weights, and never rises above what its correctness allows (``total <=
+correctness`` when correctness is weighted at all). The raw measure is the function itself
+(``training.rewards.quality.quality(submission)``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from training.config import ConfigError
-from training.rewards.base import GradedSubmission
+from training.errors import ConfigError
+from training.rewards.base import GradedSubmission, correctness_of
 
 RewardFunction = Callable[[GradedSubmission], float]
 REGISTRY: dict[str, RewardFunction] = {}
@@ -48,7 +50,7 @@ def _gate(function: RewardFunction, value: float, submission: GradedSubmission) 
     """``value`` clamped to [0, 1], times correctness when ``function`` is gated."""
     value = min(1.0, max(0.0, float(value)))
     if getattr(function, "gated_on_correctness", False):
-        value *= min(1.0, max(0.0, float(submission.grade.score)))
+        value *= min(1.0, max(0.0, float(correctness_of(submission))))
     return value
 
 

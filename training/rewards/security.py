@@ -292,16 +292,21 @@ def runtime_findings(result: R.ExecutionResult | None) -> list[Finding]:
     return found
 
 
-def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` for a name or attribute chain, else ''."""
+def dotted(node: ast.AST, *, calls: bool = False) -> str:
+    """``a.b.c`` for a name or attribute chain, else ''; with ``calls``, a chain rooted in a
+    call reads ``f().b.c`` (``?`` where the call's own name cannot be told)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name):
         parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
+    elif calls and isinstance(node, ast.Call):
+        inner = dotted(node.func, calls=True)
+        parts.append(f"{inner}()" if inner else "?")
+    else:
+        return ""
+    return ".".join(reversed(parts))
 
 
 def _module_category(module: str) -> str | None:
@@ -373,7 +378,7 @@ def static_findings(code: str) -> list[Finding]:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     for node in ast.walk(module):
         if isinstance(node, ast.Call):
-            name = _dotted(node.func)
+            name = dotted(node.func)
             head, _, rest = name.partition(".")
             resolved = aliases.get(head, head) + ("." + rest if rest else "") if name else ""
             category = CALL_CATEGORIES.get(resolved) or CALL_CATEGORIES.get(name)
@@ -399,11 +404,11 @@ def static_findings(code: str) -> list[Finding]:
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
-                dotted = _dotted(target) if isinstance(target, ast.Attribute) else ""
-                root = dotted.split(".")[0]
+                chain = dotted(target) if isinstance(target, ast.Attribute) else ""
+                root = chain.split(".")[0]
                 if aliases.get(root, root) in ("builtins", "sys", "os") or root == "__builtins__":
                     found.append(
-                        Finding(STATIC, "tamper", f"assign {dotted}", f"line {node.lineno}")
+                        Finding(STATIC, "tamper", f"assign {chain}", f"line {node.lineno}")
                     )
                 elif isinstance(target, ast.Name) and target.id == "__builtins__":
                     found.append(

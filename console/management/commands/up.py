@@ -4,13 +4,13 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import STEP_MAX, bounded
-from console.core.stack import ServiceError, Stack
+from console.management.stack import ServiceError, Stack
 from console.scenario_data import DATA_CONFIG, data_task_set
 from console.scenarios import AGENT_CONFIG, AGENT_TASKS, HACKING_CONFIG, hacking_task_sets
+from core.bounds import STEP_MAX, bounded
 from tasks_library.importers import ImportFormatError
 from tasks_library.importers.humaneval import default_path, read_humaneval
-from tasks_library.selectors import task_set_get, task_set_versions
+from tasks_library.selectors import awaiting_validation, task_set_get, task_set_versions
 from tasks_library.services import command_line_author, task_set_pin, tasks_import
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from training.config import ConfigError, RunConfig, config_from_command_line
@@ -22,10 +22,10 @@ from training.watch import run_summary, run_wait
 # than `validate_tasks`' defaults (reference x5, 30 mutants): same stages, fewer runs.
 UP_VALIDATION = Options(reference_runs=2, mutants=10)
 
-# The demo trains on the shortest valid HumanEval tasks so that a CPU-only laptop
+# The completion scenario trains on the shortest valid HumanEval tasks so that a CPU-only laptop
 # sees the reward move within minutes; `train --taskset humaneval` uses all of them.
 DEMO_TASK_SET = "humaneval-demo"
-DEMO_CONFIG = {
+COMPLETION_CONFIG = {
     "sft_epochs": 18,
     "sft_batch_size": 4,
     "lr": 1e-4,
@@ -35,6 +35,35 @@ DEMO_CONFIG = {
     "group_size": 8,
     "max_turns": 2,
 }
+
+
+def humaneval_validated(records: list[dict], *, say) -> tuple:
+    """Import ``records`` as the ``humaneval`` task set and validate the versions no validation
+    has judged yet (:func:`tasks_library.selectors.awaiting_validation`): a second ``up`` with
+    nothing changed validates nothing. Returns ``(import report, the set's versions)``.
+
+    Raises:
+        ImportFormatError: a bad record (nothing written).
+    """
+    t0 = time.monotonic()
+    report = tasks_import(source="humaneval", task_set_name="humaneval", records=records)
+    say(
+        f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in "
+        f"{time.monotonic() - t0:.1f} s"
+    )
+    t0 = time.monotonic()
+    versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
+    waiting = awaiting_validation(versions)
+    if waiting:
+        task_versions_validate(versions=waiting, options=UP_VALIDATION)
+    trainable = sum(v.trainable for v in versions)
+    say(
+        f"validated {len(waiting)} task versions in sandboxes ({len(versions) - len(waiting)} "
+        f"kept their verdicts: `validate_tasks --taskset humaneval` validates them again): "
+        f"{trainable} trainable, {sum(v.quarantined for v in versions)} quarantined "
+        f"({time.monotonic() - t0:.1f} s)"
+    )
+    return report, versions
 
 
 def console_after(base: str, *, headless: bool, started: list[str]) -> str | None:
@@ -65,7 +94,8 @@ class Command(BaseCommand):
             "--demo-tasks",
             type=bounded(1, 10_000),
             default=None,
-            help="tasks in the demo task set (default 16; 8 for --scenario hacking, 4 for agent)",
+            help="tasks in the demo task set (default 4, the agent scenario; 16 for --scenario "
+            "completion, 8 for hacking)",
         )
         parser.add_argument(
             "--port", type=bounded(1, 65_535), default=8000, help="console port (default 8000)"
@@ -80,16 +110,17 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--scenario",
-            choices=("default", "hacking", "data", "agent"),
-            default="default",
-            help="default: train on the shortest HumanEval tasks; hacking: train on deliberately "
+            choices=("agent", "completion", "hacking", "data"),
+            default="agent",
+            help="agent (the default): the policy as a tool-using agent in sandbox sessions "
+            "(view, edit, run the tests, submit), SFT on scripted demonstrations, then GRPO over "
+            "multi-turn rollouts; completion: the policy writes each function whole and may "
+            "revise it once on the visible tests' result; hacking: train on deliberately "
             "exploitable tasks (hidden tests = the prompt's examples) from a warm start that "
             "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
             "hard-coding flags and the onset alerts in the console; data: import the numpy/pandas "
             "and Python 3.13 task sets, build their environments into the store (once), validate "
-            "and train on them; agent: the policy as a tool-using agent in sandbox sessions (view, "
-            "edit, run the tests, submit), SFT on scripted demonstrations, then GRPO over "
-            "multi-turn rollouts",
+            "and train on them",
         )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
@@ -100,9 +131,12 @@ class Command(BaseCommand):
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
             steps = {"hacking": 30, "data": 6}.get(scenario, 20)
-        defaults = {"hacking": HACKING_CONFIG, "data": DATA_CONFIG, "agent": AGENT_CONFIG}.get(
-            scenario, DEMO_CONFIG
-        )
+        defaults = {
+            "agent": AGENT_CONFIG,
+            "completion": COMPLETION_CONFIG,
+            "hacking": HACKING_CONFIG,
+            "data": DATA_CONFIG,
+        }[scenario]
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
         except ConfigError as exc:
@@ -167,28 +201,11 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             return self._train(base, task_set=task_set, config=config, summary=summary)
-        t0 = time.monotonic()
         try:
-            report = tasks_import(
-                source="humaneval",
-                task_set_name="humaneval",
-                records=read_humaneval(default_path()),
-            )
+            report, versions = humaneval_validated(read_humaneval(default_path()), say=self._say)
         except ImportFormatError as exc:
             raise CommandError(f"import failed, nothing was written: {exc}") from exc
-        self._say(
-            f"imported {report.tasks} HumanEval tasks ({report.new_versions} new versions) in "
-            f"{time.monotonic() - t0:.1f} s"
-        )
-
-        t0 = time.monotonic()
-        versions = list(task_set_versions(task_set=task_set_get(name="humaneval")))
-        task_versions_validate(versions=versions, options=UP_VALIDATION)
         valid = [v for v in versions if v.trainable]
-        self._say(
-            f"validated {len(versions)} task versions in sandboxes: {len(valid)} trainable, "
-            f"{sum(v.quarantined for v in versions)} quarantined ({time.monotonic() - t0:.1f} s)"
-        )
 
         demo = sorted(
             valid, key=lambda v: (len(v.prompt) + len(v.reference_solution), v.task.task_id)
@@ -216,8 +233,8 @@ class Command(BaseCommand):
         """Launch the demo run on ``task_set`` through Celery, wait for it, and return
         ``summary`` with the run's."""
         descriptions = {
-            "default": "the main job's demo run: SFT warm start, then GRPO on the shortest "
-            "trainable HumanEval tasks",
+            "completion": "the main job's completion scenario: SFT warm start, then GRPO on the "
+            "shortest trainable HumanEval tasks",
             "hacking": "the main job's hacking scenario: exploitable tasks, honest held-out set",
             "data": "the main job's data scenario: numpy/pandas and Python 3.13 tasks, each "
             "graded in its environment version",
@@ -245,6 +262,8 @@ class Command(BaseCommand):
         )
         return {
             **summary,
+            "scenario": self.scenario,
+            "rollout_mode": config.rollout_mode,
             "run_page": f"/runs/{run.pk}/",
             "run": run_summary(run),
             "alerts": [

@@ -7,9 +7,9 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import bounded
-from console.core.metrics import serve_for_command
-from console.core.stack import ServiceError, Stack, redacted_url
+from console.management.stack import ServiceError, Stack, redacted_url
+from core.bounds import bounded
+from core.metrics import serve_for_command
 from sandboxes.autoscale import ScalePolicy, Supervisor
 from sandboxes.runtimes import EXECUTORS, RuntimeUnavailable, base_runtime
 from sandboxes.worker import SandboxWorker, SelfCheckFailed, self_check, session_self_check

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.errors import InputError
+from core.errors import InputError
 from sandboxes.environments.build import materialise
 from sandboxes.environments.spec import EnvironmentSpecError, parse
 from sandboxes.environments.store import EnvironmentBuildError, manifest_digest
@@ -60,7 +60,11 @@ class Command(BaseCommand):
         try:
             content = json.loads(path.read_text())
             built = materialise(
-                parse(content.get("runtime", ""), content.get("packages", [])),
+                parse(
+                    content.get("runtime", ""),
+                    content.get("packages", []),
+                    source_builds=content.get("source_builds", False),
+                ),
                 progress=say,
                 lock=content.get("lock") or None,
             )

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from console.core.permissions import CURATORS, VIEWERS
+from core.permissions import CURATORS, VIEWERS
 
 # role -> group; "admin" is a superuser (every permission) and needs no group.
 ROLES = {

@@ -3,8 +3,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.errors import InputError
-from tasks_library.environment_image import DEFAULT_BASE, environment_image_write
+from core.errors import InputError
+from tasks_library.environment_image import DEFAULT_BASE, default_output, environment_image_write
 from tasks_library.environments import environment_get
 
 
@@ -34,9 +34,7 @@ class Command(BaseCommand):
     def handle(self, *args, environment, output, base_image, image, **options):
         try:
             version = environment_get(environment)
-            target = output or Path(settings.VAR_DIR) / "images" / (
-                f"{version.name}-{version.content_hash[:12]}"
-            )
+            target = output or default_output(version, Path(settings.VAR_DIR) / "images")
             written = environment_image_write(
                 environment=version,
                 output=target,

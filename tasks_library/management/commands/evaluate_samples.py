@@ -4,8 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import bounded
-from console.core.stack import ServiceError, Stack
+from console.management.stack import ServiceError, Stack
+from core.bounds import bounded
 from tasks_library.evaluation import pass_at_ks, read_samples, score_samples
 from tasks_library.importers import ImportFormatError
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions

@@ -1,5 +1,7 @@
 import gzip
 import json
+import os
+import secrets
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -75,16 +77,25 @@ class Command(BaseCommand):
         lines = (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
         count = 0
         if output is None:
-            for line in lines:
-                self.stdout.write(line, ending="")
-                count += 1
-        else:
-            opener = gzip.open if output.suffix == ".gz" else open
             try:
-                with opener(output, "wt", encoding="utf-8") as handle:
+                for line in lines:
+                    self.stdout.write(line, ending="")
+                    count += 1
+            except UnicodeError as exc:
+                raise CommandError(f"cannot write task version {count + 1}: {exc}") from exc
+        else:
+            # Written beside the target and renamed over it once complete: a failure (a full
+            # disk, an interrupt) leaves the old file or none, never half an export.
+            opener = gzip.open if output.suffix == ".gz" else open
+            partial = output.with_name(f".{output.name}.{secrets.token_hex(4)}.partial")
+            try:
+                with opener(partial, "wt", encoding="utf-8") as handle:
                     for line in lines:
                         handle.write(line)
                         count += 1
-            except OSError as exc:
-                raise CommandError(f"cannot write {output}: {exc}") from exc
+                os.replace(partial, output)
+            except (OSError, UnicodeError) as exc:
+                raise CommandError(f"cannot write {output}: {exc}; nothing was written") from exc
+            finally:
+                partial.unlink(missing_ok=True)
             self.stderr.write(f"exported {count} task versions to {output}")

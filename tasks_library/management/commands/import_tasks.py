@@ -3,10 +3,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import SEED_MAX, bounded
-from console.core.errors import InputError
-from console.core.stack import ServiceError, Stack
-from sandboxes.runtimes import RuntimeUnavailable
+from console.management.stack import ServiceError, Stack
+from core.bounds import SEED_MAX, bounded
+from core.errors import InputError
+from sandboxes.interpreters import RuntimeUnavailable
 from sandboxes.sessions import SessionError
 from sandboxes.suites import HARNESSES
 from tasks_library.generators.repo_bugs import repo_bugs_import

@@ -3,8 +3,8 @@ from collections import Counter
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import bounded
-from console.core.stack import ServiceError, Stack
+from console.management.stack import ServiceError, Stack
+from core.bounds import bounded
 from tasks_library.models import TaskVersion
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from tasks_library.services import command_line_author, task_set_pin

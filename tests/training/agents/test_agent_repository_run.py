@@ -1,7 +1,8 @@
 """A training run on a repository task set (tasks_library's repository tasks, validated in real
 sandboxes): the trainer reads the versions into repository environments, warm-starts on their
-scripted demonstrations and grades every trajectory by FAIL_TO_PASS and PASS_TO_PASS ids; a
-completion-mode run on the same set is refused naming the key."""
+scripted demonstrations and grades every trajectory by FAIL_TO_PASS and PASS_TO_PASS ids, each
+trajectory keeping its opening and its grading per id for the replay; a completion-mode run on the
+same set is refused at launch, naming the key."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.validation.pipeline import Options, task_versions_validate
 from tests.tasks_library.repository_helpers import FAIL_TO_PASS, PASS_TO_PASS, record
 from tests.training.conftest import finish, launch, tiny_run
-from training.models import TrainingRun, Trajectory, Turn
+from training.config import ConfigError
+from training.models import EpisodeOpening, TrainingRun, Trajectory, Turn
 
 from .test_agent_training_run import AGENT
 
@@ -44,12 +46,21 @@ def test_an_agent_run_trains_on_a_repository_task(repository_set):
         assert 0 <= trajectory.reward <= 1
     first = Turn.objects.filter(trajectory__run=run, index=0).first()
     assert first.action == "tool_calls" and "tool_calls" in first.sandbox_result
+    # each trajectory keeps its whole episode for the replay: the opening the policy saw (stored
+    # once: one task, one opening) and its grading per FAIL_TO_PASS / PASS_TO_PASS id
+    opening = EpisodeOpening.objects.get()
+    assert "clamp(50, 0, 10) returns 50" in opening.user
+    assert {t["function"]["name"] for t in opening.tools} >= {"bash", "file_editor", "submit"}
+    for trajectory in graded:
+        assert trajectory.opening_id == opening.digest
+        results = trajectory.grading["tests"]
+        assert sorted(t["id"] for t in results) == sorted(FAIL_TO_PASS + PASS_TO_PASS)
+        assert sum(t["passed"] for t in results) == trajectory.tests_passed
 
 
 def test_a_completion_run_on_repository_tasks_is_refused(repository_set):
-    run = tiny_run(repository_set, steps=1)
-    proc = launch(run)
-    finish(proc)
-    run.refresh_from_db()
-    assert run.status == TrainingRun.FAILED
-    assert "'rollout_mode': set it to 'agent'" in run.status_reason, run.status_reason
+    # refused at launch, before a run exists (training.launch_checks)
+    with pytest.raises(ConfigError, match="set rollout_mode to agent") as refused:
+        tiny_run(repository_set, steps=1)
+    assert refused.value.field == "rollout_mode"
+    assert not TrainingRun.objects.exists()

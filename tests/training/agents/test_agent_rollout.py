@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from console.core.errors import InputError
+from core.errors import InputError
 from training.agents import trajectory as T
 from training.agents.chat import chatml_text
 from training.agents.demonstrations import (

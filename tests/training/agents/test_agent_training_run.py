@@ -4,6 +4,10 @@ tool calls recorded; the default local policy and a Qwen2 checkpoint take the sa
 
 from __future__ import annotations
 
+import shutil
+import uuid
+from pathlib import Path
+
 import pytest
 
 from tasks_library.selectors import task_set_versions
@@ -69,10 +73,14 @@ def test_the_default_policy_trains_as_an_agent(trained_task_set):
         assert t.tests_total == fixed + len(t.fresh_tests["inputs"])
 
 
-def test_a_qwen2_checkpoint_trains_through_the_same_path(trained_task_set, tmp_path):
-    directory = qwen2_checkpoint(tmp_path / "qwen2")
-    run = tiny_run(trained_task_set, **AGENT, model_path=str(directory))
-    check_run(run, finish(launch(run)))
+def test_a_qwen2_checkpoint_trains_through_the_same_path(trained_task_set, settings):
+    # model_path names a directory under CRUCIBLE_MODEL_DIR (the trainer process checks it too).
+    directory = qwen2_checkpoint(Path(settings.MODEL_DIR) / f"qwen2-{uuid.uuid4().hex[:8]}")
+    try:
+        run = tiny_run(trained_task_set, **AGENT, model_path=directory.name)
+        check_run(run, finish(launch(run)))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_lora_with_agents_is_refused_naming_the_key():

@@ -53,7 +53,8 @@ def test_the_config_refuses_flawed_demonstrations_where_they_do_not_apply(config
         RunConfig.from_dict(config)
 
 
-def test_flawed_demonstrations_and_sft_data_are_refused_together(tmp_path):
+def test_flawed_demonstrations_and_sft_data_are_refused_together(tmp_path, settings):
+    settings.SFT_DATA_DIR = tmp_path  # sft_data names a file in that directory
     data = tmp_path / "demos.jsonl"
     data.write_text("{}\n")
     with pytest.raises(ConfigError, match="'flawed_demonstrations' mutates"):

@@ -3,7 +3,7 @@ never an exception."""
 
 import pytest
 
-from console.core.errors import InputError
+from core.errors import InputError
 from training.agents.parsers import HermesParser, parser_named
 
 parse = HermesParser().parse

@@ -13,32 +13,26 @@ from sandboxes.repository import make_patch
 from sandboxes.sessions import open_session
 from tests.environments import built
 from tests.sandboxes.repository_fixture import BUGGY, FAIL_TO_PASS, FIXED, TESTS
+from tests.training.repository_tasks import repository_task
 from training.agents.chat import chatml_text
 from training.agents.demonstrations import scripted_repository_demonstration
 from training.agents.environment import RepositoryEnvironment, environment_for
 from training.agents.parsers import ParsedMessage, ToolCall
 from training.agents.policy import build_agent_policy
 from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
-from training.rollout import TaskSpec
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def task():
-    return TaskSpec(
+    return repository_task(
+        BUGGY,
+        TESTS,
         task_version_id=11,
-        prompt="clamp(value, low, high) must return high when value >= high (high is inclusive).",
-        entry_point="",
-        visible_tests="",
-        hidden_tests="",
-        timeout_s=60.0,
-        harness="pytest-repo",
-        files=BUGGY,
-        reference_solution=make_patch(BUGGY, FIXED),
         environment=built("python3.11-pytest").request_field(),
-        kind="repository",
-        repository=TESTS,
+        reference_patch=make_patch(BUGGY, FIXED),
+        prompt="clamp(value, low, high) must return high when value >= high (high is inclusive).",
     )
 
 
@@ -116,6 +110,7 @@ def test_the_scripted_demonstration_and_a_rollout_take_the_same_path(task):
     )
     assert len(rollouts) == 2 and stats.turns >= 2
     for rollout in rollouts:
-        # an untrained policy changes nothing that fixes the bug: graded by every id, not resolved
+        # an untrained policy changes nothing that fixes the bug: graded by every id, not
+        # resolved, and paid nothing (correctness is the FAIL_TO_PASS share; none passed)
         assert rollout.status in ("failed", "ok") and rollout.tests_total == len(TESTS.ids)
-        assert rollout.reward == rollout.tests_passed / rollout.tests_total < 1.0
+        assert rollout.tests_passed < rollout.tests_total and rollout.reward == 0.0

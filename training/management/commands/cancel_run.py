@@ -1,9 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import ID_MAX, bounded
+from core.bounds import ID_MAX, bounded
 from tasks_library.services import command_line_author
+from training.backends import run_cancel
 from training.models import TrainingRun
-from training.services import InvalidTransition, run_cancel
+from training.services import InvalidTransition
 
 
 class Command(BaseCommand):

@@ -1,7 +1,10 @@
+import faulthandler
+import signal
+
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import ID_MAX, bounded
-from console.core.metrics import serve_for_command
+from core.bounds import ID_MAX, bounded
+from core.metrics import serve_for_command
 from training.models import TrainingRun
 from training.trainer import train_run
 
@@ -20,6 +23,8 @@ class Command(BaseCommand):
     def handle(self, *args, run_id: int, **options):
         if not TrainingRun.objects.filter(pk=run_id).exists():
             raise CommandError(f"run {run_id} does not exist")
+        # `kill -USR1 <pid>` prints every thread's stack to stderr: where a stuck trainer waits.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         serve_for_command(
             f"trainer of run {run_id}"
         )  # CRUCIBLE_METRICS_PORT: step, phases, reward, tokens/s

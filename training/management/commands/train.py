@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from console.core.bounds import STEP_MAX, bounded
-from console.core.stack import ServiceError, Stack
+from console.management.stack import ServiceError, Stack
+from core.bounds import STEP_MAX, bounded
 from tasks_library.selectors import TaskSetNotFound, runtimes_of, task_set_get, task_set_versions
 from tasks_library.services import command_line_author
 from training.config import ConfigError, config_from_command_line

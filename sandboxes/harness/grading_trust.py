@@ -1,0 +1,473 @@
+"""Trust and the machinery snapshot of a repository grading's pytest process (part of the
+runner: ``sandboxes/repository/runner.py`` sends this, ``grading_guard.py``,
+``grading_checks.py`` and ``pytest_repository.py`` as one program).
+
+:class:`Trust` says who wrote a code object, by its file name: the task's test files, the
+workspace files the submission left unchanged, the environment, pytest and the standard
+library are trusted; what the submission changed or added, code made at run time, ``/tmp``
+are not. :class:`Machinery` is the test machinery as it was before any workspace code ran.
+Standard library only (pytest is imported by the runner before any of it is used).
+"""
+
+import _thread
+import ctypes
+import hashlib
+import os
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+import types
+
+# Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
+_write, _exit, _monotonic, _getframe = os.write, os._exit, time.monotonic, sys._getframe
+_ascii = ascii
+_realpath, _normpath, _join, _get_ident = (
+    os.path.realpath,
+    os.path.normpath,
+    os.path.join,
+    _thread.get_ident,
+)
+_type, _id, _isinstance, _sha256 = type, id, isinstance, hashlib.sha256
+WORKSPACE = "/workspace"
+REPORT_FD = 3
+PR_SET_DUMPABLE = 4
+LOG_TAIL_BYTES = 8192
+MESSAGE_CHARS = 500
+GENERIC_NAMES = frozenset(("__init__.py", "conftest.py", "__main__.py"))
+PROCESS_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn"))
+MACHINERY_PREFIXES = ("_pytest", "pytest", "pluggy", "unittest")
+MACHINERY_MODULES = ("builtins", "importlib._bootstrap", "importlib._bootstrap_external")
+STDLIB = tuple(
+    sorted({_normpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
+)
+SITE_DIRS = ("/site-packages/", "/dist-packages/")
+# Modules that hand out raw memory or interpreter internals: never for untrusted code.
+NATIVE_BACKDOORS = (
+    "_testcapi",
+    "_testinternalcapi",
+    "_testbuffer",
+    "_ctypes_test",
+    "_xxsubinterpreters",
+    "cffi",  # its dlopen and raw memory raise no audit event, unlike ctypes'
+    "_cffi_backend",
+)
+FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"))
+
+
+class Refused(PermissionError):
+    """An operation the grading refuses to code under test (see the module)."""
+
+
+class Trust:
+    """Who wrote a piece of code, by its file name (which code under test can no longer fake:
+    compiling under another name and building code objects are refused to it) and, in a file
+    the submission changed, by its lines.
+
+    ``trusted``: the task's test files (workspace-relative); ``unchanged``: the workspace files
+    the submission left as the task version has them; ``changed_lines``: for each file the
+    submission changed, the line numbers (of its new text) it wrote. Code on the other lines of
+    a changed file is the project's own (a library's fix of one line does not make its
+    decorators or signature helpers the submission's); a file the submission added is its own
+    throughout.
+    """
+
+    UNTRUSTED, TRUSTED, STDLIB = "untrusted", "trusted", "stdlib"
+
+    def __init__(self, trusted, unchanged, main_thread, changed_lines=None):
+        self.trusted = frozenset(trusted)
+        self.unchanged = frozenset(unchanged)
+        self.changed = {p: frozenset(lines) for p, lines in (changed_lines or {}).items()}
+        self.main_thread = main_thread
+        self._cache = {}
+
+    def of(self, filename):
+        """The kind of a whole file (a changed file is untrusted: see :meth:`of_frame`)."""
+        kind = self._cache.get(filename)
+        if kind is None:
+            kind = self._cache[filename] = self._classify(filename)
+        return kind
+
+    def _classify(self, filename):
+        if not filename:
+            return self.UNTRUSTED
+        if filename.startswith("<frozen "):
+            return self.STDLIB
+        if filename.startswith("<"):
+            return self.UNTRUSTED  # made at run time (exec, namedtuple...): whoever made it
+        if filename == "crucible-grading-runner":
+            return self.TRUSTED
+        # Resolved, not just normalised: ``//workspace/...``, ``/dev/fd/N/...`` or a link would
+        # otherwise name a workspace file by a path outside it (and be trusted).
+        path = _realpath(filename if filename.startswith("/") else _join(WORKSPACE, filename))
+        if path.startswith(WORKSPACE + "/"):
+            rel = path[len(WORKSPACE) + 1 :]
+            return self.TRUSTED if rel in self.trusted or rel in self.unchanged else self.UNTRUSTED
+        if path.startswith(("/tmp/", "/dev/shm/", "/proc/")):
+            return self.UNTRUSTED
+        if path.startswith(STDLIB) and not any(s in path for s in SITE_DIRS):
+            return self.STDLIB
+        return self.TRUSTED  # pytest, the environment's packages, the system's
+
+    def _written(self, filename):
+        """The lines the submission wrote in ``filename`` (None: the whole file is its own)."""
+        if not filename.startswith(WORKSPACE + "/"):
+            return None
+        return self.changed.get(filename[len(WORKSPACE) + 1 :])
+
+    def of_frame(self, frame):
+        """The kind of the code a frame is running, at the line it is on."""
+        filename = frame.f_code.co_filename
+        kind = self.of(filename)
+        if kind == self.UNTRUSTED:
+            written = self._written(filename)
+            if written is not None and frame.f_lineno not in written:
+                return self.TRUSTED
+        return kind
+
+    def of_code(self, code):
+        """The kind of a code object: in a changed file, untrusted when any of its lines is
+        one the submission wrote."""
+        kind = self.of(code.co_filename)
+        if kind == self.UNTRUSTED:
+            written = self._written(code.co_filename)
+            if written is not None:
+                lines = {line for _start, _end, line in code.co_lines() if line is not None}
+                if not lines & written:
+                    return self.TRUSTED
+        return kind
+
+    def added(self, filename):
+        """Whether ``filename`` is code the submission wrote throughout (a file it added, code
+        made at run time, ``/tmp``), as opposed to a file of the task's it changed."""
+        return self.of(filename) == self.UNTRUSTED and (
+            not filename.startswith(WORKSPACE + "/") or self._written(filename) is None
+        )
+
+    def is_test_file(self, filename):
+        path = _realpath(filename if filename.startswith("/") else _join(WORKSPACE, filename))
+        return path.startswith(WORKSPACE + "/") and path[len(WORKSPACE) + 1 :] in self.trusted
+
+    def culprit(self, frame):
+        """The first frame from ``frame`` outward that is not the standard library's: where it
+        is when the code it runs is untrusted, else None; a thread other than the main one that
+        runs only the standard library (a ``Thread(target=shutil.copyfile, ...)``) counts as
+        untrusted."""
+        while frame is not None:
+            kind = self.of_frame(frame)
+            if kind == self.UNTRUSTED:
+                return f"{frame.f_code.co_filename or '<unnamed>'}:{frame.f_lineno}"
+            if kind == self.TRUSTED:
+                return None
+            frame = frame.f_back
+        return None if _get_ident() == self.main_thread else "<a thread of the standard library>"
+
+
+def first_site_index(after=""):
+    """Where site-packages begin on ``sys.path`` (after ``after`` when it is there)."""
+    for index, entry in enumerate(sys.path):
+        if after and entry == after:
+            continue
+        if entry.endswith(("site-packages", "dist-packages")):
+            return index
+    return len(sys.path)
+
+
+def _report(fd, line):
+    """One line on the report pipe (ASCII), written whole."""
+    data = line.encode("ascii") + b"\n"
+    view = memoryview(data)
+    while view:
+        view = view[_write(fd, view) :]
+
+
+def _nondumpable():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+# --- the machinery snapshot ---------------------------------------------------------------
+
+
+def _function_state(value):
+    """Identities that decide what a function does: code, defaults, closure contents."""
+    cells = value.__closure__ or ()
+    contents = []
+    for cell in cells:
+        try:
+            contents.append(_id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            contents.append(0)
+    return (
+        _id(getattr(value, "__code__", None)),
+        _id(getattr(value, "__defaults__", None)),
+        _id(getattr(value, "__kwdefaults__", None)),
+        tuple(contents),
+    )
+
+
+def _members(prefix, namespace, ids, values):
+    for name, value in list(namespace.items()):
+        key = f"{prefix}.{name}"
+        ids[key], values[key] = _id(value), value
+        if _type(value) is types.FunctionType:
+            ids[key + "()"] = _function_state(value)
+        elif _isinstance(value, (property, classmethod, staticmethod)):
+            for part in ("fget", "fset", "fdel", "__func__"):
+                inner = getattr(value, part, None)
+                if _type(inner) is types.FunctionType:
+                    ids[f"{key}.{part}()"] = _function_state(inner)
+
+
+def module_state(module, ids, values):
+    """Add to ``ids`` the identity of a module's globals, of its classes' attributes, bases and
+    metaclasses, and the state of the functions among them (:func:`_function_state`); to
+    ``values`` the objects themselves."""
+    namespace = vars(module)
+    _members(module.__name__, namespace, ids, values)
+    for name, value in list(namespace.items()):
+        if _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+            prefix = f"{module.__name__}.{name}"
+            ids[prefix + ".__class__"] = _id(_type(value))
+            ids[prefix + ".__bases__"] = tuple(_id(b) for b in value.__bases__)
+            _members(prefix, dict(vars(value)), ids, values)
+
+
+def signature(value):
+    """What kind of object ``value`` is, by provenance: the code it runs, or its class."""
+    if value is None:
+        return ("none",)
+    if _type(value) is types.FunctionType:
+        return ("code", _id(value.__code__))
+    if _type(value) is types.MethodType:
+        return ("method", _id(getattr(value.__func__, "__code__", None)))
+    if _isinstance(value, (property, classmethod, staticmethod)):
+        parts = (getattr(value, p, None) for p in ("fget", "fset", "fdel", "__func__"))
+        return (_type(value).__name__, tuple(_id(getattr(f, "__code__", None)) for f in parts))
+    if _isinstance(value, types.ModuleType):
+        return ("module", getattr(value, "__name__", ""))
+    return ("instance", _id(_type(value)))
+
+
+DRY_SUITE = b"""
+import logging
+import unittest
+import warnings
+
+import pytest
+
+
+@pytest.fixture(params=[1, 2])
+def thing(request):
+    yield request.param
+
+
+def test_pass(thing):
+    assert thing in (1, 2)
+
+
+def test_fail():
+    assert [1, 2] == [1, 3]
+
+
+@pytest.mark.parametrize("x", [1, 2], ids=["one", "two"])
+def test_param(x):
+    assert x
+
+
+def test_skip():
+    pytest.skip("no")
+
+
+@pytest.mark.skipif(True, reason="never")
+def test_skipif():
+    pass
+
+
+@pytest.mark.xfail(strict=True)
+def test_xfail():
+    assert 0
+
+
+def test_raises_warns_approx():
+    with pytest.raises(ValueError):
+        int("x")
+    with pytest.warns(UserWarning):
+        warnings.warn("w")
+    assert 0.1 + 0.2 == pytest.approx(0.3)
+
+
+def test_fixtures(tmp_path, monkeypatch, capsys, caplog, recwarn, request):
+    monkeypatch.setenv("CRUCIBLE_DRY", "1")
+    monkeypatch.setattr(logging, "raiseExceptions", True)
+    (tmp_path / "f").write_text("x")
+    print("out")
+    logging.getLogger("dry").warning("logged")
+    warnings.warn("recorded")
+    assert capsys.readouterr().out == "out\\n" and caplog.records
+
+
+class TestCase(unittest.TestCase):
+    def test_ok(self):
+        with self.subTest(i=1):
+            self.assertEqual(1, 1)
+
+    def test_no(self):
+        self.assertEqual(1, 2)
+
+
+class TestPlain:
+    def test_method(self):
+        assert "a" in "abc"
+"""
+DRY_MODULE = b'''
+def twice(x):
+    """
+    >>> twice(2)
+    4
+    >>> twice(3)
+    5
+    """
+    return 2 * x
+'''
+
+
+class Machinery:
+    """The test machinery as it was before any workspace code ran, and what pytest itself
+    changes in it as it runs (see :meth:`learn`)."""
+
+    def __init__(self, trust, learned=None):
+        self.trust = trust
+        if learned is not None:  # a copy of what another Machinery took and learnt
+            self.names, self.modules = list(learned.names), dict(learned.modules)
+            self.baseline = dict(learned.baseline)
+            self.allowed = {k: set(v) for k, v in learned.allowed.items()}
+            return
+        self.names = sorted(
+            name
+            for name in list(sys.modules)
+            if name.split(".", 1)[0] in MACHINERY_PREFIXES or name in MACHINERY_MODULES
+        )
+        self.modules = {name: sys.modules[name] for name in self.names}
+        self.baseline, _values = self.state()
+        self.allowed = {}  # key -> signatures pytest's own run gave it
+
+    def state(self):
+        ids, values = {}, {}
+        for name, module in self.modules.items():
+            ids[f"sys.modules[{name!r}]"] = _id(sys.modules.get(name))
+            module_state(module, ids, values)
+        for name, value in (
+            ("sys.gettrace()", sys.gettrace()),
+            ("sys.getprofile()", sys.getprofile()),
+            ("threading._trace_hook", getattr(threading, "_trace_hook", None)),
+            ("threading._profile_hook", getattr(threading, "_profile_hook", None)),
+        ):
+            ids[name] = _id(value)
+        return ids, values
+
+    def _changed(self):
+        ids, values = self.state()
+        keys = set(ids) | set(self.baseline)
+        return [k for k in keys if ids.get(k) != self.baseline.get(k)], values
+
+    @staticmethod
+    def _base_key(key):
+        for suffix in ("()", ".fget()", ".fset()", ".fdel()", ".__func__()"):
+            if key.endswith(suffix):
+                return key[: -len(suffix)]
+        return key
+
+    def record(self):
+        """Note what changed since the baseline as pytest's own doing (the dry run)."""
+        changed, values = self._changed()
+        for key in changed:
+            base = self._base_key(key)
+            self.allowed.setdefault(base, set()).add(signature(values.get(base)))
+
+    def learn(self, plugin_args, log):
+        """Run pytest once on a small suite of its own, in this process, before any workspace
+        code: the names pytest's plugins set as they configure, collect and run (and what
+        kind of value each gets) are the changes a real run may show; then take the baseline
+        again (what stays, such as submodules imported, is part of it)."""
+        import pytest  # noqa: PLC0415 - imported already
+
+        directory = tempfile.mkdtemp(prefix="dry-", dir="/tmp")
+        with open(os.path.join(directory, "test_dry.py"), "wb") as handle:
+            handle.write(DRY_SUITE)
+        with open(os.path.join(directory, "dry_module.py"), "wb") as handle:
+            handle.write(DRY_MODULE)
+        with open(os.path.join(directory, "dry.ini"), "wb") as handle:
+            handle.write(b"[pytest]\n")
+        machinery = self
+
+        class Recorder:
+            @pytest.hookimpl(trylast=True)
+            def pytest_configure(self, config):
+                machinery.record()
+
+            def pytest_collection_finish(self, session):
+                machinery.record()
+
+            def pytest_runtest_logreport(self, report):
+                machinery.record()
+
+            @pytest.hookimpl(tryfirst=True)
+            def pytest_unconfigure(self, config):
+                machinery.record()
+
+        args = [
+            directory,
+            *plugin_args,
+            "-c",
+            os.path.join(directory, "dry.ini"),
+            "--rootdir",
+            directory,
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+            os.path.join(directory, "junit.xml"),
+            "--doctest-modules",
+            "-q",
+        ]
+        pytest.main(args, plugins=[Recorder()])
+        os.write(log, b"\n[crucible] the grading's own dry run ends here\n")
+        self.record()
+        self.baseline, _values = self.state()
+
+    def changes(self):
+        """Names whose identity changed, appeared or disappeared since the baseline, but for
+        what pytest's own run changes (the same names, given values of the same provenance)
+        and submodules imported since."""
+        changed, values = self._changed()
+        found = []
+        for key in changed:
+            base = self._base_key(key)
+            if base.endswith(".__warningregistry__") or base == "builtins._":
+                continue  # the warnings module's cache; the display hook's last value (doctests)
+            value = values.get(base)
+            if signature(value) in self.allowed.get(base, ()):
+                continue
+            if _isinstance(value, types.ModuleType) and self._submodule(base, value):
+                continue
+            found.append(key)
+        return sorted(set(found))
+
+    def _submodule(self, key, module):
+        name = getattr(module, "__name__", "")
+        where = getattr(module, "__file__", None) or ""
+        return (
+            key == name
+            and sys.modules.get(name) is module
+            and self.trust.of(where) != Trust.UNTRUSTED
+        )
+
+    def real(self, module_name, qualname):
+        """The object ``module_name.qualname`` as it was (None when there was none)."""
+        module = self.modules.get(module_name)
+        value = module
+        for part in qualname.split("."):
+            value = getattr(value, part, None) if value is not None else None
+        return value
