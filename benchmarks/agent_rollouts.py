@@ -14,7 +14,7 @@ trajectories ended there (one turn each) while Crucible's answered each malforme
 on to ``max_turns``: two workloads, not one.
 Then, at each concurrency C of ``--concurrency``, one batch of C trajectories (C / 8 tasks x
 groups of 8, tasks reused round-robin) is rolled out by
-:func:`training.agents.rollout.collect_agent_rollouts`: generation batched across every live
+:func:`training.rollout.collect_rollouts`: generation batched across every live
 trajectory, tool calls running in their sessions on threads meanwhile, final workspaces
 graded in fresh sandboxes. Reported per concurrency: trajectories per minute and turns per
 second (wall time from the first session's open to the last grade), tool calls per tool,
@@ -166,18 +166,15 @@ def crucible(policy, config, tasks, concurrency: int) -> dict:
     """One batch of ``concurrency`` agent trajectories; its figures."""
     import torch  # noqa: PLC0415
 
-    from training.agents.rollout import (  # noqa: PLC0415 (after django.setup)
-        AgentRolloutConfig,
-        collect_agent_rollouts,
-    )
+    from training.rollout import RolloutConfig, collect_rollouts  # noqa: PLC0415 (after django.setup)
 
     group = min(GROUP, concurrency)
     batch = [tasks[i % len(tasks)] for i in range(max(1, concurrency // group))]
-    rollout_config = AgentRolloutConfig.from_run_config(config)
+    rollout_config = RolloutConfig.from_run_config(config)
     rollout_config.group_size = group
     rollout_config.tool_threads = min(32, concurrency)  # the default: threads past it queue
     started = time.monotonic()
-    rollouts, stats = collect_agent_rollouts(
+    rollouts, stats = collect_rollouts(
         policy, batch, rollout_config, generator=torch.Generator().manual_seed(0)
     )
     wall = time.monotonic() - started

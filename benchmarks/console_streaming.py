@@ -317,11 +317,10 @@ def live_run(task_set):
 
 
 def rollouts_for(version, step: int, count: int) -> list:
-    from training.rollout import (  # noqa: PLC0415 (models: after django.setup)
-        Rollout,
-        TaskSpec,
-        TurnRecord,
-    )
+    from sandboxes.result import ExecutionResult  # noqa: PLC0415 (models: after django.setup)
+    from training.agents.completion import completion_turn  # noqa: PLC0415
+    from training.agents.trajectory import AgentTrajectory  # noqa: PLC0415
+    from training.rollout import Rollout, TaskSpec  # noqa: PLC0415
 
     spec = TaskSpec(
         task_version_id=version.pk,
@@ -340,22 +339,25 @@ def rollouts_for(version, step: int, count: int) -> list:
                 task=spec,
                 group=i // 8,
                 index_in_group=i % 8,
-                prompt_ids=[1, 2, 3],
+                trajectory=AgentTrajectory.of(
+                    [1, 2, 3],
+                    [
+                        completion_turn(
+                            0,
+                            [5, 6, 7],
+                            [-0.1, -0.2, -0.3],
+                            text="def f():\n    return 1\n",
+                            code="def f():\n    return 1\n",
+                            result=ExecutionResult(status="ok"),
+                            feedback="ok",
+                        )
+                    ],
+                ),
                 status="ok",
                 reward=(c + 0.5 * e) / 1.5,
                 tests_passed=int(c * 4),
                 tests_total=4,
                 reward_components={"correctness": c, "efficiency": e},
-                turns=[
-                    TurnRecord(
-                        policy_text="def f():\n    return 1\n",
-                        token_ids=[5, 6, 7],
-                        logprobs=[-0.1, -0.2, -0.3],
-                        code="def f():\n    return 1\n",
-                        sandbox_status="ok",
-                        observation="ok",
-                    )
-                ],
             )
         )
     return out

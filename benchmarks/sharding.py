@@ -112,7 +112,8 @@ def synthetic_rollouts(policy, *, batch: int, seq_len: int, seed: int) -> list:
     one sampled turn."""
     import torch  # noqa: PLC0415
 
-    from training.rollout import Rollout, TaskSpec, TurnRecord  # noqa: PLC0415
+    from training.agents.trajectory import AgentTrajectory, AgentTurn  # noqa: PLC0415
+    from training.rollout import Rollout, TaskSpec  # noqa: PLC0415
 
     gen = torch.Generator().manual_seed(seed)
     task = TaskSpec(
@@ -129,14 +130,13 @@ def synthetic_rollouts(policy, *, batch: int, seq_len: int, seed: int) -> list:
         prompt = torch.randint(5, top, (seq_len // 2,), generator=gen).tolist()
         sampled = torch.randint(5, top, (seq_len - seq_len // 2,), generator=gen).tolist()
         reward = float(index % 2)
-        turn = TurnRecord(policy_text="", token_ids=sampled, logprobs=[0.0] * len(sampled), code="")
+        turn = AgentTurn(0, sampled, [0.0] * len(sampled), "", True)
         rollouts.append(
             Rollout(
                 task=task,
                 group=index // 2,
                 index_in_group=index % 2,
-                prompt_ids=prompt,
-                turns=[turn],
+                trajectory=AgentTrajectory.of(prompt, [turn]),
                 reward=reward,
                 reward_components={"correctness": reward},
             )

@@ -142,13 +142,13 @@ def run_crucible(args) -> dict:
     """Crucible's GRPO step: sample_batch, Rollout objects, grpo_update."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     django.setup()
+    from training.agents.trajectory import (  # noqa: PLC0415 (the Crucible side alone)
+        AgentTrajectory,
+        AgentTurn,
+    )
     from training.config import RunConfig  # noqa: PLC0415 (the Crucible side alone)
     from training.generation import sample_batch  # noqa: PLC0415 (the Crucible side alone)
-    from training.rollout import (  # noqa: PLC0415 (the Crucible side alone)
-        Rollout,
-        TaskSpec,
-        TurnRecord,
-    )
+    from training.rollout import Rollout, TaskSpec  # noqa: PLC0415 (the Crucible side alone)
     from training.trainer import grpo_update  # noqa: PLC0415 (the Crucible side, after setup)
 
     policy, prompts = setup(args)
@@ -205,15 +205,10 @@ def run_crucible(args) -> dict:
                 task=tasks[group],
                 group=group,
                 index_in_group=member,
-                prompt_ids=contexts[index],
-                turns=[
-                    TurnRecord(
-                        policy_text=text,
-                        token_ids=sample.token_ids,
-                        logprobs=sample.logprobs,
-                        code=tasks[group].prompt + text,
-                    )
-                ],
+                trajectory=AgentTrajectory.of(
+                    contexts[index],
+                    [AgentTurn(0, sample.token_ids, sample.logprobs, text, sample.stopped)],
+                ),
             )
             rollout.reward = reward_of(text)
             rollouts.append(rollout)

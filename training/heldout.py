@@ -45,17 +45,14 @@ def heldout_evaluate(
     rollout_config: RolloutConfig,
     seed: int,
     scorer=None,
-    collect=None,
 ) -> HeldOutResult:
     """Roll out ``samples`` trajectories per held-out task and score them.
 
     Args:
         specs: the evaluation set's tasks (never in the training pool).
+        rollout_config: the run's rollout settings (its mode included); the group size is
+            ``samples``.
         seed: seeds this evaluation's own sampling generator.
-        collect: rolls the trajectories out, ``collect(policy, specs, group_size=...,
-            generator=..., scorer=...) -> (rollouts, stats)``; default the completion
-            rollouts of ``rollout_config`` (:func:`collect_rollouts`). Agent runs pass their
-            multi-turn tool-using rollouts.
 
     Raises:
         ValueError: ``specs`` is empty or ``samples`` < 1.
@@ -67,18 +64,13 @@ def heldout_evaluate(
         )
     started = time.monotonic()
     generator = torch.Generator(device=policy.device).manual_seed(seed)
-    if collect is None:
-
-        def collect(policy, specs, *, group_size, generator, scorer):
-            return collect_rollouts(
-                policy,
-                specs,
-                replace(rollout_config, group_size=group_size),
-                generator=generator,
-                scorer=scorer,
-            )
-
-    rollouts, _ = collect(policy, specs, group_size=samples, generator=generator, scorer=scorer)
+    rollouts, _ = collect_rollouts(
+        policy,
+        specs,
+        replace(rollout_config, group_size=samples),
+        generator=generator,
+        scorer=scorer,
+    )
     per_task: dict[int, list] = {}
     for rollout in rollouts:
         if not rollout.dropped:

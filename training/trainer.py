@@ -16,8 +16,9 @@ It reads top to bottom, as cleanrl's single files do:
    the step's phases.
 4. **Each step's phases** (:func:`_step` and after it): sample tasks (dropped tasks of
    earlier steps are replayed first) -> roll out a group per task on this rank's share
-   (policy writes code, the sandbox runs the visible tests, the policy may revise, up to K
-   turns) and grade in a fresh sandbox on the hidden tests (training/rollout.py) -> shape
+   (the one rollout loop of training/rollout.py: in the run's mode, the policy writes code
+   or calls tools, observes, revises, up to K turns) and grade in a fresh sandbox on the
+   hidden tests -> shape
    rewards, advantages, clipped update (training/update.py) -> record the step and
    broadcast it -> drift detectors -> held-out evaluation (when due) -> checkpoint (when
    due).
@@ -31,12 +32,10 @@ uninterrupted one would.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import os
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,8 +55,6 @@ from tasks_library.selectors import runtimes_of, task_set_versions, trainable
 from tasks_library.services import task_version_record_attempts
 from tasks_library.task_spec import task_spec_of
 from training import artifacts, checkpoint, distributed, flags, services, sharding
-from training.agents import run as agent_run
-from training.algorithms.sft import sft_settings, sft_train
 from training.checkpoint import (
     checkpoint_step,
     latest_checkpoint,
@@ -71,13 +68,14 @@ from training.drift import DriftConfig
 from training.fresh_tests import grading_seed, with_fresh_tests
 from training.heldout import heldout_evaluate
 from training.models import StepMetric, TrainingRun
+from training.modes import mode_of
 from training.paths import run_dir
 from training.phase import PhaseTracker
-from training.policy import Policy, build_default_policy, load_policy
+from training.policy import Policy
 from training.rollout import (
     Rollout,
     RolloutConfig,
-    RolloutTimes,
+    RolloutStats,
     TaskSpec,
     collect_rollouts,
     sandbox_demand,
@@ -87,7 +85,7 @@ from training.scoring import Scorer
 from training.services import drift_step
 from training.update import grpo_update
 
-__all__ = ["grpo_update", "train_run", "sft_warm_start", "run_dir", "ResumeError"]
+__all__ = ["grpo_update", "train_run", "run_dir", "ResumeError"]
 
 log = logging.getLogger(__name__)
 
@@ -342,13 +340,16 @@ def _setup(
         ResumeError, CheckpointError: see :func:`_resume_policy`, :func:`_resume_state` and
             :func:`_reference_model`.
         ValueError: no task prompt fits ``max_prompt_tokens`` (training pool or held-out set);
-            repository tasks in a run whose ``rollout_mode`` is not ``agent``.
+            task kinds the run's ``rollout_mode`` does not train (repository tasks under
+            ``completion``).
     """
     versions = _run_versions(run)
-    if config.rollout_mode != "agent" and any(v.is_repository for v in versions):
+    refused = mode_of(config).refused(versions)
+    if refused:
         raise ValueError(
-            "the run's task set holds repository tasks: they train as agents "
-            "(config key 'rollout_mode': set it to 'agent')"
+            f"config key 'rollout_mode': {config.rollout_mode} rollouts cannot train on "
+            f"{len(refused)} task(s) of the run's task set ({refused[0].task.task_id}...): "
+            f"repository tasks train as agents; set it to 'agent'"
         )
     tracker.start(runtimes_of(versions))
     directory = _run_directory(run.pk, ranks)
@@ -358,7 +359,7 @@ def _setup(
     )
     seed_everything(config.seed)
     generator = torch.Generator(device=ranks.device).manual_seed(config.seed + 7919 * ranks.rank)
-    policy = _build_policy(config, versions, ranks.device)
+    policy = mode_of(config).build_policy(config, versions, ranks.device)
     settings = sharding.Sharding.from_config(config, ranks.device)
     if resume_from is None:
         start_step = 0
@@ -472,32 +473,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _build_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device) -> Policy:
-    """The policy loaded from ``model_path`` (optionally under LoRA), or the small default one
-    built here (tokenizer trained on the prompts and reference solutions, weights seeded).
-    Agent runs get an agent policy (its chat template and tool-call format:
-    :func:`training.agents.run.build_policy`)."""
-    if config.rollout_mode == "agent":
-        return agent_run.build_policy(config, [task_spec_of(v) for v in versions], device)
-    if config.model_path:
-        # Full fine-tuning keeps float32 weights (bf16 weights lose small AdamW updates); under
-        # LoRA the frozen base may stay in bf16 and only the adapters train.
-        return load_policy(
-            Path(config.model_path),
-            device=device,
-            lora=config.lora or None,
-            dtype=None if config.lora else torch.float32,
-        )
-    return build_default_policy(
-        [v.prompt + v.reference_solution for v in versions],
-        n_embd=config.n_embd,
-        n_layer=config.n_layer,
-        n_head=config.n_head,
-        seed=config.seed,
-        device=device,
-    )
-
-
 def _warm_start(
     run_id: int,
     policy: Policy,
@@ -507,7 +482,8 @@ def _warm_start(
     ranks: distributed.Ranks,
     tracker: PhaseTracker,
 ) -> None:
-    """The ``sft`` phase of a fresh run (:func:`sft_warm_start`); rank 0 records its summary."""
+    """The ``sft`` phase of a fresh run (the mode's warm start: :mod:`training.modes`); rank 0
+    records its summary."""
     tracker.set("sft")
 
     def on_epoch(epoch: int, epochs: int, loss: float) -> None:
@@ -516,86 +492,12 @@ def _warm_start(
                 run_id=run_id, phase="sft", done=epoch, total=epochs, detail=f"loss {loss:.3f}"
             )
 
-    if config.rollout_mode == "agent":
-        specs = [task_spec_of(v) for v in versions]
-        sft = agent_run.warm_start(policy, config, specs, on_epoch=on_epoch)
-    else:
-        sft = sft_warm_start(policy, versions, config, on_epoch=on_epoch)
+    sft = mode_of(config).warm_start(policy, config, versions, on_epoch=on_epoch)
     tracker.set("idle")
     if ranks.is_main:  # its last epoch's progress stays: watchers show it until the first step
         services.run_summary_update(
             run_id=run_id, **sft, device=str(policy.device), ranks=ranks.world
         )
-
-
-def sft_demonstrations(versions: list[TaskVersion], config: RunConfig) -> list[tuple[str, str]]:
-    """``(prompt, completion)`` pairs of the warm start: the task versions' reference solutions,
-    or the lines of ``config.sft_data`` (``{"task_id", "completion"}`` JSONL, as evaluate_samples
-    reads) for the run's tasks.
-
-    Raises:
-        ValueError: ``sft_data`` names no task of the run (the message says which file).
-    """
-    if not config.sft_data:
-        return [(v.prompt, v.reference_solution) for v in versions]
-    from tasks_library.evaluation import read_samples  # noqa: PLC0415 (read only with sft_data)
-
-    by_task = {v.task.task_id: v for v in versions}
-    pairs = [
-        (by_task[row["task_id"]].prompt, row["completion"])
-        for row in read_samples(Path(config.sft_data))
-        if row["task_id"] in by_task
-    ]
-    if not pairs:
-        raise ValueError(
-            f"config key 'sft_data': {config.sft_data} holds no demonstration for the run's tasks"
-        )
-    return pairs
-
-
-def _sft_examples(
-    policy: Policy, versions: list[TaskVersion], config: RunConfig
-) -> list[tuple[list[int], list[int]]]:
-    """The demonstrations as ``(ids, mask)`` pairs: ``[bos] + prompt + completion + [end]``
-    cut to ``n_positions`` tokens, the mask 1 on completion tokens; pairs cut to no completion
-    token are left out."""
-    limit = policy.n_positions
-    examples = []
-    for prompt_text, completion in sft_demonstrations(versions, config):
-        prompt = [policy.bos_id, *policy.encode(prompt_text)]
-        solution = [*policy.encode(completion), policy.end_id]
-        ids = (prompt + solution)[:limit]
-        mask = ([0] * len(prompt) + [1] * len(solution))[:limit]
-        if any(mask):
-            examples.append((ids, mask))
-    return examples
-
-
-def sft_warm_start(
-    policy: Policy,
-    versions: list[TaskVersion],
-    config: RunConfig,
-    *,
-    on_epoch: Callable[[int, int, float], None] | None = None,
-) -> dict:
-    """Cross-entropy on demonstrations (:func:`sft_demonstrations`), prompt tokens masked.
-
-    ``sft_epochs`` epochs of shuffled batches of ``sft_batch_size`` sequences (padded to
-    ``[batch, tokens]``), AdamW under a one-cycle schedule peaking at ``sft_lr``; after each
-    epoch ``on_epoch(epoch, epochs, mean loss)`` (1-based), when given.
-
-    Returns:
-        ``{"sft/examples", "sft/epochs", "sft/loss_first", "sft/loss_last", "sft/seconds"}``
-        (the losses are per-epoch means in nats per token; only the first two keys when
-        there is nothing to train).
-    """
-    examples = _sft_examples(policy, versions, config)
-    return sft_train(
-        policy,
-        examples,
-        **sft_settings(config),
-        on_epoch=on_epoch,
-    )
 
 
 def _reference(
@@ -873,7 +775,7 @@ def _fresh_tests(trainer: Trainer, tasks: list[TaskSpec], step: int) -> list[Tas
     return [*tasks[: mine.start], *fresh, *tasks[mine.stop :]]
 
 
-def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], RolloutTimes]:
+def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], RolloutStats]:
     """Roll out and grade this rank's contiguous share of ``tasks`` (one group of ``group_size``
     trajectories per task; group numbers are global), announcing the ``rollout`` and
     ``grading`` phases (:func:`training.rollout.collect_rollouts`)."""
@@ -882,30 +784,17 @@ def _roll_out(trainer: Trainer, tasks: list[TaskSpec]) -> tuple[list[Rollout], R
     # states, so the step draws what it would have drawn without the outage.
     states = rng_states(trainer.generator)
     share = tasks[mine.start : mine.stop]
-    if trainer.config.rollout_mode == "agent":
-        trainer.tracker.set("rollout", sandbox_demand(share))
 
-        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
-            return agent_run.roll_out(
-                trainer.policy,
-                share,
-                trainer.config,
-                generator=trainer.generator,
-                first_group=mine.start,
-                scorer=trainer.scorer,
-            )
-    else:
-
-        def roll_out() -> tuple[list[Rollout], RolloutTimes]:
-            return collect_rollouts(
-                trainer.policy,
-                share,
-                trainer.rollout_config,
-                generator=trainer.generator,
-                first_group=mine.start,
-                scorer=trainer.scorer,
-                on_phase=trainer.tracker.set,
-            )
+    def roll_out() -> tuple[list[Rollout], RolloutStats]:
+        return collect_rollouts(
+            trainer.policy,
+            share,
+            trainer.rollout_config,
+            generator=trainer.generator,
+            first_group=mine.start,
+            scorer=trainer.scorer,
+            on_phase=trainer.tracker.set,
+        )
 
     return broker_retry(
         roll_out,
@@ -949,7 +838,7 @@ def _step_metrics(
     state: TrainerState,
     *,
     update: dict,
-    times: RolloutTimes,
+    times: RolloutStats,
     update_s: float,
     phases: dict,
 ) -> dict:
@@ -980,8 +869,7 @@ def _step_metrics(
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
-    if hasattr(times, "metrics"):  # agent rollouts: agent/* (turns, calls per tool, parse errors)
-        metrics.update(times.metrics(rollouts))
+    metrics.update(times.metrics(rollouts))  # agent/*: turns, calls per tool, end reasons
     metrics.update(phases)  # timing/phase_<name>_s
     return metrics
 
@@ -1049,7 +937,6 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
             rollout_config=trainer.rollout_config,
             seed=config.seed * 1_000_003 + step,
             scorer=trainer.scorer,
-            collect=_agent_collect(config) if config.rollout_mode == "agent" else None,
         ),
         what=f"run {run.pk}'s held-out evaluation",
     )
@@ -1067,22 +954,6 @@ def _evaluate_heldout(trainer: Trainer, step: int) -> None:
         lambda: drift_step(run.pk, step, trainer.drift_config),
         what=f"run {run.pk}'s drift detectors",
     )
-
-
-def _agent_collect(config: RunConfig):
-    """The held-out evaluation's rollouts of an agent run: its multi-turn tool-using rollouts
-    under the run's settings, ``group_size`` trajectories per task."""
-
-    def collect(policy, specs, *, group_size, generator, scorer):
-        return agent_run.roll_out(
-            policy,
-            specs,
-            dataclasses.replace(config, group_size=group_size),
-            generator=generator,
-            scorer=scorer,
-        )
-
-    return collect
 
 
 def _checkpoint(trainer: Trainer, step: int) -> None:

@@ -19,6 +19,7 @@ from console.asgi import application
 from sandboxes import queue as Q
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskVersion, TestSuiteVersion
 from training import selectors, services
+from training.agents.trajectory import AgentTrajectory
 from training.models import HeldOutEvaluation, StepMetric, TrainingRun, Trajectory
 from training.rollout import Rollout, TaskSpec
 
@@ -207,7 +208,7 @@ def test_live_step_event_reaches_every_watcher_with_component_histograms():
             task=spec,
             group=0,
             index_in_group=i,
-            prompt_ids=[1],
+            trajectory=AgentTrajectory.of([1], []),
             status="ok",
             reward=r,
             reward_components={"correctness": r, "efficiency": 1 - r},

@@ -15,6 +15,7 @@ from tasks_library.services import tasks_import
 from tasks_library.validation.pipeline import task_versions_validate
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from training import services
+from training.agents.trajectory import AgentTrajectory
 from training.config import RunConfig
 from training.rollout import Rollout, TaskSpec
 
@@ -60,7 +61,7 @@ def record_step(run, spec, step: int, rewards: list[float]):
             task=spec,
             group=0,
             index_in_group=i,
-            prompt_ids=[1],
+            trajectory=AgentTrajectory.of([1], []),
             status=OK,
             reward=r,
             tests_total=4,

@@ -14,6 +14,7 @@ from django.test import Client
 from console.asgi import application
 from tests.console.test_dashboard_views import make_run, task_version
 from training import services
+from training.agents.trajectory import AgentTrajectory
 from training.phase import PhaseTracker
 from training.rollout import Rollout, TaskSpec
 
@@ -49,7 +50,14 @@ def record(run, spec, step: int, tracker: PhaseTracker):
     :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
     rollouts = [
-        Rollout(task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=r)
+        Rollout(
+            task=spec,
+            group=0,
+            index_in_group=i,
+            trajectory=AgentTrajectory.of([1], []),
+            status="ok",
+            reward=r,
+        )
         for i, r in enumerate([0.0, 1.0])
     ]
     return services.step_record(

@@ -17,9 +17,10 @@ django.setup()
 import torch  # noqa: E402
 
 from training import distributed  # noqa: E402
+from training.agents.trajectory import AgentTrajectory, AgentTurn  # noqa: E402
 from training.config import RunConfig  # noqa: E402
 from training.policy import build_default_policy  # noqa: E402
-from training.rollout import Rollout, TaskSpec, TurnRecord  # noqa: E402
+from training.rollout import Rollout, TaskSpec  # noqa: E402
 from training.update import grpo_update  # noqa: E402
 
 
@@ -43,14 +44,8 @@ def global_batch(policy, config, seed=11):
             observation = torch.randint(5, 200, (4,), generator=gen).tolist()
             second = torch.randint(5, 200, (1 + group + index,), generator=gen).tolist()
             turns = [
-                TurnRecord(
-                    policy_text="",
-                    token_ids=first,
-                    logprobs=[0.0] * len(first),
-                    code="",
-                    observation_ids=observation,
-                ),
-                TurnRecord(policy_text="", token_ids=second, logprobs=[0.0] * len(second), code=""),
+                AgentTurn(0, first, [0.0] * len(first), "", True, observation_ids=observation),
+                AgentTurn(1, second, [0.0] * len(second), "", True),
             ]
             reward = float((group + index * 2) % 3) / 2  # groups with differing rewards
             rollouts.append(
@@ -58,8 +53,7 @@ def global_batch(policy, config, seed=11):
                     task=task,
                     group=group,
                     index_in_group=index,
-                    prompt_ids=prompt,
-                    turns=turns,
+                    trajectory=AgentTrajectory.of(prompt, turns),
                     reward=reward,
                     reward_components={"correctness": reward},
                 )

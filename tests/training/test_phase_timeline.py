@@ -13,6 +13,7 @@ from sandboxes import demand as D
 from sandboxes import queue as Q
 from tests.console.test_dashboard_views import make_run, task_version
 from training import selectors, services
+from training.agents.trajectory import AgentTrajectory
 from training.phase import PhaseTracker, downsample, publisher_name
 from training.rollout import Rollout, TaskSpec, sandbox_demand
 
@@ -161,7 +162,12 @@ def test_the_timeline_is_persisted_and_sent_with_the_step_newest_steps_only_in_a
             metrics, timeline = me.take_step()
             rollouts = [
                 Rollout(
-                    task=spec, group=0, index_in_group=i, prompt_ids=[1], status="ok", reward=1.0
+                    task=spec,
+                    group=0,
+                    index_in_group=i,
+                    trajectory=AgentTrajectory.of([1], []),
+                    status="ok",
+                    reward=1.0,
                 )
                 for i in range(2)
             ]

@@ -6,9 +6,10 @@ import torch
 
 from sandboxes import result as R
 from tasks_library.difficulty import DifficultySampler
+from training.agents.trajectory import AgentTrajectory, AgentTurn
 from training.config import RunConfig
 from training.policy import build_default_policy
-from training.rollout import Rollout, RolloutConfig, TaskSpec, TurnRecord, collect_rollouts
+from training.rollout import Rollout, RolloutConfig, TaskSpec, collect_rollouts
 from training.trainer import TrainerState
 from training.update import assign_advantages
 
@@ -77,8 +78,7 @@ def rollout(
         task=spec(version_id),
         group=group,
         index_in_group=index,
-        prompt_ids=[1],
-        turns=[TurnRecord(policy_text="", token_ids=[5, 6], logprobs=[0.0, 0.0], code="")],
+        trajectory=AgentTrajectory.of([1], [AgentTurn(0, [5, 6], [0.0, 0.0], "", True)]),
         reward=reward,
     )
     if dropped:

@@ -4,6 +4,7 @@ sampled ids plus observation ids, and only the sampled ids are trained on."""
 import pytest
 import torch
 
+from training.agents.trajectory import RUN_CODE
 from training.algorithms.logprobs import pad_batch, token_logprobs
 from training.policy import build_default_policy
 from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
@@ -35,7 +36,7 @@ def rollouts():
         hidden_tests=HIDDEN,
         timeout_s=5,
     )
-    config = RolloutConfig(group_size=3, max_turns=2, max_new_tokens=24)
+    config = RolloutConfig(rollout_mode="completion", group_size=3, max_turns=2, max_new_tokens=24)
     out, times = collect_rollouts(
         policy, [task], config, generator=torch.Generator().manual_seed(1)
     )
@@ -95,3 +96,16 @@ def test_code_run_is_the_prompt_plus_the_decoded_sample(rollouts):
         for turn in r.turns:
             assert turn.code == PROMPT + policy.decode(turn.token_ids)
         assert r.final_code == r.turns[-1].code
+
+
+def test_completion_turns_are_recorded_as_programs_run(rollouts):
+    """The replay draws a completion turn as its program and its visible-test result; the code
+    detectors read the last result."""
+    _policy, out, _ = rollouts
+    for r in out:
+        assert r.last_visible is not None and r.last_visible.tests_total == 1
+        for turn in r.turns:
+            assert turn.action == RUN_CODE
+            assert turn.sandbox_result["status"] == turn.sandbox_status
+        assert "visible tests passed" in r.turns[0].observation
+        assert r.turns[-1].observation == ""  # the last program was shown nothing

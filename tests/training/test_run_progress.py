@@ -6,10 +6,10 @@ import pytest
 
 from tests.review.review_seed import seed_run
 from training import services
+from training.completion_run import sft_warm_start
 from training.config import RunConfig
 from training.models import StepMetric, TrainingRun
 from training.policy import build_default_policy
-from training.trainer import sft_warm_start
 from training.watch import run_wait
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,11 @@ from core.dbtext import storable
 from sandboxes.result import FAILED, ExecutionResult
 from tests.training.conftest import one_task_run
 from training import services
+from training.agents.completion import completion_turn
+from training.agents.trajectory import AgentTrajectory
 from training.models import MonitorScore, Trajectory
 from training.monitors import Monitor, MonitorVerdict
-from training.rollout import Rollout, TaskSpec, TurnRecord
+from training.rollout import Rollout, TaskSpec
 
 NUL = "\x00"
 
@@ -27,25 +29,22 @@ def rollout_with_nul(task_version_id: int) -> Rollout:
         hidden_tests="",
         timeout_s=5,
     )
-    result = ExecutionResult(
-        status=FAILED, exit_code=1, stdout=f"a{NUL}b\n", stderr=f"{NUL}"
-    ).to_dict()
-    turn = TurnRecord(
-        policy_text=f"def f():{NUL}\n    return 1",
-        token_ids=[5, 0, 7],
-        logprobs=[-0.1, -2.0, -0.3],
+    result = ExecutionResult(status=FAILED, exit_code=1, stdout=f"a{NUL}b\n", stderr=f"{NUL}")
+    turn = completion_turn(
+        0,
+        [5, 0, 7],
+        [-0.1, -2.0, -0.3],
+        text=f"def f():{NUL}\n    return 1",
         code=f"def f():{NUL}\n    return 1",
-        sandbox_status=FAILED,
-        sandbox_result=result,
-        observation=f"stdout: a{NUL}b",
-        observation_ids=[9, 0],
+        result=result,
+        feedback=f"stdout: a{NUL}b",
     )
+    turn.observation_ids = [9, 0]
     return Rollout(
         task=spec,
         group=0,
         index_in_group=0,
-        prompt_ids=[1, 2],
-        turns=[turn],
+        trajectory=AgentTrajectory.of([1, 2], [turn]),
         status=FAILED,
         final_code=f"def f():{NUL}\n    return 1",
         flags=["test_tampering"],

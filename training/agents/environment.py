@@ -10,7 +10,8 @@ A new task family is one subclass (:class:`Environment`) naming its workspace, p
 and visible tests, registered in :data:`ENVIRONMENTS` under its kind; the turn logic
 (parse errors, unknown tools, arguments, truncation, submit) is shared here. Repository
 tasks (:class:`RepositoryEnvironment`) implement the same methods with a git workspace and
-grade by test ids (:meth:`Environment.grade`).
+grade by test ids (:meth:`Environment.grade`). The completion rollout mode is one more family
+(:class:`training.agents.completion.CompletionEnvironment`): a code-only action, no session.
 
 The environment keeps what the policy must not control: the session, tool limits, the
 visible tests' runner. Grading never runs in the session: :meth:`grading_request` takes the
@@ -45,6 +46,8 @@ from sandboxes.sessions import (
     files_to_grade,
     text_files,
 )
+from tasks_library.task_spec import TaskSpec
+from training.agents import hacks as agent_hacks
 from training.agents.effects import (
     CODE,
     CONTENT_CAP_BYTES,
@@ -52,7 +55,7 @@ from training.agents.effects import (
     effects_between,
     kind_of,
 )
-from training.agents.parsers import ParsedMessage
+from training.agents.parsers import ParsedMessage, ToolCallParser, parser_named
 from training.agents.tools import (
     Tool,
     ToolContext,
@@ -61,8 +64,7 @@ from training.agents.tools import (
     coding_tools,
     run_call,
 )
-from training.agents.trajectory import ToolRecord
-from training.rollout import TaskSpec
+from training.agents.trajectory import TOOL_CALLS, AgentTrajectory, ToolRecord
 
 # Calls that can change the workspace or reach for the network: their effects are recorded.
 MEASURED_TOOLS = ("bash", "file_editor")
@@ -96,12 +98,15 @@ class Step:
         records: the calls as run (parse errors included, ``call_id`` ``""``).
         done: the episode ended (``submit``).
         edited: a call changed the workspace.
+        visible: the visible-test result the step ran, where the family runs one every step
+            (completion); the code detectors read the last one.
     """
 
     observations: list[dict] = field(default_factory=list)
     records: list[ToolRecord] = field(default_factory=list)
     done: bool = False
     edited: bool = False
+    visible: R.ExecutionResult | None = None
 
 
 class Environment(ABC):
@@ -114,6 +119,8 @@ class Environment(ABC):
     """
 
     kind: str = ""
+    action: str = TOOL_CALLS  # what its turns are stored as (the replay draws the tool calls)
+    needs_session: bool = True  # its episode runs in a sandbox session opened on workspace()
     session_limits = SessionLimits(idle_timeout_s=300.0, max_lifetime_s=3600.0)
 
     def __init__(
@@ -168,6 +175,15 @@ class Environment(ABC):
         """The code detectors' view of a family whose answer is many files: ``{path: (source,
         changed line numbers)}``; empty where :meth:`graded_code` is the program."""
         return {}
+
+    def template(self, policy):
+        """How ``policy``'s episode is rendered to ids (``prompt_ids``, ``observation_ids``,
+        ``pad_id``): its chat template."""
+        return policy.chat
+
+    def parser(self, name: str) -> ToolCallParser:
+        """The parser of the policy's turns: the tool-call format ``name``."""
+        return parser_named(name)
 
     # The shared episode logic.
     @property
@@ -224,6 +240,21 @@ class Environment(ABC):
         """The workspace as a grading takes it: the task's files with the session's changes,
         test configuration restored from the task."""
         return files_to_grade(self.session.changes(), self.workspace().files())
+
+    def final_diff(self) -> str:
+        """The session's diff of the final workspace (at most 256 KiB), for the replay and the
+        detectors."""
+        return self.session.diff(max_bytes=256 * 1024)
+
+    def episode_evidence(self, trajectory: AgentTrajectory, final_diff: str) -> dict:
+        """What the agent hack detectors saw in the episode (:func:`training.agents.hacks.detect`):
+        ``{flag: evidence}``."""
+        return agent_hacks.detect(
+            trajectory,
+            final_diff,
+            workspace=self.workspace().files(),
+            hidden=self.hidden_paths(),
+        )
 
     def _run_visible(self) -> ToolResult:
         return self.visible_tests(self.final_files())

@@ -1,4 +1,4 @@
-"""What a training run does differently under ``rollout_mode="agent"`` (called by the trainer).
+"""What a training run does under ``rollout_mode="agent"`` (through :mod:`training.modes`).
 
 - the policy: a checkpoint from ``model_path`` loaded with its own chat template
   (:func:`~training.agents.policy.load_agent_policy`), or the default local policy built
@@ -7,8 +7,10 @@
 - the warm start: SFT on demonstrations, scripted from each task's reference through its
   environment in real sessions, or read from ``sft_data`` (the JSONL format of
   :mod:`training.agents.demonstrations`), rendered in the policy's template with the
-  rollouts' masks;
-- the rollouts: :func:`~training.agents.rollout.collect_agent_rollouts`.
+  rollouts' masks.
+
+The rollouts are the one loop of :mod:`training.rollout`, whose environment under this mode is
+the task family's (:func:`~training.agents.environment.environment_for`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from tasks_library.task_spec import TaskSpec
 from training.agents.chat import chatml_text
 from training.agents.demonstrations import (
     Demonstration,
@@ -33,9 +36,7 @@ from training.agents.environment import (
     environment_for,
 )
 from training.agents.policy import AgentPolicy, build_agent_policy, load_agent_policy
-from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
 from training.algorithms.sft import sft_settings, sft_train
-from training.rollout import TaskSpec
 
 DEFAULT_CONTEXT = 2048  # the default local policy's context length, in tokens
 
@@ -116,11 +117,3 @@ def warm_start(policy: AgentPolicy, config, tasks: list[TaskSpec], *, on_epoch=N
     )
     summary["sft/too_long"] = len(rendered) - len(examples)
     return summary
-
-
-def roll_out(policy: AgentPolicy, tasks: list[TaskSpec], config, **options):
-    """Agent rollouts of ``tasks`` under the run's settings (see
-    :func:`collect_agent_rollouts` for ``options``)."""
-    return collect_agent_rollouts(
-        policy, tasks, AgentRolloutConfig.from_run_config(config), **options
-    )

@@ -27,6 +27,10 @@ TIMEOUT = "timeout"  # the wall-clock budget ran out
 LOST = "infra_error"  # its session was lost (not the policy's fault: never scored)
 END_REASONS = (SUBMITTED, MAX_TURNS, TRUNCATED, TIMEOUT, LOST)
 
+# What a turn is stored as (Turn.action): the replay draws each its own way.
+TOOL_CALLS = "tool_calls"  # an agent's turn: its tool calls, their outputs and diffs
+RUN_CODE = "run_code"  # a completion turn: the whole program, run on the visible tests
+
 
 @dataclass
 class ToolRecord:
@@ -45,6 +49,8 @@ class ToolRecord:
             (``training.agents.effects.effects_between``: ``{path: {"before", "after"}}``),
             None where it was not measured.
         network: the session's network counters the call moved (``{"no_route": n}``).
+        result: a ``run_code`` call's execution result
+            (:meth:`sandboxes.result.ExecutionResult.to_dict`), else None.
     """
 
     call_id: str
@@ -56,6 +62,7 @@ class ToolRecord:
     diff: str = ""
     effects: dict | None = None
     network: dict = field(default_factory=dict)
+    result: dict | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -75,6 +82,7 @@ class AgentTurn:
         observation_ids: the templated increment that followed (empty on the last turn).
         generation_s, tool_s: seconds sampling this turn (its share of the batch) and
             running its calls.
+        action: :data:`TOOL_CALLS` or :data:`RUN_CODE` (the environment's).
     """
 
     index: int
@@ -88,10 +96,9 @@ class AgentTurn:
     observation_ids: list[int] = field(default_factory=list)
     generation_s: float = 0.0
     tool_s: float = 0.0
+    action: str = TOOL_CALLS
 
     # The names the run's records store a turn under (training.services.step_record).
-    action = "tool_calls"  # Turn.action: the replay draws the turn's tool calls
-
     @property
     def policy_text(self) -> str:
         return self.text
@@ -101,26 +108,41 @@ class AgentTurn:
         return self.sampled_ids
 
     @property
+    def _run(self) -> ToolRecord | None:
+        """The program a ``run_code`` turn ran, or None."""
+        return self.tools[-1] if self.action == RUN_CODE and self.tools else None
+
+    @property
     def code(self) -> str:
-        """The workspace diff after the turn's last editing call, or ``""``."""
+        """A ``run_code`` turn's program; else the workspace diff after the turn's last editing
+        call, or ``""``."""
+        if self._run is not None:
+            return self._run.arguments["code"]
         diffs = [record.diff for record in self.tools if record.diff]
         return diffs[-1] if diffs else ""
 
     @property
     def observation(self) -> str:
-        """The tool outputs the policy saw after this turn, one block per call."""
+        """The tool outputs the policy saw after this turn, one block per call (a ``run_code``
+        turn: its visible-test feedback, where the episode went on)."""
+        if self._run is not None:
+            return self._run.output if self.observation_ids else ""
         return "\n\n".join(
             f"[{record.name or 'parse error'}] {record.output}" for record in self.tools
         ) + "".join(f"\n[parse error] {error}" for error in self.parse_errors if not self.tools)
 
     @property
     def sandbox_status(self) -> str:
+        if self._run is not None:
+            return self._run.result["status"]
         return "error" if any(record.error for record in self.tools) else "ok"
 
     @property
     def sandbox_result(self) -> dict:
-        """The turn's calls for the console (arguments, outputs, diffs, seconds) and its
-        parse errors."""
+        """A ``run_code`` turn's execution result; else the turn's calls for the console
+        (arguments, outputs, diffs, seconds) and its parse errors."""
+        if self._run is not None:
+            return self._run.result
         return {
             "message": self.message,
             "tool_calls": [record.to_dict() for record in self.tools],
@@ -172,6 +194,22 @@ class AgentTrajectory:
             messages=[dict(m) for m in messages],
             prompt_length=len(prompt_ids),
         )
+
+    @classmethod
+    def of(
+        cls, prompt_ids: list[int], turns: list[AgentTurn], *, limit: int = 0
+    ) -> AgentTrajectory:
+        """A trajectory assembled from turns sampled elsewhere, each followed by its
+        ``observation_ids`` (an imported trajectory; the update's benchmarks). ``limit`` 0:
+        exactly its length."""
+        length = len(prompt_ids) + sum(len(t.sampled_ids) + len(t.observation_ids) for t in turns)
+        trajectory = cls.start(prompt_ids, [], limit=limit or length + 1)
+        for turn in turns:
+            observation, turn.observation_ids = turn.observation_ids, []
+            trajectory.add_turn(turn)
+            if observation:
+                trajectory.add_observation([], observation, reserve=0)
+        return trajectory
 
     @property
     def done(self) -> bool:

@@ -18,8 +18,8 @@ from training.agents.demonstrations import (
 )
 from training.agents.environment import FunctionTaskEnvironment
 from training.agents.policy import build_agent_policy
-from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
 from training.algorithms.sft import sft_train
+from training.rollout import RolloutConfig, collect_rollouts
 
 from .test_agent_tools import TASK
 
@@ -117,8 +117,8 @@ def check_alignment(rollout):
 
 
 def test_an_untrained_policy_takes_turns_and_is_graded(policy):
-    config = AgentRolloutConfig(group_size=3, max_turns=3, max_new_tokens=24)
-    rollouts, stats = collect_agent_rollouts(
+    config = RolloutConfig(rollout_mode="agent", group_size=3, max_turns=3, max_new_tokens=24)
+    rollouts, stats = collect_rollouts(
         policy, [TASK], config, generator=torch.Generator().manual_seed(0)
     )
     assert len(rollouts) == 3
@@ -136,10 +136,14 @@ def test_an_untrained_policy_takes_turns_and_is_graded(policy):
 def test_a_trajectory_past_its_token_budget_ends_truncated(policy):
     opening = FunctionTaskEnvironment(TASK).opening()
     prompt = policy.chat.prompt_ids(opening.messages(), tools=opening.tools)
-    config = AgentRolloutConfig(
-        group_size=2, max_turns=5, max_new_tokens=24, max_tokens=len(prompt) + 40
+    config = RolloutConfig(
+        rollout_mode="agent",
+        group_size=2,
+        max_turns=5,
+        max_new_tokens=24,
+        max_tokens=len(prompt) + 40,
     )
-    rollouts, stats = collect_agent_rollouts(
+    rollouts, stats = collect_rollouts(
         policy, [TASK], config, generator=torch.Generator().manual_seed(2)
     )
     for rollout in rollouts:
@@ -165,10 +169,15 @@ def test_a_policy_warm_started_on_the_demonstration_solves_the_task(demonstratio
     example = render(policy.chat, demonstration)
     summary = sft_train(policy, [example], epochs=150, batch_size=1, lr=3e-3, grad_clip=1.0, seed=0)
     assert summary["sft/loss_last"] < 0.05 < summary["sft/loss_first"]
-    config = AgentRolloutConfig(
-        group_size=2, max_turns=6, max_new_tokens=160, temperature=0.1, timeout_s=3600
+    config = RolloutConfig(
+        rollout_mode="agent",
+        group_size=2,
+        max_turns=6,
+        max_new_tokens=160,
+        temperature=0.1,
+        timeout_s=3600,
     )
-    rollouts, stats = collect_agent_rollouts(
+    rollouts, stats = collect_rollouts(
         policy, [TASK], config, generator=torch.Generator().manual_seed(0)
     )
     for rollout in rollouts:

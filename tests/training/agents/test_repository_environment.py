@@ -19,7 +19,7 @@ from training.agents.demonstrations import scripted_repository_demonstration
 from training.agents.environment import RepositoryEnvironment, environment_for
 from training.agents.parsers import ParsedMessage, ToolCall
 from training.agents.policy import build_agent_policy
-from training.agents.rollout import AgentRolloutConfig, collect_agent_rollouts
+from training.rollout import RolloutConfig, collect_rollouts
 
 pytestmark = pytest.mark.slow
 
@@ -102,10 +102,12 @@ def test_the_scripted_demonstration_and_a_rollout_take_the_same_path(task):
         device=torch.device("cpu"),
         seed=2,
     )
-    rollouts, stats = collect_agent_rollouts(
+    rollouts, stats = collect_rollouts(
         policy,
         [task],
-        AgentRolloutConfig(group_size=2, max_turns=2, max_new_tokens=16, timeout_s=300),
+        RolloutConfig(
+            rollout_mode="agent", group_size=2, max_turns=2, max_new_tokens=16, timeout_s=300
+        ),
         generator=torch.Generator().manual_seed(0),
     )
     assert len(rollouts) == 2 and stats.turns >= 2

@@ -13,7 +13,7 @@ from sandboxes.sessions import open_session
 from tests.environments import built
 from tests.training.agents.trajectory_corpus import FIX, task_spec
 from training import flags
-from training.agents import rollout as agent_rollout
+from training import rollout as rollouts
 from training.agents.environment import environment_for
 from training.agents.parsers import ParsedMessage, ToolCall
 from training.agents.trajectory import AgentTrajectory, AgentTurn
@@ -49,11 +49,11 @@ def test_an_unreadable_workspace_is_an_observation_then_ungradable_with_its_evid
     viewed = trajectory.turns[3].tools[0]
     assert viewed.error and "calc/ops.py" in viewed.output
     assert "Unreadable file b/calc/ops.py" in trajectory.turns[2].tools[0].diff
-    rollout = agent_rollout.AgentRollout(task, 0, 0, trajectory)
-    item = agent_rollout._Live(rollout, env)
-    stats = agent_rollout.AgentRolloutStats()
+    rollout = rollouts.Rollout(task, 0, 0, trajectory)
+    item = rollouts._Live(rollout, env)
+    stats = rollouts.RolloutStats()
     with futures.ThreadPoolExecutor(max_workers=2) as pool:
-        agent_rollout._grade([item], stats, Scorer(hack_policy="flag"), pool)
+        rollouts._grade([item], stats, Scorer(hack_policy="flag"), pool)
     session.close()
     assert rollout.status == "failed" and rollout.reward == 0.0
     assert "cannot be read" in rollout.flag_evidence["ungradable_workspace"]

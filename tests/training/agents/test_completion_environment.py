@@ -1,0 +1,76 @@
+"""Completion rollouts are one more environment of the one rollout loop: the policy's turn is
+the program, each step runs it on the visible tests in a real sandbox, and the observation is
+``[obs] + feedback + prompt`` (the loop: tests/training/test_rollout_token_in_token_out.py)."""
+
+import pytest
+import torch
+
+from training.agents import trajectory as T
+from training.agents.completion import (
+    OBSERVATION_TEXT_TOKENS,
+    CompletionEnvironment,
+    CompletionTemplate,
+)
+from training.agents.parsers import ParsedMessage
+from training.policy import build_default_policy
+from training.rollout import TaskSpec
+
+PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
+VISIBLE = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+HIDDEN = VISIBLE + "    assert candidate(0, 0) == 0\n    assert candidate(-1, 1) == 0\n"
+TASK = TaskSpec(
+    task_version_id=1,
+    prompt=PROMPT,
+    entry_point="add",
+    visible_tests=VISIBLE,
+    hidden_tests=HIDDEN,
+    timeout_s=5,
+)
+
+
+@pytest.fixture(scope="module")
+def policy():
+    torch.manual_seed(0)
+    return build_default_policy(
+        [PROMPT + "    return a + b\n"] * 4,
+        vocab_size=300,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        n_positions=512,
+    )
+
+
+def test_a_right_body_ends_the_episode_and_a_wrong_one_is_shown_its_failure():
+    env = CompletionEnvironment(TASK)
+    env.open(None)
+    wrong = env.step(ParsedMessage(content="    return a - b\n"))
+    assert not wrong.done and wrong.visible.tests_passed == 0
+    [record] = wrong.records
+    assert record.name == T.RUN_CODE and record.error
+    assert record.arguments["code"] == PROMPT + "    return a - b\n"
+    assert record.result["status"] == wrong.visible.status
+    assert "visible tests passed 0/1" in wrong.observations[0]["content"]
+    assert wrong.observations[1] == {"role": "user", "content": PROMPT}
+    right = env.step(ParsedMessage(content="    return a + b\n"))
+    assert right.done and right.visible.passed
+    files = env.final_files()
+    assert env.graded_code(files) == PROMPT + "    return a + b\n"
+    assert env.grading_request(files) == TASK.request(PROMPT + "    return a + b\n", HIDDEN)
+
+
+def test_the_template_renders_prompt_feedback_and_prompt_again(policy):
+    template = CompletionTemplate(policy)
+    assert template.prompt_ids(
+        [{"role": "system", "content": ""}, {"role": "user", "content": PROMPT}]
+    ) == [
+        policy.bos_id,
+        *policy.encode(PROMPT),
+    ]
+    feedback = "x " * 200
+    ids = template.observation_ids(
+        [{"role": "tool", "content": feedback}, {"role": "user", "content": PROMPT}]
+    )
+    cut = policy.encode(feedback)[:OBSERVATION_TEXT_TOKENS]
+    assert len(cut) == OBSERVATION_TEXT_TOKENS
+    assert ids == [policy.obs_id, *cut, *policy.encode(PROMPT)]
