@@ -142,6 +142,17 @@ class CompletionEnvironment(Environment):
     SOLUTION = "solution.py"
 
     def __init__(self, task, **options) -> None:
+        """An episode of function task ``task``.
+
+        Raises:
+            ValueError: ``task`` is not a function task (a repository task's answer is many
+                files: it is rolled out as an agent).
+        """
+        if task.kind != "function":
+            raise ValueError(
+                f"task version {task.task_version_id} is a {task.kind} task: completion rollouts "
+                f"write one function; roll it out with rollout_mode 'agent'"
+            )
         super().__init__(task, **options)
         self.code = ""  # the last turn's program
 

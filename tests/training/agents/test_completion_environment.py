@@ -74,3 +74,17 @@ def test_the_template_renders_prompt_feedback_and_prompt_again(policy):
     cut = policy.encode(feedback)[:OBSERVATION_TEXT_TOKENS]
     assert len(cut) == OBSERVATION_TEXT_TOKENS
     assert ids == [policy.obs_id, *cut, *policy.encode(PROMPT)]
+
+
+def test_a_repository_task_is_refused_by_name():
+    repository = TaskSpec(
+        task_version_id=7,
+        prompt="Fix the bug.",
+        entry_point="",
+        visible_tests="",
+        hidden_tests="",
+        timeout_s=5,
+        kind="repository",
+    )
+    with pytest.raises(ValueError, match="task version 7 is a repository task.*agent"):
+        CompletionEnvironment(repository)
