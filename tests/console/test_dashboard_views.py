@@ -18,10 +18,10 @@ from django.test.utils import CaptureQueriesContext
 from console.asgi import application
 from sandboxes import queue as Q
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskVersion, TestSuiteVersion
+from tests.training.rollouts import graded
 from training import selectors, services
-from training.agents.trajectory import AgentTrajectory
 from training.models import HeldOutEvaluation, StepMetric, TrainingRun, Trajectory
-from training.rollout import Rollout, TaskSpec
+from training.rollout import TaskSpec
 
 BINS = [i / 10 for i in range(11)]
 
@@ -204,15 +204,7 @@ def test_live_step_event_reaches_every_watcher_with_component_histograms():
         timeout_s=5,
     )
     rollouts = [
-        Rollout(
-            task=spec,
-            group=0,
-            index_in_group=i,
-            trajectory=AgentTrajectory.of([1], []),
-            status="ok",
-            reward=r,
-            reward_components={"correctness": r, "efficiency": 1 - r},
-        )
+        graded(spec, i, r, reward_components={"correctness": r, "efficiency": 1 - r})
         for i, r in enumerate([0.0, 0.25, 0.5, 1.0])
     ]
 

@@ -9,15 +9,14 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from core import frontend
-from sandboxes.result import OK
 from tasks_library.selectors import task_set_get, task_set_versions
 from tasks_library.services import tasks_import
 from tasks_library.validation.pipeline import task_versions_validate
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
+from tests.training.rollouts import graded
 from training import services
-from training.agents.trajectory import AgentTrajectory
 from training.config import RunConfig
-from training.rollout import Rollout, TaskSpec
+from training.rollout import TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -57,17 +56,7 @@ def running_run(humaneval):
 
 def record_step(run, spec, step: int, rewards: list[float]):
     rollouts = [
-        Rollout(
-            task=spec,
-            group=0,
-            index_in_group=i,
-            trajectory=AgentTrajectory.of([1], []),
-            status=OK,
-            reward=r,
-            tests_total=4,
-            tests_passed=int(r * 4),
-        )
-        for i, r in enumerate(rewards)
+        graded(spec, i, r, tests_total=4, tests_passed=int(r * 4)) for i, r in enumerate(rewards)
     ]
     services.step_record(
         run_id=run.pk, step=step, rollouts=rollouts, metrics={"reward/pass_rate": 0.5}

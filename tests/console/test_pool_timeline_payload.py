@@ -13,10 +13,10 @@ from django.test import Client
 
 from console.asgi import application
 from tests.console.test_dashboard_views import make_run, task_version
+from tests.training.rollouts import graded
 from training import services
-from training.agents.trajectory import AgentTrajectory
 from training.phase import PhaseTracker
-from training.rollout import Rollout, TaskSpec
+from training.rollout import TaskSpec
 
 
 def tracked_step(tracker: PhaseTracker) -> tuple[dict, dict]:
@@ -49,17 +49,7 @@ def record(run, spec, step: int, tracker: PhaseTracker):
     """Step ``step`` of ``run`` as the trainer records it, with the phases of
     :func:`tracked_step`."""
     metrics, timeline = tracked_step(tracker)
-    rollouts = [
-        Rollout(
-            task=spec,
-            group=0,
-            index_in_group=i,
-            trajectory=AgentTrajectory.of([1], []),
-            status="ok",
-            reward=r,
-        )
-        for i, r in enumerate([0.0, 1.0])
-    ]
+    rollouts = [graded(spec, i, r) for i, r in enumerate([0.0, 1.0])]
     return services.step_record(
         run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
     )

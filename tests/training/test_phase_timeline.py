@@ -12,10 +12,10 @@ import pytest
 from sandboxes import demand as D
 from sandboxes import queue as Q
 from tests.console.test_dashboard_views import make_run, task_version
+from tests.training.rollouts import graded
 from training import selectors, services
-from training.agents.trajectory import AgentTrajectory
 from training.phase import PhaseTracker, downsample, publisher_name
-from training.rollout import Rollout, TaskSpec, sandbox_demand
+from training.rollout import TaskSpec, sandbox_demand
 
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n"
 
@@ -160,17 +160,7 @@ def test_the_timeline_is_persisted_and_sent_with_the_step_newest_steps_only_in_a
             time.sleep(0.1)
             me.set("idle")
             metrics, timeline = me.take_step()
-            rollouts = [
-                Rollout(
-                    task=spec,
-                    group=0,
-                    index_in_group=i,
-                    trajectory=AgentTrajectory.of([1], []),
-                    status="ok",
-                    reward=1.0,
-                )
-                for i in range(2)
-            ]
+            rollouts = [graded(spec, i, 1.0) for i in range(2)]
             services.step_record(
                 run_id=run.pk, step=step, rollouts=rollouts, metrics=metrics, timeline=timeline
             )

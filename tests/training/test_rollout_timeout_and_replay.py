@@ -6,37 +6,22 @@ import torch
 
 from sandboxes import result as R
 from tasks_library.difficulty import DifficultySampler
+from tests.training.rollouts import add_task, tiny_policy
 from training.agents.trajectory import AgentTrajectory, AgentTurn
 from training.config import RunConfig
-from training.policy import build_default_policy
 from training.rollout import Rollout, RolloutConfig, TaskSpec, collect_rollouts
 from training.trainer import TrainerState
 from training.update import assign_advantages
 
-PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
 TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 
 
 def spec(version_id: int) -> TaskSpec:
-    return TaskSpec(
-        task_version_id=version_id,
-        prompt=PROMPT,
-        entry_point="add",
-        visible_tests=TESTS,
-        hidden_tests=TESTS,
-        timeout_s=5,
-    )
+    return add_task(version_id, visible=TESTS, hidden=TESTS)
 
 
 def test_rollout_over_its_budget_ends_timeout_and_the_batch_finishes():
-    policy = build_default_policy(
-        [PROMPT + "    return a + b\n"] * 4,
-        vocab_size=300,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        n_positions=512,
-    )
+    policy = tiny_policy()
     # A budget shorter than one sandbox round trip: every rollout takes its first turn, then stops.
     config = RolloutConfig(group_size=2, max_turns=3, max_new_tokens=12, timeout_s=0.001)
     rollouts, times = collect_rollouts(
@@ -53,14 +38,7 @@ def test_rollout_over_its_budget_ends_timeout_and_the_batch_finishes():
 
 
 def test_ample_budget_grades_every_rollout():
-    policy = build_default_policy(
-        [PROMPT + "    return a + b\n"] * 4,
-        vocab_size=300,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        n_positions=512,
-    )
+    policy = tiny_policy()
     config = RolloutConfig(group_size=2, max_turns=1, max_new_tokens=12, timeout_s=120)
     rollouts, _ = collect_rollouts(
         policy, [spec(1)], config, generator=torch.Generator().manual_seed(0)

@@ -4,12 +4,12 @@ sampled ids plus observation ids, and only the sampled ids are trained on."""
 import pytest
 import torch
 
+from tests.training.rollouts import ADD_PROMPT, add_task, tiny_policy
 from training.agents.trajectory import RUN_CODE
 from training.algorithms.logprobs import pad_batch, token_logprobs
-from training.policy import build_default_policy
-from training.rollout import RolloutConfig, TaskSpec, collect_rollouts
+from training.rollout import RolloutConfig, collect_rollouts
 
-PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
+PROMPT = ADD_PROMPT
 HIDDEN = (
     "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(0, 0) == 0\n"
     "    assert candidate(-1, 1) == 0\n"
@@ -20,22 +20,8 @@ VISIBLE = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 @pytest.fixture(scope="module")
 def rollouts():
     torch.manual_seed(0)
-    policy = build_default_policy(
-        [PROMPT + "    return a + b\n"] * 4,
-        vocab_size=300,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        n_positions=512,
-    )
-    task = TaskSpec(
-        task_version_id=1,
-        prompt=PROMPT,
-        entry_point="add",
-        visible_tests=VISIBLE,
-        hidden_tests=HIDDEN,
-        timeout_s=5,
-    )
+    policy = tiny_policy()
+    task = add_task(visible=VISIBLE, hidden=HIDDEN)
     config = RolloutConfig(rollout_mode="completion", group_size=3, max_turns=2, max_new_tokens=24)
     out, times = collect_rollouts(
         policy, [task], config, generator=torch.Generator().manual_seed(1)

@@ -2,9 +2,11 @@
 the program, each step runs it on the visible tests in a real sandbox, and the observation is
 ``[obs] + feedback + prompt`` (the loop: tests/training/test_rollout_token_in_token_out.py)."""
 
-import pytest
-import torch
+from dataclasses import replace
 
+import pytest
+
+from tests.training.rollouts import ADD_PROMPT, add_task, tiny_policy
 from training.agents import trajectory as T
 from training.agents.completion import (
     OBSERVATION_TEXT_TOKENS,
@@ -12,33 +14,16 @@ from training.agents.completion import (
     CompletionTemplate,
 )
 from training.agents.parsers import ParsedMessage
-from training.policy import build_default_policy
-from training.rollout import TaskSpec
 
-PROMPT = 'def add(a, b):\n    """Return a + b."""\n'
+PROMPT = ADD_PROMPT
 VISIBLE = "def check(candidate):\n    assert candidate(1, 2) == 3\n"
 HIDDEN = VISIBLE + "    assert candidate(0, 0) == 0\n    assert candidate(-1, 1) == 0\n"
-TASK = TaskSpec(
-    task_version_id=1,
-    prompt=PROMPT,
-    entry_point="add",
-    visible_tests=VISIBLE,
-    hidden_tests=HIDDEN,
-    timeout_s=5,
-)
+TASK = add_task(visible=VISIBLE, hidden=HIDDEN)
 
 
 @pytest.fixture(scope="module")
 def policy():
-    torch.manual_seed(0)
-    return build_default_policy(
-        [PROMPT + "    return a + b\n"] * 4,
-        vocab_size=300,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        n_positions=512,
-    )
+    return tiny_policy()
 
 
 def test_a_right_body_ends_the_episode_and_a_wrong_one_is_shown_its_failure():
@@ -77,14 +62,6 @@ def test_the_template_renders_prompt_feedback_and_prompt_again(policy):
 
 
 def test_a_repository_task_is_refused_by_name():
-    repository = TaskSpec(
-        task_version_id=7,
-        prompt="Fix the bug.",
-        entry_point="",
-        visible_tests="",
-        hidden_tests="",
-        timeout_s=5,
-        kind="repository",
-    )
+    repository = replace(TASK, task_version_id=7, prompt="Fix the bug.", kind="repository")
     with pytest.raises(ValueError, match="task version 7 is a repository task.*agent"):
         CompletionEnvironment(repository)
