@@ -16,8 +16,8 @@ Then, at each concurrency C of ``--concurrency``, one batch of C trajectories (C
 groups of 8, tasks reused round-robin) is rolled out by
 :func:`training.rollout.collect_rollouts`: the groups in two chunks that take turns, each
 generating one batch while the other's tool calls run in their sessions on threads, final
-workspaces graded in fresh sandboxes. Reported per concurrency: trajectories per minute and turns per
-second (wall time from the first session's open to the last grade), tool calls per tool,
+workspaces graded in fresh sandboxes. Reported per concurrency: trajectories per minute and
+turns per second (wall time from the first session's open to the last grade), tool calls per tool,
 parse errors, the end reasons, generation vs tool time and the share of tool time hidden by
 generation (1 - time the loop waited for tools / tools' own time).
 

@@ -1,6 +1,6 @@
 """What the scripts under ``benchmarks/`` share: ``--quick``, a var dir of their own, their own
 sandbox workers (and session workers), the HumanEval rows, the processes under a worker and their
-memory, and the order of interleaved rounds.
+memory, the order of interleaved rounds and the shape of a figure over them (:func:`spread`).
 
 Every script runs as ``.venv/bin/python benchmarks/NAME.py``: at full size by default (the
 figures the README quotes), or with ``--quick`` at small sizes in seconds, through the same code
@@ -16,6 +16,7 @@ import gzip
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,19 @@ def alternating(round_index: int, sides: Sequence[T]) -> list[T]:
     """``sides`` in the order round ``round_index`` runs them: as given in even rounds, reversed
     in odd ones, so that neither side always runs first (a warm cache, a quiet machine)."""
     return list(sides) if round_index % 2 == 0 else list(reversed(sides))
+
+
+def spread(values: Sequence[float], digits: int = 6) -> dict:
+    """One figure over a benchmark's rounds, in the shape every benchmark prints it:
+    ``{"median", "min", "max", "runs", "each"}`` (``each``: the rounds' values in order), rounded
+    to ``digits`` places."""
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "runs": len(values),
+        "each": [round(value, digits) for value in values],
+    }
 
 
 def parse_args(parser: argparse.ArgumentParser, quick: dict) -> argparse.Namespace:

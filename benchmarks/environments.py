@@ -35,7 +35,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,16 +55,6 @@ def _timed(action) -> tuple[float, object]:
     started = time.perf_counter()
     outcome = action()
     return round(time.perf_counter() - started, 6), outcome
-
-
-def _spread(values: list[float]) -> dict:
-    """``{"median", "min", "max", "runs"}`` of one figure over the rounds (seconds)."""
-    return {
-        "median": round(statistics.median(values), 6),
-        "min": round(min(values), 6),
-        "max": round(max(values), 6),
-        "runs": len(values),
-    }
 
 
 PIP_ENV = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
@@ -189,7 +178,7 @@ def packages_rounds(work: Path, packages: list[str], repeats: int) -> dict:
             times[name].append(import_seconds(tree, module))
     record.pop("site")
     return {"packages": packages, "module": module, **record} | {
-        name: _spread(values) for name, values in times.items()
+        name: common.spread(values) for name, values in times.items()
     }
 
 

@@ -109,13 +109,10 @@ def _round_figures(count: int, clock: Clock, passed: float) -> dict:
 
 
 def _over_rounds(rounds: list[dict]) -> dict:
-    """The medians of the rounds' figures, with min-max and each round's."""
-    out: dict = {"pass@1": min(r["pass@1"] for r in rounds), "rounds": len(rounds)}
+    """Each figure over the rounds (:func:`benchmarks.common.spread`), and the lowest pass@1."""
+    out: dict = {"pass@1": min(r["pass@1"] for r in rounds)}
     for key in ("seconds", "samples_per_s", "cpu_ms_per_sample"):
-        values = [r[key] for r in rounds]
-        out[key] = round(statistics.median(values), 3)
-        out[f"{key}_min_max"] = [min(values), max(values)]
-        out[f"{key}_each_round"] = values
+        out[key] = common.spread([r[key] for r in rounds], digits=3)
     return out
 
 
@@ -353,17 +350,19 @@ def measure(args) -> dict:
             "human_eval": human_eval,
             "crucible": crucible,
             "throughput_ratio_crucible_over_human_eval": round(
-                crucible["samples_per_s"] / human_eval["samples_per_s"], 3
+                crucible["samples_per_s"]["median"] / human_eval["samples_per_s"]["median"], 3
             ),
             "cpu_ratio_human_eval_over_crucible": round(
-                human_eval["cpu_ms_per_sample"] / max(crucible["cpu_ms_per_sample"], 1e-6), 3
+                human_eval["cpu_ms_per_sample"]["median"]
+                / max(crucible["cpu_ms_per_sample"]["median"], 1e-6),
+                3,
             ),
         },
         "node": {
             "node_per_execution": node_peer,
             "crucible": crucible_node,
             "throughput_ratio_crucible_over_node_per_execution": round(
-                crucible_node["samples_per_s"] / node_peer["samples_per_s"], 3
+                crucible_node["samples_per_s"]["median"] / node_peer["samples_per_s"]["median"], 3
             ),
         },
     }
