@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -102,8 +103,12 @@ def _admin(url: str, sql: str) -> None:
 
 def many_turns(rollouts: list, turns: int) -> list:
     """``rollouts`` with ``turns`` turns each (the first one repeated, as a long episode reads)."""
+    from training.agents.trajectory import AgentTrajectory  # noqa: PLC0415 (after django.setup)
+
     for rollout in rollouts:
-        rollout.turns = rollout.turns * turns
+        first = rollout.turns[0]
+        repeated = [dataclasses.replace(first, index=index) for index in range(turns)]
+        rollout.trajectory = AgentTrajectory.of(rollout.prompt_ids, repeated)
     return rollouts
 
 
