@@ -137,7 +137,8 @@ class Rollout:
         last_visible: the last visible-test result the episode ran, where it runs one every
             turn (completion), read by the code detectors.
         started: ``time.monotonic()`` when its episode opened.
-        opening: what the episode opened with (system, user, tools); the replay shows it.
+        opening: what the episode opened with (system, user, tools), for the replay; None where
+            it is the task version's prompt (completion).
         grading: the hidden-test grading per test id (:func:`grading_record`).
     """
 
@@ -366,7 +367,7 @@ def _open(policy, tasks: list[TaskSpec], config: RolloutConfig, first_group: int
                 rollout.flags.append(flags.INFRA_ERROR)
             else:
                 opening = env.open(session)
-                rollout.opening = opening
+                rollout.opening = opening if env.records_opening else None
                 messages = opening.messages()
                 prompt = item.template.prompt_ids(messages, tools=opening.tools)
                 rollout.trajectory = T.AgentTrajectory.start(prompt, messages, limit=limit)

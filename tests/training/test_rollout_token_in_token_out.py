@@ -95,3 +95,4 @@ def test_completion_turns_are_recorded_as_programs_run(rollouts):
             assert turn.sandbox_result["status"] == turn.sandbox_status
         assert "visible tests passed" in r.turns[0].observation
         assert r.turns[-1].observation == ""  # the last program was shown nothing
+        assert r.opening is None  # the replay shows the task version's prompt as the opening

@@ -139,6 +139,7 @@ class CompletionEnvironment(Environment):
     kind = "completion"
     action = RUN_CODE
     needs_session = False
+    records_opening = False  # the opening is the task's prompt, no system prompt and no tools
     SOLUTION = "solution.py"
 
     def __init__(self, task, **options) -> None:

@@ -121,6 +121,9 @@ class Environment(ABC):
     kind: str = ""
     action: str = TOOL_CALLS  # what its turns are stored as (the replay draws the tool calls)
     needs_session: bool = True  # its episode runs in a sandbox session opened on workspace()
+    # The rollout stores its opening for the replay; False where the opening is the task version's
+    # prompt, which the replay shows from the task version itself.
+    records_opening: bool = True
     session_limits = SessionLimits(idle_timeout_s=300.0, max_lifetime_s=3600.0)
 
     def __init__(
