@@ -70,7 +70,9 @@ CASES = {
             for level in (2, 4)
             for key in ("trajectories_per_min", "turns_per_s")
         ]
-        + ["crucible.4.generation_s", "warm_start.seconds"],
+        + ["crucible.4.generation_s", "warm_start.seconds"]
+        # the quick warm start leaves a policy that calls tools, on both sides
+        + [f"{side}.4.tool_calls_total" for side in ("crucible", "trl")],
         "present": ["crucible.4.tool_hidden_share", "crucible.4.end_reasons"],
     },
     "console_streaming": {
