@@ -28,8 +28,10 @@ tests in fresh sandboxes, all queued at once (the batched form: TRL awaits an en
 ``get_reward`` one environment after another), so that both sides do the same work from the
 opening to the reward; its learning rate is negligible so that its optimizer step changes
 nothing measured. Its rollout time is its generation (tool calls included) plus its reward
-computation, timed around the trainer's own two methods. Token budgets: Crucible samples at
-most ``--max-new-tokens`` per turn (256: the longest body's insert call fits); TRL's budget is
+computation, timed around the trainer's own two methods, plus its environments' resets (the
+session opens) where they ran outside those two: the same clock as Crucible's, which starts at its
+first session's open. Token budgets: Crucible samples at most ``--max-new-tokens`` per turn
+(256: the longest body's insert call fits); TRL's budget is
 per trajectory (``max_turns x max_new_tokens``, less what the longest prompt leaves of the
 context). Where this TRL cannot express the workload, ``trl.<level>.unavailable`` says why and
 that level has no ratio (at 128: TRL has no context guard, see :func:`_why_unavailable`).
@@ -202,9 +204,11 @@ def crucible(policy, config, tasks, concurrency: int) -> dict:
     }
 
 
-def _trl_environment(tasks, calls: list):
+def _trl_environment(tasks, calls: list, resets: list | None = None):
     """TRL's environment class: one per rollout, its methods the tools (TRL reads their schemas
-    from the signatures and docstrings), each call run by Crucible's tool in a sandbox session."""
+    from the signatures and docstrings), each call run by Crucible's tool in a sandbox session.
+    Each ``reset`` (closing the last session, opening the next) appends its ``(start, end)``
+    monotonic times to ``resets``."""
     from sandboxes.sessions import open_session  # noqa: PLC0415 (after django.setup)
     from training.agents.environment import FunctionTaskEnvironment  # noqa: PLC0415
     from training.agents.parsers import ToolCall  # noqa: PLC0415
@@ -215,6 +219,12 @@ def _trl_environment(tasks, calls: list):
             self.env = None
 
         def reset(self, task_index: str = "0", **_row) -> None:
+            started = time.monotonic()
+            self._reset(task_index)
+            if resets is not None:
+                resets.append((started, time.monotonic()))
+
+        def _reset(self, task_index: str) -> None:
             if self.env is not None:
                 self.env.close()
             self.env = FunctionTaskEnvironment(tasks[int(task_index)])
@@ -341,6 +351,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
         opening = FunctionTaskEnvironment(tasks[task]).opening()
         rows.append({"prompt": opening.messages(), "task_index": str(task)})
     calls: list = []
+    resets: list = []
     with tempfile.TemporaryDirectory(prefix="trl-agent-") as out:
         args = GRPOConfig(
             output_dir=out,
@@ -380,9 +391,10 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
             reward_funcs=[hidden_tests],
             args=args,
             train_dataset=Dataset.from_list(rows),
-            environment_factory=_trl_environment(tasks, calls),
+            environment_factory=_trl_environment(tasks, calls, resets),
         )
         spent = {"generation": [], "rewards": []}
+        windows: list = []  # (start, end) of every timed call
 
         def timed(name: str, inner):
             def call(*a, **k):
@@ -391,6 +403,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
                     return inner(*a, **k)
                 finally:
                     spent[name].append(time.monotonic() - started)
+                    windows.append((started, time.monotonic()))
 
             return call
 
@@ -399,7 +412,14 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
         # TRL prints its logs to stdout, where this script prints its JSON.
         with contextlib.redirect_stdout(sys.stderr):
             trainer.train()
-    wall = sum(spent["generation"]) + sum(spent["rewards"])
+    # The same clock as Crucible's, whose wall time runs from its first session's open: the
+    # sessions TRL's resets opened outside the timed calls count too.
+    opening_s = sum(
+        end - start
+        for start, end in resets
+        if not any(w_start <= start and end <= w_end for w_start, w_end in windows)
+    )
+    wall = sum(spent["generation"]) + sum(spent["rewards"]) + opening_s
     trajectories = concurrency
     turns = len(calls) + trajectories  # every call came from a turn; each rollout ends with one
     tools: dict = {}
@@ -416,6 +436,7 @@ def trl(policy, config, tasks, concurrency: int) -> dict:
         "tool_s": round(sum(seconds for _name, seconds in calls), 3),
         "generation_s": round(sum(spent["generation"]), 3),
         "grading_s": round(sum(spent["rewards"]), 3),
+        "session_open_s": round(opening_s, 3),
         "graded": len(graded),
         "passed": sum(r.tests_total > 0 and r.tests_passed == r.tests_total for r in graded),
     }
