@@ -14,6 +14,7 @@ import json
 import os
 import select
 import selectors
+import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -171,7 +172,26 @@ def drain(session, out_r, err_r, in_w, stdin, *, cap, kill_bytes, deadline):
     return report, {n: (kept[n], totals[n]) for n in kept}, flooded
 
 
-def exec_result(outcome: CallOutcome, cap: int, cgroup: bool) -> R.ExecutionResult:
+CPU_LIMIT_SHARE = 0.8
+"""The share of its CPU limit a call must have used for a SIGKILL to be the limit's: the kernel
+enforces RLIMIT_CPU on its own clock, and the rusage the init reports read 92-95 % of a 1 s
+limit at the kill (a SIGKILL sent at a lower use is a crash)."""
+
+
+def _used_cpu_limit(report: dict, cpu_s: int | None) -> bool:
+    """The call's processes used about ``cpu_s`` CPU seconds (together: the limit is per
+    process, so a process that reached it took that much of the sum)."""
+    used_ms = float(report.get("cpu_ms") or 0.0)
+    return bool(cpu_s) and used_ms >= cpu_s * 1000 * CPU_LIMIT_SHARE
+
+
+def exec_result(
+    outcome: CallOutcome, cap: int, cgroup: bool, cpu_s: int | None = None
+) -> R.ExecutionResult:
+    """The call's :class:`ExecutionResult` from what its init reported. ``cpu_s``: the call's
+    CPU-time limit in seconds (``RLIMIT_CPU``), by which a process killed with SIGKILL or SIGXCPU
+    after using it is told apart from a crash: it ran out of time (``timeout``), whichever of
+    the wall clock and the CPU limit ended it first."""
     report = outcome.report
     exit_code = signum = None
     detail = ""
@@ -196,6 +216,8 @@ def exec_result(outcome: CallOutcome, cap: int, cgroup: bool) -> R.ExecutionResu
             R.INFRA_ERROR,
             f"the session could not start the command ({stage}): {error}",
         )
+    elif signum == signal.SIGXCPU or (signum == signal.SIGKILL and _used_cpu_limit(report, cpu_s)):
+        status, detail = R.TIMEOUT, f"the call used its CPU time limit of {cpu_s} s"
     elif signum is not None:
         status = R.CRASHED
     elif exit_code == 0:

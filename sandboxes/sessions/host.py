@@ -433,6 +433,7 @@ class SessionHost:
         Raises:
             SessionGone: the session is closed or lost.
         """
+        cpu_limit = cpu_s or max(1, int(timeout_s + 0.999))
         with self._using(session_id) as session:
             message = {
                 "op": "exec",
@@ -440,7 +441,7 @@ class SessionHost:
                 "env": env or {},  # on top of SESSION_ENV, which its shells start with
                 "cwd": cwd,
                 "wall_timeout_s": timeout_s,
-                "cpu_s": cpu_s or max(1, int(timeout_s + 0.999)),
+                "cpu_s": cpu_limit,
                 "keep": session.limits.keep_processes,
                 "stdin": stdin is not None,
             }
@@ -452,7 +453,9 @@ class SessionHost:
                 kill_bytes=output_kill_bytes,
                 deadline_s=timeout_s,
             )
-            return exec_result(outcome, output_cap_bytes, session.cgroup is not None)
+            return exec_result(
+                outcome, output_cap_bytes, session.cgroup is not None, cpu_s=cpu_limit
+            )
 
     def file_op(self, session_id: str, op: str, args: dict, data: bytes | None = None) -> dict:
         """One file operation of ``harness/session_files.py`` (``read``, ``write``, ``list``,

@@ -53,6 +53,16 @@ def test_a_signal_is_a_crash(session):
     assert (result.exit_code, result.signal) == (None, signal.SIGSEGV)
 
 
+def test_a_call_killed_by_its_cpu_limit_timed_out(session):
+    """RLIMIT_CPU ends a busy loop that ignores signals with SIGKILL: it ran out of time (before
+    its wall clock, here), it did not crash."""
+    result = session.exec("trap '' TERM INT HUP XCPU; while :; do :; done", timeout_s=20, cpu_s=1)
+    assert result.status == R.TIMEOUT, result
+    assert result.signal == signal.SIGKILL and result.wall_ms < 15_000
+    assert "CPU time limit of 1 s" in result.detail
+    assert session.exec("kill -KILL $$").status == R.CRASHED  # a kill under the limit: a crash
+
+
 def test_output_is_capped_and_flagged(session):
     result = session.exec("head -c 200000 /dev/zero | tr '\\0' x", output_cap_bytes=1000)
     assert result.status == R.OK
