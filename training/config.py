@@ -15,6 +15,7 @@ from training.errors import ConfigError
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 ADVANTAGE_ESTIMATORS = ("grpo", "rloo")
 HACK_POLICIES = ("flag", "zero")
+# The modes training.modes.MODES builds (a test keeps the lists one).
 ROLLOUT_MODES = ("completion", "agent")
 # The choices of 'sharding' and 'mixed_precision' (training/sharding.py, which imports torch).
 SHARDINGS = ("ddp", "fsdp2")

@@ -241,6 +241,8 @@ class RolloutStats:
         reasons and the share of tool time generation hid."""
         out = {
             "timing/generation_s": self.generation_s,
+            "timing/sandbox_s": self.sandbox_s,
+            "timing/sandbox_busy_s": self.sandbox_busy_s,
             "timing/tool_s": self.tool_s,
             "timing/tool_wait_s": self.tool_wait_s,
             "timing/grading_s": self.grading_s,

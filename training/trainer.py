@@ -857,19 +857,15 @@ def _step_metrics(
         "rollouts/replay_queue": len(state.replay),
         "sampler/groups_skipped": state.sampler.groups_skipped,
         "rollouts/turns_mean": sum(len(r.turns) for r in rollouts) / len(rollouts),
-        # rank 0's own split; ranks run their shares at the same time
-        "timing/generation_s": times.generation_s,
-        "timing/sandbox_s": times.sandbox_s,
-        "timing/sandbox_busy_s": times.sandbox_busy_s,
-        "timing/grading_s": times.grading_s,
         "timing/update_s": update_s,
-        "tokens/generated": times.generated_tokens,
     }
     for name in sorted({k for r in scored for k in r.reward_components}):
         metrics[f"reward/{name}"] = sum(r.reward_components.get(name, 0.0) for r in scored) / max(
             1, len(scored)
         )
-    metrics.update(times.metrics(rollouts))  # agent/*: turns, calls per tool, end reasons
+    # rank 0's own split of its time (timing/*, tokens/generated; ranks run their shares at the
+    # same time) and, for tool-call turns, agent/*: turns, calls per tool, end reasons
+    metrics.update(times.metrics(rollouts))
     metrics.update(phases)  # timing/phase_<name>_s
     return metrics
 

@@ -3,8 +3,9 @@ field takes the key of its own name (or the key its metadata names), and the def
 
 from dataclasses import fields
 
-from training.config import RunConfig
-from training.rollout import RUN_KEY, RolloutConfig
+from training.config import ROLLOUT_MODES, RunConfig
+from training.modes import MODES
+from training.rollout import ROLLOUT_ENVIRONMENTS, RUN_KEY, RolloutConfig
 
 
 def test_every_rollout_setting_is_read_from_the_run_config():
@@ -32,3 +33,10 @@ def test_each_rollout_field_names_a_run_key_or_none():
     for f in fields(RolloutConfig):
         key = f.metadata.get(RUN_KEY, f.name)
         assert key is None or key in run_keys, f"RolloutConfig.{f.name} reads no RunConfig key"
+
+
+def test_every_rollout_mode_has_a_policy_and_an_environment():
+    """The modes a config accepts (config, a leaf every process reads), the modes the trainer
+    builds a policy for (training.modes) and those the rollout loop has an environment for
+    (training.rollout) are one list: the config cannot import the other two."""
+    assert set(ROLLOUT_MODES) == set(MODES) == set(ROLLOUT_ENVIRONMENTS)
