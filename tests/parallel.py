@@ -1,18 +1,29 @@
-"""Each pytest-xdist worker gets a var dir of its own (pytest.ini loads this plugin with ``-p``).
+"""The suite on several cores: each pytest-xdist worker is a session of its own (pytest.ini loads
+this plugin with ``-p``; ``./crucible test`` runs one worker per core, up to 4).
 
-``./crucible test -n 2`` runs the suite in two worker processes. What a session owns lives under
-``settings.VAR_DIR``: the SQLite test database, the embedded Redis socket (and with it the
-Celery and execution queues the session's sandbox workers consume), the sandbox sessions' state
-and the trainers' checkpoints. Two sessions sharing one var dir would share one Redis and one
-test database file and flush each other's queues, so each worker's var dir is a subdirectory of
-the configured one, named after the worker (``gw0``, ``gw1``...).
+What a session owns lives under ``settings.VAR_DIR``: the SQLite test database, the embedded
+Redis socket (and with it the Celery and execution queues the session's sandbox workers
+consume), the sandbox sessions' state and the trainers' checkpoints. Two workers sharing one var
+dir would share one Redis and one test database file and flush each other's queues, so each
+worker's var dir is a subdirectory of the configured one, named after the worker (``gw0``,
+``gw1``...). Where ``REDIS_URL`` names a Redis server (the PostgreSQL profile), worker ``gwN``
+takes database ``N`` above the configured one; on PostgreSQL pytest-django gives each worker a
+test database of its own (``test_<name>_gwN``).
 
 This runs when pytest imports the plugin: before pytest-django imports ``console.settings``,
-which reads ``CRUCIBLE_VAR_DIR`` once. xdist sets ``PYTEST_XDIST_WORKER`` in a worker's
-environment before the worker's pytest starts; without xdist nothing changes.
+which reads the environment once, and before any child process (daphne, a trainer, a Celery
+worker) inherits it. xdist sets ``PYTEST_XDIST_WORKER`` in a worker's environment before the
+worker's pytest starts; without xdist nothing changes.
 
-Shared on purpose: the content-addressed environment store (``CRUCIBLE_ENVIRONMENT_STORE``)
-and the sdist download cache (``CRUCIBLE_SDIST_CACHE``).
+Shared on purpose: the content-addressed environment store (``CRUCIBLE_ENVIRONMENT_STORE``: a
+file lock per build) and the sdist download cache (``CRUCIBLE_SDIST_CACHE``: a temporary name,
+then a rename).
+
+Scheduling (``--dist loadscope --no-loadscope-reorder``, in pytest.ini): a test module runs
+whole on one worker, so its module fixtures (a corpus graded once, a daphne) are built once; and
+the modules with end-to-end tests (markers ``slow`` and ``browser``: a minute or more each) are
+handed out first. Longest first keeps both workers busy to the end, where collection order
+left one worker alone for minutes with the last slow module.
 """
 
 from __future__ import annotations
@@ -20,7 +31,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from tests.redisdb import db_of, url_with_db
+
 ROOT = Path(__file__).resolve().parent.parent
+LONG_MARKERS = ("slow", "browser")
 
 
 def isolate_worker() -> None:
@@ -29,10 +45,25 @@ def isolate_worker() -> None:
         return
     base = Path(os.environ.get("CRUCIBLE_VAR_DIR") or ROOT / "var")
     os.environ["CRUCIBLE_VAR_DIR"] = str(base / f"xdist-{worker}")
-    # What every worker may reuse: built environments (a file lock per build) and downloaded
-    # sdists (a temporary name, then a rename).
     os.environ.setdefault("CRUCIBLE_ENVIRONMENT_STORE", str(base / "environments"))
     os.environ.setdefault("CRUCIBLE_SDIST_CACHE", str(base / "sdists"))
+    if os.environ.get("REDIS_URL"):
+        index = int(worker.removeprefix("gw"))
+        url = os.environ["REDIS_URL"]
+        os.environ["REDIS_URL"] = url_with_db(url, db_of(url) + index)
 
 
 isolate_worker()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the modules holding a slow or browser test first (stable otherwise)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    long_modules = {
+        item.nodeid.split("::")[0]
+        for item in items
+        if any(item.get_closest_marker(name) for name in LONG_MARKERS)
+    }
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in long_modules)

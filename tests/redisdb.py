@@ -23,7 +23,8 @@ def isolated_db(preferred: int) -> int:
 
 
 def url_with_db(url: str, db: int, *, user: str = "", password: str = "") -> str:
-    """``url`` pointing at database ``db``, signed in as ``user`` when given."""
+    """``url`` pointing at database ``db``, signed in as ``user`` when given (else as ``url``
+    is)."""
     parts = urlsplit(url)
     if parts.scheme == "unix":
         query = dict(parse_qsl(parts.query))
@@ -33,7 +34,7 @@ def url_with_db(url: str, db: int, *, user: str = "", password: str = "") -> str
         return (
             f"unix://{parts.path}?{urlencode(query)}"  # urlunsplit would drop the empty host's //
         )
-    netloc = parts.netloc.rpartition("@")[2]
+    netloc = parts.netloc
     if user:
-        netloc = f"{user}:{password}@{netloc}"
+        netloc = f"{user}:{password}@{netloc.rpartition('@')[2]}"
     return urlunsplit(parts._replace(netloc=netloc, path=f"/{db}"))

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from console.management.stack import http_up, port_free
+from console.management.stack import http_up
 from core.frontend import ensure_build
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, watch_page
 from tests.database import child_env
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -41,7 +42,7 @@ def console_server_unbundled(django_db_setup):
 
 
 def serve_console(**env_extra: str):
-    port = next(p for p in range(8130, 8400) if port_free(p))
+    port = free_port()
     env = child_env(**env_extra)
     proc = subprocess.Popen(
         [

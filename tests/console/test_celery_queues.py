@@ -27,7 +27,8 @@ from core import queues
 from sandboxes import queue as Q
 from tasks_library.tasks import validate_task_versions
 from tests.database import child_env
-from tests.metrics import free_port, scrape, value, wait_for
+from tests.metrics import scrape, value, wait_for
+from tests.ports import free_port
 from tests.training.conftest import one_task_run
 from tests.training.test_reconcile_local import as_launched, spawn, stand_in_trainer  # noqa: F401 (fixture)
 from training import services

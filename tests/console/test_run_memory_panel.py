@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from django.template.defaultfilters import filesizeformat
 from django.test import Client
 
 from tests.tasks_library.conftest import make_user, roles  # noqa: F401 (fixtures)
@@ -44,4 +45,6 @@ def test_run_page_shows_the_memory_report(roles):
     assert 8.0 < memory["bytes_per_param"]["optimizer"] < 8.01
     shown = ["4.0", "4.0", str(memory["bytes_per_param"]["optimizer"]), "0.0"]
     assert re.findall(r"<td>([\d.]+)</td>", row.group(1)) == shown
-    assert '<tr data-rank="0">' in panel and "MB" in panel  # the peak resident set, in MB
+    # the rank's peak resident set, in the unit its size calls for (this process's: MB or GB)
+    rank = re.search(r'<tr data-rank="0">(.*?)</tr>', panel, re.S)
+    assert rank and filesizeformat(memory["ranks"][0]["peak"]) in rank.group(1)

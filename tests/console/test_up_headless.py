@@ -14,6 +14,7 @@ import redis as redis_client
 
 from console.management.commands.up import console_after
 from console.management.stack import port_free
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_up_headless_runs_the_main_job_and_stops_its_services(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env["CRUCIBLE_VAR_DIR"] = str(tmp_path / "var")
-    port = next(p for p in range(8230, 8300) if port_free(p))
+    port = free_port()
     tiny = [
         "--set",
         "sft_epochs=2",

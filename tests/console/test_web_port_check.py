@@ -5,11 +5,12 @@ import threading
 
 import pytest
 
-from console.management.stack import ServiceError, Stack, http_up, port_free
+from console.management.stack import ServiceError, Stack, http_up
+from tests.ports import free_port
 
 
 def test_a_foreign_http_server_is_not_taken_for_the_console():
-    port = next(p for p in range(8330, 8400) if port_free(p))
+    port = free_port()
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", port), http.server.SimpleHTTPRequestHandler
     )

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from sandboxes import queue as Q
 from sandboxes import result as R
-from tests.metrics import free_port, private_redis, scrape, value, wait_for
+from tests.metrics import private_redis, scrape, value, wait_for
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"

@@ -8,10 +8,11 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import sync_playwright
 
-from console.management.stack import Stack, port_free
+from console.management.stack import Stack
 from tasks_library.models import TaskVersion
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, browser_marks, off_loop
 from tests.database import child_database_url
+from tests.ports import free_port
 from tests.tasks_library.conftest import PASSWORD, make_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ pytestmark = browser_marks()
 @pytest.fixture
 def console_server(monkeypatch):
     """The console (daphne, started by the launcher) serving the test database."""
-    port = next(p for p in range(8200, 8300) if port_free(p))
+    port = free_port()
     monkeypatch.setenv("DATABASE_URL", child_database_url())
     monkeypatch.delenv("DATABASE_URL_FILE", raising=False)
     with Stack() as stack:

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from tests.database import child_env
-from tests.metrics import free_port, scrape, value, wait_for
+from tests.metrics import scrape, value, wait_for
+from tests.ports import free_port
 from tests.training.conftest import ROOT, tiny_run
 from training import services
 from training.kubernetes import trainer_command
