@@ -19,10 +19,11 @@ Shared on purpose: the content-addressed environment store (``CRUCIBLE_ENVIRONME
 file lock per build) and the sdist download cache (``CRUCIBLE_SDIST_CACHE``: a temporary name,
 then a rename).
 
-Scheduling (``--dist loadscope --no-loadscope-reorder``, in pytest.ini): a test module runs
-whole on one worker, so its module fixtures (a corpus graded once, a daphne) are built once; and
-the modules with end-to-end tests (markers ``slow`` and ``browser``: a minute or more each) are
-handed out first. Longest first keeps both workers busy to the end, where collection order
+Scheduling (:class:`ModuleScheduling`; ``--no-loadscope-reorder`` in pytest.ini): a test
+module runs whole on one worker, so its module fixtures (a corpus graded once, a daphne) are
+built once, except the modules of :data:`SPLIT_MODULES`, whose tests share no module fixture and
+run a minute or more each. The modules with end-to-end tests (markers ``slow`` and ``browser``)
+are handed out first: longest first keeps both workers busy to the end, where collection order
 left one worker alone for minutes with the last slow module.
 """
 
@@ -32,11 +33,15 @@ import os
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from tests.redisdb import db_of, url_with_db
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG_MARKERS = ("slow", "browser")
+# Each test its own unit of work: every benchmark's quick mode (tests/benchmarks/test_quick.py)
+# runs a subprocess of its own, 10 s to 2 min; together they were one 8-minute module.
+SPLIT_MODULES = frozenset({"tests/benchmarks/test_quick.py"})
 
 
 def isolate_worker() -> None:
@@ -67,3 +72,17 @@ def pytest_collection_modifyitems(config, items):
         if any(item.get_closest_marker(name) for name in LONG_MARKERS)
     }
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in long_modules)
+
+
+class ModuleScheduling(LoadScopeScheduling):
+    """xdist's ``loadscope`` with a module as the unit of work (a class of tests goes with its
+    module) and each test of :data:`SPLIT_MODULES` a unit of its own."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return nodeid if module in SPLIT_MODULES else module
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    return ModuleScheduling(config, log)

@@ -24,7 +24,9 @@ def ids_of(response) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_the_migration_creates_curators_and_viewers():
+def test_the_migration_creates_curators_and_viewers(roles):
+    # roles: the migration's own function run again (a transactional test that ran before on
+    # this worker flushed what the migration made)
     curators, viewers = Group.objects.get(name="curators"), Group.objects.get(name="viewers")
     curator_perms = set(curators.permissions.values_list("codename", flat=True))
     viewer_perms = set(viewers.permissions.values_list("codename", flat=True))
