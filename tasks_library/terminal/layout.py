@@ -1,0 +1,385 @@
+"""Terminal tasks as directories: Harbor's layout, read and written, and Terminal-Bench's older
+one, read.
+
+Harbor's task directory (https://harborframework.com/docs/tasks), which Crucible keeps byte for
+byte::
+
+    instruction.md          what the agent is asked
+    task.toml               [metadata], [verifier] timeout_sec, [agent] timeout_sec,
+                            [environment] cpus, memory_mb, storage_mb, build_timeout_sec...
+    environment/Dockerfile  the machine (the subset of tasks_library/terminal/dockerfile.py),
+    environment/...         and its build context
+    tests/test.sh           the verifier: run on the final state, it writes a reward
+    tests/...               (/logs/verifier/reward.txt, binary or fractional) and its files
+    solution/solve.sh       the reference solution (optional)
+
+Terminal-Bench's layout (``task.yaml`` with the instruction and ``max_agent_timeout_sec`` /
+``max_test_timeout_sec``, ``Dockerfile`` and its context at the top, ``solution.sh`` or
+``solution.yaml``, ``run-tests.sh``, ``tests/``, ``docker-compose.yaml``) is read into Harbor's,
+as Harbor's own migration maps it: the instruction to ``instruction.md``; the timeouts to
+``[agent]`` and ``[verifier]``, the directory's name to ``[task] name`` and the other keys
+to ``[metadata]``; the Dockerfile and its
+context to ``environment/``; ``run-tests.sh`` into ``tests/`` beside a ``test.sh`` that runs it
+with ``TEST_DIR=/tests`` and writes reward 1 when it exits 0, else 0 (Terminal-Bench's pytest
+parser passes a task when every test passed, and ``run-tests.sh`` exits with pytest's status).
+A one-service ``docker-compose.yaml`` is Terminal-Bench's own scaffolding and is left out;
+more services than one are refused (a terminal task's services start inside its one root).
+
+A task's identity is :meth:`TerminalTask.content_hash`: the sha256 of every file of its Harbor
+layout, by path. :func:`write_harbor` writes those bytes back, so a round trip keeps the hash.
+Every directory is hostile input: links are not followed, special files and names that are not
+UTF-8 or hold control characters are refused, and sizes are capped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import tomli_w
+import yaml
+
+from core.errors import InputError
+from tasks_library.hashing import content_hash
+from tasks_library.terminal import dockerfile
+
+MAX_FILES = 2000
+MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_TOTAL_BYTES = 100 * 1024 * 1024
+REQUIRED = ("instruction.md", "task.toml", "environment/Dockerfile", "tests/test.sh")
+# Terminal-Bench's files that are not the build context
+TB_CONTROL = {
+    "task.yaml",
+    "solution.sh",
+    "solution.yaml",
+    "run-tests.sh",
+    "docker-compose.yaml",
+    "docker-compose.yml",
+}
+TB_TEST_SH = """#!/bin/bash
+# Terminal-Bench's run-tests.sh (beside this file), its outcome written as Harbor's reward: 1 when
+# it exits 0 (every test passed), else 0. Written by Crucible's Terminal-Bench import.
+export TEST_DIR=/tests
+mkdir -p /logs/verifier
+if bash /tests/run-tests.sh; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+class TerminalTaskError(InputError):
+    """A task directory that cannot be read as a terminal task.
+
+    ``field`` is the file at fault, relative to the task directory (``task.toml``,
+    ``environment/Dockerfile``...), or None for the directory as a whole.
+    """
+
+    def __init__(self, where: Path | str, message: str, *, field: str | None = None) -> None:
+        super().__init__(f"{where}: {message}", field=field)
+
+
+@dataclass(frozen=True)
+class TerminalTask:
+    """A terminal task: its name and the files of its Harbor layout, ``{path: bytes}``
+    (paths relative to the task directory, ``/``-separated).
+
+    Build one with :func:`read_task`, :func:`read_harbor` or :func:`read_terminal_bench`,
+    which check it; the properties below read the checked files.
+    """
+
+    name: str
+    files: dict[str, bytes]
+
+    @property
+    def instruction(self) -> str:
+        return self.files["instruction.md"].decode("utf-8")
+
+    @cached_property
+    def config(self) -> dict:
+        """``task.toml``, parsed."""
+        return tomllib.loads(self.files["task.toml"].decode("utf-8"))
+
+    @cached_property
+    def recipe(self) -> dockerfile.EnvironmentRecipe:
+        """The environment its Dockerfile asks for."""
+        return dockerfile.parse(self.files["environment/Dockerfile"].decode("utf-8"))
+
+    def part(self, directory: str) -> dict[str, bytes]:
+        """The files under ``directory`` (``environment``, ``tests``, ``solution``), by path
+        relative to it."""
+        prefix = directory.rstrip("/") + "/"
+        return {p[len(prefix) :]: b for p, b in self.files.items() if p.startswith(prefix)}
+
+    def timeout_s(self, section: str, default: float) -> float:
+        """``[section].timeout_sec`` (``agent`` or ``verifier``), in seconds."""
+        return float(self.config.get(section, {}).get("timeout_sec", default))
+
+    def content(self) -> dict:
+        """``{"files": {path: sha256 hex}}``: what :meth:`content_hash` hashes. The name is not
+        in it: a task's name is ``[task].name`` in task.toml where it has one (a file like the
+        others), else its directory's name, which a copy may change."""
+        return {
+            "files": {path: hashlib.sha256(data).hexdigest() for path, data in self.files.items()}
+        }
+
+    def content_hash(self) -> str:
+        """SHA-256 of :meth:`content` (canonical JSON): equal for equal bytes, whatever layout
+        the task was read from."""
+        return content_hash(self.content())
+
+
+def read_task(directory: Path) -> TerminalTask:
+    """Read ``directory`` in whichever layout it has: ``task.toml`` (Harbor) or ``task.yaml``
+    (Terminal-Bench).
+
+    Raises:
+        TerminalTaskError: neither file is there, or the layout's reader refuses it.
+    """
+    directory = Path(directory)
+    if (directory / "task.toml").is_file():
+        return read_harbor(directory)
+    if (directory / "task.yaml").is_file():
+        return read_terminal_bench(directory)
+    raise TerminalTaskError(
+        directory, "no task.toml (Harbor's layout) or task.yaml (Terminal-Bench's) in it"
+    )
+
+
+def read_harbor(directory: Path) -> TerminalTask:
+    """Read a Harbor task directory.
+
+    Raises:
+        TerminalTaskError: a required file missing (instruction.md, task.toml,
+            environment/Dockerfile, tests/test.sh), task.toml that is not TOML or has a bad
+            timeout, a Dockerfile outside the subset (naming its line), a file that is a link
+            or special, a name that is not UTF-8, or a size over the caps.
+    """
+    directory = Path(directory)
+    files = _read_tree(directory)
+    return _checked(directory, _name(directory, files), files)
+
+
+def read_terminal_bench(directory: Path) -> TerminalTask:
+    """Read a Terminal-Bench task directory into Harbor's layout (module docstring).
+
+    Raises:
+        TerminalTaskError: no task.yaml or an unreadable one, no instruction in it, no
+            Dockerfile or run-tests.sh, a docker-compose.yaml with several services, a
+            solution.yaml that is not a list of commands, and what :func:`read_harbor` refuses.
+    """
+    directory = Path(directory)
+    tree = _read_tree(directory)
+    where = directory / "task.yaml"
+    try:
+        meta = yaml.safe_load(tree.get("task.yaml", b"").decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise TerminalTaskError(where, f"not YAML ({exc})", field="task.yaml") from None
+    if not isinstance(meta, dict):
+        raise TerminalTaskError(where, "not a mapping of keys", field="task.yaml")
+    instruction = _tb_instruction(meta)
+    if not instruction:
+        raise TerminalTaskError(where, "no 'instruction' in it", field="task.yaml")
+    for required in ("Dockerfile", "run-tests.sh"):
+        if required not in tree:
+            raise TerminalTaskError(directory, f"no {required} in it", field=required)
+    _tb_compose(directory, tree)
+    files = {
+        "instruction.md": instruction.encode("utf-8"),
+        "task.toml": tomli_w.dumps(_tb_config(directory.name, meta)).encode("utf-8"),
+        "tests/test.sh": TB_TEST_SH.encode("utf-8"),
+        "tests/run-tests.sh": tree["run-tests.sh"],
+    }
+    solution = _tb_solution(directory, tree)
+    if solution is not None:
+        files["solution/solve.sh"] = solution
+    for path, data in tree.items():
+        if path.startswith("tests/"):
+            files[path] = data
+        elif path not in TB_CONTROL:
+            files["environment/" + path] = data
+    return _checked(directory, directory.name, dict(sorted(files.items())))
+
+
+def write_harbor(task: TerminalTask, directory: Path) -> Path:
+    """Write ``task`` as a Harbor task directory (``directory``, created; it must not exist or
+    be empty). Shell scripts (``*.sh``) are made executable. Returns ``directory``.
+
+    Raises:
+        TerminalTaskError: ``directory`` exists and holds files.
+    """
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()):
+        raise TerminalTaskError(directory, "it is not empty; name a new directory")
+    for path, data in task.files.items():
+        target = directory.joinpath(*path.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o755 if path.endswith(".sh") else 0o644)
+    return directory
+
+
+def _read_tree(directory: Path) -> dict[str, bytes]:
+    """Every regular file under ``directory`` (links not followed), ``{relative path: bytes}``,
+    sorted by path."""
+    if not directory.is_dir():
+        raise TerminalTaskError(directory, "not a directory")
+    files, total = {}, 0
+    for root, dirs, names in os.walk(directory, followlinks=False):
+        dirs.sort()
+        for name in sorted(names) + [d for d in dirs if (Path(root) / d).is_symlink()]:
+            path = Path(root) / name
+            rel = path.relative_to(directory).as_posix()
+            _check_name(directory, rel)
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode):
+                kind = "a link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+                raise TerminalTaskError(
+                    directory, f"{rel} is {kind}; a task holds regular files only", field=rel
+                )
+            if info.st_size > MAX_FILE_BYTES:
+                raise TerminalTaskError(
+                    directory, f"{rel} is {info.st_size} bytes, over {MAX_FILE_BYTES}", field=rel
+                )
+            total += info.st_size
+            if total > MAX_TOTAL_BYTES or len(files) >= MAX_FILES:
+                raise TerminalTaskError(
+                    directory, f"over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes in all"
+                )
+            files[rel] = path.read_bytes()
+    return dict(sorted(files.items()))
+
+
+def _check_name(directory: Path, rel: str) -> None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TerminalTaskError(directory, f"{rel!r}: a file name that is not UTF-8") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in rel):
+        raise TerminalTaskError(directory, f"{rel!r}: a file name with a control character")
+
+
+def _name(directory: Path, files: dict[str, bytes]) -> str:
+    try:
+        config = tomllib.loads(files.get("task.toml", b"").decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return directory.name  # _checked reports it
+    name = config.get("task", {}).get("name") if isinstance(config.get("task"), dict) else None
+    return name if isinstance(name, str) and name.strip() else directory.name
+
+
+def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTask:
+    for required in REQUIRED:
+        if required not in files:
+            raise TerminalTaskError(directory, f"no {required} in it", field=required)
+    task = TerminalTask(name=name, files=files)
+    for path in ("instruction.md", "task.toml", "environment/Dockerfile"):
+        try:
+            files[path].decode("utf-8")
+        except UnicodeDecodeError:
+            raise TerminalTaskError(directory, f"{path} is not UTF-8 text", field=path) from None
+    try:
+        config = task.config
+    except tomllib.TOMLDecodeError as exc:
+        raise TerminalTaskError(
+            directory, f"task.toml is not TOML ({exc})", field="task.toml"
+        ) from None
+    for section in ("agent", "verifier"):
+        value = config.get(section, {}).get("timeout_sec", 1.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise TerminalTaskError(
+                directory,
+                f"task.toml [{section}] timeout_sec = {value!r}: write a number of seconds above 0",
+                field="task.toml",
+            )
+    if not task.instruction.strip():
+        raise TerminalTaskError(directory, "instruction.md is empty", field="instruction.md")
+    try:
+        recipe = task.recipe
+    except dockerfile.DockerfileError as exc:
+        raise TerminalTaskError(
+            directory, f"environment/{exc}", field="environment/Dockerfile"
+        ) from None
+    context = task.part("environment")
+    for source, _dest in recipe.copies:
+        if source != "." and not any(p == source or p.startswith(source + "/") for p in context):
+            raise TerminalTaskError(
+                directory,
+                f"environment/Dockerfile copies {source}, which is not in environment/",
+                field="environment/Dockerfile",
+            )
+    return task
+
+
+def _tb_instruction(meta: dict) -> str:
+    instruction = meta.get("instruction")
+    if isinstance(instruction, str):
+        return instruction
+    for entry in meta.get("descriptions") or []:  # the first releases' shape
+        if isinstance(entry, dict) and entry.get("key") == "base":
+            return str(entry.get("description") or "")
+    return ""
+
+
+def _tb_config(name: str, meta: dict) -> dict:
+    """task.toml's content from task.yaml's keys (and the task's name: its directory's)."""
+    config: dict = {"version": "1.0", "task": {"name": name}}
+    metadata = {
+        key: value
+        for key, value in meta.items()
+        if key not in ("instruction", "descriptions", "max_agent_timeout_sec")
+        and key != "max_test_timeout_sec"
+        and value is not None
+    }
+    if metadata:
+        config["metadata"] = metadata
+    for key, section in (("max_test_timeout_sec", "verifier"), ("max_agent_timeout_sec", "agent")):
+        if meta.get(key) is not None:
+            config[section] = {"timeout_sec": float(meta[key])}
+    return config
+
+
+def _tb_compose(directory: Path, tree: dict[str, bytes]) -> None:
+    for name in ("docker-compose.yaml", "docker-compose.yml"):
+        if name not in tree:
+            continue
+        try:
+            compose = yaml.safe_load(tree[name].decode("utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise TerminalTaskError(directory, f"{name} is not YAML ({exc})", field=name) from None
+        services = compose.get("services") if isinstance(compose, dict) else None
+        if isinstance(services, dict) and len(services) > 1:
+            raise TerminalTaskError(
+                directory,
+                f"{name} has {len(services)} services ({', '.join(sorted(services))}); a "
+                "terminal task is one root: start its services inside it (task setup)",
+                field=name,
+            )
+
+
+def _tb_solution(directory: Path, tree: dict[str, bytes]) -> bytes | None:
+    if "solution.sh" in tree:
+        return tree["solution.sh"]
+    if "solution.yaml" not in tree:
+        return None
+    try:
+        steps = yaml.safe_load(tree["solution.yaml"].decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise TerminalTaskError(
+            directory, f"solution.yaml is not YAML ({exc})", field="solution.yaml"
+        ) from None
+    if not isinstance(steps, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("command"), str) for s in steps
+    ):
+        raise TerminalTaskError(
+            directory, "solution.yaml is not a list of {command: ...}", field="solution.yaml"
+        )
+    lines = ["#!/bin/bash", "# Terminal-Bench's solution.yaml, its commands in order."]
+    lines += [step["command"].rstrip("\n") for step in steps]
+    return ("\n".join(lines) + "\n").encode("utf-8")
