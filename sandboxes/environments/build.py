@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -118,7 +119,10 @@ def materialise(
     packages_hash = spec.packages_hash()
     if packages_hash:
         say(f"packages {', '.join(spec.packages)} ({packages_hash[:12]})")
-        builder = build_node if spec.family == "node" else build_python
+        if spec.family == "node":
+            builder = build_node
+        else:  # a root's interpreter compiles its layer's bytecode
+            builder = functools.partial(build_python, root=root.tree if root else None)
         packages = target.ensure(
             packages_hash,
             {"runtime": spec.runtime, "packages": spec.packages},

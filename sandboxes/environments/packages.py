@@ -14,11 +14,12 @@ dependencies) is read back from pip's installation report.
 Bytecode: sandboxes never write ``.pyc`` files (the store is read-only there, and
 ``PYTHONDONTWRITEBYTECODE`` is set), so a store without them recompiles every module it imports
 in every grading (``import pandas``: 1.64 s instead of 0.45 s on this 2-core machine,
-``benchmarks/environments.py``). The host runtime's layer is compiled once when it is built
+``benchmarks/environments.py``). A layer is compiled once when it is built
 (:func:`compile_bytecode`): checked-hash pycs (PEP 552), the same bytes in every build of the
-same files, validated against their source on import. Compiling only parses; no code of a
-package runs. A Debian root's runtime is not the host's interpreter, which
-cannot write its pycs; its layer stays source only.
+same files, validated against their source on import. It is compiled by the runtime's own
+interpreter, whose magic number the pycs carry: the host's Python, or a Debian root's, started
+on the host from the root's own loader and libraries (``debian.launcher``; Debian's signed
+interpreter, from the layer below). Compiling only parses; no code of a package runs.
 
 Node.js: the pins go into a ``package.json``; ``npm install --package-lock-only`` resolves the
 lock file once, then ``npm ci`` installs exactly that lock (with its integrity hashes) into
@@ -36,6 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sandboxes.environments import debian
 from sandboxes.environments.mount import PACKAGES_INSIDE, SITE_PACKAGES
 from sandboxes.environments.source_build import install_in_sandbox
 from sandboxes.environments.spec import HOST_PYTHON, EnvironmentSpec
@@ -67,13 +69,16 @@ def build_python(
     *,
     lock: list[dict] | None = None,
     timeout_s: float = BUILD_TIMEOUT_S,
+    root: Path | None = None,
 ) -> dict:
-    """Install ``spec``'s pins into ``tree/site-packages``.
+    """Install ``spec``'s pins into ``tree/site-packages``, then compile their bytecode.
 
     Args:
         lock: a previous build's ``resolved`` list (every package with its version and the
             sha256 of its file): installed exactly, ``--no-deps --require-hashes``, so an image
             built later gets the same files though the index has newer dependencies by then.
+        root: the built root filesystem of a runtime that has one (its interpreter compiles
+            the bytecode); None for the host's runtime.
 
     Returns:
         ``{"resolved": [{"name", "version", "sha256"}...], "log": str}``: what pip's
@@ -132,44 +137,68 @@ def build_python(
     for name in ("RECORD", "direct_url.json", "REQUESTED"):
         for path in target.glob(f"*.dist-info/{name}"):
             path.unlink()
-    if spec.runtime == HOST_PYTHON:
-        log += compile_bytecode(target, timeout_s=timeout_s)
+    interpreter = bytecode_interpreter(spec.runtime, root)
+    if interpreter:
+        log += compile_bytecode(target, interpreter=interpreter, timeout_s=timeout_s)
     return {"resolved": sorted(resolved, key=lambda r: r["name"].lower()), "log": tail(log)}
 
 
 # Run as ``python -I -S -c``: nothing of the tree is importable while it compiles. A module that
 # does not compile (Python 2 leftovers, templates named .py) is left without a pyc, as pip does.
+# workers: 0 for one process per core; 1 (in this process) for a root's interpreter, whose
+# worker processes would start from sys.executable without the root's loader and libraries.
 COMPILE = """
 import compileall, py_compile, sys
-target, inside = sys.argv[1], sys.argv[2]
+target, inside, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
 compileall.compile_dir(
-    target, quiet=2, workers=0, stripdir=target, prependdir=inside,
+    target, quiet=2, workers=workers, stripdir=target, prependdir=inside,
     invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
 )
 """
 
 
-def compile_bytecode(target: Path, *, timeout_s: float = BUILD_TIMEOUT_S) -> str:
+def bytecode_interpreter(runtime: str, root: Path | None) -> list[str] | None:
+    """The argv prefix that runs ``runtime``'s interpreter on the host: the host's Python, or a
+    Debian root's through the root's loader; None for a runtime with neither here (its layer
+    stays source only)."""
+    if runtime == HOST_PYTHON:
+        return [python_interpreter()]
+    if root is not None and debian.root_spec(runtime):
+        return debian.launcher(root, runtime)
+    return None
+
+
+def compile_bytecode(
+    target: Path, *, interpreter: list[str], timeout_s: float = BUILD_TIMEOUT_S
+) -> str:
     """Write checked-hash ``.pyc`` files (PEP 552) beside every module under ``target`` (a
-    packages layer's ``site-packages``), with the interpreter sandboxes run, each code object
-    naming its source where a sandbox sees it (``/env/site-packages/...``), so two builds of
-    the same files write the same bytes.
+    packages layer's ``site-packages``), with ``interpreter`` (the argv prefix of the Python
+    sandboxes run: :func:`bytecode_interpreter`), each code object naming its source where a
+    sandbox sees it (``/env/site-packages/...``), so two builds of the same files write the
+    same bytes.
 
     Returns:
         the step's log line.
 
     Raises:
-        EnvironmentBuildError: (``timeout``) compiling took longer than ``timeout_s`` seconds.
+        EnvironmentBuildError: (``timeout``) compiling took longer than ``timeout_s`` seconds;
+            the interpreter exited non-zero.
     """
     inside = f"{PACKAGES_INSIDE}/{SITE_PACKAGES}"
-    command = [python_interpreter(), "-I", "-S", "-c", COMPILE, str(target), inside]
+    workers = "0" if interpreter == [python_interpreter()] else "1"
+    command = [*interpreter, "-I", "-S", "-c", COMPILE, str(target), inside, workers]
     try:
-        subprocess.run(command, capture_output=True, timeout=timeout_s, check=False)
+        done = subprocess.run(command, capture_output=True, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise EnvironmentBuildError(
             f"compiling the packages' bytecode took more than {timeout_s:.0f} s",
             kind="timeout",
         ) from None
+    if done.returncode != 0:  # the interpreter itself failed (a module that fails is skipped)
+        raise EnvironmentBuildError(
+            "compiling the packages' bytecode failed",
+            log=tail(done.stderr.decode("utf-8", "replace")),
+        )
     compiled = sum(1 for _ in target.rglob("*.pyc"))
     return f"\n$ compileall --invalidation-mode checked-hash: {compiled} modules\n"
 

@@ -32,8 +32,8 @@ from sandboxes.environments.debian import root_spec
 # change with it (packages 2: the build record keeps each file's sha256 from pip's report;
 # 3: pip's REQUESTED markers are dropped; root 2, packages 4: files keep their modes less the
 # write and set-id bits, where they were all made world-readable before; packages 5: the host
-# runtime's layer carries checked-hash .pyc files).
-BUILD_FORMAT = {"root": 2, "packages": 5}
+# runtime's layer carries checked-hash .pyc files; 6: so does a Debian root runtime's).
+BUILD_FORMAT = {"root": 2, "packages": 6}
 HOST_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_RUNTIME = re.compile(r"^python3\.(\d+)$")
 NODE_RUNTIME = re.compile(r"^node(\d+)$")

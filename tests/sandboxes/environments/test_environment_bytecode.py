@@ -1,4 +1,4 @@
-"""A host-runtime packages layer carries its bytecode: sandboxes never write ``.pyc`` files (the
+"""A packages layer carries its bytecode: sandboxes never write ``.pyc`` files (the
 store is read-only there), so without them every grading recompiled every module it imported.
 
 Built twice, in two stores, the layer holds a checked-hash pyc (PEP 552) for each module, byte for
@@ -8,12 +8,14 @@ the import machinery takes the module's code from that pyc, never from compiling
 from __future__ import annotations
 
 import importlib.util
+import shutil
 
 from sandboxes.environments.build import materialise
 from sandboxes.environments.mount import SITE_PACKAGES
+from sandboxes.environments.packages import bytecode_interpreter, compile_bytecode
 from sandboxes.environments.spec import parse
 from sandboxes.environments.store import EnvironmentStore
-from tests.environments import PYTEST_PACKAGES, grader
+from tests.environments import PYTEST_PACKAGES, built, grader
 
 CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, check the source
 
@@ -66,4 +68,37 @@ def check(candidate):
 
 def test_a_sandbox_imports_the_layers_modules_from_their_bytecode():
     result = grader("python3.11-pytest").grade(PROGRAM, TESTS, "probe")
+    assert result.status == "ok" and result.tests_passed == 1, (result.detail, result.stderr)
+
+
+def test_a_debian_root_runtimes_layer_is_compiled_by_its_own_interpreter(tmp_path):
+    """python3.13's layer (the Debian root's interpreter, not the host's 3.11) carries pycs with
+    3.13's magic number, and compiling the same files again writes the same bytes."""
+    environment = built("python3.13-numpy-pandas")
+    site = environment.packages.tree / SITE_PACKAGES
+    compiled = pycs(site)
+    assert len(compiled) > 500 and all(".cpython-313." in name for name in compiled)
+    magics = {data[:4] for data in compiled.values()}
+    assert len(magics) == 1 and magics != {importlib.util.MAGIC_NUMBER}  # not the host's 3.11
+    assert {int.from_bytes(d[4:8], "little") for d in compiled.values()} == {CHECKED_HASH}
+    frame = compiled["pandas/core/__pycache__/frame.cpython-313.pyc"]
+    assert b"/env/site-packages/pandas/core/frame.py" in frame
+
+    part = "pandas/io/formats"  # a few dozen modules, at the same path below the target
+    shutil.copytree(site / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    interpreter = bytecode_interpreter("python3.13", environment.root.tree)
+    compile_bytecode(tmp_path, interpreter=interpreter)
+    again = pycs(tmp_path)
+    assert len(again) > 10 and again == {k: v for k, v in compiled.items() if k.startswith(part)}
+
+
+PROGRAM_313 = PROGRAM.replace("_pytest.python", "pandas.core.frame")
+TESTS_313 = """
+def check(candidate):
+    assert candidate() == "/env/site-packages/pandas/core/frame.py", candidate()
+"""
+
+
+def test_a_python313_sandbox_imports_pandas_from_its_bytecode():
+    result = grader("python3.13-numpy-pandas").grade(PROGRAM_313, TESTS_313, "probe")
     assert result.status == "ok" and result.tests_passed == 1, (result.detail, result.stderr)
