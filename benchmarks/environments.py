@@ -23,7 +23,8 @@ In stores of its own (temporary directories, removed at the end), ``--repeats`` 
 Each figure is the median of the rounds, with its minimum and maximum. pip's own download cache
 is left as the user has it (both sides use it alike): a cold build here is "not in the store",
 not "not downloaded". ``--root`` adds the python3.13 Debian root (debootstrap: needs root and the
-network). Prints JSON. Run: ``.venv/bin/python benchmarks/environments.py [--packages P ...]
+network), the same packages built on it (their bytecode compiled by the root's interpreter) and
+the import through that interpreter, with and without the bytecode. Prints JSON. Run: ``.venv/bin/python benchmarks/environments.py [--packages P ...]
 [--root] [--repeats N]``; ``--quick`` (what CI runs): one small pure-Python package, 2 rounds.
 """
 
@@ -43,6 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import common
+from sandboxes.environments import debian
 from sandboxes.environments.build import materialise
 from sandboxes.environments.mount import SITE_PACKAGES
 from sandboxes.environments.spec import HOST_PYTHON, parse
@@ -94,16 +96,16 @@ def peer_hit(venv: Path, packages: list[str]) -> bool:
     return marker.is_file() and marker.read_text() == "\n".join(sorted(packages))
 
 
-def import_seconds(site: Path, module: str) -> float:
+def import_seconds(site: Path, module: str, interpreter: list[str] | None = None) -> float:
     """Wall seconds of ``python -I -S -B -c "import module"`` with ``site`` first on the path
-    (``-S``: this project's own site-packages, which may hold the same package, stay out)."""
+    (``-S``: this project's own site-packages, which may hold the same package, stay out), by
+    ``interpreter`` (an argv prefix; default this Python)."""
     program = (
         f"import sys; sys.path.insert(0, {str(site)!r}); import {module}; "
         f"assert {module}.__file__.startswith({str(site)!r}), {module}.__file__"
     )
-    seconds, _ = _timed(
-        lambda: subprocess.run([sys.executable, "-I", "-S", "-B", "-c", program], check=True)
-    )
+    argv = [*(interpreter or [sys.executable]), "-I", "-S", "-B", "-c", program]
+    seconds, _ = _timed(lambda: subprocess.run(argv, check=True))
     return seconds
 
 
@@ -182,11 +184,28 @@ def packages_rounds(work: Path, packages: list[str], repeats: int) -> dict:
     }
 
 
-def root_case(store: EnvironmentStore) -> dict:
-    """Cold build and cache hit of the python3.13 Debian root."""
+def root_case(store: EnvironmentStore, work: Path, packages: list[str], repeats: int) -> dict:
+    """Cold build and cache hit of the python3.13 Debian root; then ``packages`` built on it
+    (bytecode by the root's interpreter included) and the last pin imported by that interpreter,
+    with the layer's bytecode and from source only, ``repeats`` times alternating."""
     spec = parse("python3.13", [])
     cold_s, cold = _timed(lambda: materialise(spec, environment_store=store))
     hit_s, hit = _timed(lambda: materialise(spec, environment_store=store))
+    layer_s, layer = _timed(
+        lambda: materialise(parse("python3.13", packages), environment_store=store)
+    )
+    site = layer.packages.tree / SITE_PACKAGES
+    interpreter = debian.launcher(cold.root.tree, "python3.13")
+    module = module_of(packages[-1])
+    times: dict[str, list[float]] = {"import_with_bytecode_s": [], "import_source_only_s": []}
+    trees = [
+        ("import_with_bytecode_s", site),
+        ("import_source_only_s", without_bytecode(site, work)),
+    ]
+    for round_index in range(repeats):
+        for name, tree in common.alternating(round_index, trees):
+            times[name].append(import_seconds(tree, module, interpreter))
+    imports = {name: common.spread(values) for name, values in times.items()}
     return {
         "cold_build_s": cold_s,
         "cache_hit_s": hit_s,
@@ -194,6 +213,13 @@ def root_case(store: EnvironmentStore) -> dict:
         "size_bytes": cold.root.record["size_bytes"],
         "files": cold.root.record["files"],
         "debian_packages": len(cold.root.record["resolved"]),
+        "packages": packages,
+        "packages_cold_build_s": layer_s,
+        "pycs": sum(1 for _ in site.rglob("*.pyc")),
+        **imports,
+        "ratio_import_source_only_over_with_bytecode": _ratio(
+            imports["import_source_only_s"], imports["import_with_bytecode_s"], 2
+        ),
     }
 
 
@@ -233,7 +259,9 @@ def main() -> None:
             ),
         }
         if args.root:
-            result["root"] = root_case(EnvironmentStore(work / "root-store"))
+            result["root"] = root_case(
+                EnvironmentStore(work / "root-store"), work, args.packages, args.repeats
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2))
