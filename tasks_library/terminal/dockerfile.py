@@ -213,27 +213,13 @@ def _step(number: int, step: list[str], recipe: EnvironmentRecipe) -> None:
     if step in APT_LISTS_CLEANUP:
         return
     if step[:2] in (["apt-get", "install"], ["apt", "install"]):
-        names = [w for w in step[2:] if w not in APT_FLAGS]
-        bad = [w for w in names if w.startswith("-") or not APT_NAME.match(w)]
-        if bad or not names:
-            raise DockerfileError(
-                number,
-                f"{shown}: {bad[0] if bad else 'no package'} is not "
-                "a Debian package name (NAME or NAME=VERSION)",
-            )
-        recipe.debian_packages.extend(n for n in names if n not in recipe.debian_packages)
+        refusal = "is not a Debian package name (NAME or NAME=VERSION)"
+        _install(number, shown, step[2:], APT_FLAGS, APT_NAME, refusal, recipe.debian_packages)
         return
     pip = _pip_args(step)
     if pip is not None:
-        pins = [w for w in pip if w not in PIP_FLAGS]
-        bad = [w for w in pins if not PIP_PIN.match(w)]
-        if bad or not pins:
-            raise DockerfileError(
-                number,
-                f"{shown}: {bad[0] if bad else 'no package'} is not pinned; write NAME==VERSION "
-                "(an environment is the same on every replay)",
-            )
-        recipe.python_packages.extend(p for p in pins if p not in recipe.python_packages)
+        refusal = "is not pinned; write NAME==VERSION (an environment is the same on every replay)"
+        _install(number, shown, pip, PIP_FLAGS, PIP_PIN, refusal, recipe.python_packages)
         return
     if step[:2] == ["mkdir", "-p"] and len(step) > 2:
         for path in step[2:]:
@@ -246,6 +232,25 @@ def _step(number: int, step: list[str], recipe: EnvironmentRecipe) -> None:
         f"RUN {shown}: only apt-get install, pip install NAME==VERSION and mkdir -p are read; "
         "put what else the task needs in its files",
     )
+
+
+def _install(
+    number: int,
+    shown: str,
+    words: list[str],
+    flags: set[str],
+    name: re.Pattern,
+    refusal: str,
+    into: list[str],
+) -> None:
+    """Add an install step's packages (``words`` less its ``flags``) to ``into``, each once;
+    refuse the step when one does not match ``name`` (an unknown flag does not) or none is
+    named."""
+    names = [w for w in words if w not in flags]
+    bad = [w for w in names if w.startswith("-") or not name.match(w)]
+    if bad or not names:
+        raise DockerfileError(number, f"{shown}: {bad[0] if bad else 'no package'} {refusal}")
+    into.extend(n for n in names if n not in into)
 
 
 def _pip_args(step: list[str]) -> list[str] | None:

@@ -61,6 +61,8 @@ TB_CONTROL = {
     "docker-compose.yaml",
     "docker-compose.yml",
 }
+NOT_TOML = "task.toml is not TOML ({exc})"
+IN_CONTEXT = "environment/{exc}"  # "environment/Dockerfile line N: ..."
 TB_TEST_SH = """#!/bin/bash
 # Terminal-Bench's run-tests.sh (beside this file), its outcome written as Harbor's reward: 1 when
 # it exits 0 (every test passed), else 0. Written by Crucible's Terminal-Bench import.
@@ -284,12 +286,7 @@ def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTas
             files[path].decode("utf-8")
         except UnicodeDecodeError:
             raise TerminalTaskError(directory, f"{path} is not UTF-8 text", field=path) from None
-    try:
-        config = task.config
-    except tomllib.TOMLDecodeError as exc:
-        raise TerminalTaskError(
-            directory, f"task.toml is not TOML ({exc})", field="task.toml"
-        ) from None
+    config = _parsed(directory, "task.toml", lambda: task.config, tomllib.TOMLDecodeError, NOT_TOML)
     for section in ("agent", "verifier"):
         value = config.get(section, {}).get("timeout_sec", 1.0)
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -300,12 +297,13 @@ def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTas
             )
     if not task.instruction.strip():
         raise TerminalTaskError(directory, "instruction.md is empty", field="instruction.md")
-    try:
-        recipe = task.recipe
-    except dockerfile.DockerfileError as exc:
-        raise TerminalTaskError(
-            directory, f"environment/{exc}", field="environment/Dockerfile"
-        ) from None
+    recipe = _parsed(
+        directory,
+        "environment/Dockerfile",
+        lambda: task.recipe,
+        dockerfile.DockerfileError,
+        IN_CONTEXT,
+    )
     context = task.part("environment")
     for source, _dest in recipe.copies:
         if source != "." and not any(p == source or p.startswith(source + "/") for p in context):
@@ -315,6 +313,15 @@ def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTas
                 field="environment/Dockerfile",
             )
     return task
+
+
+def _parsed(directory: Path, path: str, read, errors, says: str):
+    """``read()``, or a :class:`TerminalTaskError` on file ``path`` when it raises ``errors``,
+    its message ``says`` with the parser's own (which names the line) for ``{exc}``."""
+    try:
+        return read()
+    except errors as exc:
+        raise TerminalTaskError(directory, says.format(exc=exc), field=path) from None
 
 
 def _tb_instruction(meta: dict) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import shutil
 
+import pytest
+
 from sandboxes.environments.build import materialise
 from sandboxes.environments.mount import SITE_PACKAGES
 from sandboxes.environments.packages import bytecode_interpreter, compile_bytecode
@@ -55,19 +57,27 @@ def refuse(*args, **kwargs):
     raise AssertionError("compiled from source")
 
 
-def probe():
-    spec = importlib.util.find_spec("_pytest.python")
+def probe(module):
+    spec = importlib.util.find_spec(module)
     spec.loader.source_to_code = refuse  # get_code falls back to it when the pyc is not used
     return spec.loader.get_code(spec.name).co_filename
 """
 TESTS = """
 def check(candidate):
-    assert candidate() == "/env/site-packages/_pytest/python.py", candidate()
+    assert candidate("{module}") == "/env/site-packages/{source}", candidate("{module}")
 """
 
 
-def test_a_sandbox_imports_the_layers_modules_from_their_bytecode():
-    result = grader("python3.11-pytest").grade(PROGRAM, TESTS, "probe")
+@pytest.mark.parametrize(
+    ("environment", "module", "source"),
+    [
+        ("python3.11-pytest", "_pytest.python", "_pytest/python.py"),
+        ("python3.13-numpy-pandas", "pandas.core.frame", "pandas/core/frame.py"),
+    ],
+)
+def test_a_sandbox_imports_the_layers_modules_from_their_bytecode(environment, module, source):
+    tests = TESTS.format(module=module, source=source)
+    result = grader(environment).grade(PROGRAM, tests, "probe")
     assert result.status == "ok" and result.tests_passed == 1, (result.detail, result.stderr)
 
 
@@ -90,15 +100,3 @@ def test_a_debian_root_runtimes_layer_is_compiled_by_its_own_interpreter(tmp_pat
     compile_bytecode(tmp_path, interpreter=interpreter)
     again = pycs(tmp_path)
     assert len(again) > 10 and again == {k: v for k, v in compiled.items() if k.startswith(part)}
-
-
-PROGRAM_313 = PROGRAM.replace("_pytest.python", "pandas.core.frame")
-TESTS_313 = """
-def check(candidate):
-    assert candidate() == "/env/site-packages/pandas/core/frame.py", candidate()
-"""
-
-
-def test_a_python313_sandbox_imports_pandas_from_its_bytecode():
-    result = grader("python3.13-numpy-pandas").grade(PROGRAM_313, TESTS_313, "probe")
-    assert result.status == "ok" and result.tests_passed == 1, (result.detail, result.stderr)
