@@ -24,8 +24,9 @@ Each figure is the median of the rounds, with its minimum and maximum. pip's own
 is left as the user has it (both sides use it alike): a cold build here is "not in the store",
 not "not downloaded". ``--root`` adds the python3.13 Debian root (debootstrap: needs root and the
 network), the same packages built on it (their bytecode compiled by the root's interpreter) and
-the import through that interpreter, with and without the bytecode. Prints JSON. Run: ``.venv/bin/python benchmarks/environments.py [--packages P ...]
-[--root] [--repeats N]``; ``--quick`` (what CI runs): one small pure-Python package, 2 rounds.
+the import through that interpreter, with and without the bytecode. Prints JSON. Run:
+``.venv/bin/python benchmarks/environments.py [--packages P ...] [--root] [--repeats N]``;
+``--quick`` (what CI runs): one small pure-Python package, 2 rounds.
 """
 
 from __future__ import annotations
