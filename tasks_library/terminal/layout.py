@@ -33,6 +33,7 @@ UTF-8 or hold control characters are refused, and sizes are capped.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import stat
@@ -45,12 +46,17 @@ import tomli_w
 import yaml
 
 from core.errors import InputError
+from core.names import name_problem, printable
 from tasks_library.hashing import content_hash
 from tasks_library.terminal import dockerfile
 
-MAX_FILES = 2000
+MAX_FILES = 2000  # files and directories
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_TOTAL_BYTES = 100 * 1024 * 1024
+MAX_DEPTH = 32
+# task.yaml's keys kept in task.toml's [metadata]: values of TOML's types, this many in all
+MAX_METADATA_VALUES = 1000
+MAX_METADATA_DEPTH = 8
 REQUIRED = ("instruction.md", "task.toml", "environment/Dockerfile", "tests/test.sh")
 # Terminal-Bench's files that are not the build context
 TB_CONTROL = {
@@ -63,6 +69,8 @@ TB_CONTROL = {
 }
 NOT_TOML = "task.toml is not TOML ({exc})"
 IN_CONTEXT = "environment/{exc}"  # "environment/Dockerfile line N: ..."
+# task.yaml's timeouts -> task.toml's sections
+TB_TIMEOUTS = {"max_test_timeout_sec": "verifier", "max_agent_timeout_sec": "agent"}
 TB_TEST_SH = """#!/bin/bash
 # Terminal-Bench's run-tests.sh (beside this file), its outcome written as Harbor's reward: 1 when
 # it exits 0 (every test passed), else 0. Written by Crucible's Terminal-Bench import.
@@ -191,10 +199,17 @@ def read_terminal_bench(directory: Path) -> TerminalTask:
     for required in ("Dockerfile", "run-tests.sh"):
         if required not in tree:
             raise TerminalTaskError(directory, f"no {required} in it", field=required)
+    for generated in ("tests/test.sh", "tests/run-tests.sh"):  # the import writes these two
+        if generated in tree:
+            raise TerminalTaskError(
+                directory,
+                f"{generated} is where the import puts Harbor's verifier; rename it",
+                field=generated,
+            )
     _tb_compose(directory, tree)
     files = {
         "instruction.md": instruction.encode("utf-8"),
-        "task.toml": tomli_w.dumps(_tb_config(directory.name, meta)).encode("utf-8"),
+        "task.toml": tomli_w.dumps(_tb_config(directory, directory.name, meta)).encode("utf-8"),
         "tests/test.sh": TB_TEST_SH.encode("utf-8"),
         "tests/run-tests.sh": tree["run-tests.sh"],
     }
@@ -228,43 +243,66 @@ def write_harbor(task: TerminalTask, directory: Path) -> Path:
 
 
 def _read_tree(directory: Path) -> dict[str, bytes]:
-    """Every regular file under ``directory`` (links not followed), ``{relative path: bytes}``,
-    sorted by path."""
+    """Every regular file under ``directory``, ``{relative path: bytes}``, sorted by path.
+
+    Walked without recursion and without following a link: each file is opened with
+    ``O_NOFOLLOW`` (a file swapped for a link after the listing is refused, not followed) and
+    ``O_NONBLOCK`` (a FIFO does not block the open), then checked on its descriptor.
+    """
     if not directory.is_dir():
         raise TerminalTaskError(directory, "not a directory")
-    files, total = {}, 0
-    for root, dirs, names in os.walk(directory, followlinks=False):
-        dirs.sort()
-        for name in sorted(names) + [d for d in dirs if (Path(root) / d).is_symlink()]:
-            path = Path(root) / name
-            rel = path.relative_to(directory).as_posix()
-            _check_name(directory, rel)
-            info = path.lstat()
-            if not stat.S_ISREG(info.st_mode):
-                kind = "a link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-                raise TerminalTaskError(
-                    directory, f"{rel} is {kind}; a task holds regular files only", field=rel
-                )
-            if info.st_size > MAX_FILE_BYTES:
-                raise TerminalTaskError(
-                    directory, f"{rel} is {info.st_size} bytes, over {MAX_FILE_BYTES}", field=rel
-                )
-            total += info.st_size
-            if total > MAX_TOTAL_BYTES or len(files) >= MAX_FILES:
-                raise TerminalTaskError(
-                    directory, f"over {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes in all"
-                )
-            files[rel] = path.read_bytes()
+    files: dict[str, bytes] = {}
+    entries = total = 0
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        if rel_dir.count("/") >= MAX_DEPTH:
+            raise TerminalTaskError(directory, f"{rel_dir} is over {MAX_DEPTH} directories deep")
+        with os.scandir(directory / rel_dir if rel_dir else directory) as listing:
+            children = sorted(listing, key=lambda entry: entry.name)
+        for entry in children:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            problem = name_problem(rel)
+            if problem:
+                raise TerminalTaskError(directory, f"the file name {printable(rel)} {problem}")
+            entries += 1
+            if entries > MAX_FILES:
+                raise TerminalTaskError(directory, f"over {MAX_FILES} files and directories")
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(rel)
+                continue
+            data = _read_file(directory, rel, Path(entry.path), MAX_TOTAL_BYTES - total)
+            total += len(data)
+            files[rel] = data
     return dict(sorted(files.items()))
 
 
-def _check_name(directory: Path, rel: str) -> None:
+def _read_file(directory: Path, rel: str, path: Path, room: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``MAX_FILE_BYTES`` and ``room``."""
     try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        raise TerminalTaskError(directory, f"{rel!r}: a file name that is not UTF-8") from None
-    if any(ord(c) < 32 or ord(c) == 127 for c in rel):
-        raise TerminalTaskError(directory, f"{rel!r}: a file name with a control character")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        kind = "a link" if path.is_symlink() else f"not readable ({exc.strerror})"
+        raise TerminalTaskError(
+            directory, f"{rel} is {kind}; a task holds regular files only", field=rel
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise TerminalTaskError(
+                directory,
+                f"{rel} is not a regular file; a task holds regular files only",
+                field=rel,
+            )
+        limit = min(MAX_FILE_BYTES, room)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        cap = (
+            f"{MAX_FILE_BYTES} bytes a file"
+            if limit == MAX_FILE_BYTES
+            else f"{MAX_TOTAL_BYTES} bytes in all"
+        )
+        raise TerminalTaskError(directory, f"{rel} takes the task over {cap}", field=rel)
+    return data
 
 
 def _name(directory: Path, files: dict[str, bytes]) -> str:
@@ -280,6 +318,13 @@ def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTas
     for required in REQUIRED:
         if required not in files:
             raise TerminalTaskError(directory, f"no {required} in it", field=required)
+    problem = name_problem(name)
+    if problem or not name.strip():
+        raise TerminalTaskError(
+            directory,
+            f"the task's name {printable(name)} {problem or 'is empty'}",
+            field="task.toml",
+        )
     task = TerminalTask(name=name, files=files)
     for path in ("instruction.md", "task.toml", "environment/Dockerfile"):
         try:
@@ -334,22 +379,65 @@ def _tb_instruction(meta: dict) -> str:
     return ""
 
 
-def _tb_config(name: str, meta: dict) -> dict:
-    """task.toml's content from task.yaml's keys (and the task's name: its directory's)."""
+def _tb_config(directory: Path, name: str, meta: dict) -> dict:
+    """task.toml's content from task.yaml's keys (and the task's name: its directory's).
+
+    Raises:
+        TerminalTaskError: a timeout that is not a number of seconds above 0, or metadata that
+            TOML cannot hold (a null in a list, binary, a set, keys that are not strings) or that
+            is over ``MAX_METADATA_VALUES`` values (YAML's aliases count each time they are used,
+            so an alias bomb is refused, not expanded) or ``MAX_METADATA_DEPTH`` levels.
+    """
     config: dict = {"version": "1.0", "task": {"name": name}}
+    budget = [MAX_METADATA_VALUES]
     metadata = {
-        key: value
+        str(key): _toml_value(directory, str(key), value, budget, 0)
         for key, value in meta.items()
-        if key not in ("instruction", "descriptions", "max_agent_timeout_sec")
-        and key != "max_test_timeout_sec"
-        and value is not None
+        if key not in ("instruction", "descriptions", *TB_TIMEOUTS) and value is not None
     }
     if metadata:
         config["metadata"] = metadata
-    for key, section in (("max_test_timeout_sec", "verifier"), ("max_agent_timeout_sec", "agent")):
-        if meta.get(key) is not None:
-            config[section] = {"timeout_sec": float(meta[key])}
+    for key, section in TB_TIMEOUTS.items():
+        value = meta.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise TerminalTaskError(
+                directory,
+                f"task.yaml {key}: {value!r}; write a number of seconds above 0",
+                field="task.yaml",
+            )
+        config[section] = {"timeout_sec": float(value)}
     return config
+
+
+def _toml_value(directory: Path, key: str, value, budget: list[int], depth: int):
+    """``value`` (task.yaml's, under ``key``) as TOML can hold it, checked (see
+    :func:`_tb_config`)."""
+
+    def refuse(why: str) -> TerminalTaskError:
+        return TerminalTaskError(directory, f"task.yaml {key}: {why}", field="task.yaml")
+
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise refuse(f"over {MAX_METADATA_VALUES} values in task.yaml's keys")
+    if depth > MAX_METADATA_DEPTH:
+        raise refuse(f"nested over {MAX_METADATA_DEPTH} levels")
+    if isinstance(value, str | bool | int | float | datetime.date | datetime.datetime):
+        return value
+    if isinstance(value, list):
+        if any(item is None for item in value):
+            raise refuse("a list holds a null, which TOML cannot write")
+        return [_toml_value(directory, key, item, budget, depth + 1) for item in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise refuse("a mapping's keys must be strings")
+        return {
+            k: _toml_value(directory, f"{key}.{k}", v, budget, depth + 1)
+            for k, v in value.items()
+            if v is not None
+        }
+    raise refuse(f"a {type(value).__name__} value, which TOML cannot write")
 
 
 def _tb_compose(directory: Path, tree: dict[str, bytes]) -> None:

@@ -3,10 +3,12 @@ import, export to Harbor's layout and import again with identical content; hosti
 are refused naming the file."""
 
 import os
+import shutil
 import tomllib
 
 import pytest
 
+from tasks_library.terminal import layout
 from tasks_library.terminal.layout import (
     TerminalTaskError,
     read_harbor,
@@ -237,3 +239,68 @@ def test_a_terminal_bench_task_with_several_services_is_refused(terminal_bench_d
 def test_exporting_into_a_directory_that_holds_files_is_refused(harbor_dir):
     with pytest.raises(TerminalTaskError, match="not empty"):
         write_harbor(read_task(harbor_dir), harbor_dir)
+
+
+@pytest.mark.parametrize(
+    ("task_yaml", "says"),
+    [
+        # an alias bomb: 40 uses of a 40-item list, 1,600 values once expanded, from 5 lines
+        (
+            "instruction: x\nmeta:\n  a: &a [" + ", ".join(["x"] * 40) + "]\n"
+            "  b: [" + ", ".join(["*a"] * 40) + "]\n",
+            "over 1000 values",
+        ),
+        ("instruction: x\ndeep: " + "[" * 12 + "x" + "]" * 12 + "\n", "nested over 8 levels"),
+        ("instruction: x\nloop: &loop [*loop]\n", "task.yaml loop"),
+        ("instruction: x\nblob: !!binary aGVsbG8=\n", "a bytes value"),
+        ("instruction: x\ntags: [a, null]\n", "holds a null"),
+        ("instruction: x\nmax_agent_timeout_sec: ten\n", "max_agent_timeout_sec: 'ten'"),
+        ("instruction: x\nmax_test_timeout_sec: -1\n", "max_test_timeout_sec: -1"),
+        ("instruction: x\nmax_test_timeout_sec: true\n", "max_test_timeout_sec: True"),
+        ("[not, a, mapping]\n", "not a mapping"),
+        ("instruction: [1, 2\n", "not YAML"),
+        ("author: x\n", "no 'instruction'"),
+    ],
+)
+def test_a_hostile_task_yaml_is_refused_not_expanded(terminal_bench_dir, task_yaml, says):
+    (terminal_bench_dir / "task.yaml").write_text(task_yaml)
+    with pytest.raises(TerminalTaskError) as caught:
+        read_task(terminal_bench_dir)
+    assert says in str(caught.value) and caught.value.field == "task.yaml"
+
+
+def test_deep_wide_and_large_trees_and_odd_names_are_refused(harbor_dir, monkeypatch):
+    deep = harbor_dir / "environment" / "/".join(["d"] * 40)
+    deep.mkdir(parents=True)
+    with pytest.raises(TerminalTaskError, match="directories deep"):
+        read_task(harbor_dir)
+    shutil.rmtree(harbor_dir / "environment" / "d")
+
+    (harbor_dir / "tests" / "evil\u202etxt.sh").write_text("x")
+    with pytest.raises(TerminalTaskError, match="bidirectional control U\\+202E"):
+        read_task(harbor_dir)
+    (harbor_dir / "tests" / "evil\u202etxt.sh").unlink()
+
+    monkeypatch.setattr(layout, "MAX_FILE_BYTES", 64)
+    with pytest.raises(TerminalTaskError, match="over 64 bytes a file"):
+        read_task(harbor_dir)
+    monkeypatch.setattr(layout, "MAX_FILE_BYTES", 1 << 20)
+    monkeypatch.setattr(layout, "MAX_TOTAL_BYTES", 300)
+    with pytest.raises(TerminalTaskError, match="over 300 bytes in all"):
+        read_task(harbor_dir)
+    monkeypatch.setattr(layout, "MAX_TOTAL_BYTES", 1 << 20)
+    monkeypatch.setattr(layout, "MAX_FILES", 5)
+    with pytest.raises(TerminalTaskError, match="over 5 files and directories"):
+        read_task(harbor_dir)
+
+
+def test_a_terminal_bench_file_where_the_import_writes_is_refused(terminal_bench_dir):
+    (terminal_bench_dir / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    with pytest.raises(TerminalTaskError, match="tests/test.sh is where the import puts"):
+        read_task(terminal_bench_dir)
+
+
+def test_a_task_name_with_a_control_character_is_refused(harbor_dir):
+    (harbor_dir / "task.toml").write_text(TASK_TOML.replace("restore-nginx-site", "a\\u001b[2Jb"))
+    with pytest.raises(TerminalTaskError, match="control character U\\+001B"):
+        read_task(harbor_dir)
