@@ -187,10 +187,7 @@ def read_terminal_bench(directory: Path) -> TerminalTask:
     directory = Path(directory)
     tree = _read_tree(directory)
     where = directory / "task.yaml"
-    try:
-        meta = yaml.safe_load(tree.get("task.yaml", b"").decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise TerminalTaskError(where, f"not YAML ({exc})", field="task.yaml") from None
+    meta = _yaml(directory, "task.yaml", tree.get("task.yaml", b""))
     if not isinstance(meta, dict):
         raise TerminalTaskError(where, "not a mapping of keys", field="task.yaml")
     instruction = _tb_instruction(meta)
@@ -229,9 +226,14 @@ def write_harbor(task: TerminalTask, directory: Path) -> Path:
     be empty). Shell scripts (``*.sh``) are made executable. Returns ``directory``.
 
     Raises:
-        TerminalTaskError: ``directory`` exists and holds files.
+        TerminalTaskError: ``directory`` exists and holds files, or a path of ``task.files`` is
+            absolute or has an empty, ``.`` or ``..`` part.
     """
     directory = Path(directory)
+    for path in task.files:  # a task built by hand may name anything
+        parts = path.split("/")
+        if path.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise TerminalTaskError(directory, f"{printable(path)} leaves the task's directory")
     if directory.exists() and any(directory.iterdir()):
         raise TerminalTaskError(directory, "it is not empty; name a new directory")
     for path, data in task.files.items():
@@ -369,6 +371,20 @@ def _parsed(directory: Path, path: str, read, errors, says: str):
         raise TerminalTaskError(directory, says.format(exc=exc), field=path) from None
 
 
+def _yaml(directory: Path, path: str, data: bytes):
+    """``data`` (the file ``path``) parsed with YAML's safe loader (aliases are not expanded
+    here: :func:`_toml_value` counts them).
+
+    Raises:
+        TerminalTaskError: not UTF-8, not YAML, or nested deeper than the parser's recursion.
+    """
+    try:
+        return yaml.safe_load(data.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else exc
+        raise TerminalTaskError(directory, f"{path} is not YAML ({why})", field=path) from None
+
+
 def _tb_instruction(meta: dict) -> str:
     instruction = meta.get("instruction")
     if isinstance(instruction, str):
@@ -444,10 +460,7 @@ def _tb_compose(directory: Path, tree: dict[str, bytes]) -> None:
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         if name not in tree:
             continue
-        try:
-            compose = yaml.safe_load(tree[name].decode("utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise TerminalTaskError(directory, f"{name} is not YAML ({exc})", field=name) from None
+        compose = _yaml(directory, name, tree[name]) or {}
         services = compose.get("services") if isinstance(compose, dict) else None
         if isinstance(services, dict) and len(services) > 1:
             raise TerminalTaskError(
@@ -463,12 +476,7 @@ def _tb_solution(directory: Path, tree: dict[str, bytes]) -> bytes | None:
         return tree["solution.sh"]
     if "solution.yaml" not in tree:
         return None
-    try:
-        steps = yaml.safe_load(tree["solution.yaml"].decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise TerminalTaskError(
-            directory, f"solution.yaml is not YAML ({exc})", field="solution.yaml"
-        ) from None
+    steps = _yaml(directory, "solution.yaml", tree["solution.yaml"])
     if not isinstance(steps, list) or not all(
         isinstance(s, dict) and isinstance(s.get("command"), str) for s in steps
     ):

@@ -304,3 +304,16 @@ def test_a_task_name_with_a_control_character_is_refused(harbor_dir):
     (harbor_dir / "task.toml").write_text(TASK_TOML.replace("restore-nginx-site", "a\\u001b[2Jb"))
     with pytest.raises(TerminalTaskError, match="control character U\\+001B"):
         read_task(harbor_dir)
+
+
+def test_yaml_nested_past_the_parsers_recursion_is_refused(terminal_bench_dir):
+    (terminal_bench_dir / "task.yaml").write_text("instruction: " + "[" * 50000 + "]" * 50000)
+    with pytest.raises(TerminalTaskError, match="task.yaml is not YAML"):
+        read_task(terminal_bench_dir)
+
+
+def test_a_hand_built_task_cannot_write_outside_its_directory(tmp_path):
+    task = layout.TerminalTask(name="x", files={"../escape.sh": b"x", "instruction.md": b"x"})
+    with pytest.raises(TerminalTaskError, match="leaves the task's directory"):
+        write_harbor(task, tmp_path / "out")
+    assert not (tmp_path / "escape.sh").exists()
