@@ -44,6 +44,11 @@ LONG_MARKERS = ("slow", "browser")
 SPLIT_MODULES = frozenset({"tests/benchmarks/test_quick.py"})
 
 
+def module_of(nodeid: str) -> str:
+    """The test module of a node id: ``tests/a/test_b.py`` of ``tests/a/test_b.py::C::test[x]``."""
+    return nodeid.split("::", 1)[0]
+
+
 def isolate_worker() -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
@@ -67,11 +72,11 @@ def pytest_collection_modifyitems(config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     long_modules = {
-        item.nodeid.split("::")[0]
+        module_of(item.nodeid)
         for item in items
         if any(item.get_closest_marker(name) for name in LONG_MARKERS)
     }
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in long_modules)
+    items.sort(key=lambda item: module_of(item.nodeid) not in long_modules)
 
 
 class ModuleScheduling(LoadScopeScheduling):
@@ -79,7 +84,7 @@ class ModuleScheduling(LoadScopeScheduling):
     module) and each test of :data:`SPLIT_MODULES` a unit of its own."""
 
     def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split("::", 1)[0]
+        module = module_of(nodeid)
         return nodeid if module in SPLIT_MODULES else module
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
@@ -16,10 +17,24 @@ def db_of(url: str) -> int:
     return int(parts.path.strip("/") or 0)
 
 
+def sessions_dbs() -> set[int]:
+    """The Redis databases this run's sessions consume: where ``REDIS_URL`` names a shared
+    server, every pytest-xdist worker's (worker N takes database N above the configured one:
+    tests/parallel.py), else this session's own."""
+    own = db_of(settings.REDIS_URL)
+    if not os.environ.get("REDIS_URL"):  # the embedded Redis: each worker has its own server
+        return {own}
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return set(range(own - index, own - index + count))
+
+
 def isolated_db(preferred: int) -> int:
-    """``preferred``, unless the session's own workers use that database (CI points REDIS_URL at
-    one): then ``preferred - 2``. Queues, heartbeats and flushes there touch nobody else."""
-    return preferred if preferred != db_of(settings.REDIS_URL) else preferred - 2
+    """``preferred``, or the first of ``preferred - 2``, ``preferred - 4``... that no session
+    consumes (CI points REDIS_URL at one database per worker). Queues, heartbeats and flushes
+    there touch nobody else; two tests preferring neighbouring databases never meet."""
+    taken = sessions_dbs()
+    return next(db for db in range(preferred, -1, -2) if db not in taken)
 
 
 def url_with_db(url: str, db: int, *, user: str = "", password: str = "") -> str:

@@ -1,21 +1,14 @@
 """A Redis that does not answer is named in the error without its password."""
 
-import socket
-
 import pytest
 from django.test import override_settings
 
 from console.management.stack import ServiceError, Stack
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.ports import free_port
 
 
 def test_unreachable_redis_error_names_the_url_without_its_password():
-    url = f"redis://crucible:hunter2-secret@127.0.0.1:{_closed_port()}/3"
+    url = f"redis://crucible:hunter2-secret@127.0.0.1:{free_port()}/3"
     with override_settings(REDIS_URL=url, EMBEDDED_REDIS=False):
         stack = Stack()
         with pytest.raises(ServiceError) as caught:

@@ -9,7 +9,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import uuid
 
 import boto3
@@ -17,6 +16,7 @@ import pytest
 from django.conf import settings
 from moto.server import ThreadedMotoServer
 
+from tests.ports import free_port
 from tests.training.conftest import finish, launch, tiny_run, wait_for
 from training import checkpoint, services
 from training.artifacts import (
@@ -239,9 +239,7 @@ def test_a_missing_bucket_says_which_and_how_to_fix_it(aws_env, tmp_path):
 
 
 def test_an_unreachable_endpoint_says_so(aws_env, monkeypatch, tmp_path):
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
 
