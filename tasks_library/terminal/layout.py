@@ -97,15 +97,23 @@ class TerminalTaskError(InputError):
 
 @dataclass(frozen=True)
 class TerminalTask:
-    """A terminal task: its name and the files of its Harbor layout, ``{path: bytes}``
-    (paths relative to the task directory, ``/``-separated).
+    """A terminal task: the files of its Harbor layout, ``{path: bytes}`` (paths relative to
+    the task directory, ``/``-separated), and the name of the directory it was read from.
 
     Build one with :func:`read_task`, :func:`read_harbor` or :func:`read_terminal_bench`,
     which check it; the properties below read the checked files.
     """
 
-    name: str
     files: dict[str, bytes]
+    directory_name: str
+
+    @property
+    def name(self) -> str:
+        """``[task] name`` of task.toml where it has one (Terminal-Bench's import writes it),
+        else the directory's name."""
+        table = self.config.get("task")
+        name = table.get("name") if isinstance(table, dict) else None
+        return name if isinstance(name, str) and name.strip() else self.directory_name
 
     @property
     def instruction(self) -> str:
@@ -128,7 +136,8 @@ class TerminalTask:
         return {p[len(prefix) :]: b for p, b in self.files.items() if p.startswith(prefix)}
 
     def timeout_s(self, section: str, default: float) -> float:
-        """``[section].timeout_sec`` (``agent`` or ``verifier``), in seconds."""
+        """``[section].timeout_sec`` (``agent`` or ``verifier``), in seconds (checked to be a
+        table and a number above 0 when the task was read)."""
         return float(self.config.get(section, {}).get("timeout_sec", default))
 
     def content(self) -> dict:
@@ -173,7 +182,7 @@ def read_harbor(directory: Path) -> TerminalTask:
     """
     directory = Path(directory)
     files = _read_tree(directory)
-    return _checked(directory, _name(directory, files), files)
+    return _checked(directory, files)
 
 
 def read_terminal_bench(directory: Path) -> TerminalTask:
@@ -218,7 +227,7 @@ def read_terminal_bench(directory: Path) -> TerminalTask:
             files[path] = data
         elif path not in TB_CONTROL:
             files["environment/" + path] = data
-    return _checked(directory, directory.name, dict(sorted(files.items())))
+    return _checked(directory, dict(sorted(files.items())))
 
 
 def write_harbor(task: TerminalTask, directory: Path) -> Path:
@@ -307,35 +316,33 @@ def _read_file(directory: Path, rel: str, path: Path, room: int) -> bytes:
     return data
 
 
-def _name(directory: Path, files: dict[str, bytes]) -> str:
-    try:
-        config = tomllib.loads(files.get("task.toml", b"").decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return directory.name  # _checked reports it
-    name = config.get("task", {}).get("name") if isinstance(config.get("task"), dict) else None
-    return name if isinstance(name, str) and name.strip() else directory.name
-
-
-def _checked(directory: Path, name: str, files: dict[str, bytes]) -> TerminalTask:
+def _checked(directory: Path, files: dict[str, bytes]) -> TerminalTask:
     for required in REQUIRED:
         if required not in files:
             raise TerminalTaskError(directory, f"no {required} in it", field=required)
-    problem = name_problem(name)
-    if problem or not name.strip():
-        raise TerminalTaskError(
-            directory,
-            f"the task's name {printable(name)} {problem or 'is empty'}",
-            field="task.toml",
-        )
-    task = TerminalTask(name=name, files=files)
+    task = TerminalTask(files=files, directory_name=directory.name)
     for path in ("instruction.md", "task.toml", "environment/Dockerfile"):
         try:
             files[path].decode("utf-8")
         except UnicodeDecodeError:
             raise TerminalTaskError(directory, f"{path} is not UTF-8 text", field=path) from None
     config = _parsed(directory, "task.toml", lambda: task.config, tomllib.TOMLDecodeError, NOT_TOML)
+    problem = name_problem(task.name)
+    if problem or not task.name.strip():
+        raise TerminalTaskError(
+            directory,
+            f"the task's name {printable(task.name)} {problem or 'is empty'}",
+            field="task.toml",
+        )
     for section in ("agent", "verifier"):
-        value = config.get(section, {}).get("timeout_sec", 1.0)
+        table = config.get(section, {})
+        if not isinstance(table, dict):
+            raise TerminalTaskError(
+                directory,
+                f"task.toml {section} = {table!r}: write a [{section}] table",
+                field="task.toml",
+            )
+        value = table.get("timeout_sec", 1.0)
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise TerminalTaskError(
                 directory,

@@ -217,6 +217,8 @@ def test_hostile_and_broken_directories_are_refused_naming_the_file(harbor_dir, 
     refused("[agent] timeout_sec = 'ten minutes'", "task.toml")
     (harbor_dir / "task.toml").write_text("version = \n")
     refused("task.toml is not TOML", "task.toml")
+    (harbor_dir / "task.toml").write_text("agent = 600\n")
+    refused("task.toml agent = 600: write a [agent] table", "task.toml")
     (harbor_dir / "task.toml").write_text(TASK_TOML)
 
     (harbor_dir / "tests/test.sh").unlink()
@@ -313,7 +315,9 @@ def test_yaml_nested_past_the_parsers_recursion_is_refused(terminal_bench_dir):
 
 
 def test_a_hand_built_task_cannot_write_outside_its_directory(tmp_path):
-    task = layout.TerminalTask(name="x", files={"../escape.sh": b"x", "instruction.md": b"x"})
+    task = layout.TerminalTask(
+        files={"../escape.sh": b"x", "instruction.md": b"x"}, directory_name="x"
+    )
     with pytest.raises(TerminalTaskError, match="leaves the task's directory"):
         write_harbor(task, tmp_path / "out")
     assert not (tmp_path / "escape.sh").exists()
