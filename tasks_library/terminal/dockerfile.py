@@ -170,7 +170,8 @@ def parse(text: str) -> EnvironmentRecipe:
 
 def _from(number: int, rest: str) -> EnvironmentRecipe:
     words = rest.split()
-    if not words or words[0].startswith("--") or len(words) not in (1, 3):
+    named = len(words) == 3 and words[1].upper() == "AS"  # FROM IMAGE AS NAME
+    if not words or words[0].startswith("--") or not (len(words) == 1 or named):
         raise DockerfileError(number, f"FROM {rest!r}: write FROM IMAGE")
     image = words[0]
     runtime = runtime_of(image)
