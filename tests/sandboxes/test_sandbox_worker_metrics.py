@@ -71,6 +71,13 @@ def test_a_sandbox_worker_counts_its_executions_on_its_metrics_port():
             )
             assert value(before, "crucible_sandbox_slots", runtime="python") == 1
             run_two()
+            # the slot leaves its busy gauge just after its reply is pushed: the client can
+            # read the answer a moment before the gauge drops back
+            wait_for(
+                lambda: value(scrape(port), "crucible_sandbox_busy_slots", runtime="python") == 0,
+                timeout_s=10,
+                what="the slot idle again",
+            )
             text = scrape(port)
         finally:
             out = stop(worker)
