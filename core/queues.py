@@ -8,7 +8,7 @@ queue          what lands there
                Small and quick; must never wait behind long work.
 ``validation`` the task-library validation pipeline (``validate_task_versions``): minutes
                of waiting on the sandbox pool per batch; environment builds
-               (``build_environment_task``: pip, npm, debootstrap), minutes the first time.
+               (``build_environment_task``: pip, npm, mmdebstrap), minutes the first time.
 ``trainer``    launching a run on the ``local`` backend: the task starts the trainer as a
                child process of the worker and supervises it until it ends, holding one
                worker slot for the whole run (hours). A worker's ``--concurrency`` on this

@@ -175,7 +175,7 @@ def base_runtime(runtime: str) -> str:
 
 def builds_own_root(runtime: str) -> bool:
     """Whether ``runtime`` (a queue name) runs in a root of its own, built into the store on its
-    worker's first start (``python3.13``: a Debian root by debootstrap, a minute or more), not
+    worker's first start (``python3.13``: a Debian root by mmdebstrap, a minute or more), not
     in the host's (``python``, ``node``)."""
     executor = EXECUTORS.get(base_runtime(runtime))
     return executor is not None and issubclass(executor, RootPythonExecutor)

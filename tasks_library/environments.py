@@ -56,7 +56,10 @@ def environment_spec(environment: EnvironmentVersion) -> EnvironmentSpec:
     """
     try:
         return parse(
-            environment.runtime, list(environment.packages), source_builds=environment.source_builds
+            environment.runtime,
+            list(environment.packages),
+            source_builds=environment.source_builds,
+            debian_packages=list(environment.debian_packages or []),
         )
     except EnvironmentSpecError as exc:
         raise EnvironmentUnavailable(
@@ -257,6 +260,7 @@ def environment_create(
     packages: list[str],
     image: str = "",
     source_builds: bool = False,
+    debian_packages: list[str] | None = None,
     author: str = "",
     change_note: str = "",
     parent: EnvironmentVersion | None = None,
@@ -264,6 +268,7 @@ def environment_create(
     """A new environment version (or the existing one with exactly this content); with
     ``parent``, a new version of that environment (its edit). ``source_builds``: packages
     without a wheel are built from their sdists in a build sandbox (else refused).
+    ``debian_packages``: Debian packages installed into a python3.13 environment's root.
 
     Raises:
         InputError: an empty name, an unknown runtime, an unpinned or repeated package (field
@@ -280,7 +285,9 @@ def environment_create(
         raise InputError("packages: a list of pinned requirements, one a line", field="packages")
     packages = [p.strip() for p in packages if p.strip()]
     try:
-        parse(runtime, packages, source_builds=source_builds)
+        spec = parse(
+            runtime, packages, source_builds=source_builds, debian_packages=debian_packages or []
+        )
     except EnvironmentSpecError as exc:
         raise InputError(f"{exc.field}: {exc}", field=exc.field) from None
     if len(image or "") > 300:
@@ -288,6 +295,8 @@ def environment_create(
     content = {"name": name, "runtime": runtime, "packages": packages, "image": image or ""}
     if source_builds:
         content["source_builds"] = True
+    if spec.debian_packages:
+        content["debian_packages"] = list(spec.debian_packages)
     if parent is not None:
         if not change_note.strip():
             raise InputError("change_note: say what changed and why", field="change_note")

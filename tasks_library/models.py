@@ -45,15 +45,20 @@ class EnvironmentVersion(Authored):
     # Packages without a wheel may be built from their sdists, in a build sandbox
     # (sandboxes/environments/source_build.py); False: wheels only, nothing of a package runs.
     source_builds = models.BooleanField(default=False)
+    # Debian packages installed into the runtime's Debian root (nginx, cron, sqlite3...), by
+    # mmdebstrap in a user namespace (sandboxes/environments/debian.py); python3.13 only.
+    debian_packages = models.JSONField(default=list, blank=True)
 
     CONTENT_FIELDS = ("name", "runtime", "packages", "image")
 
     def content(self) -> dict:
         """What the content hash covers: name, runtime, packages, image, and ``source_builds``
-        only when set (so wheel-only environments keep the hashes they had)."""
+        and ``debian_packages`` only when set (so earlier environments keep their hashes)."""
         content = {key: getattr(self, key) for key in self.CONTENT_FIELDS}
         if self.source_builds:
             content["source_builds"] = True
+        if self.debian_packages:
+            content["debian_packages"] = list(self.debian_packages)
         return content
 
     # The build (tasks_library/environments.py): facts about this version, updated in place.

@@ -41,3 +41,8 @@ def grader(name: str) -> PythonGrader:
     started = PythonGrader(mount_for(environment.request_field()))
     atexit.register(started.close)
     return started
+
+
+# The Debian packages of the terminal task sets' environments (tasks_library/data/terminal):
+# the terminal sessions' tests run in the same root, so it is built once.
+TERMINAL_DEBIAN_PACKAGES = ["cron", "jq", "logrotate", "nginx-light", "redis-server", "sqlite3"]

@@ -4,7 +4,7 @@
 * :mod:`.store` builds each hash once (lock, temp dir, manifest, atomic rename) and verifies it
   on a worker's first mount;
 * :mod:`.packages` runs pip (``--target``) or npm (``ci``); :mod:`.debian` builds a second
-  Python's root filesystem with debootstrap.
+  Python's root filesystem with mmdebstrap in a user namespace.
 
 ``build.materialise`` is the caller's side (validation, a build job, a benchmark): it builds what
 an environment needs. A request then carries ``Materialised.request_field()``, and the worker

@@ -108,11 +108,14 @@ def materialise(
     root = None
     root_hash = spec.root_hash()
     if root_hash:
-        say(f"root filesystem of {spec.runtime} ({root_hash[:12]})")
+        extra = f" with {', '.join(spec.debian_packages)}" if spec.debian_packages else ""
+        say(f"root filesystem of {spec.runtime}{extra} ({root_hash[:12]})")
         root = target.ensure(
             root_hash,
-            debian.root_spec(spec.runtime),
-            lambda tree: debian.build_root(spec.runtime, tree),
+            debian.root_spec(spec.runtime, spec.debian_packages),
+            lambda tree: debian.build_root(
+                spec.runtime, tree, debian_packages=spec.debian_packages
+            ),
             progress=say,
         )
     packages = None

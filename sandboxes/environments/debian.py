@@ -1,13 +1,21 @@
-"""A second Python: a minimal Debian root filesystem built with ``debootstrap``.
+"""A second Python, and Debian's packages: a minimal Debian root filesystem built with
+``mmdebstrap`` in a user namespace.
 
 Why this way (README, "Environments"): the sandbox already binds a read-only view of a root
 filesystem (``/usr``, ``/lib*``, ``/etc``) into each zygote; a Debian root holding another
 Python is exactly such a view, built from Debian's signed packages by Debian's own tool,
 needing nothing at run time (the build is the only step that reaches the network), and the same
-files a ``debian:trixie-slim`` image holds on Kubernetes. A Python built from source would take
-minutes and a compiler; pyenv's copies live under a private home and link against the host's
-libraries. ``--variant=minbase`` keeps it to essential packages plus the interpreter (about
-260 MB, tens of seconds here).
+files a ``debian:trixie-slim`` image holds on Kubernetes. ``--variant=minbase`` keeps it to
+essential packages plus the interpreter (about 260 MB, tens of seconds here). A terminal task's
+environment adds Debian packages of its own (nginx, cron, sqlite3...): they are installed in the
+same build, so a root is named by its suite and its whole package list.
+
+Nothing of a package runs on the host: ``mmdebstrap --mode=root`` runs as root of a user
+namespace whose ids are unprivileged host ids (:mod:`sandboxes.environments.userns`), so the
+packages' maintainer scripts run chrooted in the new root as a host user that owns nothing but
+the tree. Packages come only from the archive apt verifies against Debian's signing keys
+(mmdebstrap refuses unsigned ones). The tree's owners are then given back their ids as inside
+(root's files belong to root), as a root built by root would have them.
 
 The interpreter of a root starts with the root's own dynamic loader and libraries
 (:func:`launcher`), before the zygote pivots into the root; from then on everything it loads
@@ -23,11 +31,20 @@ byte-identical rebuilds elsewhere.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
+import subprocess
 from pathlib import Path
 
-from sandboxes.environments.steps import run_step
+from sandboxes.environments.steps import tail
 from sandboxes.environments.store import EnvironmentBuildError
+from sandboxes.environments.userns import (
+    BUILD_ID_BASE,
+    BUILD_ID_COUNT,
+    NamespaceUnavailable,
+    run_as_namespace_root,
+)
 
 # runtime -> (Debian suite, packages beyond minbase, the interpreter's path inside the root).
 # ``python3`` (trixie's default Python is 3.13) so that a session's shell finds ``python3``;
@@ -35,7 +52,10 @@ from sandboxes.environments.store import EnvironmentBuildError
 ROOTS = {
     "python3.13": ("trixie", ("python3", "procps", "curl"), "/usr/bin/python3.13"),
 }
-DEBOOTSTRAP_TIMEOUT_S = 900.0
+BUILD_TIMEOUT_S = 900.0
+MAX_DEBIAN_PACKAGES = 64
+# A Debian package name (Debian Policy 5.6.1), optionally ``=VERSION`` (apt's own syntax).
+DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$")
 LOADER = "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 LIBRARY_DIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
 # Removed after the build: package caches and documentation nothing in a sandbox reads.
@@ -49,52 +69,109 @@ def mirror() -> str:
     return env_str("CRUCIBLE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
-def root_spec(runtime: str) -> dict | None:
-    """What the root of ``runtime`` is built from, or None when the host provides it."""
+def check_packages(packages: list[str] | tuple[str, ...]) -> list[str]:
+    """The Debian package list as a root is built from it: names checked, repeats refused,
+    sorted (the order of ``--include`` changes nothing).
+
+    Raises:
+        ValueError: a name that is not a Debian package name (``NAME`` or ``NAME=VERSION``),
+            a repeat, or more than :data:`MAX_DEBIAN_PACKAGES`; the message names it.
+    """
+    if len(packages) > MAX_DEBIAN_PACKAGES:
+        raise ValueError(
+            f"{len(packages)} Debian packages; an environment installs at most "
+            f"{MAX_DEBIAN_PACKAGES}"
+        )
+    seen: set[str] = set()
+    for name in packages:
+        if not isinstance(name, str) or not DEBIAN_PACKAGE.match(name):
+            raise ValueError(
+                f"Debian package {name!r} is not a package name: write NAME or NAME=VERSION "
+                "(lower-case letters, digits, + - .)"
+            )
+        bare = name.split("=", 1)[0]
+        if bare in seen:
+            raise ValueError(f"Debian package {bare!r} is listed twice; keep one")
+        seen.add(bare)
+    return sorted(packages)
+
+
+def root_spec(runtime: str, debian_packages: list[str] | tuple[str, ...] = ()) -> dict | None:
+    """What the root of ``runtime`` is built from (with ``debian_packages`` installed besides
+    its own), or None when the host provides it."""
     if runtime not in ROOTS:
         return None
     suite, packages, interpreter = ROOTS[runtime]
-    return {"runtime": runtime, "suite": suite, "packages": list(packages), "python": interpreter}
+    spec = {"runtime": runtime, "suite": suite, "packages": list(packages), "python": interpreter}
+    if debian_packages:  # only when given: a bare root keeps its hash
+        spec["debian_packages"] = check_packages(debian_packages)
+    return spec
 
 
-def build_root(runtime: str, tree: Path, *, timeout_s: float = DEBOOTSTRAP_TIMEOUT_S) -> dict:
-    """``debootstrap --variant=minbase --include=PACKAGES SUITE tree MIRROR``, then prune.
+def build_root(
+    runtime: str,
+    tree: Path,
+    *,
+    debian_packages: list[str] | tuple[str, ...] = (),
+    timeout_s: float = BUILD_TIMEOUT_S,
+) -> dict:
+    """``mmdebstrap --variant=minbase --include=PACKAGES SUITE tree MIRROR`` as root of a user
+    namespace (see the module), then the tree's owners mapped back and the caches pruned.
 
     Returns:
         ``{"resolved": [{"name", "version"}...] (dpkg's installed packages), "log"}``.
 
     Raises:
-        EnvironmentBuildError: debootstrap is missing (``runtime_unavailable``), failed, ran out
-            of disk or time.
+        EnvironmentBuildError: mmdebstrap is missing or this host cannot make the namespace
+            (``runtime_unavailable``); a package is unknown, or the build failed, ran out of
+            disk or time.
     """
-    spec = root_spec(runtime)
+    spec = root_spec(runtime, debian_packages)
     if spec is None:
         raise EnvironmentBuildError(f"no root filesystem is defined for runtime {runtime}")
-    if os.geteuid() != 0:
-        raise EnvironmentBuildError(
-            f"runtime {runtime} needs a Debian root filesystem, and debootstrap must run as "
-            "root; build it once as root (python manage.py build_environment), or run the "
-            "sandbox image for it",
-            kind="runtime_unavailable",
-        )
-    debootstrap = shutil.which("debootstrap") or (
-        "/usr/sbin/debootstrap" if os.path.exists("/usr/sbin/debootstrap") else None
+    mmdebstrap = shutil.which("mmdebstrap") or (
+        "/usr/bin/mmdebstrap" if os.path.exists("/usr/bin/mmdebstrap") else None
     )
-    if debootstrap is None:
+    if mmdebstrap is None:
         raise EnvironmentBuildError(
-            f"runtime {runtime} is built with debootstrap, which is not installed here "
-            "(apt-get install debootstrap)",
+            f"runtime {runtime} is built with mmdebstrap, which is not installed here "
+            "(apt-get install mmdebstrap)",
             kind="runtime_unavailable",
         )
+    packages = [*spec["packages"], *spec.get("debian_packages", [])]
     command = [
-        debootstrap,
+        mmdebstrap,
+        "--mode=root",
         "--variant=minbase",
-        f"--include={','.join(spec['packages'])}",
+        "--format=directory",
+        f"--include={','.join(packages)}",
         spec["suite"],
         str(tree),
         mirror(),
     ]
-    log = run_step(command, timeout_s=timeout_s, what=f"debootstrap of {runtime}")
+    os.chown(tree, BUILD_ID_BASE, BUILD_ID_BASE)  # the namespace's root writes into it
+    what = f"the Debian root of {runtime}" + (
+        f" with {', '.join(spec['debian_packages'])}" if debian_packages else ""
+    )
+    try:
+        done = run_as_namespace_root(command, timeout_s=timeout_s)
+    except NamespaceUnavailable as exc:
+        raise EnvironmentBuildError(
+            f"{what} is built as root of a user namespace, which this host cannot make "
+            f"({exc}); build it once as root (python manage.py build_environment), or run the "
+            "sandbox image for it",
+            kind="runtime_unavailable",
+        ) from None
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentBuildError(
+            f"{what} took more than {timeout_s:.0f} s and was stopped",
+            kind="timeout",
+            log=tail(f"{exc.output or ''}{exc.stderr or ''}"),
+        ) from None
+    log = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
+    if done.returncode != 0:
+        raise _failure(what, done.stdout + done.stderr, log)
+    _own_as_inside(tree)
     for rel in PRUNE:
         target = tree / rel
         if target.is_dir():
@@ -110,7 +187,60 @@ def build_root(runtime: str, tree: Path, *, timeout_s: float = DEBOOTSTRAP_TIMEO
         fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
         if "Package" in fields and "installed" in fields.get("Status", ""):
             resolved.append({"name": fields["Package"], "version": fields.get("Version", "")})
-    return {"resolved": sorted(resolved, key=lambda r: r["name"]), "log": log[-20000:]}
+    return {"resolved": sorted(resolved, key=lambda r: r["name"]), "log": tail(log)}
+
+
+UNKNOWN_PACKAGE = re.compile(r"E: Unable to locate package (\S+)")
+NO_CANDIDATE = re.compile(r"E: (?:Version '[^']*' for '|Package ')(\S+?)'? ")
+
+
+def _failure(what: str, output: str, log: str) -> EnvironmentBuildError:
+    """The build error a failed mmdebstrap means: the package apt could not find, a full disk,
+    or the rest of its output."""
+    for pattern in (UNKNOWN_PACKAGE, NO_CANDIDATE):
+        found = pattern.search(output)
+        if found:
+            return EnvironmentBuildError(
+                f"{what}: Debian has no package {found.group(1)!r} in this suite (or not at that "
+                "version); check its name on packages.debian.org",
+                kind="not_found",
+                log=tail(log),
+            )
+    if "No space left on device" in output:
+        return EnvironmentBuildError(
+            f"{what}: the disk is full; free space under the store",
+            kind="out_of_disk",
+            log=tail(log),
+        )
+    last = [line for line in output.strip().splitlines() if line.strip()][-3:]
+    return EnvironmentBuildError(f"{what} failed: {' / '.join(last)}", log=tail(log))
+
+
+def _own_as_inside(tree: Path) -> None:
+    """Give every entry of ``tree`` the owner it had inside the namespace (host id minus
+    :data:`BUILD_ID_BASE`: the namespace's root becomes root) and drop set-id bits: the tree is
+    then what a root-run build makes. An id outside the namespace's range is refused (nothing in
+    the namespace could have made it)."""
+    top = BUILD_ID_BASE + BUILD_ID_COUNT
+    entries = (
+        os.path.join(dirpath, name)
+        for dirpath, dirnames, filenames in os.walk(tree)
+        for name in (*dirnames, *filenames)
+    )
+    done: set[int] = set()  # inodes already given back (hard links share one)
+    for full in (str(tree), *entries):  # each once: a directory before what it holds
+        info = os.lstat(full)
+        if info.st_ino in done:
+            continue
+        done.add(info.st_ino)
+        if not (BUILD_ID_BASE <= info.st_uid < top and BUILD_ID_BASE <= info.st_gid < top):
+            raise EnvironmentBuildError(
+                f"the Debian root holds {full} owned by {info.st_uid}:{info.st_gid}, outside "
+                "the build's namespace"
+            )
+        os.lchown(full, info.st_uid - BUILD_ID_BASE, info.st_gid - BUILD_ID_BASE)
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & (stat.S_ISUID | stat.S_ISGID):
+            os.chmod(full, stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
 
 
 def launcher(root: Path, runtime: str) -> list[str]:

@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from sandboxes.environments.debian import root_spec
+from sandboxes.environments.debian import check_packages, root_spec
 
 # Bumped when a layer's builder changes what it writes or records: that layer's build hashes
 # change with it (packages 2: the build record keeps each file's sha256 from pip's report;
 # 3: pip's REQUESTED markers are dropped; root 2, packages 4: files keep their modes less the
 # write and set-id bits, where they were all made world-readable before; packages 5: the host
-# runtime's layer carries checked-hash .pyc files; 6: so does a Debian root runtime's).
-BUILD_FORMAT = {"root": 2, "packages": 6}
+# runtime's layer carries checked-hash .pyc files; 6: so does a Debian root runtime's;
+# root 3: built by mmdebstrap as root of a user namespace, no longer by debootstrap as root).
+BUILD_FORMAT = {"root": 3, "packages": 6}
 HOST_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"
 PYTHON_RUNTIME = re.compile(r"^python3\.(\d+)$")
 NODE_RUNTIME = re.compile(r"^node(\d+)$")
@@ -77,6 +78,8 @@ class EnvironmentSpec:
     npm_pins: tuple[str, ...] = ()
     # Python packages may be built from sdists (in a sandbox: source_build.py); else wheels only.
     source_builds: bool = False
+    # Debian packages installed into the runtime's root (a Debian root runtime's only), sorted.
+    debian_packages: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list, compare=False)
 
     @property
@@ -96,7 +99,7 @@ class EnvironmentSpec:
 
     def root_hash(self) -> str | None:
         """The build hash of the runtime's root filesystem, or None (the host's)."""
-        spec = root_spec(self.runtime)
+        spec = root_spec(self.runtime, self.debian_packages)
         return _digest({"layer": "root", **spec}) if spec else None
 
     def packages_hash(self) -> str | None:
@@ -158,7 +161,13 @@ def _python_pin(raw: str) -> PythonPin:
     return PythonPin(name, specs[0].version, line, hashes)
 
 
-def parse(runtime: str, packages: list[str], *, source_builds: bool = False) -> EnvironmentSpec:
+def parse(
+    runtime: str,
+    packages: list[str],
+    *,
+    source_builds: bool = False,
+    debian_packages: list[str] | tuple[str, ...] = (),
+) -> EnvironmentSpec:
     """Check a runtime and its package list.
 
     Args:
@@ -168,12 +177,16 @@ def parse(runtime: str, packages: list[str], *, source_builds: bool = False) -> 
             pip's ``--require-hashes`` does); for Node.js, ``name@X.Y.Z``.
         source_builds: Python packages without a wheel may be built from their sdists (in a
             sandbox); False: wheels only. For the host's Python only.
+        debian_packages: Debian package names (``NAME`` or ``NAME=VERSION``) installed into the
+            runtime's Debian root; for a runtime with a root (``python3.13``) only.
 
     Raises:
         EnvironmentSpecError: an unknown runtime, an unpinned, unreadable or repeated package
             (the message names it and says what to write), or ``source_builds`` for a runtime
-            that cannot build in a sandbox (field ``source_builds``).
+            that cannot build in a sandbox (field ``source_builds``); a bad Debian package
+            name, or Debian packages for a runtime without a Debian root (``debian_packages``).
     """
+    debian = _debian_packages(runtime, debian_packages)
     if not isinstance(source_builds, bool):
         raise EnvironmentSpecError("source_builds must be true or false", field="source_builds")
     if source_builds and runtime != HOST_PYTHON:
@@ -197,7 +210,7 @@ def parse(runtime: str, packages: list[str], *, source_builds: bool = False) -> 
                     package=raw,
                 )
         _no_repeats([p.rsplit("@", 1)[0] for p in packages], packages)
-        return EnvironmentSpec(runtime, npm_pins=tuple(sorted(packages)))
+        return EnvironmentSpec(runtime, npm_pins=tuple(sorted(packages)), debian_packages=debian)
     if not PYTHON_RUNTIME.match(runtime or ""):
         raise EnvironmentSpecError(
             f"unknown runtime {runtime!r}: write python3.N or nodeN", field="runtime"
@@ -213,8 +226,34 @@ def parse(runtime: str, packages: list[str], *, source_builds: bool = False) -> 
             package=bare.line,
         )
     return EnvironmentSpec(
-        runtime, python_pins=tuple(sorted(pins, key=lambda p: p.name)), source_builds=source_builds
+        runtime,
+        python_pins=tuple(sorted(pins, key=lambda p: p.name)),
+        source_builds=source_builds,
+        debian_packages=debian,
     )
+
+
+def _debian_packages(runtime: str, packages) -> tuple[str, ...]:
+    """``packages`` checked (:func:`sandboxes.environments.debian.check_packages`), for a
+    runtime built on a Debian root."""
+    if isinstance(packages, str) or not all(isinstance(p, str) for p in packages or ()):
+        raise EnvironmentSpecError(
+            "debian_packages must be a list of Debian package names", field="debian_packages"
+        )
+    packages = [p.strip() for p in packages or () if p.strip()]
+    if not packages:
+        return ()
+    if root_spec(runtime) is None:
+        raise EnvironmentSpecError(
+            f"Debian packages ({', '.join(packages)}) are installed into a Debian root, and "
+            f"runtime {runtime!r} runs on the host's system; choose python3.13 (a Debian trixie "
+            "root)",
+            field="debian_packages",
+        )
+    try:
+        return tuple(check_packages(packages))
+    except ValueError as exc:
+        raise EnvironmentSpecError(str(exc), field="debian_packages") from None
 
 
 def _no_repeats(names: list[str], raw: list[str]) -> None:

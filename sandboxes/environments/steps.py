@@ -1,4 +1,4 @@
-"""A build step of an environment (pip, npm, debootstrap) run on the host, and what its failure
+"""A build step of an environment (pip, npm) run on the host, and what its failure
 means: the error names the package pip or npm could not find or reconcile, a full disk, a time
 limit. Imported by the package builders and the Debian root builder alike.
 """

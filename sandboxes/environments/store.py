@@ -47,7 +47,7 @@ class EnvironmentBuildError(RuntimeError):
         kind: ``missing_package``, ``unpinned``, ``conflict``, ``out_of_disk``, ``timeout``,
             ``runtime_unavailable``, ``bad_hash`` or ``failed`` (anything else).
         package: the requirement at fault, when one is.
-        log: the builder's output (pip's, debootstrap's), for the build page.
+        log: the builder's output (pip's, mmdebstrap's), for the build page.
     """
 
     def __init__(self, message: str, *, kind: str = "failed", package: str = "", log: str = ""):

@@ -13,6 +13,13 @@ Setup, before the zygote answers the host (a failure is reported on the setup pi
      lower directory is kept (the diff's starting point); then the layers' tmpfs and the
      whole ``/.store`` are detached from this mount namespace, so no process of the session
      can reach the upper layer, the lower layer's path, or any other workspace.
+  1b. A terminal session (``state_dirs`` in the request: absolute directories such as ``/app``
+     or ``/etc/nginx``, each held in the workspace at the same path without its leading ``/``)
+     gets a root of its own: a small tmpfs with recursive binds of the zygote's root entries,
+     made read-only, then each state directory bound from the workspace onto its path (a
+     missing one is made on the new tmpfs: only a top-level directory of its own can be), a
+     ``ro`` one remounted read-only; the init pivots into it. The workspace stays at
+     ``/workspace`` (file operations and diffs work on it as for any session).
   2. ``/tmp`` and ``/dev/shm``: tmpfs of their own (``tmp_bytes``, ``shm_bytes``); ``/proc``
      of the session's pid namespace; loopback up (the session's network namespace has no
      other interface); hostname ``sandbox``.
@@ -60,8 +67,15 @@ STORE = "/.store"
 WORKSPACE = "/workspace"
 LAYERS = "/tmp"  # where the layers' tmpfs is mounted, then detached
 BASH = "/bin/bash"
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
 MNT_DETACH = 2
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+SYS_PIVOT_ROOT, SYS_MOUNT_SETATTR = 155, 442  # x86_64
+# Where a state directory may not go: the session's own mounts and the kernel's.
+NOT_STATE = ("/proc", "/dev", "/sys", "/tmp", "/workspace", "/.store", "/.old")
+STATE_DIRS = []  # this session's state directories (absolute), set by main
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 REAP_ROUNDS = 500  # kill(-1) and reap, 1 ms apart: a fork racing the first kill is caught
@@ -78,6 +92,8 @@ def main(request, named, config, parent_alive, setup):
     if len(digest) != 64 or digest.strip("0123456789abcdef"):
         raise ValueError(f"workspace digest {digest[:80]!r} is not a SHA-256 in hex")
     lower_fd = build_workspace(digest, limits, config["sandbox_uid"])
+    if request.get("state_dirs"):
+        STATE_DIRS[:] = enter_state_root(request["state_dirs"])
     tmp = f"size={limits['tmp_bytes']},nr_inodes={limits['workspace_inodes']},mode=1777"
     zygote.mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp)  # noqa: F821 - given by the zygote
     shm = f"size={limits['shm_bytes']},nr_inodes=1024,mode=1777"
@@ -118,6 +134,107 @@ def build_workspace(digest, limits, uid):
     for path in (LAYERS, STORE):
         zygote._check(zygote.libc.umount2(path.encode(), MNT_DETACH), "umount " + path)  # noqa: F821
     return lower_fd
+
+
+def check_state_dirs(state_dirs):
+    """``[(path, writable)]`` of the request's ``[[path, "rw"|"ro"], ...]``: absolute,
+    normalised, none inside another, none where the session's own mounts are.
+
+    Raises:
+        ValueError: naming the entry.
+    """
+    checked = []
+    if not isinstance(state_dirs, list) or len(state_dirs) > 64:
+        raise ValueError("state_dirs must be a list of at most 64 [path, mode] pairs")
+    for entry in state_dirs:
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[1] in ("rw", "ro")):
+            raise ValueError(f"state directory {str(entry)[:100]!r} is not [path, 'rw'|'ro']")
+        path = entry[0]
+        if (
+            not isinstance(path, str)
+            or not path.startswith("/")
+            or path == "/"
+            or os.path.normpath(path) != path
+            or "\0" in path
+            or len(path) > 1024
+        ):
+            raise ValueError(
+                f"state directory {str(path)[:100]!r} is not a normalised absolute path"
+            )
+        if any(path == bad or path.startswith(bad + "/") for bad in NOT_STATE):
+            raise ValueError(f"state directory {path!r} lies where the session mounts its own")
+        checked.append((path, entry[1] == "rw"))
+    paths = sorted(p for p, _w in checked)
+    for first, second in zip(paths, paths[1:]):
+        if second == first or second.startswith(first + "/"):
+            raise ValueError(f"state directory {second!r} lies inside {first!r}")
+    return checked
+
+
+def _mount_setattr(path, attrs):
+    attr = zygote.MountAttr(attrs, 0, 0, 0)  # noqa: F821
+    ret = zygote.libc.syscall(  # noqa: F821
+        SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, zygote.ctypes.byref(attr),  # noqa: F821
+        zygote.ctypes.sizeof(attr),  # noqa: F821
+    )  # fmt: skip
+    if ret != 0:  # the zygote fell back to remounts too (gVisor): do the same mount by mount
+        zygote.remount_each_read_only(under=path)  # noqa: F821
+
+
+def enter_state_root(state_dirs):
+    """Build the terminal session's root and pivot into it (step 1b of the module); returns the
+    state directories' paths.
+
+    Raises:
+        ValueError: a bad ``state_dirs`` entry, or one the workspace does not hold as a
+            directory, or one whose path crosses a link or cannot be made.
+        OSError: a mount failed (an ``infra_error``).
+    """
+    checked = check_state_dirs(state_dirs)
+    new = LAYERS  # free again: build_workspace detached the layers' tmpfs from it
+    zygote.mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755")  # noqa: F821
+    entries = set()
+    for name in sorted(os.listdir("/")):
+        source = "/" + name
+        if source in ("/tmp", "/.store") or name.startswith(".old"):
+            continue
+        entries.add(name)
+        if source == WORKSPACE:  # bound read-write below
+            os.mkdir(new + source, 0o755)
+        elif os.path.islink(source):
+            os.symlink(os.readlink(source), new + source)
+        elif os.path.isdir(source):
+            os.mkdir(new + source, 0o755)
+            zygote.mount(source, new + source, None, MS_BIND | MS_REC)  # noqa: F821
+    os.mkdir(new + "/tmp", 0o1777)
+    for path, _writable in checked:  # a top-level directory of its own: made on the new tmpfs
+        if path.strip("/").split("/")[0] not in entries:
+            os.makedirs(new + path, 0o755)
+    # Everything so far read-only (the binds keep no write access of their own), the workspace
+    # bound again read-write below.
+    _mount_setattr(new, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)
+    zygote.mount(WORKSPACE, new + WORKSPACE, None, MS_BIND | MS_REC)  # noqa: F821
+    for path, writable in sorted(checked):
+        source = WORKSPACE + path
+        if not os.path.isdir(source) or os.path.islink(source):
+            raise ValueError(f"state directory {path!r} is not a directory of the workspace")
+        target = new
+        for part in path.strip("/").split("/"):  # inside a bound system directory: must exist
+            target += "/" + part
+            if os.path.islink(target) or not os.path.isdir(target):
+                raise ValueError(
+                    f"state directory {path!r}: {target[len(new) :]} is a link or not a "
+                    "directory of the environment's root"
+                )
+        zygote.mount(source, target, None, MS_BIND | MS_REC)  # noqa: F821
+        if not writable:
+            read_only = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+            zygote.mount(None, target, None, read_only)  # noqa: F821
+    os.chdir(new)
+    zygote._check(zygote.libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")  # noqa: F821
+    zygote._check(zygote.libc.umount2(b".", MNT_DETACH), "umount the old root")  # noqa: F821
+    os.chdir("/")
+    return [path for path, _w in checked]
 
 
 def loopback_up():
@@ -369,8 +486,11 @@ class Session:
 
 def workspace_dir(cwd):
     """The absolute directory for a call's ``cwd`` (relative to the workspace, or under
-    ``/workspace/``), or None for one that names another place (an absolute path elsewhere,
-    a ``..``). Links on it are checked by the shell (``job_script``)."""
+    ``/workspace/`` or, in a terminal session, a state directory), or None for one that names
+    another place (an absolute path elsewhere, a ``..``). Links on it are checked by the shell
+    (``job_script``)."""
+    if isinstance(cwd, str) and any(cwd == d or cwd.startswith(d + "/") for d in STATE_DIRS):
+        return cwd if ".." not in cwd.split("/") and os.path.normpath(cwd) == cwd else None
     try:
         where = clean_path(cwd if cwd is not None else ".")  # noqa: F821 - from session_files
     except Exception:  # noqa: BLE001 - a FileOpError: the caller's path
@@ -392,8 +512,12 @@ def job_script(message, where):
     for name, value in (message.get("env") or {}).items():
         lines.append(f"export {name}={shlex.quote(str(value))}")
     where = shlex.quote(where)
+    inside = " || ".join(
+        f"$PWD == {shlex.quote(top)} || $PWD == {shlex.quote(top)}/*"
+        for top in [WORKSPACE, *STATE_DIRS]
+    )
     lines.append(
-        f"cd -P -- {where} 2>/dev/null && [[ $PWD == {WORKSPACE} || $PWD == {WORKSPACE}/* ]]"
+        f"cd -P -- {where} 2>/dev/null && [[ {inside} ]]"
         f" || {{ printf %s {shlex.quote('not a directory of the workspace: ' + where)} >&5;"
         " exit 126; }"
     )

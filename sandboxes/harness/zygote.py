@@ -184,10 +184,11 @@ def mount_points():
     return points
 
 
-def remount_each_read_only():
+def remount_each_read_only(under=None):
     """The fallback of :func:`make_tree_read_only`: ``MS_REMOUNT|MS_BIND|MS_RDONLY|MS_NOSUID``
-    on every mount reachable by path, then a check that each one reads back read-only
-    and nosuid (``statvfs``: the flags of the mount an execution would reach there).
+    on every mount reachable by path (``under``: at or below that path only), then a check that
+    each one reads back read-only and nosuid (``statvfs``: the flags of the mount an execution
+    would reach there).
 
     A bind remount replaces the mount's nodev and noexec flags with those it is given:
     each mount's own are passed again (the kernel refuses, EPERM, to clear a flag that
@@ -199,7 +200,7 @@ def remount_each_read_only():
     Raises:
         OSError: a remount was refused, or a mount still reads back writable or suid.
     """
-    points = mount_points()
+    points = [p for p in mount_points() if under is None or p == under or p.startswith(under + "/")]
     for point in points:
         try:
             current = os.statvfs(point).f_flag

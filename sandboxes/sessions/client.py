@@ -214,6 +214,7 @@ def open_sessions(
     timeout_s: float = 60.0,
     slot: str | None = None,
     environment: dict | None = None,
+    state_dirs: list | None = None,
 ) -> list[Session]:
     """Open ``count`` sessions of one workspace at once (a group of rollouts of one task):
     the blob is uploaded once and each worker materialises it once.
@@ -228,6 +229,9 @@ def open_sessions(
         environment: the task version's built environment (``Materialised.request_field()``):
             its packages mounted in each session; its ``queue`` is the pool used unless
             ``runtime`` is given otherwise. None: the runtime alone.
+        state_dirs: ``[[path, "rw"|"ro"]]``: a terminal session, whose ``workspace`` holds its
+            state at absolute paths (``app/data.csv`` is ``/app/data.csv``), each directory
+            mounted at its path (:mod:`sandboxes.sessions.layout`); None: a ``/workspace``.
 
     Returns:
         the sessions, in order.
@@ -253,6 +257,8 @@ def open_sessions(
             pipe.set(key, workspace.blob, ex=routing.WORKSPACE_TTL_S, nx=True)
 
     call = {"op": "open", "workspace": workspace.digest, "limits": limits.to_dict()}
+    if state_dirs:
+        call["state_dirs"] = [list(entry) for entry in state_dirs]
     if environment:
         call["environment"] = environment
         if runtime == "python" and environment.get("queue"):
@@ -299,6 +305,7 @@ def open_session(
     timeout_s: float = 60.0,
     slot: str | None = None,
     environment: dict | None = None,
+    state_dirs: list | None = None,
 ) -> Session:
     """Open one session (see :func:`open_sessions`, whose arguments and errors it shares)."""
     return open_sessions(
@@ -309,6 +316,7 @@ def open_session(
         timeout_s=timeout_s,
         slot=slot,
         environment=environment,
+        state_dirs=state_dirs,
     )[0]
 
 

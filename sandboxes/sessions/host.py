@@ -57,6 +57,7 @@ from sandboxes.sessions.calls import (
     receive_with_fds,
     unstarted,
 )
+from sandboxes.sessions.layout import LayoutCache
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.store import WorkspaceStore
 
@@ -67,7 +68,14 @@ CLOSE_WAIT_S = 2.0
 FILE_OP_TIMEOUT_S = 30.0
 FILE_RESULT_CAP_BYTES = 96 * 1024**2
 ENDED_REMEMBERED = 10_000
-SESSION_ENV = {**SANDBOX_ENV, "HOME": "/tmp", "TERM": "dumb", "USER": "sandbox"}
+SESSION_ENV = {
+    **SANDBOX_ENV,
+    # Debian's own default: an agent's shell finds the system's daemons (nginx, logrotate, cron)
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/tmp",
+    "TERM": "dumb",
+    "USER": "sandbox",
+}
 
 
 class SessionGone(Exception):
@@ -157,6 +165,7 @@ class SessionHost:
         # Sessions of an environment with packages get a zygote whose root holds them (started
         # on the first such open, the last KEEP_ENVIRONMENTS kept): key -> (zygote, mount).
         self.environment_zygotes: OrderedDict[str, tuple[Zygote, Mount]] = OrderedDict()
+        self.layouts = LayoutCache()  # terminal sessions' merged states (sessions/layout.py)
         self.sessions: dict[str, HostedSession] = {}
         self.ended: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id -> (kind, reason)
         self.lock = threading.Lock()
@@ -203,8 +212,11 @@ class SessionHost:
             EnvironmentCorrupt: the environment is not built here or differs from its manifest.
             SandboxSetupFailed, ZygoteDied: its zygote could not start.
         """
-        if not environment or not environment.get("packages"):
-            return self.zygote, self.mount
+        own_root = None if self.mount.host_root else self.mount.key
+        if not environment or (
+            not environment.get("packages") and (environment.get("root") or None) == own_root
+        ):
+            return self.zygote, self.mount  # this runtime's bare environment
         key = str(environment.get("key"))
         found = self.environment_zygotes.pop(key, None)
         if found is None or not found[0].alive:
@@ -235,19 +247,41 @@ class SessionHost:
     # --- open and close --------------------------------------------------------------
 
     def open(
-        self, digest: str, limits: SessionLimits, *, load_blob, environment: dict | None = None
+        self,
+        digest: str,
+        limits: SessionLimits,
+        *,
+        load_blob,
+        environment: dict | None = None,
+        state_dirs: list | None = None,
     ) -> HostedSession:
         """Open a session of the workspace ``digest`` (materialised from ``load_blob()`` if
         this worker does not hold it yet), in ``environment`` (a request's environment field,
-        see :mod:`sandboxes.environments`: its packages mounted read-only at ``/env`` and on
-        ``PYTHONPATH``/``NODE_PATH``; None: this host's runtime alone).
+        see :mod:`sandboxes.environments`: its root, its packages mounted read-only at ``/env``
+        and on ``PYTHONPATH``/``NODE_PATH``; None: this host's runtime alone). ``state_dirs``
+        (``[[path, "rw"|"ro"]]``): a terminal session, whose workspace holds a state at
+        absolute paths, mounted there (:mod:`sandboxes.sessions.layout`).
 
         Raises:
             OverBudget: the worker's session budget has no room for it (count, memory, disk).
-            ValueError: the blob is missing or is not the workspace ``digest``.
+            ValueError: the blob is missing or is not the workspace ``digest``; a state
+                directory that cannot be mounted (``StateLayoutError``, naming it).
             SandboxSetupFailed: the session could not be set up (an ``infra_error``).
             ZygoteDied: the zygote died and could not be restarted.
         """
+        mounts = None
+        if state_dirs:
+            with self.zygote_lock:
+                _zygote, mount = self._zygote_for(environment)
+            system_root = mount.config.get("system_root")
+            merged, mounts = self.layouts.get(
+                digest, load_blob, state_dirs, Path(system_root) if system_root else None
+            )
+            digest = merged.digest
+
+            def load_blob() -> bytes:
+                return merged.blob
+
         budget = self.budget
         if budget is not None:
             budget.admit(limits)
@@ -272,10 +306,10 @@ class SessionHost:
             )
             with self.zygote_lock:  # one request and its answer at a time on its socket
                 zygote, mount = self._zygote_for(environment)
-                pid = zygote.start_session(
-                    fds={"control": there.detach()},
-                    request={"workspace": digest, "limits": _wire_limits(limits, bool(cgroup))},
-                )
+                request = {"workspace": digest, "limits": _wire_limits(limits, bool(cgroup))}
+                if mounts:
+                    request["state_dirs"] = mounts
+                pid = zygote.start_session(fds={"control": there.detach()}, request=request)
             pidfd = os.pidfd_open(pid)
             if cgroup:
                 cgroup.join(pid)  # before it forks: everything of the session is born there

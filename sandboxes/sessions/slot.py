@@ -194,7 +194,13 @@ class SessionSlot(threading.Thread):
                     raise ValueError(f"workspace {digest} is not in Redis (upload it first)")
                 return blob
 
-            session = host.open(digest, limits, load_blob=load, environment=call.get("environment"))
+            session = host.open(
+                digest,
+                limits,
+                load_blob=load,
+                environment=call.get("environment"),
+                state_dirs=call.get("state_dirs"),
+            )
             client.expire(routing.workspace_key(digest), routing.WORKSPACE_TTL_S)
             return {
                 "session": session.id,

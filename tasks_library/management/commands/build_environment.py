@@ -13,7 +13,7 @@ from tasks_library.environments import environment_build, environment_get
 class Command(BaseCommand):
     help = (
         "Build an environment version into the environment store (CRUCIBLE_ENVIRONMENT_STORE): its "
-        "runtime's root filesystem (python3.13: Debian trixie by debootstrap) and its pinned "
+        "runtime's root filesystem (python3.13: Debian trixie by mmdebstrap) and its pinned "
         "packages (pip --target; npm ci), once; a second build is a cache hit. Records what was "
         "installed, sizes, seconds and the log on the environment version. --spec FILE builds "
         "from a JSON {runtime, packages} without the database (what environment_image's "

@@ -1,0 +1,127 @@
+"""Run a build command as root of a user namespace whose ids are unprivileged on the host.
+
+Debian's maintainer scripts (a package's ``postinst``: shell code from outside) must never run
+as the host's root. :func:`run_as_namespace_root` starts a command in new user, mount and pid
+namespaces where uid and gid 0..65535 are the host's ``BUILD_ID_BASE``.. ``+65535``: ids no
+host account holds. Inside, the command is root (it may ``chroot``, ``chown`` to any of those
+ids, mount ``proc``), and every file it writes belongs on the host to an unprivileged id; on
+the host it can do nothing an unprivileged user could not. The network namespace is the
+host's: the build downloads from Debian's archive.
+
+The maps are written by this (root) process, as ``newuidmap`` would, so no ``/etc/subuid``
+entry is needed. Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import threading
+
+CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
+BUILD_ID_BASE = 1_450_000_000  # far above any account or container range in use
+BUILD_ID_COUNT = 65536
+MAP_WAIT_S = 30.0
+
+
+class NamespaceUnavailable(OSError):
+    """This host cannot make the build's user namespace (not root, or the kernel refuses)."""
+
+
+def _unshare(flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+
+
+def run_as_namespace_root(
+    command: list[str], *, timeout_s: float, cwd: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``command`` as uid 0 of a fresh user namespace (see the module), in its own mount
+    namespace and, through ``unshare --pid --fork``, its own pid namespace (everything it
+    starts dies with it).
+
+    Returns:
+        the completed process (``stdout`` and ``stderr`` as text).
+
+    Raises:
+        NamespaceUnavailable: this process is not root, or the namespace could not be made.
+        subprocess.TimeoutExpired: it ran past ``timeout_s`` (its process group is killed).
+    """
+    if os.geteuid() != 0:
+        raise NamespaceUnavailable(
+            "a build in a user namespace is started by root (it maps unprivileged host ids)"
+        )
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    failure: list[str] = []
+
+    def child_setup() -> None:  # after fork, before exec (subprocess's preexec_fn)
+        os.close(ready_r)
+        os.close(go_w)
+        try:
+            _unshare(CLONE_NEWUSER | CLONE_NEWNS)
+        except OSError:
+            os._exit(125)
+        os.write(ready_w, str(os.getpid()).encode())  # the parent writes this pid's maps
+        os.close(ready_w)
+        if os.read(go_r, 1) != b"g":  # it could not
+            os._exit(125)
+        os.setresgid(0, 0, 0)
+        os.setgroups([])
+        os.setresuid(0, 0, 0)
+
+    def write_maps() -> None:
+        # Popen returns only once the child has exec'd, and the child waits for its maps
+        # before that: a thread answers it meanwhile.
+        try:
+            said = os.read(ready_r, 32)
+            if not said:
+                failure.append("the build process could not enter a user namespace")
+                return
+            mapping = f"0 {BUILD_ID_BASE} {BUILD_ID_COUNT}\n"
+            for name in ("uid_map", "gid_map"):
+                with open(f"/proc/{int(said)}/{name}", "w") as handle:
+                    handle.write(mapping)
+            os.write(go_w, b"g")
+        except (OSError, ValueError) as exc:
+            failure.append(f"writing the namespace's id maps: {exc}")
+        finally:
+            os.close(go_w)
+
+    thread = threading.Thread(target=write_maps, name="userns-maps", daemon=True)
+    argv = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", *command]
+    thread.start()
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env=env,
+            preexec_fn=child_setup,  # unshare must happen in the child itself
+            start_new_session=True,
+            pass_fds=(ready_w, go_r),
+        )
+    finally:
+        os.close(ready_w)
+        os.close(go_r)
+        thread.join(MAP_WAIT_S)
+        os.close(ready_r)
+    if failure:
+        process.kill()
+        process.communicate()
+        raise NamespaceUnavailable(failure[0])
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        stdout, stderr = process.communicate()
+        raise subprocess.TimeoutExpired(argv, timeout_s, output=stdout, stderr=stderr) from None
+    if process.returncode == 125 and not stdout and not stderr:
+        raise NamespaceUnavailable("the kernel refused the build's user namespace (unshare)")
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
