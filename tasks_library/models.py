@@ -366,6 +366,16 @@ class TaskVersion(Authored):
     )
     environment = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT)
     test_suite = models.ForeignKey(TestSuiteVersion, on_delete=models.PROTECT)
+    # The task family. A terminal task (Harbor's layout; tasks_library/terminal) keeps its whole
+    # task directory as its ``workspace``, its instruction as ``prompt``, solution/solve.sh as
+    # ``reference_solution``, and a suite of harness ``terminal`` whose hidden files are tests/.
+    KIND_FUNCTION, KIND_REPOSITORY, KIND_TERMINAL = "function", "repository", "terminal"
+    KINDS = [
+        (KIND_FUNCTION, "function"),
+        (KIND_REPOSITORY, "repository"),
+        (KIND_TERMINAL, "terminal"),
+    ]
+    kind = models.CharField(max_length=16, choices=KINDS, default=KIND_FUNCTION)
 
     verdict = models.CharField(max_length=32, choices=VERDICTS, default=VERDICT_PENDING)
     verdict_reasons = models.JSONField(default=list, blank=True)
@@ -410,7 +420,12 @@ class TaskVersion(Authored):
     @property
     def is_repository(self) -> bool:
         """A repository task (a workspace, FAIL_TO_PASS and PASS_TO_PASS ids)."""
-        return self.workspace_id is not None
+        return self.kind == self.KIND_REPOSITORY
+
+    @property
+    def is_terminal(self) -> bool:
+        """A terminal task (a Harbor task directory, verified by the state it leaves)."""
+        return self.kind == self.KIND_TERMINAL
 
     @property
     def trainable(self) -> bool:

@@ -380,7 +380,7 @@ def repository_version_get_or_create(
         task_id=record.task_id,
         defaults={"source": record.source, "licence": record.licence, "metadata": record.metadata},
     )
-    task_kind_check(task, repository=True, where=where)
+    task_kind_check(task, kind=TaskVersion.KIND_REPOSITORY, where=where)
     changed = []
     added = [t for t in dict.fromkeys(record.tags) if t not in task.tags]
     if added:

@@ -435,24 +435,19 @@ def files_check(files, *, where: str, runtime: str = "python") -> dict[str, str]
     return dict(sorted(files.items()))
 
 
-def task_kind_check(task: Task, *, repository: bool, where: str) -> None:
-    """A task keeps its kind: a new version of a repository task is a repository task, of a
-    function task a function task.
+def task_kind_check(task: Task, *, kind: str, where: str) -> None:
+    """A task keeps its kind (``TaskVersion.kind``): a new version of a repository task is a
+    repository task, of a function task a function task, of a terminal task a terminal task.
 
     Raises:
-        ImportFormatError: (``task_id``) the task's versions are of the other kind.
+        ImportFormatError: (``task_id``) the task's versions are of another kind.
     """
-    other = (
-        task.versions.filter(workspace=None)
-        if repository
-        else task.versions.exclude(workspace=None)
-    )
-    if other.exists():
-        kinds = ("a function task", "a repository task")
+    other = task.versions.exclude(kind=kind).values_list("kind", flat=True).first()
+    if other is not None:
         raise ImportFormatError(
             where,
-            f"field 'task_id': {task.task_id!r} is {kinds[not repository]}; "
-            f"{kinds[repository]} needs an id of its own",
+            f"field 'task_id': {task.task_id!r} is a {other} task; a {kind} task needs an id "
+            "of its own",
             field="task_id",
         )
 
@@ -466,9 +461,11 @@ def task_version_content(
     environment: EnvironmentVersion,
     test_suite: TestSuiteVersion,
     workspace: RepositoryWorkspace | None = None,
+    kind: str = "",
 ) -> dict:
     """What a task version's content hash covers (``files`` only when there are some, a
-    repository task's ``workspace`` as its digest only when it has one)."""
+    repository task's ``workspace`` as its digest only when it has one, the kind only for a
+    terminal task)."""
     content = {
         "prompt": prompt,
         "entry_point": entry_point,
@@ -480,6 +477,8 @@ def task_version_content(
         content["files"] = files
     if workspace is not None:
         content["workspace"] = workspace.digest
+    if kind == TaskVersion.KIND_TERMINAL:
+        content["kind"] = kind
     return content
 
 
@@ -497,6 +496,9 @@ def task_version_get_or_create(
     if parent is None:
         parent = task.versions.order_by("-number").first()
     number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    kind = content.pop("kind", "") or (
+        TaskVersion.KIND_REPOSITORY if content.get("workspace") else TaskVersion.KIND_FUNCTION
+    )
     version = TaskVersion.objects.create(
         task=task,
         content_hash=digest,
@@ -504,6 +506,7 @@ def task_version_get_or_create(
         number=number,
         author=author,
         change_note=change_note,
+        kind=kind,
         **content,
     )
     return version, True
@@ -600,7 +603,7 @@ def tasks_import(
         task, _ = Task.objects.get_or_create(
             task_id=record["task_id"], defaults={"source": record.get("source") or source}
         )
-        task_kind_check(task, repository=False, where=where)
+        task_kind_check(task, kind=TaskVersion.KIND_FUNCTION, where=where)
         added = [t for t in dict.fromkeys(tags) if t not in task.tags]
         if added:
             task.tags = [*task.tags, *added]

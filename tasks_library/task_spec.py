@@ -18,6 +18,8 @@ from sandboxes.suites import harness
 from tasks_library.environments import environment_request
 from tasks_library.models import TaskVersion
 from tasks_library.repositories import repository_content
+from tasks_library.terminal.library import terminal_task_of
+from tasks_library.terminal.state import TerminalSpec, terminal_spec
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class TaskSpec:
     # (files: the workspace as bytes, prompt: the problem statement, repository: its tests).
     kind: str = "function"
     repository: RepositoryTests | None = None
+    # A terminal task (kind "terminal"): its state, state directories, services, verifier.
+    terminal: TerminalSpec | None = None
 
     def request(self, code: str, tests: str, *, files: dict | None = None) -> dict:
         """The sandbox request that runs ``code`` on ``tests`` (the visible or the hidden suite)
@@ -80,7 +84,9 @@ def task_limits(task: TaskSpec) -> Limits:
 def task_spec_of(version: TaskVersion) -> TaskSpec:
     """What a rollout needs of task ``version``, detached from the database: a function task's
     prompt, entry point, suites, limits, setup, files and environment; a repository task's
-    workspace files, problem statement, reference patch and tests (``kind="repository"``).
+    workspace files, problem statement, reference patch and tests (``kind="repository"``); a
+    terminal task's instruction, reference script and :class:`TerminalSpec`
+    (``kind="terminal"``).
 
     Reads ``version.test_suite`` and ``version.environment`` (select them with the version to
     save two queries per version).
@@ -89,6 +95,21 @@ def task_spec_of(version: TaskVersion) -> TaskSpec:
         EnvironmentUnavailable: the version's environment is not built and cannot be
             (:func:`tasks_library.environments.environment_request` builds it on first use).
     """
+    if version.is_terminal:
+        spec = terminal_spec(terminal_task_of(version))
+        return TaskSpec(
+            task_version_id=version.pk,
+            prompt=version.prompt,
+            entry_point="",
+            visible_tests="",
+            hidden_tests="",
+            timeout_s=spec.verifier_timeout_s,
+            harness=version.test_suite.harness,
+            reference_solution=version.reference_solution,
+            environment=environment_request(version.environment),
+            kind="terminal",
+            terminal=spec,
+        )
     if version.is_repository:
         content = repository_content(version)
         return TaskSpec(

@@ -55,7 +55,15 @@ REQUIRED_FIELDS = ("task_id", "prompt", "entry_point", "reference_solution")
 
 
 def export_record(version) -> dict:
-    """One task version (a :class:`~tasks_library.models.TaskVersion`) as a format line's object."""
+    """One task version (a :class:`~tasks_library.models.TaskVersion`) as a format line's object.
+
+    Raises:
+        ValueError: a terminal task (a task directory: ``export_tasks --format harbor``).
+    """
+    if version.is_terminal:
+        raise ValueError(
+            f"{version} is a terminal task, a task directory: export it with --format harbor"
+        )
     if version.is_repository:
         return _export_repository(version)
     suite, env = version.test_suite, version.environment

@@ -44,6 +44,7 @@ from tasks_library.models import TaskVersion
 from tasks_library.validation import examples as E
 from tasks_library.validation import mutants as M
 from tasks_library.validation import repository as RV
+from tasks_library.validation import terminal as TV
 
 # Most serious first: the verdict is the first of these that any stage found.
 SEVERITY = (
@@ -379,15 +380,18 @@ def task_versions_validate(
             _store_unbuilt(version, refused[version.environment_id])
     versions_to_run = [v for v in versions if v.environment_id in built]
     repositories = [v for v in versions_to_run if v.is_repository]
+    terminals = [v for v in versions_to_run if v.is_terminal]
     plans = [
         _plan(version, options, requests, built[version.environment_id])
         for version in versions_to_run
-        if not version.is_repository
+        if not version.is_repository and not version.is_terminal
     ]
-    # A function stage runs when there are function tasks; repository tasks are one stage.
+    # A function stage runs when there are function tasks; repository tasks are one stage, and
+    # terminal tasks one more.
     stages = [
-        *(STAGES if plans or not repositories else ()),
+        *(STAGES if plans or not (repositories or terminals) else ()),
         *(("repository",) * bool(repositories)),
+        *(("terminal",) * bool(terminals)),
     ]
     results: dict[str, list[R.ExecutionResult]] = {}
     judged: dict[int, RV.Judgement] = {}
@@ -395,13 +399,17 @@ def task_versions_validate(
         if on_stage is not None:
             on_stage(stage, done, len(stages) + 1)
         started = time.monotonic()
-        if stage == "repository":
-            judged = RV.repository_versions_judge(
-                repositories, built, reference_runs=options.reference_runs
+        if stage in ("repository", "terminal"):
+            judge_stage = (
+                RV.repository_versions_judge
+                if stage == "repository"
+                else TV.terminal_versions_judge
             )
+            subjects = repositories if stage == "repository" else terminals
+            judged.update(judge_stage(subjects, built, reference_runs=options.reference_runs))
             if timings is not None:
                 timings[stage] = {
-                    "executions": len(repositories) * (options.reference_runs + 1),
+                    "executions": len(subjects) * (options.reference_runs + 1),
                     "seconds": round(time.monotonic() - started, 3),
                 }
             continue
@@ -419,7 +427,7 @@ def task_versions_validate(
     for plan in plans:
         findings, reasons, report, score = _judge(plan, results, options)
         _store(plan.version, verdict_of(findings), reasons, report, score)
-    for version in repositories:
+    for version in [*repositories, *terminals]:
         judgement = judged[version.pk]
         judgement.report["options"] = {"reference_runs": options.reference_runs}
         key = built[version.environment_id].get("key", "")

@@ -1,6 +1,7 @@
 import gzip
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from tasks_library.selectors import (
     task_set_get,
     task_set_versions,
 )
+from tasks_library.terminal.layout import TerminalTaskError, write_harbor
+from tasks_library.terminal.library import terminal_task_of
 
 
 class Command(BaseCommand):
@@ -21,7 +24,9 @@ class Command(BaseCommand):
         f"Write task versions in Crucible's task format ({FORMAT}, JSONL, one version a line, "
         "with its environment, test suite and files) to a file or stdout. `import_tasks --format "
         "crucible FILE` reads it back with identical content hashes. --format swe-bench --git-repo "
-        "DIR writes the repository tasks as SWE-bench-shaped rows instead."
+        "DIR writes the repository tasks as SWE-bench-shaped rows instead; --format harbor "
+        "--output DIR writes the terminal tasks as Harbor task directories (the same bytes they "
+        "were imported from: `import_tasks terminal DIR` reads them back)."
     )
 
     def add_arguments(self, parser):
@@ -37,12 +42,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--format",
-            choices=["crucible", "swe-bench"],
+            choices=["crucible", "swe-bench", "harbor"],
             default="crucible",
             help=(
                 "crucible (default): every task version; swe-bench: the repository tasks as "
                 "SWE-bench-shaped rows, their trees committed into --git-repo (read back with "
-                "`import_tasks swe-bench FILE --repo DIR`)"
+                "`import_tasks swe-bench FILE --repo DIR`); harbor: the terminal tasks as task "
+                "directories under --output DIR (one per task, named after the task)"
             ),
         )
         parser.add_argument(
@@ -67,6 +73,9 @@ class Command(BaseCommand):
                 .select_related("task", "test_suite", "environment")
                 .order_by("task__task_id", "number")
             )
+        if format == "harbor":
+            self._harbor(versions, output)
+            return
         if format == "swe-bench":
             try:
                 rows = swe_bench_rows(versions.iterator(), git_repo)
@@ -99,3 +108,24 @@ class Command(BaseCommand):
             finally:
                 partial.unlink(missing_ok=True)
             self.stderr.write(f"exported {count} task versions to {output}")
+
+    def _harbor(self, versions, output) -> None:
+        """Each terminal version's task directory under ``output`` (a directory, created; one
+        that exists must be empty)."""
+        if output is None:
+            raise CommandError("--format harbor writes directories: name one with --output DIR")
+        terminal = [v for v in versions.iterator() if v.is_terminal]
+        if not terminal:
+            raise CommandError("no terminal task to export (the others have --format crucible)")
+        if output.exists() and (not output.is_dir() or any(output.iterdir())):
+            raise CommandError(f"{output} exists and is not an empty directory; nothing written")
+        written = []
+        try:
+            for version in terminal:
+                task = terminal_task_of(version)
+                # a directory name of safe characters only, never "." or ".."
+                name = re.sub(r"[^A-Za-z0-9._-]", "_", task.name.replace("/", "__")).strip(".")
+                written.append(write_harbor(task, output / (name or f"task-{version.pk}")))
+        except (OSError, TerminalTaskError) as exc:
+            raise CommandError(f"cannot write {output}: {exc}") from exc
+        self.stderr.write(f"exported {len(written)} terminal tasks to {output}")

@@ -23,6 +23,7 @@ from tasks_library.importers import (
 )
 from tasks_library.repositories import repository_records_import
 from tasks_library.services import tasks_import
+from tasks_library.terminal.library import task_directories, terminal_sets, terminal_tasks_import
 from tasks_library.validation.pipeline import REFERENCE_RUNS_MAX
 
 DATASETS = {
@@ -53,7 +54,9 @@ class Command(BaseCommand):
         "PATH: SWE-bench-shaped repository tasks, the repository read at each row's base_commit "
         "from a local git repository or archive), repository tasks generated from a real project "
         "(repo-bugs --package NAME==VERSION --count N [--seed S] [--max-failing K]: bugs injected "
-        "into its sources, kept when 1 to K of its tests fail), a Crucible-format "
+        "into its sources, kept when 1 to K of its tests fail), terminal tasks (terminal DIR: "
+        "Harbor or Terminal-Bench task directories, or a shipped set: sysops, data_analysis, "
+        "office, tool_use, all), a Crucible-format "
         "file (--format crucible PATH, as export_tasks writes), or any JSONL file (--format jsonl"
         " PATH: MBPP, stdio, HumanEval and Crucible rows are detected; other rows are read "
         "through --map prompt=question ...). Idempotent: unchanged tasks create no new version; a"
@@ -194,6 +197,9 @@ class Command(BaseCommand):
         if source == "repo-bugs":
             self._repo_bugs(options, taskset, as_json)
             return
+        if source == "terminal":
+            self._terminal(path, taskset, as_json)
+            return
         if options.get("package"):
             raise CommandError("--package applies to repo-bugs only")
         try:
@@ -284,6 +290,31 @@ class Command(BaseCommand):
                 f"import failed, nothing was written: cannot read {path}: {exc}"
             ) from exc
         self._report(report, as_json, shape="swe-bench", noun="repository tasks")
+
+    def _terminal(self, path, taskset, as_json) -> None:
+        """``import_tasks terminal DIR``: a Harbor or Terminal-Bench task directory, a directory
+        of them, or a set of sets (``tasks_library/data/terminal``); ``DIR`` may also name one
+        of the shipped sets (sysops, data_analysis, office, tool_use)."""
+        if path is None:
+            raise CommandError(
+                "name the directory: import_tasks terminal DIR (a task directory, a directory "
+                f"of them, or a shipped set: {', '.join(terminal_sets())})"
+            )
+        if not path.exists() and str(path) in terminal_sets():
+            path = terminal_sets()[str(path)]
+        if not path.is_dir():
+            raise CommandError(f"{path} is not a directory of terminal tasks")
+        name = taskset or f"terminal-{path.resolve().name}"
+        try:
+            directories = task_directories(path)
+            report = terminal_tasks_import(directories, task_set_name=name)
+        except ImportFormatError as exc:
+            raise CommandError(f"import failed, nothing was written: {exc}") from exc
+        except OSError as exc:
+            raise CommandError(
+                f"import failed, nothing was written: cannot read {path}: {exc}"
+            ) from exc
+        self._report(report, as_json, shape="terminal", noun="terminal tasks")
 
     def _repo_bugs(self, options, taskset, as_json) -> None:
         """``import_tasks repo-bugs --package NAME==VERSION --count N``: generate, then import in
