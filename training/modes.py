@@ -47,7 +47,7 @@ class RolloutMode:
 
 
 def _kind(version: TaskVersion) -> str:
-    return "repository" if version.is_repository else "function"
+    return version.kind
 
 
 def _agent_policy(config: RunConfig, versions: list[TaskVersion], device: torch.device):

@@ -41,7 +41,7 @@ from redis.exceptions import RedisError
 
 from sandboxes import result as R
 from sandboxes.queue import run_many
-from sandboxes.sessions import SessionError, SessionLost, open_sessions
+from sandboxes.sessions import SessionError, SessionLost
 from tasks_library.task_spec import TaskSpec
 from training import flags
 from training.agents import trajectory as T
@@ -342,9 +342,7 @@ def _sessions(env: Environment, task: TaskSpec, count: int) -> list:
     if not env.needs_session:
         return [None] * count
     try:
-        return open_sessions(
-            env.workspace(), count, limits=env.session_limits, environment=task.environment
-        )
+        return env.open_sessions(count)
     except SessionLost:
         return [_LOST] * count
 

@@ -567,7 +567,11 @@ def run_file_child(job, lower_fd):
     data = b""
     if "stdin" in job.get("fds", []):
         data = read_upto(0, int(job.get("max_input_bytes", 1 << 26)) + 1)  # noqa: F821
-    answer = run_file_op(job["file_op"], job.get("args") or {}, data, work_fd, lower_fd)  # noqa: F821
+    args = dict(job.get("args") or {})
+    path = args.get("path")
+    if isinstance(path, str) and any(path == d or path.startswith(d + "/") for d in STATE_DIRS):
+        args["path"] = path[1:]  # a state directory's path: where it lies in the workspace
+    answer = run_file_op(job["file_op"], args, data, work_fd, lower_fd)  # noqa: F821
     out = json.dumps(answer).encode()
     while out:
         out = out[os.write(1, out) :]

@@ -318,6 +318,12 @@ def enter_environment(config):
     prefix = config.get("system_root", "")
     if prefix:
         sys.path[:] = [p[len(prefix) :] if p.startswith(prefix + "/") else p for p in sys.path]
+        # Packages imported before the pivot (``encodings``) find their submodules through
+        # ``__path__``: without this, the first ``"ascii"`` codec looked up afterwards fails.
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__path__", None)
+            if isinstance(path, list):
+                path[:] = [p[len(prefix) :] if p.startswith(prefix + "/") else p for p in path]
         for name in ("prefix", "exec_prefix", "base_prefix", "base_exec_prefix", "executable"):
             value = getattr(sys, name, "")
             if value.startswith(prefix + "/"):

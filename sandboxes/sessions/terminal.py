@@ -220,35 +220,56 @@ def open_terminal_session(
         state_dirs=mounts,
         limits=limits,
     )
-    started: list[dict] = []
-    isolation = ""
-    if services:
-        lines = []
-        writable = [*sorted(state_dirs), "/tmp", "/dev"]
-        for index, command in enumerate(services):
-            log = SERVICE_LOG.format(index=index)
-            if landlocked:
-                launcher = " ".join(
-                    ["python3 -I -S -c", shlex.quote(LANDLOCK), *map(shlex.quote, writable), "--",
-                     shlex.quote(command)]
-                )  # fmt: skip
-            else:
-                launcher = f"bash -c {shlex.quote(command)}"
-            lines.append(f"setsid {launcher} > {log} 2>&1 < /dev/null &")
-            started.append({"command": command, "log": log})
-        lines.append(f"sleep {SERVICE_SETTLE_S}")
-        try:
-            session.exec("\n".join(lines), cwd=workdir, env=env or {}, timeout_s=30.0)
-        except SessionError:
-            session.close()
-            raise
-        if landlocked:
-            isolation = "landlock"
-            for service in started:
-                head = _read(session, service["log"], 200)
-                if "landlock:none" in head:
-                    isolation = "none"
+    try:
+        started, isolation = start_services(
+            session,
+            services,
+            workdir=workdir,
+            env=env,
+            writable=[*sorted(state_dirs), "/tmp", "/dev"] if landlocked else None,
+        )
+    except SessionError:
+        session.close()
+        raise
     return session, started, isolation
+
+
+def start_services(
+    session: Session, services, *, workdir: str, env: dict | None, writable=None
+) -> tuple[list[dict], str]:
+    """Start each of ``services`` detached in ``session`` (which keeps processes), in
+    ``workdir`` with ``env``; with ``writable`` (absolute directories), under the Landlock
+    ruleset that lets them write only there.
+
+    Returns:
+        ``([{"command", "log"}], isolation)``: ``landlock``, ``none`` (asked, but the kernel has
+        no Landlock) or ``""`` (not asked, or no services).
+
+    Raises:
+        SessionError: the session refused the call or was lost.
+    """
+    started: list[dict] = []
+    if not services:
+        return started, ""
+    lines = []
+    for index, command in enumerate(services):
+        log = SERVICE_LOG.format(index=index)
+        if writable is not None:
+            words = ["python3 -I -S -c", shlex.quote(LANDLOCK), *map(shlex.quote, writable)]
+            launcher = " ".join([*words, "--", shlex.quote(command)])
+        else:
+            launcher = f"bash -c {shlex.quote(command)}"
+        lines.append(f"setsid {launcher} > {log} 2>&1 < /dev/null &")
+        started.append({"command": command, "log": log})
+    lines.append(f"sleep {SERVICE_SETTLE_S}")
+    session.exec("\n".join(lines), cwd=workdir, env=env or {}, timeout_s=30.0)
+    isolation = ""
+    if writable is not None:
+        isolation = "landlock"
+        for service in started:
+            if "landlock:none" in _read(session, service["log"], 200):
+                isolation = "none"
+    return started, isolation
 
 
 def _read(session: Session, path: str, limit: int) -> str:

@@ -37,13 +37,13 @@ from pathlib import Path
 
 from core.errors import InputError
 from sandboxes.repository import apply_patch, patched_paths
-from sandboxes.sessions import open_session
 from tasks_library.validation.mutants import python_mutants
 from training.agents.chat import ChatTemplate
 from training.agents.environment import (
     Environment,
     FunctionTaskEnvironment,
     RepositoryEnvironment,
+    TerminalEnvironment,
 )
 from training.agents.parsers import ParsedMessage, ToolCall
 from training.agents.tools import coding_tools
@@ -66,9 +66,7 @@ def record(env: Environment, turns: list[list[tuple[str, dict]]]) -> Demonstrati
     Raises:
         SessionLost: the session was lost.
     """
-    with open_session(
-        env.workspace(), limits=env.session_limits, environment=env.task.environment
-    ) as session:
+    with env.open_sessions(1)[0] as session:
         opening = env.open(session)
         messages = opening.messages()
         for calls in turns:
@@ -188,6 +186,20 @@ def scripted_repository_demonstration(env: RepositoryEnvironment) -> Demonstrati
             )
     turns = [[("run_tests", {})], views, edits, [("run_tests", {})], [("submit", {})]]
     return record(env, [turn for turn in turns if turn])
+
+
+def scripted_terminal_demonstration(env: TerminalEnvironment) -> Demonstration:
+    """A terminal task's expert walk: look at the working directory, run the reference
+    solution's script as one bash call (its real output recorded), submit."""
+    script = env.task.reference_solution
+    if script.startswith("#!"):
+        script = script.split("\n", 1)[1] if "\n" in script else ""
+    turns = [
+        [("bash", {"command": "ls -la"})],
+        [("bash", {"command": script.strip() or "true", "timeout": 30})],
+        [("submit", {})],
+    ]
+    return record(env, turns)
 
 
 def mutated_bodies(prompt: str, reference: str, *, limit: int = 40) -> list[str]:

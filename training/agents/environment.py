@@ -44,9 +44,13 @@ from sandboxes.sessions import (
     SessionLost,
     Workspace,
     files_to_grade,
+    open_sessions,
     text_files,
 )
+from sandboxes.sessions.terminal import start_services, state_workspace
 from tasks_library.task_spec import TaskSpec
+from tasks_library.terminal.runs import grade as grade_terminal
+from tasks_library.terminal.state import final_state
 from training.agents import hacks as agent_hacks
 from training.agents.effects import (
     CODE,
@@ -62,6 +66,7 @@ from training.agents.tools import (
     ToolLimits,
     ToolResult,
     coding_tools,
+    machine_tools,
     run_call,
 )
 from training.agents.trajectory import TOOL_CALLS, AgentTrajectory, ToolRecord
@@ -188,6 +193,17 @@ class Environment(ABC):
         """The parser of the policy's turns: the tool-call format ``name``."""
         return parser_named(name)
 
+    def open_sessions(self, count: int) -> list[Session]:
+        """``count`` sessions of this episode's :meth:`workspace`, opened at once (a group's),
+        in the task's environment.
+
+        Raises:
+            SessionError: as :func:`sandboxes.sessions.open_sessions`.
+        """
+        return open_sessions(
+            self.workspace(), count, limits=self.session_limits, environment=self.task.environment
+        )
+
     # The shared episode logic.
     @property
     def session(self) -> Session:
@@ -201,10 +217,15 @@ class Environment(ABC):
         system, user = self.prompts()
         return Opening(system=system, user=user, tools=[t.schema() for t in self._tools.values()])
 
+    cwd = "."  # where the policy's commands run
+
     def open(self, session: Session) -> Opening:
         """Start the episode in ``session`` (opened on :meth:`workspace`)."""
         self.context = ToolContext(
-            session=session, limits=self.tool_limits, run_visible_tests=self._run_visible
+            session=session,
+            limits=self.tool_limits,
+            run_visible_tests=self._run_visible,
+            cwd=self.cwd,
         )
         self._state = session.state()
         return self.opening()
@@ -562,15 +583,91 @@ class RepositoryEnvironment(Environment):
         return execution_result(result, self.tests.ids)
 
 
+class TerminalEnvironment(Environment):
+    """A terminal task (Harbor's shape): the policy gets a Debian machine holding the task's
+    starting state (``tasks_library.terminal.state``: its files at their paths, its state
+    directories writable, the rest of the root read-only), the task's services running, the
+    instruction, ``bash`` and the file editor in the task's working directory, and ``submit``.
+    Its processes live between calls (a service it starts keeps running). The final state is
+    graded by the task's verifier in a fresh session (``tasks_library.terminal.runs.grade``:
+    what a grading keeps of the state, the services started again from it, ``tests/test.sh``
+    writing the reward); the verifier's files are never on the agent's machine."""
+
+    kind = "terminal"
+    session_limits = SessionLimits(idle_timeout_s=300.0, max_lifetime_s=3600.0, keep_processes=True)
+
+    def __init__(self, task: TaskSpec, **options) -> None:
+        if task.terminal is None:
+            raise ValueError(f"task version {task.task_version_id} is not a terminal task")
+        self.spec = task.terminal
+        self.cwd = self.spec.workdir
+        self._changes = None
+        super().__init__(task, **options)
+
+    def workspace(self) -> Workspace:
+        return state_workspace(self.spec.state, self.spec.executable)
+
+    def open_sessions(self, count: int) -> list[Session]:
+        """Sessions with the state directories mounted at their paths and the task's services
+        started in each."""
+        sessions = open_sessions(
+            self.workspace(),
+            count,
+            limits=self.session_limits,
+            environment=self.task.environment,
+            state_dirs=[[d, "rw"] for d in self.spec.state_dirs],
+        )
+        try:
+            for session in sessions:
+                start_services(
+                    session, self.spec.services, workdir=self.spec.workdir, env=self.spec.env
+                )
+        except SessionError:
+            for session in sessions:
+                session.close()
+            raise
+        return sessions
+
+    def prompts(self) -> tuple[str, str]:
+        system = (
+            "You are an agent operating a Linux machine (Debian) through tools, as an "
+            "unprivileged user without network access beyond this machine. Use bash to inspect "
+            "and change the machine and the file editor to edit files. Your working directory is "
+            f"{self.spec.workdir}. When the task is done, call submit: the machine's final state "
+            "is then checked."
+        )
+        return system, self.task.prompt.strip()
+
+    def tools(self) -> list[Tool]:
+        return machine_tools()
+
+    def visible_tests(self, files: dict[str, bytes]) -> ToolResult:
+        return ToolResult("this task's checks run after you submit", error=True)
+
+    def final_files(self) -> dict[str, bytes]:
+        """The final state as a grading keeps it (``tasks_library.terminal.state.final_state``);
+        the session's changes are read once."""
+        self._changes = self.session.changes()
+        return final_state(self.spec, self._changes)
+
+    def grade(self, files: dict[str, bytes]) -> R.ExecutionResult:
+        """The task's verifier on the final state (``files``: :meth:`final_files`)."""
+        outcome = grade_terminal(self.spec, self._changes, self.task.environment)
+        if outcome.status == R.INFRA_ERROR:  # once more, as queued gradings are
+            outcome = grade_terminal(self.spec, self._changes, self.task.environment)
+        return outcome.as_result()
+
+
 ENVIRONMENTS: dict[str, type[Environment]] = {
     FunctionTaskEnvironment.kind: FunctionTaskEnvironment,
     RepositoryEnvironment.kind: RepositoryEnvironment,
+    TerminalEnvironment.kind: TerminalEnvironment,
 }
 
 
 def environment_for(task: TaskSpec, **options) -> Environment:
-    """The environment of ``task``'s family (``task.kind``: function and repository tasks;
-    file tasks register theirs in :data:`ENVIRONMENTS`)."""
+    """The environment of ``task``'s family (``task.kind``: function, repository and terminal
+    tasks; another family registers its own in :data:`ENVIRONMENTS`)."""
     kind = getattr(task, "kind", "") or FunctionTaskEnvironment.kind
     if kind not in ENVIRONMENTS:
         raise ValueError(

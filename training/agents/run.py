@@ -29,10 +29,12 @@ from training.agents.demonstrations import (
     render,
     scripted_function_demonstration,
     scripted_repository_demonstration,
+    scripted_terminal_demonstration,
 )
 from training.agents.environment import (
     FunctionTaskEnvironment,
     RepositoryEnvironment,
+    TerminalEnvironment,
     environment_for,
 )
 from training.agents.policy import AgentPolicy, build_agent_policy, load_agent_policy
@@ -51,6 +53,7 @@ def corpus(tasks: list[TaskSpec]) -> list[str]:
         calls = [
             {"name": "file_editor", "arguments": {"command": "view", "path": "solution.py"}},
             {"name": "run_tests", "arguments": {}},
+            {"name": "bash", "arguments": {"command": "ls -la"}},
             {"name": "submit", "arguments": {}},
         ]
         messages = [
@@ -93,6 +96,9 @@ def demonstrations(config, tasks: list[TaskSpec]) -> list[Demonstration]:
             continue
         if task.kind == RepositoryEnvironment.kind:
             out.append(scripted_repository_demonstration(RepositoryEnvironment(task)))
+            continue
+        if task.kind == TerminalEnvironment.kind:
+            out.append(scripted_terminal_demonstration(TerminalEnvironment(task)))
             continue
         out.append(scripted_function_demonstration(FunctionTaskEnvironment(task)))
         if config.flawed_demonstrations:

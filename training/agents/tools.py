@@ -13,6 +13,7 @@ policy, and the trajectory is dropped, not scored.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 import time
 from abc import ABC, abstractmethod
@@ -57,12 +58,15 @@ class ToolContext:
             what happened (the environment's; ``run_tests`` calls it).
         history: the file editor's undo stack per path (the content before each edit; None
             where the file did not exist).
+        cwd: where commands run: ``.`` (the workspace), or a terminal task's working
+            directory (absolute).
     """
 
     session: Session
     limits: ToolLimits = field(default_factory=ToolLimits)
     run_visible_tests: Callable[[], ToolResult] | None = None
     history: dict[str, list[bytes | None]] = field(default_factory=dict)
+    cwd: str = "."
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,7 @@ class Bash(Tool):
             result = context.session.exec(
                 arguments["command"],
                 timeout_s=timeout_s,
+                cwd=context.cwd,
                 output_cap_bytes=max(1024, limits.output_chars * 4),
             )
         except ValueError as exc:  # the session refused the command (size, NUL bytes...)
@@ -377,9 +382,56 @@ class Submit(Tool):
         return ToolResult("Submitted.", done=True)
 
 
+class MachineBash(Bash):
+    """``bash`` on a terminal task's machine: its services and background processes live on
+    between calls (the session keeps them)."""
+
+    description = (
+        "Run a bash command on the machine, in your working directory, and see its exit code, "
+        "standard output and standard error. Processes you start in the background (a service) "
+        "keep running after the command returns."
+    )
+
+
+class MachineFileEditor(FileEditor):
+    """``file_editor`` on a terminal task's machine: paths are absolute, or relative to the
+    working directory."""
+
+    description = (
+        "View and edit files on the machine. Commands: view (a file with line numbers, or a "
+        "directory's entries; view_range [first, last] lines, last -1 for the end), create "
+        "(write file_text to path), str_replace (replace old_str, which must occur exactly "
+        "once, by new_str), insert (new_str after line insert_line; 0 for the top), undo_edit "
+        "(undo the last edit of path). Paths are absolute or relative to the working directory; "
+        "the editor reaches the task's own directories (read others with bash)."
+    )
+    parameters = {
+        **FileEditor.parameters,
+        "properties": {
+            **FileEditor.parameters["properties"],
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Absolute, or relative to the working directory.",
+            },
+        },
+    }
+
+    def run(self, arguments: dict, context: ToolContext) -> ToolResult:
+        path = arguments["path"]
+        if not path.startswith("/"):
+            path = posixpath.normpath(posixpath.join(context.cwd, path))
+        return super().run({**arguments, "path": path}, context)
+
+
 def coding_tools() -> list[Tool]:
     """The coding agent's tools: bash, the file editor, run_tests, submit."""
     return [Bash(), FileEditor(), RunTests(), Submit()]
+
+
+def machine_tools() -> list[Tool]:
+    """A terminal task's tools: bash and the file editor on its machine, submit."""
+    return [MachineBash(), MachineFileEditor(), Submit()]
 
 
 def run_call(
