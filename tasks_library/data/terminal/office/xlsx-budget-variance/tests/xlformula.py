@@ -115,7 +115,7 @@ class Evaluator:
         value = parser.expression()
         if parser.pos != len(tokens):
             raise FormulaError(f"cannot parse {text!r}")
-        if isinstance(value, Range):
+        if isinstance(value, (Range, list)):
             value = self.scalar(value)
         return value
 
@@ -163,7 +163,7 @@ class Evaluator:
                 return VALUE
             return self._cell(value.sheet, f"{get_column_letter(value.min_col)}{value.min_row}")
         if isinstance(value, list):
-            return value[0][0] if value and value[0] else VALUE
+            return value[0][0] if len(value) == 1 and len(value[0]) == 1 else VALUE
         return value
 
     def flat(self, value):
@@ -423,19 +423,40 @@ class _Parser:
                 raise FormulaError(f"{name}: wrong number of arguments") from exc
         raise FormulaError(f"unexpected token {tok.value!r}")
 
-    def _apply(self, fn, a, b):
-        a, b = self.ev.scalar(a), self.ev.scalar(b)
+    def _grid_or_scalar(self, v):
+        if isinstance(v, Range):
+            return self.ev.range_values(v) if v.shape != (1, 1) else self.ev.scalar(v)
+        if isinstance(v, list) and len(v) == 1 and len(v[0]) == 1:
+            return v[0][0]
+        return v
+
+    @staticmethod
+    def _one(fn, *args):
         try:
-            return fn(a, b)
+            return fn(*args)
         except _Err as exc:
             return exc.err
 
+    def _apply(self, fn, a, b):
+        """A binary operator; over arrays (ranges) it works element by element, as in
+        SUMPRODUCT((A2:A9="x")*B2:B9)."""
+        a, b = self._grid_or_scalar(a), self._grid_or_scalar(b)
+        if not isinstance(a, list) and not isinstance(b, list):
+            return self._one(fn, a, b)
+        ga = a if isinstance(a, list) else None
+        gb = b if isinstance(b, list) else None
+        rows = len((ga or gb))
+        cols = len((ga or gb)[0])
+        if ga is not None and gb is not None and (len(ga), len(ga[0])) != (len(gb), len(gb[0])):
+            return VALUE
+        return [[self._one(fn, ga[i][j] if ga is not None else a, gb[i][j] if gb is not None else b)
+                 for j in range(cols)] for i in range(rows)]
+
     def _apply1(self, fn, a):
-        a = self.ev.scalar(a)
-        try:
-            return fn(a)
-        except _Err as exc:
-            return exc.err
+        a = self._grid_or_scalar(a)
+        if isinstance(a, list):
+            return [[self._one(fn, x) for x in row] for row in a]
+        return self._one(fn, a)
 
 
 # --- functions ------------------------------------------------------------------------------
@@ -558,6 +579,8 @@ def f_not(ev, x):
 def _grid(ev, rng):
     if isinstance(rng, Range):
         return ev.range_values(rng)
+    if isinstance(rng, list):
+        return rng
     raise _Err(VALUE)
 
 
