@@ -39,6 +39,14 @@ def _repository_suite(*_args, **_kwargs):
     )
 
 
+def _terminal_suite(*_args, **_kwargs):
+    raise ValueError(
+        "a terminal suite is a task's verifier (tests/test.sh writing a reward): it runs on a "
+        "final state in a session (sandboxes.sessions.terminal.run_verifier), one test, "
+        "'verifier', scored with the reward"
+    )
+
+
 HARNESSES = {
     # HumanEval's check(candidate): one test per assert-bearing statement.
     "python-check": Harness(
@@ -79,6 +87,8 @@ HARNESSES = {
     # sandboxes.repository (grade_repository, in a session of its own): no program, no test
     # source, so neither counts ids from text nor builds a queue request.
     "pytest-repo": Harness("python", _repository_suite, _repository_suite, lambda prompt: ""),
+    # A terminal task's verifier (Harbor's tests/test.sh) on the final state of a machine.
+    "terminal": Harness("python", _terminal_suite, _terminal_suite, lambda prompt: ""),
 }
 # Harnesses whose suites may carry setup code (``TestSuiteVersion.setup_code``), and those
 # whose suites may set a per-test time limit (``test_timeout_s``: per call, or per case).

@@ -271,6 +271,14 @@ def test_suite_get_or_create(
         kind = harness(harness_name)
     except ValueError as exc:
         raise ImportFormatError(where, f"field 'harness': {exc}", field="harness") from exc
+    if harness_name in ("pytest-repo", "terminal"):  # families of their own, not test text
+        raise ImportFormatError(
+            where,
+            f"field 'harness': {harness_name} belongs to "
+            f"{'repository' if harness_name == 'pytest-repo' else 'terminal'} tasks, which are "
+            "imported as such (import_tasks swe-bench, repo-bugs, terminal)",
+            field="harness",
+        )
     timeout_s = timeout_check(timeout_s, where=where)
     if test_timeout_s is not None:
         if (

@@ -108,7 +108,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--harness",
-            choices=sorted(h for h in HARNESSES if h != "pytest-repo"),
+            choices=sorted(h for h in HARNESSES if h not in ("pytest-repo", "terminal")),
             default="python-check",
             help="with --format jsonl: how the tests run (default python-check)",
         )
