@@ -12,10 +12,11 @@ same build, so a root is named by its suite and its whole package list.
 
 Nothing of a package runs on the host: ``mmdebstrap --mode=root`` runs as root of a user
 namespace whose ids are unprivileged host ids (:mod:`sandboxes.environments.userns`), so the
-packages' maintainer scripts run chrooted in the new root as a host user that owns nothing but
-the tree. Packages come only from the archive apt verifies against Debian's signing keys
-(mmdebstrap refuses unsigned ones). The tree's owners are then given back their ids as inside
-(root's files belong to root), as a root built by root would have them.
+packages' maintainer scripts run chrooted in the new root as a host user that owns nothing on
+the host. Packages come only from the archive apt verifies against Debian's signing keys
+(mmdebstrap refuses unsigned ones). The root comes back as a tar on a pipe, unpacked here with
+its owners as inside (root's files belong to root), as a root built by root would have them,
+and checked member by member (:func:`_unpack`).
 
 The interpreter of a root starts with the root's own dynamic loader and libraries
 (:func:`launcher`), before the zygote pivots into the root; from then on everything it loads
@@ -33,18 +34,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
+import tarfile
 from pathlib import Path
 
 from sandboxes.environments.steps import tail
 from sandboxes.environments.store import EnvironmentBuildError
-from sandboxes.environments.userns import (
-    BUILD_ID_BASE,
-    BUILD_ID_COUNT,
-    NamespaceUnavailable,
-    run_as_namespace_root,
-)
+from sandboxes.environments.userns import NamespaceUnavailable, run_as_namespace_root
 
 # runtime -> (Debian suite, packages beyond minbase, the interpreter's path inside the root).
 # ``python3`` (trixie's default Python is 3.13) so that a session's shell finds ``python3``;
@@ -139,22 +135,25 @@ def build_root(
             kind="runtime_unavailable",
         )
     packages = [*spec["packages"], *spec.get("debian_packages", [])]
+    # A tar on standard output: the namespace's root needs no way into the store (which may
+    # lie under a directory only the host's root may enter); this process unpacks it.
     command = [
         mmdebstrap,
         "--mode=root",
         "--variant=minbase",
-        "--format=directory",
+        "--format=tar",
         f"--include={','.join(packages)}",
         spec["suite"],
-        str(tree),
+        "-",
         mirror(),
     ]
-    os.chown(tree, BUILD_ID_BASE, BUILD_ID_BASE)  # the namespace's root writes into it
     what = f"the Debian root of {runtime}" + (
         f" with {', '.join(spec['debian_packages'])}" if debian_packages else ""
     )
     try:
-        done = run_as_namespace_root(command, timeout_s=timeout_s)
+        done = run_as_namespace_root(
+            command, timeout_s=timeout_s, read_stdout=lambda stream: _unpack(stream, tree)
+        )
     except NamespaceUnavailable as exc:
         raise EnvironmentBuildError(
             f"{what} is built as root of a user namespace, which this host cannot make "
@@ -171,7 +170,6 @@ def build_root(
     log = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
     if done.returncode != 0:
         raise _failure(what, done.stdout + done.stderr, log)
-    _own_as_inside(tree)
     for rel in PRUNE:
         target = tree / rel
         if target.is_dir():
@@ -216,31 +214,28 @@ def _failure(what: str, output: str, log: str) -> EnvironmentBuildError:
     return EnvironmentBuildError(f"{what} failed: {' / '.join(last)}", log=tail(log))
 
 
-def _own_as_inside(tree: Path) -> None:
-    """Give every entry of ``tree`` the owner it had inside the namespace (host id minus
-    :data:`BUILD_ID_BASE`: the namespace's root becomes root) and drop set-id bits: the tree is
-    then what a root-run build makes. An id outside the namespace's range is refused (nothing in
-    the namespace could have made it)."""
-    top = BUILD_ID_BASE + BUILD_ID_COUNT
-    entries = (
-        os.path.join(dirpath, name)
-        for dirpath, dirnames, filenames in os.walk(tree)
-        for name in (*dirnames, *filenames)
-    )
-    done: set[int] = set()  # inodes already given back (hard links share one)
-    for full in (str(tree), *entries):  # each once: a directory before what it holds
-        info = os.lstat(full)
-        if info.st_ino in done:
-            continue
-        done.add(info.st_ino)
-        if not (BUILD_ID_BASE <= info.st_uid < top and BUILD_ID_BASE <= info.st_gid < top):
-            raise EnvironmentBuildError(
-                f"the Debian root holds {full} owned by {info.st_uid}:{info.st_gid}, outside "
-                "the build's namespace"
-            )
-        os.lchown(full, info.st_uid - BUILD_ID_BASE, info.st_gid - BUILD_ID_BASE)
-        if not stat.S_ISLNK(info.st_mode) and info.st_mode & (stat.S_ISUID | stat.S_ISGID):
-            os.chmod(full, stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+def _unpack(stream, tree: Path) -> None:
+    """Unpack the build's tar stream into ``tree`` as the namespace wrote it: owners by number
+    (the namespace's root is root), no member outside ``tree`` or through a link, no set-id,
+    sticky or group/other write bit (tarfile's ``tar`` filter), and no device or FIFO (the
+    sandbox binds its own five devices).
+
+    Raises:
+        EnvironmentBuildError: a member the filter refuses (named).
+    """
+
+    def member_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        if member.isdev() or member.isfifo():
+            return None
+        return tarfile.tar_filter(member, path)
+
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as archive:
+            archive.extractall(tree, numeric_owner=True, filter=member_filter)
+    except tarfile.FilterError as exc:
+        raise EnvironmentBuildError(f"the Debian root's archive was refused: {exc}") from None
+    except tarfile.TarError as exc:
+        raise EnvironmentBuildError(f"the Debian root's archive could not be read: {exc}") from None
 
 
 def launcher(root: Path, runtime: str) -> list[str]:

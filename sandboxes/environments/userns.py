@@ -14,10 +14,14 @@ entry is needed. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import signal
 import subprocess
 import threading
+from collections.abc import Callable
+from typing import IO
 
 CLONE_NEWNS, CLONE_NEWUSER = 0x00020000, 0x10000000
 BUILD_ID_BASE = 1_450_000_000  # far above any account or container range in use
@@ -37,18 +41,29 @@ def _unshare(flags: int) -> None:
 
 
 def run_as_namespace_root(
-    command: list[str], *, timeout_s: float, cwd: str | None = None, env: dict | None = None
+    command: list[str],
+    *,
+    timeout_s: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    read_stdout: Callable[[IO[bytes]], None] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run ``command`` as uid 0 of a fresh user namespace (see the module), in its own mount
     namespace and, through ``unshare --pid --fork``, its own pid namespace (everything it
     starts dies with it).
 
+    Args:
+        read_stdout: called with the command's standard output as a binary stream, read as it
+            comes (a tar the build writes); None: kept, as text, in the result.
+
     Returns:
-        the completed process (``stdout`` and ``stderr`` as text).
+        the completed process (``stdout`` and ``stderr`` as text; ``stdout`` empty with
+        ``read_stdout``).
 
     Raises:
         NamespaceUnavailable: this process is not root, or the namespace could not be made.
         subprocess.TimeoutExpired: it ran past ``timeout_s`` (its process group is killed).
+        Exception: what ``read_stdout`` raised (the command is killed first).
     """
     if os.geteuid() != 0:
         raise NamespaceUnavailable(
@@ -100,7 +115,6 @@ def run_as_namespace_root(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             cwd=cwd,
             env=env,
             preexec_fn=child_setup,  # unshare must happen in the child itself
@@ -116,12 +130,38 @@ def run_as_namespace_root(
         process.kill()
         process.communicate()
         raise NamespaceUnavailable(failure[0])
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout_s, expire)
+    timer.start()
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(process.stderr.read()), daemon=True)
+    drain.start()
+    stdout = b""
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        stdout, stderr = process.communicate()
-        raise subprocess.TimeoutExpired(argv, timeout_s, output=stdout, stderr=stderr) from None
-    if process.returncode == 125 and not stdout and not stderr:
+        if read_stdout is None:
+            stdout = process.stdout.read()
+        else:
+            read_stdout(process.stdout)
+            process.stdout.read()  # what the reader left
+    except BaseException:
+        expire()
+        raise
+    finally:
+        process.wait()
+        timer.cancel()
+        drain.join()
+        process.stdout.close()
+        process.stderr.close()
+    out = stdout.decode("utf-8", "replace")
+    err = b"".join(errors).decode("utf-8", "replace")
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(argv, timeout_s, output=out, stderr=err)
+    if process.returncode == 125 and not out and not err:
         raise NamespaceUnavailable("the kernel refused the build's user namespace (unshare)")
-    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)

@@ -35,7 +35,6 @@ from sandboxes.sessions.workspace import Workspace
 
 REWARD_FILES = ("logs/verifier/reward.txt", "logs/verifier/reward.json")
 SERVICE_LOG = "/tmp/crucible-service-{index}.log"
-SERVICE_SETTLE_S = 0.3  # after starting services, before the next call (the verifier polls)
 VERIFIER_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/tmp",
@@ -261,7 +260,6 @@ def start_services(
             launcher = f"bash -c {shlex.quote(command)}"
         lines.append(f"setsid {launcher} > {log} 2>&1 < /dev/null &")
         started.append({"command": command, "log": log})
-    lines.append(f"sleep {SERVICE_SETTLE_S}")
     session.exec("\n".join(lines), cwd=workdir, env=env or {}, timeout_s=30.0)
     isolation = ""
     if writable is not None:

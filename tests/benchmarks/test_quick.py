@@ -213,6 +213,19 @@ CASES = {
     # Peers per call: unshare (util-linux: every machine) and bwrap (where bubblewrap is
     # installed; else ``bwrap.unavailable`` says why and its ratios are left out). The open
     # ratios (a copy of a file against a session's open) can round to 0.0: there, not above 0.
+    # Both sides open the same nginx task and grade the same final state: both must earn 1.
+    "terminal_tasks": {
+        "ratios": ["ratios.open_peer_over_crucible", "ratios.grading_peer_over_crucible"],
+        "positive": [
+            f"{figure}.{side}.median"
+            for figure in ("open_with_service_ms", "grading_ms")
+            for side in ("crucible", "peer")
+        ],
+        "equal": {
+            "rewards": ["crucible: 1.0", "peer: 1.0"],
+            "probe_answers": ["crucible: hello from the task", "peer: hello from the task"],
+        },
+    },
     "sandbox_sessions": {
         "ratios": [
             f"ratios.unshare.{key}"

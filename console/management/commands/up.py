@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from console.management.stack import ServiceError, Stack
 from console.scenario_data import DATA_CONFIG, data_task_set
+from console.scenario_terminal import TERMINAL_CONFIG, TERMINAL_TASKS, terminal_task_set
 from console.scenarios import AGENT_CONFIG, AGENT_TASKS, HACKING_CONFIG, hacking_task_sets
 from core.bounds import STEP_MAX, bounded
 from tasks_library.importers import ImportFormatError
@@ -88,7 +89,8 @@ class Command(BaseCommand):
             "--steps",
             type=bounded(1, STEP_MAX),
             default=None,
-            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking, 6 for data)",
+            help="GRPO steps of the demo run (default 20; 30 for --scenario hacking, 6 for data, "
+            "8 for terminal)",
         )
         parser.add_argument(
             "--demo-tasks",
@@ -110,7 +112,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--scenario",
-            choices=("agent", "completion", "hacking", "data"),
+            choices=("agent", "completion", "hacking", "data", "terminal"),
             default="agent",
             help="agent (the default): the policy as a tool-using agent in sandbox sessions "
             "(view, edit, run the tests, submit), SFT on scripted demonstrations, then GRPO over "
@@ -120,22 +122,28 @@ class Command(BaseCommand):
             "learned to hard-code answers, evaluated on honest held-out tasks, to show the "
             "hard-coding flags and the onset alerts in the console; data: import the numpy/pandas "
             "and Python 3.13 task sets, build their environments into the store (once), validate "
-            "and train on them",
+            "and train on them; terminal: import the shipped terminal task sets (system "
+            "operations, data analysis, office files, tool use), build their Debian roots, "
+            "validate them, and train the agent on one task of each family, its reward from the "
+            "tasks' verifiers",
         )
 
     def handle(self, *args, headless, steps, demo_tasks, port, overrides, scenario, **options):
         started = time.monotonic()
         self.scenario = scenario
         if demo_tasks is None:
-            demo_tasks = {"hacking": 8, "agent": AGENT_TASKS}.get(scenario, 16)
+            demo_tasks = {"hacking": 8, "agent": AGENT_TASKS, "terminal": TERMINAL_TASKS}.get(
+                scenario, 16
+            )
         if steps is None:
             # the hacking scenario's onset signals compare late steps with a reference window
-            steps = {"hacking": 30, "data": 6}.get(scenario, 20)
+            steps = {"hacking": 30, "data": 6, "terminal": 8}.get(scenario, 20)
         defaults = {
             "agent": AGENT_CONFIG,
             "completion": COMPLETION_CONFIG,
             "hacking": HACKING_CONFIG,
             "data": DATA_CONFIG,
+            "terminal": TERMINAL_CONFIG,
         }[scenario]
         try:
             config = config_from_command_line(defaults=defaults, overrides=overrides, steps=steps)
@@ -149,7 +157,7 @@ class Command(BaseCommand):
                 stack.check_web_port(port)
                 stack.worker()
                 stack.sandbox_workers()
-                if scenario == "data":  # the Python 3.13 tasks' queue (its root built once)
+                if scenario in ("data", "terminal"):  # the Debian root's queue (built once)
                     stack.sandbox_workers("python3.13")
                 base = stack.web(port)
                 self._say(f"console: {base}/")
@@ -195,9 +203,14 @@ class Command(BaseCommand):
             raise CommandError(f"run {summary['run']['run_id']} ended {summary['run']['status']}")
 
     def _main_job(self, base: str, *, config: RunConfig, demo_tasks: int) -> dict:
-        if self.scenario == "data":
+        if self.scenario in ("data", "terminal"):
             try:
-                task_set, summary = data_task_set(options=UP_VALIDATION, say=self._say)
+                if self.scenario == "data":
+                    task_set, summary = data_task_set(options=UP_VALIDATION, say=self._say)
+                else:
+                    task_set, summary = terminal_task_set(
+                        options=UP_VALIDATION, say=self._say, tasks=demo_tasks
+                    )
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             return self._train(base, task_set=task_set, config=config, summary=summary)
@@ -240,6 +253,9 @@ class Command(BaseCommand):
             "graded in its environment version",
             "agent": "the main job's agent scenario: tool calls in sandbox sessions, SFT on "
             "scripted demonstrations, then GRPO over multi-turn rollouts",
+            "terminal": "the main job's terminal scenario: an agent on Debian machines "
+            "(system operations, data analysis, office files, tool use), rewarded by each "
+            "task's verifier on the final state",
         }
         try:
             run = run_create(
