@@ -1,5 +1,6 @@
 """A chart PNG that is real: PNG signature, decodes, big enough, and not blank (it holds a few
 distinct saturated colours, as plotted series do)."""
+
 from pathlib import Path
 
 from PIL import Image
@@ -26,4 +27,6 @@ def check_png(path, min_w, min_h, min_colours):
         counts[key] = counts.get(key, 0) + 1
     total = rgb.size[0] * rgb.size[1]
     colours = [k for k, c in counts.items() if c >= total * 0.002]
-    assert len(colours) >= min_colours, f"{path} shows {len(colours)} distinct colours; is it a chart?"
+    assert len(colours) >= min_colours, (
+        f"{path} shows {len(colours)} distinct colours; is it a chart?"
+    )

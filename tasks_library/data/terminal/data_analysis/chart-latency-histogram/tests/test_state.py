@@ -1,13 +1,13 @@
 """Verifier: the histogram's counts (/app/chart/latency_hist.csv) and the percentiles against
 values recomputed in plain Python from the pristine copy of the data in /tests/data, and the PNG
 is a real, non-blank image."""
+
 import csv
 import json
 import math
 from pathlib import Path
 
 import pytest
-
 from pngcheck import check_png
 
 

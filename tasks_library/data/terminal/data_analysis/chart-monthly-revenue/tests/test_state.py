@@ -1,12 +1,12 @@
 """Verifier: the chart's data (/app/chart/monthly_revenue.json) against monthly totals recomputed
 from the pristine copy of the sales in /tests/data, and the PNG is a real, non-blank image."""
+
 import csv
 import json
 import math
 from pathlib import Path
 
 import pytest
-
 from pngcheck import check_png
 
 MONTHS = [f"2024-{m:02d}" for m in range(1, 13)]
@@ -47,8 +47,9 @@ def test_series_values(spec, expected):
         values = s["values"]
         assert isinstance(values, list) and len(values) == 12
         for got, want in zip(values, expected[s["name"]]):
-            assert isinstance(got, (int, float)) and math.isfinite(got) and abs(got - want) <= 0.011, \
-                (s["name"], got, want)
+            assert (
+                isinstance(got, (int, float)) and math.isfinite(got) and abs(got - want) <= 0.011
+            ), (s["name"], got, want)
 
 
 def test_png():

@@ -1,5 +1,6 @@
 """Verifier: /app/retention.csv against retention recomputed in plain Python from the pristine
 copies of the users and events in /tests/data."""
+
 import csv
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Verifier: /app/contacts_clean.csv and /app/answer.json against the rules applied, in plain
 Python, to the pristine copy of the contacts in /tests/data."""
+
 import csv
 import json
 import re
@@ -30,10 +31,23 @@ def expected():
         if len(digits) == 11 and digits[0] == "1":
             digits = digits[1:]
         phone = f"{digits[:3]}-{digits[3:6]}-{digits[6:]}" if len(digits) == 10 else ""
-        out.append([r["id"], " ".join(r["full_name"].split()), email, phone, r["city"].strip(), r["updated_at"]])
+        out.append(
+            [
+                r["id"],
+                " ".join(r["full_name"].split()),
+                email,
+                phone,
+                r["city"].strip(),
+                r["updated_at"],
+            ]
+        )
     out.sort(key=lambda row: int(row[0]))
-    counts = {"input_rows": len(rows), "dropped_invalid_email": len(rows) - valid,
-              "duplicates_removed": valid - len(out), "output_rows": len(out)}
+    counts = {
+        "input_rows": len(rows),
+        "dropped_invalid_email": len(rows) - valid,
+        "duplicates_removed": valid - len(out),
+        "output_rows": len(out),
+    }
     return out, counts
 
 

@@ -1,4 +1,5 @@
 """Verifier: /app/answer.json against figures recomputed from the pristine copies in /tests/data."""
+
 import json
 import math
 from pathlib import Path
@@ -6,8 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-KEYS = {"revenue_by_country", "avg_order_by_segment", "orphan_orders",
-        "customers_without_orders", "top_customers"}
+KEYS = {
+    "revenue_by_country",
+    "avg_order_by_segment",
+    "orphan_orders",
+    "customers_without_orders",
+    "top_customers",
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +54,12 @@ def answer():
 
 
 def close(got, want, tol):
-    return isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) \
+    return (
+        isinstance(got, (int, float))
+        and not isinstance(got, bool)
+        and math.isfinite(got)
         and abs(got - want) <= tol
+    )
 
 
 def test_keys(answer):

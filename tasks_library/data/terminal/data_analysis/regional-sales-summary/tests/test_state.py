@@ -1,4 +1,5 @@
 """Verifier: /app/answer.json against figures recomputed from the pristine copy in /tests/data."""
+
 import json
 import math
 from pathlib import Path
@@ -7,8 +8,14 @@ import pandas as pd
 import pytest
 
 ANSWER = Path("/app/answer.json")
-KEYS = {"revenue_by_region", "completed_orders_by_region", "top_category_by_region",
-        "average_order_value", "best_month", "cancelled_share"}
+KEYS = {
+    "revenue_by_region",
+    "completed_orders_by_region",
+    "top_category_by_region",
+    "average_order_value",
+    "best_month",
+    "cancelled_share",
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +51,12 @@ def answer():
 
 
 def close(got, want, tol):
-    return isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) \
+    return (
+        isinstance(got, (int, float))
+        and not isinstance(got, bool)
+        and math.isfinite(got)
         and abs(got - want) <= tol
+    )
 
 
 def test_keys(answer):
@@ -61,7 +72,9 @@ def test_revenue_by_region(answer, expected):
 
 def test_orders_by_region(answer, expected):
     got = answer["completed_orders_by_region"]
-    assert {k: v for k, v in got.items()} == {k: int(v) for k, v in expected["completed_orders_by_region"].items()}
+    assert {k: v for k, v in got.items()} == {
+        k: int(v) for k, v in expected["completed_orders_by_region"].items()
+    }
 
 
 def test_top_category(answer, expected):

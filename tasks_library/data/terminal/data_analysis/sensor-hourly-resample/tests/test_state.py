@@ -1,5 +1,6 @@
 """Verifier: /app/hourly.csv and /app/answer.json against buckets recomputed in plain Python from
 the pristine copy of the readings in /tests/data."""
+
 import csv
 import json
 import math

@@ -1,6 +1,7 @@
 """Verifier: /app/answer.json against figures recomputed in Python from the pristine database in
 /tests/data, and /app/overdue.sql run (read-only, SELECT only) against that database and against
 two altered copies of it, its rows compared with rows computed in Python."""
+
 import json
 import math
 import shutil
@@ -13,7 +14,13 @@ import pytest
 
 PRISTINE = Path("/tests/data/library.db")
 ASOF = "2025-06-30"
-KEYS = {"top_books", "never_borrowed", "avg_loan_days_by_genre", "late_return_rate", "overdue_loans"}
+KEYS = {
+    "top_books",
+    "never_borrowed",
+    "avg_loan_days_by_genre",
+    "late_return_rate",
+    "overdue_loans",
+}
 
 
 def rows(db, sql):
@@ -64,8 +71,12 @@ def answer():
 
 
 def close(got, want, tol):
-    return isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) \
+    return (
+        isinstance(got, (int, float))
+        and not isinstance(got, bool)
+        and math.isfinite(got)
         and abs(got - want) <= tol
+    )
 
 
 def test_keys(answer):
@@ -91,13 +102,19 @@ def test_late_rate(answer, expected):
 
 # --- overdue.sql -------------------------------------------------------------------------------
 
-ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-           getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+ALLOWED = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+}
 
 
 def run_agent_query(db, sql):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    con.set_authorizer(lambda action, *args: sqlite3.SQLITE_OK if action in ALLOWED else sqlite3.SQLITE_DENY)
+    con.set_authorizer(
+        lambda action, *args: sqlite3.SQLITE_OK if action in ALLOWED else sqlite3.SQLITE_DENY
+    )
     deadline = time.monotonic() + 10
     con.set_progress_handler(lambda: int(time.monotonic() > deadline), 10000)
     try:
@@ -111,7 +128,7 @@ def run_agent_query(db, sql):
 def overdue_rows(db):
     names = dict(rows(db, "SELECT member_id, name FROM members"))
     per = {}
-    for member, due in rows(db, f"SELECT member_id, due_on FROM loans WHERE returned_on IS NULL"):
+    for member, due in rows(db, "SELECT member_id, due_on FROM loans WHERE returned_on IS NULL"):
         if due < ASOF:
             count, oldest = per.get(member, (0, due))
             per[member] = (count + 1, min(oldest, due))
@@ -151,13 +168,21 @@ def test_query_on_library(query):
 
 
 def test_query_on_altered_libraries(query, tmp_path):
-    one = variant(tmp_path, "one.db", """
+    one = variant(
+        tmp_path,
+        "one.db",
+        """
         UPDATE loans SET returned_on = NULL WHERE loan_id % 7 = 3 AND due_on < '2025-05-01';
         UPDATE loans SET returned_on = due_on WHERE loan_id % 5 = 0 AND returned_on IS NULL;
-        UPDATE members SET name = name || ' Jr.' WHERE member_id % 4 = 1;""")
+        UPDATE members SET name = name || ' Jr.' WHERE member_id % 4 = 1;""",
+    )
     check_query(one, query)
-    two = variant(tmp_path, "two.db", """
+    two = variant(
+        tmp_path,
+        "two.db",
+        """
         DELETE FROM loans WHERE member_id % 3 = 0;
         UPDATE loans SET due_on = '2025-06-30' WHERE loan_id % 11 = 2;
-        UPDATE loans SET returned_on = NULL, due_on = '2025-06-29' WHERE loan_id % 13 = 4;""")
+        UPDATE loans SET returned_on = NULL, due_on = '2025-06-29' WHERE loan_id % 13 = 4;""",
+    )
     check_query(two, query)

@@ -1,5 +1,6 @@
 """Verifier: /app/answer.json against per-ticker figures recomputed in plain Python from the
 pristine copy of the prices in /tests/data."""
+
 import csv
 import json
 import math

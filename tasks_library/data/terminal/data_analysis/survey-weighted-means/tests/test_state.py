@@ -1,5 +1,6 @@
 """Verifier: /app/answer.json against weighted figures recomputed in plain Python from the
 pristine copy of the survey in /tests/data."""
+
 import csv
 import json
 import math
@@ -7,16 +8,25 @@ from pathlib import Path
 
 import pytest
 
-KEYS = {"answered", "missing", "weighted_mean_by_age_group", "satisfied_share_by_region",
-        "overall_weighted_mean", "overall_unweighted_mean"}
+KEYS = {
+    "answered",
+    "missing",
+    "weighted_mean_by_age_group",
+    "satisfied_share_by_region",
+    "overall_weighted_mean",
+    "overall_unweighted_mean",
+}
 
 
 @pytest.fixture(scope="module")
 def expected():
     with open("/tests/data/survey.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    ok = [(r["age_group"], r["region"], int(r["satisfaction"]), float(r["weight"]))
-          for r in rows if r["satisfaction"].strip() in {"1", "2", "3", "4", "5"}]
+    ok = [
+        (r["age_group"], r["region"], int(r["satisfaction"]), float(r["weight"]))
+        for r in rows
+        if r["satisfaction"].strip() in {"1", "2", "3", "4", "5"}
+    ]
     assert len(rows) - len(ok) == sum(r["satisfaction"].strip() in {"", "NA", "n/a"} for r in rows)
     by_age, by_region = {}, {}
     for age, region, s, w in ok:
@@ -46,8 +56,12 @@ def answer():
 
 
 def close(got, want, tol):
-    return isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) \
+    return (
+        isinstance(got, (int, float))
+        and not isinstance(got, bool)
+        and math.isfinite(got)
         and abs(got - want) <= tol
+    )
 
 
 def test_keys_and_counts(answer, expected):
@@ -56,8 +70,9 @@ def test_keys_and_counts(answer, expected):
     assert answer["missing"] == expected["missing"]
 
 
-@pytest.mark.parametrize("key,tol", [("weighted_mean_by_age_group", 0.00051),
-                                     ("satisfied_share_by_region", 0.00006)])
+@pytest.mark.parametrize(
+    "key,tol", [("weighted_mean_by_age_group", 0.00051), ("satisfied_share_by_region", 0.00006)]
+)
 def test_groups(answer, expected, key, tol):
     got = answer[key]
     assert isinstance(got, dict) and set(got) == set(expected[key])

@@ -1,5 +1,6 @@
 """Verifier: /app/outliers.csv against the IQR rule applied, in plain Python, to the pristine copy
 of the transactions in /tests/data."""
+
 import csv
 import math
 from pathlib import Path
@@ -33,7 +34,9 @@ def expected():
         lo, hi = fences[r["merchant_category"]]
         a = float(r["amount"])
         if a < lo or a > hi:
-            out.append((r["txn_id"], r["merchant_category"], a, "low" if a < lo else "high", lo, hi))
+            out.append(
+                (r["txn_id"], r["merchant_category"], a, "low" if a < lo else "high", lo, hi)
+            )
     out.sort()
     assert len(out) > 10 and {d for *_, d, _, _ in out} == {"low", "high"}
     return out
@@ -47,8 +50,12 @@ def test_outliers(expected):
         assert next(reader) == HEADER
         got = [r for r in reader if r]
     assert [r[0] for r in got] == [e[0] for e in expected], "wrong set or order of txn_id"
-    for row, (tid, cat, amount, direction, lo, hi) in zip(got, expected):
+    for row, (_tid, cat, amount, direction, lo, hi) in zip(got, expected):
         assert len(row) == 6, row
         assert row[1] == cat and row[3] == direction, (row, cat, direction)
         assert abs(float(row[2]) - amount) < 0.005, row
-        assert abs(float(row[4]) - lo) < 0.00051 and abs(float(row[5]) - hi) < 0.00051, (row, lo, hi)
+        assert abs(float(row[4]) - lo) < 0.00051 and abs(float(row[5]) - hi) < 0.00051, (
+            row,
+            lo,
+            hi,
+        )

@@ -1,5 +1,6 @@
 """Verifier: /app/answer.json against figures recomputed in plain Python (rows read with pyarrow)
 from the pristine copy of the Parquet file in /tests/data."""
+
 import json
 import math
 import statistics
@@ -8,8 +9,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-KEYS = {"trip_count", "invalid_trips", "median_duration_min", "fare_per_km_by_zone",
-        "busiest_pickup_hour", "card_share"}
+KEYS = {
+    "trip_count",
+    "invalid_trips",
+    "median_duration_min",
+    "fare_per_km_by_zone",
+    "busiest_pickup_hour",
+    "card_share",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +36,8 @@ def expected():
         "trip_count": len(rows),
         "invalid_trips": len(rows) - len(valid),
         "median_duration_min": statistics.median(
-            (r["dropoff_at"] - r["pickup_at"]).total_seconds() / 60 for r in valid),
+            (r["dropoff_at"] - r["pickup_at"]).total_seconds() / 60 for r in valid
+        ),
         "fare_per_km_by_zone": {z: fare[z] / dist[z] for z in fare},
         "busiest_pickup_hour": ranked[0][0],
         "card_share": sum(r["payment_type"] == "card" for r in valid) / len(valid),
@@ -46,8 +54,12 @@ def answer():
 
 
 def close(got, want, tol):
-    return isinstance(got, (int, float)) and not isinstance(got, bool) and math.isfinite(got) \
+    return (
+        isinstance(got, (int, float))
+        and not isinstance(got, bool)
+        and math.isfinite(got)
         and abs(got - want) <= tol
+    )
 
 
 def test_keys(answer):

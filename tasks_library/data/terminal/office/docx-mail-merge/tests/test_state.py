@@ -2,16 +2,28 @@
 (tests/pristine/data), each the pristine template rendered with values computed here: every
 paragraph and header equal, styles equal, no placeholder left, bold values where the
 placeholder was bold."""
+
 import csv
 from datetime import date
 from pathlib import Path
 
 import pytest
-
 from docxcheck import assert_bold, assert_rendered, body_blocks, load
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
@@ -36,7 +48,9 @@ def template():
 def test_exact_files():
     folder = Path("/app/letters")
     assert folder.is_dir(), "/app/letters is missing"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{m['member_id']}.docx" for m in members())
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{m['member_id']}.docx" for m in members()
+    )
 
 
 @pytest.mark.parametrize("member", members(), ids=lambda m: m["member_id"])

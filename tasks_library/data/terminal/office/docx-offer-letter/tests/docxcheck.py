@@ -1,6 +1,7 @@
 """Document checks shared by the Word tasks' verifiers: a document's blocks (body paragraphs,
 tables and their cells' paragraphs, headers, footers) in order, and their comparison with the
 pristine template rendered with the expected values."""
+
 import re
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def render(text, values):
     def sub(m):
         assert m.group(1) in values, f"the verifier has no value for {m.group(0)}"
         return values[m.group(1)]
+
     return PLACEHOLDER.sub(sub, text)
 
 
@@ -78,14 +80,17 @@ def assert_rendered(doc, template, values, name):
     """Same structure as the template; every paragraph's text is the template's with the values
     in place of the placeholders; the same paragraph styles."""
     got, want = body_blocks(doc), body_blocks(template)
-    assert [k for k, _ in got] == [k for k, _ in want], \
+    assert [k for k, _ in got] == [k for k, _ in want], (
         f"{name}: the body's paragraphs and tables differ from the template's"
+    )
     gp, wp = paragraphs(doc), paragraphs(template)
     assert len(gp) == len(wp), f"{name}: {len(gp)} paragraphs, the template has {len(wp)}"
     for (where, g), (_, w) in zip(gp, wp):
         expected = render(w.text, values)
         assert g.text == expected, f"{name}, {where}: {g.text!r} != {expected!r}"
-        assert g.style.name == w.style.name, f"{name}, {where}: style {g.style.name} != {w.style.name}"
+        assert g.style.name == w.style.name, (
+            f"{name}, {where}: style {g.style.name} != {w.style.name}"
+        )
     assert_no_placeholder(doc, name)
 
 
@@ -97,4 +102,6 @@ def assert_bold(paragraph, value, where):
     text = "".join(ch for ch, _ in chars)
     i = text.find(value)
     assert i >= 0, f"{where}: {value!r} not found"
-    assert all(b for _, b in chars[i:i + len(value)]), f"{where}: {value!r} is not bold as in the template"
+    assert all(b for _, b in chars[i : i + len(value)]), (
+        f"{where}: {value!r} is not bold as in the template"
+    )

@@ -2,18 +2,30 @@
 with values computed here from the pristine candidate record: every paragraph (body, table,
 header, footer) equal, styles equal, no placeholder left, bold values where the placeholder was
 bold."""
+
 import json
 from datetime import date
 
 import pytest
-
 from docxcheck import assert_bold, assert_rendered, body_blocks, load
 
 
 def long_date(s):
     d = date.fromisoformat(s)
-    months = ["January", "February", "March", "April", "May", "June", "July", "August",
-              "September", "October", "November", "December"]
+    months = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
     return f"{d.day} {months[d.month - 1]} {d.year}"
 
 

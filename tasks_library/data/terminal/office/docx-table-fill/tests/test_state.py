@@ -2,17 +2,29 @@
 paragraphs outside the table rendered and unchanged otherwise, the table's header row, one row
 per line (copies of the template row: cell count, right-aligned figures) with the figures
 recomputed here, the total row, no placeholder left, bold kept."""
+
 import json
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from docx.enum.text import WD_ALIGN_PARAGRAPH
-
 from docxcheck import assert_bold, assert_no_placeholder, body_blocks, load, render
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 def money(x):
@@ -32,14 +44,19 @@ def docs():
 @pytest.fixture(scope="module")
 def expected(quote):
     lines = []
-    for l in quote["lines"]:
-        amount = Decimal(repr(l["qty"])) * Decimal(repr(l["unit_price"]))
+    for line in quote["lines"]:
+        amount = Decimal(repr(line["qty"])) * Decimal(repr(line["unit_price"]))
         amount = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-        lines.append([l["item"], str(l["qty"]), money(l["unit_price"]), money(amount)])
+        lines.append([line["item"], str(line["qty"]), money(line["unit_price"]), money(amount)])
     total = sum(Decimal(row[3].replace(",", "")) for row in lines)
     d = date.fromisoformat(quote["valid_until"])
-    values = {"quote_no": quote["quote_no"], "client": quote["client"], "prepared_by": quote["prepared_by"],
-              "valid_until": f"{d.day} {MONTHS[d.month - 1]} {d.year}", "total": money(total)}
+    values = {
+        "quote_no": quote["quote_no"],
+        "client": quote["client"],
+        "prepared_by": quote["prepared_by"],
+        "valid_until": f"{d.day} {MONTHS[d.month - 1]} {d.year}",
+        "total": money(total),
+    }
     return lines, values
 
 
@@ -70,7 +87,9 @@ def test_table(docs, expected):
         assert len(cells) == 4
         assert [c.text for c in cells] == line, (i, [c.text for c in cells], line)
         for c in cells[1:]:
-            assert c.paragraphs[0].alignment == WD_ALIGN_PARAGRAPH.RIGHT, f"row {i}: figures not right-aligned"
+            assert c.paragraphs[0].alignment == WD_ALIGN_PARAGRAPH.RIGHT, (
+                f"row {i}: figures not right-aligned"
+            )
     last = rows[-1].cells
     assert [c.text for c in last] == [render(c.text, values) for c in ttable.rows[2].cells]
     assert_bold(last[3].paragraphs[0], values["total"], "the total")

@@ -1,11 +1,11 @@
 """Verifier: /app/consolidated.xlsx against the pristine regional workbooks (tests/pristine/data):
 the All rows, headers, and the formulas recomputed by xlformula over the pristine monthly
 figures and over altered ones."""
+
 import random
 
 import pytest
 from openpyxl import load_workbook
-
 from xlcheck import check_formulas, load, sheet
 
 
@@ -27,7 +27,14 @@ def wb():
 def test_all_sheet(wb, rows):
     assert wb.sheetnames[:2] == ["All", "By product"]
     ws = wb["All"]
-    assert [ws.cell(1, c).value for c in range(1, 7)] == ["Region", "Product", "Jan", "Feb", "Mar", "Total"]
+    assert [ws.cell(1, c).value for c in range(1, 7)] == [
+        "Region",
+        "Product",
+        "Jan",
+        "Feb",
+        "Mar",
+        "Total",
+    ]
     assert all(ws.cell(1, c).font.b for c in range(1, 7))
     got = [tuple(ws.cell(r, c).value for c in range(1, 6)) for r in range(2, ws.max_row + 1)]
     assert got == rows

@@ -1,12 +1,12 @@
 """Verifier: /app/transactions.xlsx against the pristine CSV (tests/pristine/data): the sorted
 rows with real dates and numbers, formats, filter, frozen panes, widths; the Totals formulas
 recomputed by xlformula over the pristine rows and over altered amounts and categories."""
+
 import csv
 import datetime
 import random
 
 import pytest
-
 from xlcheck import check_formulas, load, sheet
 
 
@@ -26,7 +26,13 @@ def wb():
 def test_transactions_sheet(wb, rows):
     assert wb.sheetnames[:2] == ["Transactions", "Totals"]
     ws = wb["Transactions"]
-    assert [ws.cell(1, c).value for c in range(1, 6)] == ["Date", "ID", "Customer", "Category", "Amount"]
+    assert [ws.cell(1, c).value for c in range(1, 6)] == [
+        "Date",
+        "ID",
+        "Customer",
+        "Category",
+        "Amount",
+    ]
     assert all(ws.cell(1, c).font.b for c in range(1, 6)), "header not bold"
     assert ws.max_row == len(rows) + 1
     for i, r in enumerate(rows, start=2):
@@ -37,7 +43,9 @@ def test_transactions_sheet(wb, rows):
         assert ws[f"A{i}"].number_format == "yyyy-mm-dd", f"A{i}"
         assert [ws[f"{c}{i}"].value for c in "BCD"] == [r["id"], r["customer"], r["category"]], i
         amount = ws[f"E{i}"].value
-        assert isinstance(amount, (int, float)) and not isinstance(amount, bool), f"E{i} is not a number"
+        assert isinstance(amount, (int, float)) and not isinstance(amount, bool), (
+            f"E{i} is not a number"
+        )
         assert abs(amount - float(r["amount"])) < 1e-9, i
         assert ws[f"E{i}"].number_format == "#,##0.00", f"E{i}"
 
@@ -68,14 +76,19 @@ def test_totals(wb, rows):
         amt = [float(r["amount"]) for r in rows]
         if seed is not None:
             rng = random.Random(seed)
-            cat = [cats[(i + seed) % len(cats)] if i < len(cats) else rng.choice(cats) for i in range(n)]
+            cat = [
+                cats[(i + seed) % len(cats)] if i < len(cats) else rng.choice(cats)
+                for i in range(n)
+            ]
             amt = [round(rng.uniform(1, 5000), 2) for _ in range(n)]
         overrides = {}
         for i in range(n):
             overrides[("Transactions", f"D{i + 2}")] = cat[i]
             overrides[("Transactions", f"E{i + 2}")] = amt[i]
-        cells = {("Totals", f"B{j}"): sum(a for c, a in zip(cat, amt) if c == name)
-                 for j, name in enumerate(cats, start=2)}
+        cells = {
+            ("Totals", f"B{j}"): sum(a for c, a in zip(cat, amt) if c == name)
+            for j, name in enumerate(cats, start=2)
+        }
         cells[("Totals", f"B{last}")] = sum(amt)
         scenarios.append((label, overrides, cells))
     check_formulas(wb, scenarios, tol=1e-6)

@@ -1,11 +1,11 @@
 """Verifier: /app/grades.xlsx: weighted scores, letters and the Stats sheet recomputed by
 xlformula over the pristine scores and weights (tests/pristine/grades.xlsx) and over altered
 ones; labels and bold; inputs unchanged."""
+
 import random
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-
 from xlcheck import assert_unchanged, check_formulas, load, sheet
 
 ROWS = range(2, 32)
@@ -55,7 +55,12 @@ def test_labels(books):
     assert ws["E1"].value == "Weighted" and ws["F1"].value == "Grade"
     assert ws["E1"].font.b and ws["F1"].font.b
     st = sheet(wb, "Stats")
-    assert st["A1"].value == "Measure" and st["B1"].value == "Value" and st["A1"].font.b and st["B1"].font.b
+    assert (
+        st["A1"].value == "Measure"
+        and st["B1"].value == "Value"
+        and st["A1"].font.b
+        and st["B1"].font.b
+    )
     assert [st[f"A{i}"].value for i in range(2, 10)] == LABELS
 
 
@@ -75,6 +80,8 @@ def test_formulas(books):
         for r, triple in alt.items():
             for c, v in zip("BCD", triple):
                 overrides[("Scores", f"{c}{r}")] = v
-        scenarios.append((f"altered scores and weights {seed}", overrides, expected(alt, alt_weights)))
+        scenarios.append(
+            (f"altered scores and weights {seed}", overrides, expected(alt, alt_weights))
+        )
     # the pristine scenario evaluates the agent's own input cells: they were checked unchanged
     check_formulas(wb, scenarios, tol=1e-9)

@@ -1,11 +1,11 @@
 """Verifier: /app/invoice.xlsx holds formulas in E8:E19 and E21:E23 whose values, computed by
 xlformula from the pristine inputs (tests/pristine/invoice.xlsx) and from two altered sets of
 inputs, equal the values recomputed here; the inputs are unchanged; number formats are set."""
+
 import random
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
-
 from xlcheck import assert_unchanged, check_formulas, load, sheet
 
 ROWS = range(8, 20)
@@ -49,8 +49,11 @@ def test_formulas(books):
     ws = pristine["Invoice"]
     inputs = {c: ws[c].value for c in ["B4"] + [f"{col}{r}" for r in ROWS for col in "BCD"]}
     scenarios = []
-    for label, inp in [("the invoice", inputs), ("altered inputs 1", altered(inputs, 1)),
-                       ("altered inputs 2", altered(inputs, 2))]:
+    for label, inp in [
+        ("the invoice", inputs),
+        ("altered inputs 1", altered(inputs, 1)),
+        ("altered inputs 2", altered(inputs, 2)),
+    ]:
         overrides = {("Invoice", c): v for c, v in inp.items()}
         scenarios.append((label, overrides, {("Invoice", c): v for c, v in expected(inp).items()}))
     check_formulas(wb, scenarios, tol=1e-6)

@@ -5,12 +5,12 @@ text, it computes nothing), the formula evaluated by xlformula over the PRISTINE
 value recomputed here from those inputs, and evaluated over altered inputs it gives the value
 recomputed from the altered ones (so a constant written as "=1234.5" fails).
 """
+
 import datetime
 import math
 from pathlib import Path
 
 from openpyxl import load_workbook
-
 from xlformula import Evaluator, FormulaError, XlError, is_formula
 
 
@@ -36,9 +36,16 @@ def constants(ws):
 
 
 def same(a, b):
-    if isinstance(a, (datetime.datetime, datetime.date)) or isinstance(b, (datetime.datetime, datetime.date)):
+    if isinstance(a, (datetime.datetime, datetime.date)) or isinstance(
+        b, (datetime.datetime, datetime.date)
+    ):
         return _day(a) == _day(b)
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    if (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return abs(a - b) <= 1e-9
     return a == b
 
@@ -64,7 +71,7 @@ def check_formulas(wb, scenarios, tol=1e-6):
     """scenarios: [(label, overrides, {(sheet, coord): expected})]. Each cell must hold a
     formula, and evaluate to the expected value under each scenario's overrides."""
     first = scenarios[0][2]
-    for (title, coord) in first:
+    for title, coord in first:
         value = wb[title][coord].value
         assert is_formula(value), f"{title}!{coord} must hold a formula, it holds {value!r}"
     for label, overrides, cells in scenarios:
@@ -78,5 +85,6 @@ def check_formulas(wb, scenarios, tol=1e-6):
             if isinstance(want, str):
                 assert got == want, f"{title}!{coord} = {got!r}, expected {want!r} ({label})"
             else:
-                assert number(got) and abs(got - want) <= tol, \
+                assert number(got) and abs(got - want) <= tol, (
                     f"{title}!{coord} = {got!r}, expected {want!r} ({label})"
+                )

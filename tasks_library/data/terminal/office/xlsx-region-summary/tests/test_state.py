@@ -1,10 +1,10 @@
 """Verifier: the Summary sheet of /app/sales.xlsx: layout, bold, number formats, and formulas whose
 values, computed by xlformula over the pristine orders (tests/pristine/sales.xlsx) and over
 orders with shuffled regions and changed amounts, equal the figures recomputed here."""
+
 import random
 
 import pytest
-
 from xlcheck import assert_unchanged, check_formulas, load, sheet
 
 ROWS = range(2, 182)
@@ -48,7 +48,10 @@ def test_layout(books, pristine_inputs):
         assert ws[f"{c}1"].font.b and ws[f"{c}7"].font.b, f"{c}1/{c}7 not bold"
     for r in range(2, 8):
         for c in "CD":
-            assert ws[f"{c}{r}"].number_format == "#,##0.00", (f"{c}{r}", ws[f"{c}{r}"].number_format)
+            assert ws[f"{c}{r}"].number_format == "#,##0.00", (
+                f"{c}{r}",
+                ws[f"{c}{r}"].number_format,
+            )
 
 
 def test_formulas(books, pristine_inputs):
@@ -65,6 +68,7 @@ def test_formulas(books, pristine_inputs):
                 amt[r] = round(rng.uniform(1, 9999), 2)
         overrides = {("Orders", f"B{r}"): reg[r] for r in ROWS}
         overrides.update({("Orders", f"E{r}"): amt[r] for r in ROWS})
-        scenarios.append((label, overrides,
-                          {("Summary", c): v for c, v in expected(reg, amt, names).items()}))
+        scenarios.append(
+            (label, overrides, {("Summary", c): v for c, v in expected(reg, amt, names).items()})
+        )
     check_formulas(wb, scenarios, tol=1e-6)

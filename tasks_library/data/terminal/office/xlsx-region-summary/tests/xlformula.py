@@ -153,9 +153,13 @@ class Evaluator:
         return Range(title, min(c1, c2), min(r1, r2), max(c1, c2), max(r1, r2))
 
     def range_values(self, rng):
-        return [[self._cell(rng.sheet, f"{get_column_letter(c)}{r}")
-                 for c in range(rng.min_col, rng.max_col + 1)]
-                for r in range(rng.min_row, rng.max_row + 1)]
+        return [
+            [
+                self._cell(rng.sheet, f"{get_column_letter(c)}{r}")
+                for c in range(rng.min_col, rng.max_col + 1)
+            ]
+            for r in range(rng.min_row, rng.max_row + 1)
+        ]
 
     def scalar(self, value):
         if isinstance(value, Range):
@@ -245,7 +249,14 @@ def compare(a, b, op):
         ka, kb = a.lower(), b.lower()
     else:
         ka, kb = a, b
-    return {"=": ka == kb, "<>": ka != kb, "<": ka < kb, ">": ka > kb, "<=": ka <= kb, ">=": ka >= kb}[op]
+    return {
+        "=": ka == kb,
+        "<>": ka != kb,
+        "<": ka < kb,
+        ">": ka > kb,
+        "<=": ka <= kb,
+        ">=": ka >= kb,
+    }[op]
 
 
 def excel_round(x, digits, mode=ROUND_HALF_UP):
@@ -266,25 +277,38 @@ def criterion(crit):
     if isinstance(operand, str):
         if op in ("=", "<>") and any(ch in operand for ch in "*?"):
             pattern = re.compile(
-                "^" + "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in operand) + "$",
-                re.I | re.S)
+                "^"
+                + "".join(
+                    ".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in operand
+                )
+                + "$",
+                re.I | re.S,
+            )
+
             def match(v):
                 hit = isinstance(v, str) and bool(pattern.match(v))
                 return hit if op == "=" else not hit
+
             return match
         if operand == "":
-            return (lambda v: v is None or v == "") if op == "=" else (lambda v: not (v is None or v == ""))
+            return (
+                (lambda v: v is None or v == "")
+                if op == "="
+                else (lambda v: not (v is None or v == ""))
+            )
 
         def match(v):
             if not isinstance(v, str):
                 return op == "<>"
             return compare(v, operand, op)
+
         return match
 
     def match(v):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return op == "<>"
         return compare(v, operand, op)
+
     return match
 
 
@@ -311,7 +335,7 @@ class _Parser:
         while self._infix({"=", "<>", "<", ">", "<=", ">="}):
             op = self.take().value
             right = self.concat()
-            left = self._apply(lambda a, b: compare(a, b, op), left, right)
+            left = self._apply(lambda a, b, op=op: compare(a, b, op), left, right)
         return left
 
     def concat(self):
@@ -327,8 +351,13 @@ class _Parser:
         while self._infix({"+", "-"}):
             op = self.take().value
             right = self.term()
-            left = self._apply((lambda a, b: to_num(a) + to_num(b)) if op == "+" else
-                               (lambda a, b: to_num(a) - to_num(b)), left, right)
+            left = self._apply(
+                (lambda a, b: to_num(a) + to_num(b))
+                if op == "+"
+                else (lambda a, b: to_num(a) - to_num(b)),
+                left,
+                right,
+            )
         return left
 
     def term(self):
@@ -339,11 +368,13 @@ class _Parser:
             if op == "*":
                 left = self._apply(lambda a, b: to_num(a) * to_num(b), left, right)
             else:
+
                 def div(a, b):
                     d = to_num(b)
                     if d == 0:
                         raise _Err(DIV0)
                     return to_num(a) / d
+
                 left = self._apply(div, left, right)
         return left
 
@@ -395,7 +426,7 @@ class _Parser:
             name = tok.value[:-1].upper()
             for prefix in ("_XLFN.", "_XLWS."):
                 if name.startswith(prefix):
-                    name = name[len(prefix):]
+                    name = name[len(prefix) :]
             args = []
             nxt = self.peek()
             if nxt is not None and nxt.type == Token.FUNC and nxt.subtype == Token.CLOSE:
@@ -445,12 +476,17 @@ class _Parser:
             return self._one(fn, a, b)
         ga = a if isinstance(a, list) else None
         gb = b if isinstance(b, list) else None
-        rows = len((ga or gb))
+        rows = len(ga or gb)
         cols = len((ga or gb)[0])
         if ga is not None and gb is not None and (len(ga), len(ga[0])) != (len(gb), len(gb[0])):
             return VALUE
-        return [[self._one(fn, ga[i][j] if ga is not None else a, gb[i][j] if gb is not None else b)
-                 for j in range(cols)] for i in range(rows)]
+        return [
+            [
+                self._one(fn, ga[i][j] if ga is not None else a, gb[i][j] if gb is not None else b)
+                for j in range(cols)
+            ]
+            for i in range(rows)
+        ]
 
     def _apply1(self, fn, a):
         a = self._grid_or_scalar(a)
@@ -460,6 +496,7 @@ class _Parser:
 
 
 # --- functions ------------------------------------------------------------------------------
+
 
 def _numbers(ev, args):
     out = []
@@ -505,8 +542,12 @@ def f_median(ev, *args):
 
 
 def f_count(ev, *args):
-    return sum(1 for arg in args for v, _ in ev.flat(arg)
-               if isinstance(v, (int, float)) and not isinstance(v, bool))
+    return sum(
+        1
+        for arg in args
+        for v, _ in ev.flat(arg)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
 
 
 def f_counta(ev, *args):
@@ -587,7 +628,9 @@ def _grid(ev, rng):
 def _sized(rng, like):
     """Excel's SUMIF: the sum range takes the criteria range's shape from its top-left cell."""
     rows, cols = like.shape
-    return Range(rng.sheet, rng.min_col, rng.min_row, rng.min_col + cols - 1, rng.min_row + rows - 1)
+    return Range(
+        rng.sheet, rng.min_col, rng.min_row, rng.min_col + cols - 1, rng.min_row + rows - 1
+    )
 
 
 def _matches(ev, pairs):
@@ -607,8 +650,16 @@ def _matches(ev, pairs):
 
 def f_sumif(ev, rng, crit, sum_range=None):
     mask, _ = _matches(ev, [(rng, crit)])
-    values = [v for row in _grid(ev, _sized(sum_range, rng) if sum_range is not None else rng) for v in row]
-    return sum(v for v, m in zip(values, mask) if m and isinstance(v, (int, float)) and not isinstance(v, bool))
+    values = [
+        v
+        for row in _grid(ev, _sized(sum_range, rng) if sum_range is not None else rng)
+        for v in row
+    ]
+    return sum(
+        v
+        for v, m in zip(values, mask)
+        if m and isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
 
 
 def f_sumifs(ev, sum_range, *pairs):
@@ -616,7 +667,11 @@ def f_sumifs(ev, sum_range, *pairs):
     values = [v for row in _grid(ev, sum_range) for v in row]
     if len(values) != len(mask):
         raise _Err(VALUE)
-    return sum(v for v, m in zip(values, mask) if m and isinstance(v, (int, float)) and not isinstance(v, bool))
+    return sum(
+        v
+        for v, m in zip(values, mask)
+        if m and isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
 
 
 def f_countif(ev, rng, crit):
@@ -631,8 +686,16 @@ def f_countifs(ev, *pairs):
 
 def f_averageif(ev, rng, crit, avg_range=None):
     mask, _ = _matches(ev, [(rng, crit)])
-    values = [v for row in _grid(ev, _sized(avg_range, rng) if avg_range is not None else rng) for v in row]
-    nums = [v for v, m in zip(values, mask) if m and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    values = [
+        v
+        for row in _grid(ev, _sized(avg_range, rng) if avg_range is not None else rng)
+        for v in row
+    ]
+    nums = [
+        v
+        for v, m in zip(values, mask)
+        if m and isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     if not nums:
         raise _Err(DIV0)
     return sum(nums) / len(nums)
@@ -641,7 +704,11 @@ def f_averageif(ev, rng, crit, avg_range=None):
 def f_averageifs(ev, avg_range, *pairs):
     mask, _ = _matches(ev, list(zip(pairs[::2], pairs[1::2])))
     values = [v for row in _grid(ev, avg_range) for v in row]
-    nums = [v for v, m in zip(values, mask) if m and isinstance(v, (int, float)) and not isinstance(v, bool)]
+    nums = [
+        v
+        for v, m in zip(values, mask)
+        if m and isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     if not nums:
         raise _Err(DIV0)
     return sum(nums) / len(nums)
@@ -713,12 +780,35 @@ def f_match(ev, value, rng, kind=1):
 
 
 FUNCTIONS = {
-    "SUM": f_sum, "AVERAGE": f_average, "MIN": f_min, "MAX": f_max, "MEDIAN": f_median,
-    "COUNT": f_count, "COUNTA": f_counta, "COUNTBLANK": f_countblank,
-    "ROUND": f_round, "ROUNDUP": f_roundup, "ROUNDDOWN": f_rounddown, "ABS": f_abs, "INT": f_int,
-    "MOD": f_mod, "IF": f_if, "IFS": f_ifs, "IFERROR": f_iferror, "AND": f_and, "OR": f_or,
-    "NOT": f_not, "SUMIF": f_sumif, "SUMIFS": f_sumifs, "COUNTIF": f_countif,
-    "COUNTIFS": f_countifs, "AVERAGEIF": f_averageif, "AVERAGEIFS": f_averageifs,
-    "SUMPRODUCT": f_sumproduct, "VLOOKUP": f_vlookup, "INDEX": f_index, "MATCH": f_match,
+    "SUM": f_sum,
+    "AVERAGE": f_average,
+    "MIN": f_min,
+    "MAX": f_max,
+    "MEDIAN": f_median,
+    "COUNT": f_count,
+    "COUNTA": f_counta,
+    "COUNTBLANK": f_countblank,
+    "ROUND": f_round,
+    "ROUNDUP": f_roundup,
+    "ROUNDDOWN": f_rounddown,
+    "ABS": f_abs,
+    "INT": f_int,
+    "MOD": f_mod,
+    "IF": f_if,
+    "IFS": f_ifs,
+    "IFERROR": f_iferror,
+    "AND": f_and,
+    "OR": f_or,
+    "NOT": f_not,
+    "SUMIF": f_sumif,
+    "SUMIFS": f_sumifs,
+    "COUNTIF": f_countif,
+    "COUNTIFS": f_countifs,
+    "AVERAGEIF": f_averageif,
+    "AVERAGEIFS": f_averageifs,
+    "SUMPRODUCT": f_sumproduct,
+    "VLOOKUP": f_vlookup,
+    "INDEX": f_index,
+    "MATCH": f_match,
 }
 SUPPORTED = ", ".join(sorted(FUNCTIONS))

@@ -1,10 +1,10 @@
 """Verifier: /app/inventory.xlsx: formulas in F2:G41 recomputed by xlformula over the pristine
 stock figures (tests/pristine/inventory.xlsx) and over altered ones; fills exactly on the rows
 that need reordering in the pristine data; header bold and grey; frozen panes; inputs unchanged."""
+
 import random
 
 import pytest
-
 from xlcheck import assert_unchanged, check_formulas, load, sheet
 
 ROWS = range(2, 42)
