@@ -289,15 +289,25 @@ def apply_grades(
 
 GRADING_TESTS_KEPT = 2000
 GRADING_ERROR_CHARS = 1000
+GRADING_OUTPUT_CHARS = 4000
+GRADING_OUTPUTS_KEPT = 20  # the first tests' outputs (a verifier's; a few probe calls')
 
 
 def grading_record(grade: R.ExecutionResult) -> dict:
     """What a trajectory keeps of its hidden-test grading, for the replay: ``{"status", "tests":
-    [{"id", "passed", "error"}]}`` (at most :data:`GRADING_TESTS_KEPT` tests, each error cut to
-    :data:`GRADING_ERROR_CHARS` characters; ``"cut"``: how many tests were left out)."""
+    [{"id", "passed", "error", "output"?}]}`` (at most :data:`GRADING_TESTS_KEPT` tests, each
+    error cut to :data:`GRADING_ERROR_CHARS` characters, the output of each of the first
+    :data:`GRADING_OUTPUTS_KEPT` tests that has one (a terminal task's verifier: what it printed)
+    to its last :data:`GRADING_OUTPUT_CHARS`;
+    ``"cut"``: how many tests were left out)."""
     tests = [
         {"id": t.id, "passed": t.passed, "error": (t.error or "")[:GRADING_ERROR_CHARS]}
-        for t in grade.tests[:GRADING_TESTS_KEPT]
+        | (
+            {"output": t.output[-GRADING_OUTPUT_CHARS:]}
+            if t.output and index < GRADING_OUTPUTS_KEPT
+            else {}
+        )
+        for index, t in enumerate(grade.tests[:GRADING_TESTS_KEPT])
     ]
     record = {"status": grade.status, "tests": tests}
     if len(grade.tests) > GRADING_TESTS_KEPT:

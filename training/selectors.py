@@ -300,10 +300,11 @@ def trajectory_episode(*, trajectory: Trajectory) -> dict:
     Returns:
         ``{"opening": {"system", "user", "tools"} or None, "prompt": the task version's prompt
         (a completion rollout's opening) or "", "grading": {"recorded", "status", "passed",
-        "total", "cut", "rows": [{"list", "id", "passed", "error"}]}}``: ``tools`` as
+        "total", "cut", "rows": [{"list", "id", "passed", "error", "output"}]}}``: ``tools`` as
         :func:`tool_summaries`; ``rows`` FAIL_TO_PASS then PASS_TO_PASS ids for a repository
         task (a test the grading did not report is ``passed`` None), the graded tests in order
-        otherwise; ``list`` "" where the suite names none.
+        otherwise; ``list`` "" where the suite names none; ``output`` what a terminal task's
+        verifier printed (its probe's answer, pytest's report, the spreadsheets' cell diff).
     """
     opening = trajectory.opening
     version = trajectory.task_version
@@ -324,7 +325,13 @@ def trajectory_episode(*, trajectory: Trajectory) -> dict:
                 }
             )
     rows += [
-        {"list": "", "id": t["id"], "passed": bool(t["passed"]), "error": t.get("error", "")}
+        {
+            "list": "",
+            "id": t["id"],
+            "passed": bool(t["passed"]),
+            "error": t.get("error", ""),
+            "output": t.get("output", ""),
+        }
         for t in grading.get("tests", [])
         if t["id"] not in listed
     ]

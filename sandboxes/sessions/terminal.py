@@ -44,6 +44,7 @@ VERIFIER_ENV = {
     "TEST_DIR": "/tests",
 }
 OUTPUT_TAIL_CHARS = 8000
+OUTPUT_TEST_CHARS = 4000  # of it kept on the grading's one test (the replay shows it)
 
 # Run as ``python3 -I -S -c LANDLOCK WRITABLE... -- COMMAND``: restrict this process's writes to
 # the WRITABLE trees (Landlock, ABI 1 and up), then exec ``bash -c COMMAND``. Prints
@@ -116,7 +117,8 @@ class VerifierOutcome:
 
     def as_result(self) -> R.ExecutionResult:
         """The outcome as the rewards' :class:`ExecutionResult`: one test, ``verifier``, passed
-        at reward 1 and scored with the reward (partial credit)."""
+        at reward 1, scored with the reward (partial credit), its ``output`` the tail of what
+        the verifier printed (the probe's answer, pytest's report)."""
         status = (
             self.status
             if self.status in (R.INFRA_ERROR, R.TIMEOUT)
@@ -132,6 +134,7 @@ class VerifierOutcome:
                     passed=self.status == "ok" and self.reward >= 1.0,
                     error=self.detail,
                     score=self.reward,
+                    output=self.output[-OUTPUT_TEST_CHARS:],
                 )
             ],
             detail=self.detail,

@@ -22,6 +22,9 @@ fresh sandbox.
 
 from __future__ import annotations
 
+import base64
+import json
+import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
@@ -651,12 +654,77 @@ class TerminalEnvironment(Environment):
         return final_state(self.spec, self._changes)
 
     def grade(self, files: dict[str, bytes]) -> R.ExecutionResult:
-        """The task's verifier on the final state (``files``: :meth:`final_files`)."""
+        """The task's verifier on the final state (``files``: :meth:`final_files`); what it
+        printed is kept for the replay, with the changed spreadsheets' cells before and after
+        (:meth:`spreadsheet_diffs`)."""
         outcome = grade_terminal(self.spec, self._changes, self.task.environment)
         if outcome.status == R.INFRA_ERROR:  # once more, as queued gradings are
             outcome = grade_terminal(self.spec, self._changes, self.task.environment)
+        tables = self.spreadsheet_diffs(files)
+        if tables:
+            outcome.output = f"{tables}\n--- the verifier printed ---\n{outcome.output}"
         return outcome.as_result()
 
+    SPREADSHEETS = (".xlsx", ".xlsm")
+
+    def spreadsheet_diffs(self, files: dict[str, bytes]) -> str:
+        """The cells of each spreadsheet the agent added or changed, before and after, as a
+        unified diff of ``Sheet!A1 = value`` lines, read in the agent's session with the
+        environment's openpyxl (nothing of the agent's files is parsed on this host); ``""``
+        where none changed, or the environment has no openpyxl."""
+        changed = {
+            path: self.spec.state.get(path)
+            for path in sorted(files)
+            if path.endswith(self.SPREADSHEETS) and files[path] != self.spec.state.get(path)
+        }
+        if not changed:
+            return ""
+        request = {
+            "/" + path: (base64.b64encode(before).decode() if before else None)
+            for path, before in list(changed.items())[:5]
+        }
+        try:
+            done = self.session.exec(
+                f"/usr/bin/python3 -P -s -c {shlex.quote(CELL_DIFF)}",
+                stdin=json.dumps(request).encode(),
+                timeout_s=30.0,
+                output_cap_bytes=64 * 1024,
+            )
+        except SessionError:
+            return ""
+        return done.stdout.strip() if done.status == R.OK else ""
+
+
+# Run in a terminal session (``python3 -P -s -c``: the environment's packages on its path) with
+# ``{path: base64 of the file before, or null}`` on stdin: prints each spreadsheet's cells, before
+# and after, as a unified diff.
+CELL_DIFF = r"""
+import base64, difflib, io, json, sys
+try:
+    import openpyxl
+except ImportError:
+    sys.exit(0)
+def cells(data):
+    if data is None:
+        return []
+    book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    lines = []
+    for sheet in book.worksheets:
+        for row in sheet.iter_rows():
+            for cell in row:
+                if cell.value is not None and len(lines) < 2000:
+                    lines.append(f"{sheet.title}!{cell.coordinate} = {cell.value!r}")
+    return lines
+for path, before in json.load(sys.stdin).items():
+    try:
+        old = cells(base64.b64decode(before) if before else None)
+        new = cells(open(path, "rb").read())
+    except Exception as exc:
+        print(f"--- {path}: not read as a spreadsheet ({type(exc).__name__})")
+        continue
+    diff = difflib.unified_diff(old, new, f"{path} (start)", f"{path} (final)", lineterm="", n=0)
+    print("\n".join(list(diff)[:400]))
+"""
 
 ENVIRONMENTS: dict[str, type[Environment]] = {
     FunctionTaskEnvironment.kind: FunctionTaskEnvironment,
