@@ -15,7 +15,11 @@ the system's ``PATH`` only, a fresh ``HOME`` on ``/tmp``, ``PYTHONSAFEPATH`` (no
 directory on ``sys.path``: a ``pytest.py`` left in ``/app`` is not imported) and no user site.
 The services (the agent's configuration, maybe its code) run under a Landlock ruleset that
 lets them write only to the state directories and ``/tmp``: they cannot write the reward
-file or the tests. Where the kernel has no Landlock the services run without it, and the
+file or the tests. When ``test.sh`` ends, every process of the session is killed before the
+reward is read. A verifier that runs the agent's code itself (a cron job's script) runs it as
+its own user, with no such wall: the agent's process could write the reward between the
+verifier's write and that kill, so such a verifier stops the other processes of its account
+before it writes the reward (the shipped system-operations verifiers do). Where the kernel has no Landlock the services run without it, and the
 outcome says so (``isolation``). What the caller passes as the final state must already leave
 out what a grading does not carry (``tasks_library.terminal.state.final_state``).
 """
@@ -365,6 +369,9 @@ def run_verifier(
         output = (done.stdout + ("\n" + done.stderr if done.stderr else ""))[-OUTPUT_TAIL_CHARS:]
         for service in services_started:
             service["log"] = _read(session, service["log"], 4000)
+        # What the state left running stops before the reward is read (see the module for the
+        # window this cannot close: test.sh's own runs of the agent's code).
+        session.exec("kill -KILL -1", timeout_s=10.0)
         if done.status == R.TIMEOUT:
             outcome = VerifierOutcome(
                 R.TIMEOUT,
