@@ -71,9 +71,10 @@ def terminal_task_set(*, options: Options, say, tasks: int = TERMINAL_TASKS) -> 
             "cache_hit": built.cache_hit,
             "seconds": round(time.monotonic() - t0, 1),
         }
+        debian = ", ".join(environment.debian_packages) or "none"
         say(
-            f"environment {environment.name} (Debian: {', '.join(environment.debian_packages)}"
-            f" or none; {len(environment.packages)} pinned Python packages): "
+            f"environment {environment.name} (Debian packages: {debian}; "
+            f"{len(environment.packages)} pinned Python packages): "
             + ("cache hit" if built.cache_hit else "built")
             + f" in {builds[environment.name]['seconds']} s"
         )

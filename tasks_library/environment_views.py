@@ -37,6 +37,13 @@ class EnvironmentForm(forms.Form):
         help_text="packages without a wheel are built from their sdists in a build sandbox "
         "(network: the package registry only); off: wheels only, nothing of a package runs",
     )
+    debian_packages = forms.CharField(
+        required=False,
+        label="Debian packages",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="python3.13 only: Debian packages installed into its root, separated by spaces "
+        "or lines (nginx-light sqlite3); built in a user namespace from Debian's signed archive",
+    )
     change_note = forms.CharField(max_length=500, required=False)
     move = forms.BooleanField(
         required=False,
@@ -46,6 +53,9 @@ class EnvironmentForm(forms.Form):
 
     def package_list(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["packages"].splitlines() if line.strip()]
+
+    def debian_list(self) -> list[str]:
+        return self.cleaned_data["debian_packages"].split()
 
 
 def _require_curator(request: HttpRequest) -> None:
@@ -69,6 +79,7 @@ def environment_list(request: HttpRequest) -> HttpResponse:
                     packages=form.package_list(),
                     image=form.cleaned_data["image"],
                     source_builds=form.cleaned_data["source_builds"],
+                    debian_packages=form.debian_list(),
                     change_note=form.cleaned_data["change_note"],
                     author=request.user.get_username(),
                 )
@@ -101,6 +112,7 @@ def environment_detail(request: HttpRequest, environment_id: int) -> HttpRespons
             "packages": "\n".join(env.packages),
             "image": env.image,
             "source_builds": env.source_builds,
+            "debian_packages": " ".join(env.debian_packages or []),
         }
     )
     if request.method == "POST":
@@ -120,6 +132,7 @@ def environment_detail(request: HttpRequest, environment_id: int) -> HttpRespons
                     packages=form.package_list(),
                     image=form.cleaned_data["image"],
                     source_builds=form.cleaned_data["source_builds"],
+                    debian_packages=form.debian_list(),
                     change_note=form.cleaned_data["change_note"],
                     author=author,
                     parent=env,

@@ -51,6 +51,7 @@ class EnvironmentSummarySerializer(serializers.ModelSerializer):
             "packages",
             "image",
             "source_builds",
+            "debian_packages",
             "parent",
             "change_note",
             "author",
@@ -95,6 +96,12 @@ class EnvironmentWriteSerializer(serializers.Serializer):
         help_text="packages without a wheel may be built from their sdists, in a build sandbox "
         "(network: the package registry only); false: wheels only",
     )
+    debian_packages = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        default=list,
+        help_text="Debian packages installed into a python3.13 environment's Debian root "
+        "(NAME or NAME=VERSION), built in a user namespace",
+    )
     change_note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
@@ -130,6 +137,7 @@ class EnvironmentListApi(APIView):
                 packages=data["packages"],
                 image=data["image"],
                 source_builds=data["source_builds"],
+                debian_packages=data["debian_packages"],
                 change_note=data["change_note"],
                 author=request.user.get_username(),
             )
@@ -164,6 +172,7 @@ class EnvironmentVersionsApi(APIView):
                 packages=data["packages"],
                 image=data["image"],
                 source_builds=data["source_builds"],
+                debian_packages=data["debian_packages"],
                 change_note=data["change_note"],
                 author=author,
                 parent=old,

@@ -41,6 +41,30 @@ def test_create_refuses_unpinned_packages_naming_them(curator):
 
 
 @pytest.mark.django_db
+def test_debian_packages_go_to_a_debian_root_only_and_name_the_bad_one(curator):
+    api = client_for(curator)
+    host = {"name": "web", "runtime": "python3.11", "debian_packages": ["nginx-light"]}
+    reply = api.post("/api/environments/", host, format="json")
+    assert reply.status_code == 400 and reply.json()["field"] == "debian_packages"
+    assert "runs on the host's system; choose python3.13" in reply.json()["error"]
+    bad = {"name": "web", "runtime": "python3.13", "debian_packages": ["nginx; rm -rf /"]}
+    reply = api.post("/api/environments/", bad, format="json")
+    assert reply.status_code == 400
+    assert "'nginx; rm -rf /' is not a package name" in reply.json()["error"]
+    assert not EnvironmentVersion.objects.exists()
+    good = {"name": "web", "runtime": "python3.13", "debian_packages": ["sqlite3", "nginx-light"]}
+    reply = api.post("/api/environments/", good, format="json")
+    assert reply.status_code == 201, reply.json()
+    assert reply.json()["debian_packages"] == ["nginx-light", "sqlite3"]  # sorted: one root
+    again = api.post(
+        "/api/environments/", {**good, "debian_packages": ["nginx-light", "sqlite3"]}, format="json"
+    )
+    assert again.status_code == 201 and again.json()["id"] == reply.json()["id"]
+    bare = api.post("/api/environments/", {"name": "web", "runtime": "python3.13"}, format="json")
+    assert bare.json()["content_hash"] != reply.json()["content_hash"]
+
+
+@pytest.mark.django_db
 def test_viewers_read_but_do_not_write(viewer, data_tasks):
     api = client_for(viewer)
     listed = api.get("/api/environments/").json()
