@@ -19,9 +19,10 @@ file or the tests. When ``test.sh`` ends, every process of the session is killed
 reward is read. A verifier that runs the agent's code itself (a cron job's script) runs it as
 its own user, with no such wall: the agent's process could write the reward between the
 verifier's write and that kill, so such a verifier stops the other processes of its account
-before it writes the reward (the shipped system-operations verifiers do). Where the kernel has no Landlock the services run without it, and the
-outcome says so (``isolation``). What the caller passes as the final state must already leave
-out what a grading does not carry (``tasks_library.terminal.state.final_state``).
+before it writes the reward (the shipped system-operations verifiers do). Where the kernel has
+no Landlock the services run without it, and the outcome says so (``isolation``). What the
+caller passes as the final state must already leave out what a grading does not carry
+(``tasks_library.terminal.state.final_state``).
 """
 
 from __future__ import annotations
