@@ -5,7 +5,10 @@ environment built into its store by the same code that builds it here (``manage.
 build_environment --spec environment.json``), so its layers get the same build hashes; the
 packages are installed from the lock of the local build (every package, its exact version and
 its file's sha256: ``--no-deps --require-hashes``), so a later build gets the same files
-though the index has moved on. The builder stage runs as root (debootstrap needs it); the final
+though the index has moved on. The builder stage runs as root; an environment with a Debian
+root builds it with mmdebstrap in a user namespace, which BuildKit allows a ``RUN
+--security=insecure`` step (``docker buildx build --allow security.insecure``; no Docker daemon
+runs where Crucible's tests run, so this step is written, not built, there); the final
 stage copies the store read-only and runs as the sandbox user (10001). Its pods consume the
 environment's own queue (``<runtime>@<key>``, ``CRUCIBLE_SANDBOX_QUEUE_PER_ENVIRONMENT``): the
 Deployment written beside it selects this image for this environment.
@@ -68,6 +71,7 @@ def image_files(environment: EnvironmentVersion, *, base_image: str, image: str)
         "content_hash": environment.content_hash,
         "runtime": spec.runtime,
         "packages": spec.packages,
+        "debian_packages": list(spec.debian_packages),
         "source_builds": spec.source_builds,
         "lock": packages_lock,
         "key": built.key,
@@ -120,12 +124,13 @@ def dockerfile(environment: EnvironmentVersion, description: dict, *, base_image
     if needs_root_fs:
         lines += [
             "RUN apt-get update \\",
-            " && apt-get install -y --no-install-recommends debootstrap=1.0.* \\",
+            " && apt-get install -y --no-install-recommends mmdebstrap \\",
             " && rm -rf /var/lib/apt/lists/*",
         ]
     lines += [
         "COPY environment.json /tmp/environment.json",
-        f"RUN CRUCIBLE_ENVIRONMENT_STORE={STORE_IN_IMAGE} "
+        ("RUN --security=insecure " if needs_root_fs else "RUN ")
+        + f"CRUCIBLE_ENVIRONMENT_STORE={STORE_IN_IMAGE} "
         "python manage.py build_environment --spec /tmp/environment.json",
         "",
         "FROM ${SANDBOX_IMAGE}",

@@ -16,7 +16,7 @@ class Command(BaseCommand):
         "runtime's root filesystem (python3.13: Debian trixie by mmdebstrap) and its pinned "
         "packages (pip --target; npm ci), once; a second build is a cache hit. Records what was "
         "installed, sizes, seconds and the log on the environment version. --spec FILE builds "
-        "from a JSON {runtime, packages} without the database (what environment_image's "
+        "from a JSON {runtime, packages, debian_packages} without the database (what environment_image's "
         "Dockerfile runs)."
     )
 
@@ -64,6 +64,7 @@ class Command(BaseCommand):
                     content.get("runtime", ""),
                     content.get("packages", []),
                     source_builds=content.get("source_builds", False),
+                    debian_packages=content.get("debian_packages", []),
                 ),
                 progress=say,
                 lock=content.get("lock") or None,
