@@ -16,8 +16,8 @@ class Command(BaseCommand):
         "runtime's root filesystem (python3.13: Debian trixie by mmdebstrap) and its pinned "
         "packages (pip --target; npm ci), once; a second build is a cache hit. Records what was "
         "installed, sizes, seconds and the log on the environment version. --spec FILE builds "
-        "from a JSON {runtime, packages, debian_packages} without the database (what environment_image's "
-        "Dockerfile runs)."
+        "from a JSON {runtime, packages, debian_packages} without the database (what "
+        "environment_image's Dockerfile runs)."
     )
 
     def add_arguments(self, parser):
