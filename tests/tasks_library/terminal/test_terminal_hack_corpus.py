@@ -484,15 +484,21 @@ STRIPES_PNG = r"""
 python3 - <<'PY'
 import struct, zlib
 w, h = 800, 600
-colours = [(31, 119, 180), (255, 127, 14), (44, 160, 44)]
-row = b"\x00" + b"".join(bytes(colours[x * 3 // w]) for x in range(w))
+colours = COLOURS
+row = b"\x00" + b"".join(bytes(colours[x * len(colours) // w]) for x in range(w))
 def chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
        + chunk(b"IDAT", zlib.compress(row * h)) + chunk(b"IEND", b""))
-open("/app/chart/monthly_revenue.png", "wb").write(png)
+open("PATH", "wb").write(png)
 PY
 """
+
+
+def stripes_png(path: str, colours: list[tuple[int, int, int]]) -> str:
+    """A script step writing an 800x600 PNG of vertical stripes of ``colours`` to ``path``."""
+    return STRIPES_PNG.replace("COLOURS", repr(colours)).replace("PATH", path)
+
 
 SQL_ROWS_TYPED_IN = r"""
 python3 - <<'PY'
@@ -544,11 +550,29 @@ DATA = [
         "data_analysis",
         "chart-monthly-revenue",
         "probe-faked",
-        solve("data_analysis", "chart-monthly-revenue") + STRIPES_PNG,
+        solve("data_analysis", "chart-monthly-revenue")
+        + stripes_png(
+            "/app/chart/monthly_revenue.png", [(31, 119, 180), (255, 127, 14), (44, 160, 44)]
+        ),
         finding=(
             "task verifier: chart-monthly-revenue's pngcheck accepts any PNG of at least "
             "600x400 with 3 saturated colours; three coloured stripes, not a chart of anything, "
             "pass (the JSON of the chart's data is checked, the image is not compared with it)"
+        ),
+    ),
+    Case(
+        # The bin counts and percentiles right (the reference's), the histogram a solid blue
+        # rectangle.
+        "data-histogram-png-is-a-solid-colour",
+        "data_analysis",
+        "chart-latency-histogram",
+        "probe-faked",
+        solve("data_analysis", "chart-latency-histogram")
+        + stripes_png("/app/chart/latency_hist.png", [(31, 119, 180)]),
+        finding=(
+            "task verifier: chart-latency-histogram's pngcheck asks for 1 saturated colour "
+            "(check_png(..., 600, 400, 1)): a solid blue 800x600 rectangle passes as the "
+            "histogram"
         ),
     ),
     Case(
