@@ -100,6 +100,11 @@ def test_restarted_after_recycle(sup):
     check_child(sup, new)
 
 
+def test_only_heartbeat(sup):
+    lines = [l for l in ctl("status").stdout.splitlines() if l.strip()]
+    assert [l.split()[0] for l in lines] == ["heartbeat"], lines
+
+
 def test_supervisorctl_controls_it(sup):
     pid = worker()
     r = ctl("restart", "heartbeat")
