@@ -21,9 +21,15 @@ DB = Path("/srv/orders/orders.db")
 MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 DAYS = "sun mon tue wed thu fri sat".split()
 FIELDS = [(0, 59, None), (0, 23, None), (1, 31, None), (1, 12, MONTHS), (0, 7, DAYS)]
-SPECIALS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-            "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
-            "@hourly": "0 * * * *"}
+SPECIALS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
 
 
 def _value(text, names, base):
@@ -107,16 +113,27 @@ def cron_split(command):
 
 def run_as_cron(env, command, home):
     shell_cmd, stdin = cron_split(command)
-    environ = {"HOME": str(home), "LOGNAME": os.environ.get("LOGNAME", "app"),
-               "SHELL": "/bin/sh", "PATH": "/usr/bin:/bin"}
+    environ = {
+        "HOME": str(home),
+        "LOGNAME": os.environ.get("LOGNAME", "app"),
+        "SHELL": "/bin/sh",
+        "PATH": "/usr/bin:/bin",
+    }
     environ.update(env)
     shell = environ["SHELL"]
-    return subprocess.run([shell, "-c", shell_cmd], input=stdin.encode(), cwd=home, env=environ,
-                          capture_output=True, timeout=20)
+    return subprocess.run(
+        [shell, "-c", shell_cmd],
+        input=stdin.encode(),
+        cwd=home,
+        env=environ,
+        capture_output=True,
+        timeout=20,
+    )
 
 
 def rows(con):
-    return con.execute("SELECT id, customer, total_cents, placed FROM orders ORDER BY id").fetchall()
+    sql = "SELECT id, customer, total_cents, placed FROM orders ORDER BY id"
+    return con.execute(sql).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -192,8 +209,10 @@ def test_jobs_run_as_cron_would(crontab):
     _, command = job(crontab, "/app/bin/prune-backups")
     result = run_as_cron(env, command, home)
     left = {p.name for p in BACKUPS.iterdir()}
-    nightly = sorted((p.name for p in (PRISTINE / "backups").iterdir()
-                      if p.name.startswith("orders-2024-")), reverse=True)
+    nightly = sorted(
+        (p.name for p in (PRISTINE / "backups").iterdir() if p.name.startswith("orders-2024-")),
+        reverse=True,
+    )
     newest = sorted(nightly + [made[0].name], reverse=True)[:7]
     for name in newest:
         assert name in left, f"{name} (one of the 7 newest) was deleted"

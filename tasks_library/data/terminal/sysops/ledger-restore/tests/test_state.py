@@ -6,7 +6,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from probe import cmdline_of, http, listener_pids, wait_port
 
 PORT = 8095
@@ -47,7 +46,8 @@ def test_database_sound_and_exact():
 def test_stats():
     status, headers, body = http(PORT, "/stats")
     assert status == 200 and headers.get("server", "").startswith("ledger/7.2")
-    assert json.loads(body) == {"transactions": EXPECTED["transactions"], "last_id": EXPECTED["last_id"]}
+    want = {"transactions": EXPECTED["transactions"], "last_id": EXPECTED["last_id"]}
+    assert json.loads(body) == want
 
 
 def test_balances():

@@ -2,14 +2,11 @@
 the logs, rotates as the policy says."""
 
 import gzip
-import os
 import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-
-import pytest
 
 CONF = Path("/app/logrotate/ingest.conf")
 LOGS = Path("/srv/logs/ingest")
@@ -27,8 +24,13 @@ def reset():
 
 
 def rotate(state):
-    r = subprocess.run(["/usr/sbin/logrotate", "-f", "-s", str(state), str(CONF)],
-                       capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        ["/usr/sbin/logrotate", "-f", "-s", str(state), str(CONF)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0 and "error" not in r.stderr.lower(), r.stderr[-800:]
 
 
@@ -54,8 +56,12 @@ def test_rotations():
     reset()
     state = Path(tempfile.mkdtemp(prefix="lr-")) / "state"
     audit = {n: p(n) for n in ("audit.log", "audit.log.1")}
-    c0, p1, p2, p3 = p("ingest.log"), p("ingest.log.1"), gzip.decompress(p("ingest.log.2.gz")), \
-        gzip.decompress(p("ingest.log.3.gz"))
+    c0, p1, p2, p3 = (
+        p("ingest.log"),
+        p("ingest.log.1"),
+        gzip.decompress(p("ingest.log.2.gz")),
+        gzip.decompress(p("ingest.log.3.gz")),
+    )
     inode = (LOGS / "ingest.log").stat().st_ino
 
     rotate(state)  # run 1
@@ -92,9 +98,21 @@ def test_rotations():
     assert unz("ingest-errors.log.2.gz").endswith(b"run2 failed\n")
     assert unz("ingest-errors.log.3.gz").endswith(b"run1 failed\n")
     names = sorted(x.name for x in LOGS.iterdir())
-    assert names == sorted([
-        "audit.log", "audit.log.1", "ingest-errors.log", "ingest-errors.log.1",
-        "ingest-errors.log.2.gz", "ingest-errors.log.3.gz", "ingest.log", "ingest.log.1",
-        "ingest.log.2.gz", "ingest.log.3.gz", "ingest.log.4.gz", "ingest.log.5.gz"]), names
+    assert names == sorted(
+        [
+            "audit.log",
+            "audit.log.1",
+            "ingest-errors.log",
+            "ingest-errors.log.1",
+            "ingest-errors.log.2.gz",
+            "ingest-errors.log.3.gz",
+            "ingest.log",
+            "ingest.log.1",
+            "ingest.log.2.gz",
+            "ingest.log.3.gz",
+            "ingest.log.4.gz",
+            "ingest.log.5.gz",
+        ]
+    ), names
     for name, data in audit.items():
         assert plain(name) == data, f"{name} was touched"

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from probe import cmdline_of, http, listener_exes, listener_pids, wait_port
 
 GATEWAY, API = 8081, 9100

@@ -4,7 +4,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from probe import http, listener_exes, wait_port
 
 PORT = 8080
@@ -45,7 +44,7 @@ def test_every_file_served(rel):
     assert status == 200, rel
     assert body == (PRISTINE / rel).read_bytes()
     # nginx's own ETag: "<mtime hex>-<size hex>"
-    assert headers.get("etag", "").endswith('-%x"' % len(body))
+    assert headers.get("etag", "").endswith(f'-{len(body):x}"')
 
 
 def test_missing_page_is_404_with_site_page():

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from probe import http, listener_exes, wait_port
 
 PORT = 8088
@@ -32,8 +31,10 @@ def test_site_untouched():
     want = sorted(p.relative_to(PRISTINE).as_posix() for p in PRISTINE.rglob("*") if p.is_file())
     assert live == want
     for rel in want:
-        assert hashlib.sha256((LIVE / rel).read_bytes()).digest() == \
-            hashlib.sha256((PRISTINE / rel).read_bytes()).digest(), rel
+        assert (
+            hashlib.sha256((LIVE / rel).read_bytes()).digest()
+            == hashlib.sha256((PRISTINE / rel).read_bytes()).digest()
+        ), rel
 
 
 @pytest.mark.parametrize("rel", ["index.html", "robots.txt", "static/app.js", "static/app.css"])
@@ -41,7 +42,7 @@ def test_shop_files(rel):
     status, headers, body = get("shop.internal", "/" + rel)
     assert status == 200 and body == (PRISTINE / rel).read_bytes()
     assert headers.get("server", "").startswith("nginx")
-    assert headers.get("etag", "").endswith('-%x"' % len(body))
+    assert headers.get("etag", "").endswith(f'-{len(body):x}"')
 
 
 def test_shop_root_and_routes():

@@ -5,7 +5,6 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from probe import exe_of, listener_pids, wait_port
 
 PORT = 6390
@@ -74,7 +73,8 @@ def r():
 
 def test_listener_is_redis(r):
     pids = listener_pids(PORT)
-    assert pids and {exe_of(p) for p in pids} == {"/usr/bin/redis-check-rdb"}  # redis-server's target
+    # /usr/bin/redis-server is a link to redis-check-rdb
+    assert pids and {exe_of(p) for p in pids} == {"/usr/bin/redis-check-rdb"}
     info = r("INFO", "server")
     assert "config_file:/app/redis/redis.conf" in info
     assert "tcp_port:6390" in info
@@ -82,10 +82,14 @@ def test_listener_is_redis(r):
 
 def test_loopback_only():
     lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    listening = {l.split()[1] for l in lines if l.split()[3] == "0A" and l.split()[1].endswith(":%04X" % PORT)}
-    assert listening == {"0100007F:%04X" % PORT}
-    lines6 = Path("/proc/net/tcp6").read_text().splitlines()[1:] if Path("/proc/net/tcp6").exists() else []
-    assert not [l for l in lines6 if l.split()[3] == "0A" and l.split()[1].endswith(":%04X" % PORT)]
+    suffix = f":{PORT:04X}"
+    listening = {
+        x.split()[1] for x in lines if x.split()[3] == "0A" and x.split()[1].endswith(suffix)
+    }
+    assert listening == {f"0100007F{suffix}"}
+    tcp6 = Path("/proc/net/tcp6")
+    lines6 = tcp6.read_text().splitlines()[1:] if tcp6.exists() else []
+    assert not [x for x in lines6 if x.split()[3] == "0A" and x.split()[1].endswith(suffix)]
 
 
 def test_password_required(r):

@@ -6,7 +6,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from probe import cmdline_of, http, listener_pids, wait_port
 
 PORT = 8090
@@ -32,7 +31,10 @@ def up():
 def test_program_and_data_untouched():
     assert sha("/app/statusd/statusd.py") == sha(PRISTINE / "statusd.py")
     assert sorted(p.name for p in Path("/app/statusd").iterdir()) == [
-        "README.md", "statusd.py", "statusd.toml"]
+        "README.md",
+        "statusd.py",
+        "statusd.toml",
+    ]
     assert sha("/srv/statusd/builds.sqlite3") == sha(PRISTINE / "builds.sqlite3")
     assert sha("/srv/statusd/secrets/api-token") == sha(PRISTINE / "api-token")
 
@@ -47,8 +49,8 @@ def test_listener_is_statusd():
 def test_bound_to_loopback_only():
     # /proc/net/tcp: 0100007F:1F9A is 127.0.0.1:8090 (0.0.0.0 would be 00000000)
     lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    local = {l.split()[1] for l in lines if l.split()[3] == "0A"}
-    assert "0100007F:%04X" % PORT in local
+    local = {x.split()[1] for x in lines if x.split()[3] == "0A"}
+    assert f"0100007F:{PORT:04X}" in local
 
 
 def test_token_required():
@@ -78,6 +80,9 @@ def test_status_is_the_farms_data():
 def test_build_lookup(build_id):
     status, _, body = http(PORT, f"/builds/{build_id}", headers=AUTH)
     assert status == 200
-    row = pristine_db().execute(
-        "SELECT id, pipeline, state, started FROM builds WHERE id = ?", (build_id,)).fetchone()
+    row = (
+        pristine_db()
+        .execute("SELECT id, pipeline, state, started FROM builds WHERE id = ?", (build_id,))
+        .fetchone()
+    )
     assert json.loads(body) == dict(zip(("id", "pipeline", "state", "started"), row))

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from probe import cmdline_of, http, listener_pids, wait_port
 
 PORT = 9300
@@ -26,7 +25,8 @@ def supervisord_pids():
             cmd = cmdline_of(int(pid))
         except OSError:
             continue
-        if "supervisor.supervisord" in cmd and CONF in cmd and Path(f"/proc/{pid}/exe").resolve().name.startswith("python3"):
+        exe = Path(f"/proc/{pid}/exe").resolve().name
+        if "supervisor.supervisord" in cmd and CONF in cmd and exe.startswith("python3"):
             out.append(int(pid))
     return out
 
@@ -37,8 +37,12 @@ def ppid(pid):
 
 
 def ctl(*args):
-    return subprocess.run(["python3", "-m", "supervisor.supervisorctl", "-c", CONF, *args],
-                          capture_output=True, text=True, timeout=15)
+    return subprocess.run(
+        ["python3", "-m", "supervisor.supervisorctl", "-c", CONF, *args],
+        capture_output=True,
+        text=True,
+        timeout=15,
+    )
 
 
 def worker(timeout=10.0, not_pid=None):
@@ -98,6 +102,11 @@ def test_restarted_after_recycle(sup):
     assert status == 200 and json.loads(body)["recycling"] is True
     new = worker(not_pid=pid)
     check_child(sup, new)
+
+
+def test_only_heartbeat(sup):
+    lines = [x for x in ctl("status").stdout.splitlines() if x.strip()]
+    assert [x.split()[0] for x in lines] == ["heartbeat"], lines
 
 
 def test_supervisorctl_controls_it(sup):

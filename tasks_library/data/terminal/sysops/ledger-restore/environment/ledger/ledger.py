@@ -29,7 +29,7 @@ def preflight():
         version = con.execute("PRAGMA user_version").fetchone()[0]
         con.execute("SELECT id, ts, src, dst, amount_cents, memo FROM transactions LIMIT 1")
     except sqlite3.Error as exc:
-        raise SystemExit(f"ledger: cannot use {DB}: {exc}")
+        raise SystemExit(f"ledger: cannot use {DB}: {exc}") from None
     if check != ["ok"]:
         raise SystemExit(f"ledger: {DB} is corrupt: {check[:3]}")
     if version != SCHEMA_VERSION:
@@ -54,15 +54,20 @@ class Handler(BaseHTTPRequestHandler):
                 n, last = con.execute("SELECT COUNT(*), MAX(id) FROM transactions").fetchone()
                 return self._send(200, {"transactions": n, "last_id": last})
             if self.path.startswith("/balance/"):
-                acct = self.path[len("/balance/"):]
-                got = con.execute("SELECT COALESCE(SUM(amount_cents), 0) FROM transactions WHERE dst = ?", (acct,)).fetchone()[0]
-                sent = con.execute("SELECT COALESCE(SUM(amount_cents), 0) FROM transactions WHERE src = ?", (acct,)).fetchone()[0]
+                acct = self.path[len("/balance/") :]
+                total = "SELECT COALESCE(SUM(amount_cents), 0) FROM transactions WHERE {} = ?"
+                got = con.execute(total.format("dst"), (acct,)).fetchone()[0]
+                sent = con.execute(total.format("src"), (acct,)).fetchone()[0]
                 return self._send(200, {"account": acct, "balance_cents": got - sent})
             if self.path.startswith("/tx/") and self.path[4:].isdigit():
-                row = con.execute("SELECT id, ts, src, dst, amount_cents, memo FROM transactions WHERE id = ?", (int(self.path[4:]),)).fetchone()
+                row = con.execute(
+                    "SELECT id, ts, src, dst, amount_cents, memo FROM transactions WHERE id = ?",
+                    (int(self.path[4:]),),
+                ).fetchone()
                 if row is None:
                     return self._send(404, {"error": "no such transaction"})
-                return self._send(200, dict(zip(("id", "ts", "from", "to", "amount_cents", "memo"), row)))
+                keys = ("id", "ts", "from", "to", "amount_cents", "memo")
+                return self._send(200, dict(zip(keys, row)))
             return self._send(404, {"error": "no such route"})
         finally:
             con.close()

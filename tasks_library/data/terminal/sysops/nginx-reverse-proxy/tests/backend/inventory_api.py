@@ -39,7 +39,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/items":
             return self._send(200, {"items": ITEMS, "forwarded_for": client})
         if path.startswith("/items/"):
-            sku = path[len("/items/"):]
+            sku = path[len("/items/") :]
             if sku in BY_SKU:
                 return self._send(200, {"item": BY_SKU[sku], "forwarded_for": client})
             return self._send(404, {"error": f"no item {sku}"})

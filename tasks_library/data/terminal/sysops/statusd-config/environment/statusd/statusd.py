@@ -22,7 +22,8 @@ def load_config():
         cfg = tomllib.load(f)
     server, storage, auth = cfg["server"], cfg["storage"], cfg["auth"]
     if not isinstance(server["port"], int) or not 1024 <= server["port"] <= 65535:
-        raise SystemExit(f"statusd: server.port must be an integer 1024-65535, got {server['port']!r}")
+        port = server["port"]
+        raise SystemExit(f"statusd: server.port must be an integer 1024-65535, got {port!r}")
     db = Path(storage["database"])
     if not db.is_file():
         raise SystemExit(f"statusd: storage.database {db} does not exist")
