@@ -14,12 +14,12 @@ What the final state may hold is hostile. The verifier's process gets a fixed en
 the system's ``PATH`` only, a fresh ``HOME`` on ``/tmp``, ``PYTHONSAFEPATH`` (no working
 directory on ``sys.path``: a ``pytest.py`` left in ``/app`` is not imported) and no user site.
 The services (the agent's configuration, maybe its code) run under a Landlock ruleset that
-lets them write only to the state directories and ``/tmp``: they cannot write the reward
-file or the tests. When ``test.sh`` ends, every process of the session is killed before the
+lets them write only to the state directories and ``/tmp``, and read nothing of ``/tests``,
+``/logs`` or ``/workspace``: they cannot write the reward, nor read the expected answers. When ``test.sh`` ends, every process of the session is killed before the
 reward is read. A verifier that runs the agent's code itself (a cron job's script) runs it as
-its own user, with no such wall: the agent's process could write the reward between the
-verifier's write and that kill, so such a verifier stops the other processes of its account
-before it writes the reward (the shipped system-operations verifiers do). Where the kernel has
+its own user, with no such wall unless it asks for one: ``/crucible/bin/confine 'COMMAND'``
+(mounted read-only when grading) runs a command under the services' ruleset, and the shipped
+system-operations verifiers run the agent's code through it. Where the kernel has
 no Landlock the services run without it, and the outcome says so (``isolation``). What the
 caller passes as the final state must already leave out what a grading does not carry
 (``tasks_library.terminal.state.final_state``).
@@ -34,7 +34,13 @@ import time
 from dataclasses import dataclass, field, replace
 
 from sandboxes import result as R
-from sandboxes.sessions.client import Session, SessionError, SessionLost, open_session
+from sandboxes.sessions.client import (
+    Session,
+    SessionError,
+    SessionFileNotFound,
+    SessionLost,
+    open_session,
+)
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.workspace import Workspace
 
@@ -49,45 +55,57 @@ VERIFIER_ENV = {
     "TEST_DIR": "/tests",
 }
 OUTPUT_TAIL_CHARS = 8000
+# What a landlocked service may not even read: the verifier's files, its reward, and the
+# workspace the state directories are bound from (which holds the tests too).
+HIDDEN_FROM_SERVICES = ("/tests", "/logs", "/workspace")
 OUTPUT_TEST_CHARS = 4000  # of it kept on the grading's one test (the replay shows it)
 
-# Run as ``python3 -I -S -c LANDLOCK WRITABLE... -- COMMAND``: restrict this process's writes to
-# the WRITABLE trees (Landlock, ABI 1 and up), then exec ``bash -c COMMAND``. Prints
-# ``landlock:none`` on stderr and execs anyway where the kernel has no Landlock.
+# Run as ``python3 -I -S -c LANDLOCK WRITABLE... -- HIDDEN... -- COMMAND``: restrict this
+# process (and all it starts) with Landlock (ABI 1 and up) to writing only under the WRITABLE
+# trees and to reading and running only what lies outside the HIDDEN top-level directories,
+# then exec ``bash -c COMMAND``. Prints ``landlock:none`` on stderr and execs anyway where the
+# kernel has no Landlock.
 LANDLOCK = r"""
 import ctypes, os, sys
 args = sys.argv[1:]
-split = args.index("--")
-writable, command = args[:split], args[split + 1]
+first = args.index("--")
+second = args.index("--", first + 1)
+writable, hidden, command = args[:first], set(args[first + 1:second]), args[second + 1]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 abi = libc.syscall(444, None, 0, 1)
 if abi < 1:
     sys.stderr.write("landlock:none\n")
 else:
-    handled = 0
+    read = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read a file, read a directory
+    write = 0
     for bit in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12):
-        handled |= 1 << bit
+        write |= 1 << bit
     if abi >= 2:
-        handled |= 1 << 13
+        write |= 1 << 13
     if abi >= 3:
-        handled |= 1 << 14
-    attr = ctypes.c_uint64(handled)
+        write |= 1 << 14
+    attr = ctypes.c_uint64(read | write)
     ruleset = libc.syscall(444, ctypes.byref(attr), 8, 0)
     if ruleset < 0:
         raise SystemExit("landlock: cannot create a ruleset")
     class Beneath(ctypes.Structure):
         _pack_ = 1
         _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-    for path in writable:
+    def allow(path, access):  # directories only (/ holds nothing else a service needs)
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
-            continue
-        rule = Beneath(handled, fd)
+            return
+        rule = Beneath(access, fd)
         if libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0) != 0:
             raise SystemExit(f"landlock: cannot allow {path}")
         os.close(fd)
+    for name in os.listdir("/"):
+        if "/" + name not in hidden:
+            allow("/" + name, read)
+    for path in writable:
+        allow(path, read | write)
     libc.prctl(38, 1, 0, 0, 0)
     if libc.syscall(446, ruleset, 0) != 0:
         raise SystemExit("landlock: cannot restrict this process")
@@ -241,12 +259,32 @@ def open_terminal_session(
     return session, started, isolation
 
 
+CONFINE = """#!/bin/bash
+# /crucible/bin/confine 'COMMAND': run COMMAND (one string, as bash -c reads it) under the ruleset
+# the task's services run under at grading: it may write only to the task's state directories,
+# /tmp and /dev, and read nothing of /tests, /logs or /workspace. A verifier runs the agent's own
+# code (a cron job's script, a hook) through it, so that code cannot write the reward.
+if [ $# -ne 1 ]; then echo "usage: confine 'COMMAND'" >&2; exit 2; fi
+exec /usr/bin/python3 -I -S /crucible/lib/landlock.py {writable} -- {hidden} -- "$1"
+"""
+
+
+def confine_tool(state_dirs) -> dict[str, bytes]:
+    """The files mounted read-only at ``/crucible`` when grading: ``bin/confine`` (see
+    :data:`CONFINE`) and the Landlock launcher it runs."""
+    writable = " ".join(shlex.quote(d) for d in [*sorted(state_dirs), "/tmp", "/dev"])
+    script = CONFINE.replace("{writable}", writable).replace(
+        "{hidden}", " ".join(HIDDEN_FROM_SERVICES)
+    )
+    return {"bin/confine": script.encode(), "lib/landlock.py": LANDLOCK.encode()}
+
+
 def start_services(
     session: Session, services, *, workdir: str, env: dict | None, writable=None
 ) -> tuple[list[dict], str]:
     """Start each of ``services`` detached in ``session`` (which keeps processes), in
     ``workdir`` with ``env``; with ``writable`` (absolute directories), under the Landlock
-    ruleset that lets them write only there.
+    ruleset that lets them write only there and read nothing of :data:`HIDDEN_FROM_SERVICES`.
 
     Returns:
         ``([{"command", "log"}], isolation)``: ``landlock``, ``none`` (asked, but the kernel has
@@ -262,8 +300,12 @@ def start_services(
     for index, command in enumerate(services):
         log = SERVICE_LOG.format(index=index)
         if writable is not None:
-            words = ["python3 -I -S -c", shlex.quote(LANDLOCK), *map(shlex.quote, writable)]
-            launcher = " ".join([*words, "--", shlex.quote(command)])
+            words = [
+                "/usr/bin/python3 -I -S -c",
+                shlex.quote(LANDLOCK),
+                *map(shlex.quote, writable),
+            ]
+            launcher = " ".join([*words, "--", *HIDDEN_FROM_SERVICES, "--", shlex.quote(command)])
         else:
             launcher = f"bash -c {shlex.quote(command)}"
         lines.append(f"setsid {launcher} > {log} 2>&1 < /dev/null &")
@@ -289,14 +331,18 @@ def _read(session: Session, path: str, limit: int) -> str:
 
 
 def read_reward(session: Session) -> tuple[float | None, str]:
-    """``(reward, "")`` from the verifier's reward file, or ``(None, why)``."""
+    """``(reward, "")`` from the verifier's reward file, or ``(None, why)``: ``reward.txt``,
+    else, only where there is no ``reward.txt`` at all, ``reward.json`` (a ``reward.txt`` that
+    cannot be read, a directory say, is no reward: never a reason to read the other)."""
     for path in REWARD_FILES:
         try:
             data = session.read(path, max_bytes=64 * 1024)
         except SessionLost:
             raise
-        except SessionError:
+        except SessionFileNotFound:
             continue
+        except SessionError as exc:
+            return None, f"/{path} cannot be read as a file: {exc}"
         text = data.decode("utf-8", "replace").strip()
         try:
             if path.endswith(".json"):
@@ -340,14 +386,24 @@ def run_verifier(
     started = time.monotonic()
     if "test.sh" not in tests:
         return VerifierOutcome(R.FAILED, detail="the task has no tests/test.sh")
+    # Only the state directories' files: nothing of a state reaches /tests or /logs (the
+    # caller's final state keeps only those already; this holds whatever it passes).
+    state = {
+        path: data
+        for path, data in state.items()
+        if any(path.startswith(d.lstrip("/") + "/") for d in state_dirs)
+    }
     workspace = state_workspace(
-        state, executable, extra={"/tests": tests}, empty_dirs=("/logs/verifier",)
+        state,
+        executable,
+        extra={"/tests": tests, "/crucible": confine_tool(state_dirs)},
+        empty_dirs=("/logs/verifier",),
     )
     try:
         session, services_started, isolation = open_terminal_session(
             workspace,
             state_dirs=state_dirs,
-            read_only=["/tests"],
+            read_only=["/tests", "/crucible"],
             verifier_dirs=["/logs"],
             services=services,
             workdir=workdir,

@@ -13,8 +13,8 @@ Services are the commands of ``[metadata.crucible] services`` in task.toml (a ke
 leaves to the task): started in the agent's session when it opens, and again from the final
 state before the verifier runs, since processes never outlive their session.
 
-Paths Crucible mounts for grading (``/tests``, ``/logs``, ``/solution``) and the sandbox's own
-(``/proc``, ``/tmp``...) cannot be state.
+Paths Crucible mounts for grading (``/tests``, ``/logs``, ``/solution``, ``/crucible``) and the
+sandbox's own (``/proc``, ``/tmp``...) cannot be state.
 """
 
 from __future__ import annotations
@@ -25,7 +25,18 @@ from dataclasses import dataclass, field
 from sandboxes.sessions.layout import BOUND_FROM_ROOT as ROOT_OWNED
 from tasks_library.terminal.layout import TerminalTask, TerminalTaskError
 
-RESERVED = ("/tests", "/logs", "/solution", "/proc", "/dev", "/sys", "/tmp", "/workspace", "/env")
+RESERVED = (
+    "/tests",
+    "/logs",
+    "/solution",
+    "/crucible",
+    "/proc",
+    "/dev",
+    "/sys",
+    "/tmp",
+    "/workspace",
+    "/env",
+)
 MAX_SERVICES = 8
 DEFAULT_AGENT_TIMEOUT_S = 600.0
 DEFAULT_VERIFIER_TIMEOUT_S = 120.0
@@ -178,9 +189,11 @@ def _services(task: TerminalTask) -> tuple[str, ...]:
 def final_state(spec: TerminalSpec, changes) -> dict[str, bytes]:
     """The state a grading starts from: the task's starting state with the session's
     ``changes`` (``sandboxes.sessions.WorkspaceChanges``, paths without the leading ``/``)
-    applied, except under the root's own directories (``/etc``, ``/usr``...), where only the
-    agent's version of the task's own files is kept: a file the agent added there, or a file of
-    the root it changed, never reaches the verifier's machine (an ``ld.so.preload``, a
+    applied where :func:`kept` keeps them: inside the task's state directories only (nothing the
+    agent wrote elsewhere in its workspace reaches the grading: a ``tests/conftest.py`` would be
+    mounted at ``/tests``), and under the root's own directories (``/etc``, ``/usr``...) only the
+    agent's version of the task's own files: a file the agent added there, or a file of the root
+    it changed, never reaches the verifier's machine (an ``ld.so.preload``, a
     ``sitecustomize.py``, a ``python3`` ahead on the PATH would run inside the verifier).
 
     Returns:
@@ -189,14 +202,23 @@ def final_state(spec: TerminalSpec, changes) -> dict[str, bytes]:
     owned = spec.system_state
     files = dict(spec.state)
     for path, data in changes.files.items():
-        if path.split("/", 1)[0] in ROOT_OWNED and path not in owned:
-            continue
-        files[path] = data
+        if kept(spec, path, owned):
+            files[path] = data
     for path in changes.deleted:
-        if path.split("/", 1)[0] in ROOT_OWNED and path not in owned:
-            continue
-        files.pop(path, None)
+        if kept(spec, path, owned):
+            files.pop(path, None)
     return files
+
+
+def kept(spec: TerminalSpec, path: str, owned: frozenset[str]) -> bool:
+    """Whether a grading keeps the agent's change to ``path`` (without the leading ``/``): it
+    lies in one of the task's state directories (the session's workspace holds more, such as a
+    ``tests/`` or ``logs/`` the agent wrote at its top, which must never reach ``/tests`` or
+    ``/logs``), and, under the root's own directories, is one of the task's own files."""
+    inside = any(path.startswith(d.lstrip("/") + "/") for d in spec.state_dirs)
+    if not inside:
+        return False
+    return path.split("/", 1)[0] not in ROOT_OWNED or path in owned
 
 
 def executable_paths(spec: TerminalSpec, changes, files: dict[str, bytes]) -> set[str]:

@@ -135,6 +135,11 @@ for _ in range(100):
         open("/tests/test.sh", "w").write("echo 1 > /logs/verifier/reward.txt")
     except OSError as exc:
         open("/app/refused.txt", "a").write(f"/tests: {exc.strerror}\\n")
+    for path in ("/tests/test.sh", "/workspace/tests/test.sh"):
+        try:
+            open(path).read()
+        except OSError as exc:
+            open("/app/refused.txt", "a").write(f"read {path}: {exc.strerror}\\n")
     time.sleep(0.05)
 """
 
@@ -154,6 +159,8 @@ def test_a_hostile_service_cannot_write_the_reward_or_the_tests(pool, environmen
     assert (outcome.status, outcome.reward, outcome.isolation) == ("ok", 0.0, "landlock"), outcome
     assert "/logs/verifier/reward.txt: Permission denied" in outcome.output, outcome
     assert "/workspace/logs/verifier/reward.txt: Permission denied" in outcome.output, outcome
+    assert "read /tests/test.sh: Permission denied" in outcome.output, outcome  # the tests
+    assert "read /workspace/tests/test.sh: Permission denied" in outcome.output, outcome
 
 
 def test_the_verifiers_python_imports_nothing_from_the_working_directory(pool, environment):
@@ -169,3 +176,24 @@ def test_the_verifiers_python_imports_nothing_from_the_working_directory(pool, e
     )
     outcome = verify(pool, environment, planted, {"test.sh": verifier.encode()})
     assert (outcome.status, outcome.reward) == ("ok", 0.0), outcome
+
+
+def test_the_verifier_runs_the_agents_code_confined(pool, environment):
+    """A verifier that runs the agent's own script (a cron job's) through
+    ``/crucible/bin/confine``: the script still does its work in the state directories, and its
+    attempts on the reward (written, made read-only) and on the tests are refused."""
+    job = (
+        b"#!/bin/bash\necho backed-up > /app/backup.txt\n"
+        b"echo 1 > /logs/verifier/reward.txt && chmod 444 /logs/verifier/reward.txt\n"
+        b"cat /tests/test.sh > /app/stolen.txt\n"
+    )
+    verifier = (
+        "#!/bin/bash\n/crucible/bin/confine 'bash /app/job.sh' 2> /tmp/job.err\n"
+        "cat /tmp/job.err\n"
+        'if [ "$(cat /app/backup.txt)" = backed-up ] && [ ! -s /app/stolen.txt ]; then '
+        "echo 0.5 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+    outcome = verify(pool, environment, {"app/job.sh": job}, {"test.sh": verifier.encode()})
+    assert (outcome.status, outcome.reward) == ("ok", 0.5), outcome
+    assert "/logs/verifier/reward.txt: Permission denied" in outcome.output, outcome
+    assert "/tests/test.sh: Permission denied" in outcome.output, outcome
