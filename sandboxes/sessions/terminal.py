@@ -13,16 +13,17 @@ a final state in a fresh session (Harbor's contract: ``bash /tests/test.sh`` wri
 What the final state may hold is hostile. The verifier's process gets a fixed environment:
 the system's ``PATH`` only, a fresh ``HOME`` on ``/tmp``, ``PYTHONSAFEPATH`` (no working
 directory on ``sys.path``: a ``pytest.py`` left in ``/app`` is not imported) and no user site.
-The services (the agent's configuration, maybe its code) run under a Landlock ruleset that
-lets them write only to the state directories and ``/tmp``, and read nothing of ``/tests``,
-``/logs`` or ``/workspace``: they cannot write the reward, nor read the expected answers. When ``test.sh`` ends, every process of the session is killed before the
-reward is read. A verifier that runs the agent's code itself (a cron job's script) runs it as
-its own user, with no such wall unless it asks for one: ``/crucible/bin/confine 'COMMAND'``
-(mounted read-only when grading) runs a command under the services' ruleset, and the shipped
-system-operations verifiers run the agent's code through it. Where the kernel has
-no Landlock the services run without it, and the outcome says so (``isolation``). What the
-caller passes as the final state must already leave out what a grading does not carry
-(``tasks_library.terminal.state.final_state``).
+The services (the agent's configuration, maybe its code) run under a Landlock ruleset that lets
+them write only to the state directories and ``/tmp``, and read nothing of ``/tests``, ``/logs``
+or ``/workspace``: they cannot write the reward, nor read the expected answers. When ``test.sh``
+ends, every process of the session is killed before the reward is read. A verifier that runs the
+agent's code itself (a cron job's script) runs it as its own user, with no such wall unless it
+asks for one: ``/crucible/bin/confine 'COMMAND'`` (mounted read-only when grading) runs a
+command under the services' ruleset; the shipped system-operations verifiers also stop the other
+processes of their account and remove the reward file before writing theirs. Where the kernel
+has no Landlock the services run without it, and the outcome says so (``isolation``). Only the
+state directories' files of the state passed in reach the grading session (the caller's final
+state, ``tasks_library.terminal.state.final_state``, keeps only those already).
 """
 
 from __future__ import annotations
