@@ -36,6 +36,8 @@ TERMINAL_CONFIG = {
     "max_turns": 4,
     "max_new_tokens": 384,
     "max_tokens": 2048,
+    # the instructions run to 300 tokens and more: a smaller cap left the office task out
+    "max_prompt_tokens": 768,
     "temperature": 0.4,
 }
 
