@@ -33,16 +33,11 @@ DATA_CONFIG = {
 }
 
 
-def data_task_set(*, options: Options, say) -> tuple:
-    """Import, build, validate and pin; returns ``(task set, summary dict)``.
-
-    Raises:
-        ValueError: no version is trainable (the message names the environments' errors).
-    """
-    versions = []
-    for name, file in DATA_TASK_SETS.items():
-        tasks_import(source=name, task_set_name=name, records=read_crucible(shipped_path(file)))
-        versions += list(task_set_versions(task_set=task_set_get(name=name)))
+def environments_built(versions, *, say) -> dict:
+    """Build each distinct environment of ``versions`` (a cache hit after the first time) and
+    say how it went; returns ``{environment: {"runtime", "key", "cache_hit", "seconds",
+    "size_mib", "debian_packages"}}``, or ``{"error"}`` for one that cannot be built (its
+    versions stay unvalidated)."""
     builds = {}
     for environment in {v.environment_id: v.environment for v in versions}.values():
         t0 = time.monotonic()
@@ -59,13 +54,31 @@ def data_task_set(*, options: Options, say) -> tuple:
             "cache_hit": built.cache_hit,
             "seconds": seconds,
             "size_mib": round((environment.size_bytes or 0) / 2**20, 1),
+            "debian_packages": list(environment.debian_packages),
         }
+        debian = ", ".join(environment.debian_packages)
         say(
             f"environment {environment} ({environment.runtime}, "
-            f"{len(environment.packages)} pinned packages): "
+            f"{len(environment.packages)} pinned packages"
+            + (f", Debian packages {debian}" if debian else "")
+            + "): "
             + ("cache hit" if built.cache_hit else "built")
             + f" in {seconds} s, {builds[str(environment)]['size_mib']} MiB"
         )
+    return builds
+
+
+def data_task_set(*, options: Options, say) -> tuple:
+    """Import, build, validate and pin; returns ``(task set, summary dict)``.
+
+    Raises:
+        ValueError: no version is trainable (the message names the environments' errors).
+    """
+    versions = []
+    for name, file in DATA_TASK_SETS.items():
+        tasks_import(source=name, task_set_name=name, records=read_crucible(shipped_path(file)))
+        versions += list(task_set_versions(task_set=task_set_get(name=name)))
+    builds = environments_built(versions, say=say)
     t0 = time.monotonic()
     waiting = awaiting_validation(versions)  # a second run validates only what changed
     if waiting:

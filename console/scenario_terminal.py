@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from tasks_library.environments import EnvironmentUnavailable, environment_build
+from console.scenario_data import environments_built
 from tasks_library.selectors import awaiting_validation, task_set_get, task_set_versions
 from tasks_library.services import task_set_pin
 from tasks_library.terminal.library import task_directories, terminal_sets, terminal_tasks_import
@@ -61,28 +61,7 @@ def terminal_task_set(*, options: Options, say, tasks: int = TERMINAL_TASKS) -> 
             f"in {time.monotonic() - t0:.1f} s"
         )
     versions = [v for family in by_family.values() for v in family]
-    builds = {}
-    for environment in {v.environment_id: v.environment for v in versions}.values():
-        t0 = time.monotonic()
-        try:
-            built = environment_build(environment=environment)
-        except EnvironmentUnavailable as exc:
-            say(f"environment {environment}: {exc}")
-            builds[environment.name] = {"error": str(exc)}
-            continue
-        builds[environment.name] = {
-            "debian_packages": list(environment.debian_packages),
-            "packages": list(environment.packages),
-            "cache_hit": built.cache_hit,
-            "seconds": round(time.monotonic() - t0, 1),
-        }
-        debian = ", ".join(environment.debian_packages) or "none"
-        say(
-            f"environment {environment.name} (Debian packages: {debian}; "
-            f"{len(environment.packages)} pinned Python packages): "
-            + ("cache hit" if built.cache_hit else "built")
-            + f" in {builds[environment.name]['seconds']} s"
-        )
+    builds = environments_built(versions, say=say)
     t0 = time.monotonic()
     waiting = awaiting_validation(versions)  # a second run validates only what changed
     if waiting:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from benchmarks.terminal_tasks import NGINX_CONF  # nginx as an unprivileged user, on 8080
 from sandboxes import result as R
 from sandboxes.environments.build import materialise
 from sandboxes.environments.spec import parse
@@ -14,22 +15,6 @@ from sandboxes.sessions import SessionError, SessionLimits, Workspace, open_sess
 from tests.environments import TERMINAL_DEBIAN_PACKAGES
 from tests.sandboxes.conftest import started_session_pool
 
-NGINX_CONF = """\
-worker_processes 1;
-pid /tmp/nginx.pid;
-error_log /tmp/nginx-error.log;
-events { worker_connections 64; }
-http {
-    include /etc/nginx/mime.types;
-    access_log /tmp/nginx-access.log;
-    client_body_temp_path /tmp/nginx-body;
-    proxy_temp_path /tmp/nginx-proxy;
-    fastcgi_temp_path /tmp/nginx-fastcgi;
-    uwsgi_temp_path /tmp/nginx-uwsgi;
-    scgi_temp_path /tmp/nginx-scgi;
-    server { listen 127.0.0.1:8080; root /app/www; }
-}
-"""
 STATE = Workspace.from_files(
     {
         "app/data.json": '{"answer": 42}\n',
