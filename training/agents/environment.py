@@ -657,10 +657,14 @@ class TerminalEnvironment(Environment):
         """The task's verifier on the final state (``files``: :meth:`final_files`); what it
         printed is kept for the replay, with the changed spreadsheets' cells before and after
         (:meth:`spreadsheet_diffs`)."""
+        tables = self.spreadsheet_diffs(files)
+        # The agent's session has given all a grading needs: it is closed before the grading
+        # session opens, so that a group holds one session per trajectory, never two (a
+        # worker's session budget counts them).
+        self.close()
         outcome = grade_terminal(self.spec, self._changes, self.task.environment)
         if outcome.status == R.INFRA_ERROR:  # once more, as queued gradings are
             outcome = grade_terminal(self.spec, self._changes, self.task.environment)
-        tables = self.spreadsheet_diffs(files)
         if tables:
             outcome.output = f"{tables}\n--- the verifier printed ---\n{outcome.output}"
         return outcome.as_result()
