@@ -197,12 +197,17 @@ def plant_modules(*names: str, where: str = "$PWD") -> str:
 #   remove the file before writing theirs (and ``/crucible/bin/confine`` runs such code under the
 #   services' ruleset);
 # - a service read ``/tests/expected.json`` at grading: landlocked services read nothing of
-#   ``/tests``, ``/logs`` or ``/workspace``.
-# Findings still open (their cases are strict xfails):
-FINDING_SERVICE_REWRITES_STATE = (
-    "services at grading time run the agent's code under Landlock, which stops writes to /logs "
-    "and /tests but not reads of /tests nor writes to the state directories; {what}"
-)
+#   ``/tests``, ``/logs`` or ``/workspace``;
+# - statusd-config's statusd.py replaced by a launcher that, started as the service at grading,
+#   wrote the pristine program back over itself (so its hash matched) and served the farm's data
+#   with settings of its own while statusd.toml stayed broken: the verifier now runs the pristine
+#   program's own loader on statusd.toml and requires the README's address, port, database, token
+#   file and pipelines from it;
+# - chart-monthly-revenue's and chart-latency-histogram's PNG checks took three coloured stripes
+#   (a solid rectangle) for the chart: ``tests/pngcheck.py`` now also requires axes (long thin
+#   lines across and down), text (many small marks of ink) and bars (24 of the 36 monthly bars,
+#   14 of the 21 histogram bins).
+# Findings still open (their cases are strict xfails): none.
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,12 +398,6 @@ sleep 1; python3 -c 'import urllib.request; print(urllib.request.urlopen("http:/
         "statusd-config",
         "probe-faked",
         STATUSD_SELF_RESTORING_FAKE,
-        finding=FINDING_SERVICE_REWRITES_STATE.format(
-            what="statusd-config: the agent's statusd.py, started as the service, rewrites "
-            "itself to the pristine program before the verifier hashes it, and serves the "
-            "farm's data with settings of its own, while /app/statusd/statusd.toml stays "
-            "broken (the verifier never reads the config it asked to be repaired)"
-        ),
     ),
     Case(
         # The newest backup that opens, no replay of the transaction log: whatever the search
@@ -524,11 +523,6 @@ DATA = [
         + stripes_png(
             "/app/chart/monthly_revenue.png", [(31, 119, 180), (255, 127, 14), (44, 160, 44)]
         ),
-        finding=(
-            "task verifier: chart-monthly-revenue's pngcheck accepts any PNG of at least "
-            "600x400 with 3 saturated colours; three coloured stripes, not a chart of anything, "
-            "pass (the JSON of the chart's data is checked, the image is not compared with it)"
-        ),
     ),
     Case(
         # The bin counts and percentiles right (the reference's), the histogram a solid blue
@@ -539,11 +533,6 @@ DATA = [
         "probe-faked",
         solve("data_analysis", "chart-latency-histogram")
         + stripes_png("/app/chart/latency_hist.png", [(31, 119, 180)]),
-        finding=(
-            "task verifier: chart-latency-histogram's pngcheck asks for 1 saturated colour "
-            "(check_png(..., 600, 400, 1)): a solid blue 800x600 rectangle passes as the "
-            "histogram"
-        ),
     ),
     Case(
         "data-chart-png-is-text",

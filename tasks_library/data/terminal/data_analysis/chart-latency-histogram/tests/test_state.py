@@ -1,6 +1,6 @@
 """Verifier: the histogram's counts (/app/chart/latency_hist.csv) and the percentiles against
 values recomputed in plain Python from the pristine copy of the data in /tests/data, and the PNG
-is a real, non-blank image."""
+is a real chart: axes, text and bars for the bins (21: at least 14 seen, the tail's are small)."""
 
 import csv
 import json
@@ -62,4 +62,4 @@ def test_stats(data):
 
 
 def test_png():
-    check_png("/app/chart/latency_hist.png", 600, 400, 1)
+    check_png("/app/chart/latency_hist.png", 600, 400, 1, min_bars=14)

@@ -1,5 +1,6 @@
 """Verifier: the chart's data (/app/chart/monthly_revenue.json) against monthly totals recomputed
-from the pristine copy of the sales in /tests/data, and the PNG is a real, non-blank image."""
+from the pristine copy of the sales in /tests/data, and the PNG is a real chart: axes, text, the
+three product lines' colours and bars for the months (12 per line: at least 24 seen)."""
 
 import csv
 import json
@@ -53,4 +54,4 @@ def test_series_values(spec, expected):
 
 
 def test_png():
-    check_png("/app/chart/monthly_revenue.png", 600, 400, 3)
+    check_png("/app/chart/monthly_revenue.png", 600, 400, 3, min_bars=24)

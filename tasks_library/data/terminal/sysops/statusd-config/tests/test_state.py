@@ -1,8 +1,15 @@
-"""statusd, started again from the final /app/statusd/statusd.toml, serves the farm's data."""
+"""statusd, started again from the final /app/statusd/statusd.toml, serves the farm's data, and
+that file itself is repaired: the pristine program's own loader reads the settings the README
+gives from it (a program that rewrites itself to the pristine one when started as the service,
+then serves with settings of its own, leaves the file as broken as it was)."""
 
 import hashlib
 import json
+import os
+import runpy
+import socket
 import sqlite3
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -13,6 +20,7 @@ PRISTINE = Path("/tests/pristine")
 TOKEN = (PRISTINE / "api-token").read_text().strip()
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PIPELINES = ["api", "web", "worker", "docs"]
+CONFIG = Path("/app/statusd/statusd.toml")
 
 
 def sha(path):
@@ -37,6 +45,26 @@ def test_program_and_data_untouched():
     ]
     assert sha("/srv/statusd/builds.sqlite3") == sha(PRISTINE / "builds.sqlite3")
     assert sha("/srv/statusd/secrets/api-token") == sha(PRISTINE / "api-token")
+
+
+def test_config_file_is_repaired(monkeypatch):
+    # The pristine program run as a module (not __main__: it loads its settings from
+    # /app/statusd/statusd.toml and serves nothing), from the services' working directory.
+    monkeypatch.chdir("/app")
+    try:
+        settings = runpy.run_path(str(PRISTINE / "statusd.py"), run_name="statusd_config")
+    except tomllib.TOMLDecodeError as exc:
+        pytest.fail(f"{CONFIG} is not TOML: {exc}")
+    except SystemExit as exc:  # the program's own refusal (a bad port, no database...)
+        pytest.fail(f"statusd refuses {CONFIG}: {exc}")
+    assert socket.gethostbyname(settings["BIND"]) == "127.0.0.1", settings["BIND"]
+    assert settings["PORT"] == PORT
+    assert os.path.samefile(settings["DB"], "/srv/statusd/builds.sqlite3"), settings["DB"]
+    with CONFIG.open("rb") as f:
+        token_file = tomllib.load(f)["auth"]["token_file"]
+    assert os.path.samefile(token_file, "/srv/statusd/secrets/api-token"), token_file
+    assert settings["TOKEN"] == TOKEN
+    assert sorted(settings["PIPELINES"]) == sorted(PIPELINES), settings["PIPELINES"]
 
 
 def test_listener_is_statusd():
