@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandboxes import result as R
+from sandboxes.sessions import SessionError
 from sandboxes.environments.build import materialise
 from sandboxes.environments.spec import parse
 from tasks_library.task_spec import TaskSpec
@@ -106,6 +107,9 @@ def test_the_reference_played_by_the_agent_earns_the_reward(pool, path):
         assert output.rstrip().endswith("[exit code 0]"), output
         files = env.final_files()
         graded = env.grade(files)
+        # the agent's session was closed before the grading's opened: one session at a time
+        with pytest.raises(SessionError):
+            session.exec("true")
     finally:
         session.close()
     assert graded.status == R.OK and graded.tests[0].score == 1.0, graded
