@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from sandboxes import result as R
-from sandboxes.sessions import SessionError
 from sandboxes.environments.build import materialise
 from sandboxes.environments.spec import parse
+from sandboxes.sessions import SessionError
 from tasks_library.task_spec import TaskSpec
 from tasks_library.terminal.layout import read_task
 from tasks_library.terminal.state import terminal_spec
