@@ -1,5 +1,14 @@
 """Reward pipeline overhead: grading alone against grading plus every reward component (and
-the hack detectors), over the 164 HumanEval canonical solutions, one run.
+the hack detectors), over 164 HumanEval tasks' outputs of the kinds a policy writes, one run.
+
+The outputs (``OUTPUT_KINDS``, one kind per task in turn, the same mix in every round): the
+reference (passes), the reference with one mutation (``python_mutants``' first: wrong, it fails
+some hidden test), a body that hard-codes the prompt's examples (``hard_coded_completion``: what a
+policy gaming the suite writes; it fails the hidden tests and the hard-coding detector flags it)
+and the bare stub (``pass``: fails). A task whose prompt cannot give a kind (no mutable
+operation, no literal example) gets the reference instead, and the counts say so. So the
+graders see failures, the reward components score partial and zero credit, and the detectors
+run on programs they flag; the canonical solutions alone exercised none of that.
 
 With one ``sandbox_worker --concurrency 2`` (this 2-core VM): each round grades the 164 programs
 on their hidden tests through the queue (``run_many``), once alone and once followed by what a
@@ -16,11 +25,11 @@ Then ``training.drift.DriftMonitor``: its ``update`` per step fed with the step'
 reward means and histogram, in microseconds per step and per reward value (a step's update
 divided by the rewards it summarises).
 
-Prints JSON: seconds per pass (median over rounds), the overhead ratio
-(grading + rewards) / grading (target <= 1.5; also from its parts, grading's median plus the
-rewards' median, which the grading time's noise on a shared machine disturbs less), the
-rewards' seconds per component, and the
-audit events seen (none expected: canonical solutions attempt nothing).
+Prints JSON: seconds per pass (median over rounds); ``overhead_ratio``, defined as the median
+over rounds of (grading the outputs + their rewards and detectors) divided by the median over
+rounds of grading the same outputs alone (target <= 1.5); the rewards' seconds per component;
+per output kind, how many there were, passed and were flagged; the audit events seen (none
+expected: no output probes the sandbox).
 Run: ``.venv/bin/python benchmarks/reward_pipeline.py [--rounds 3] [--samples 164]``; ``--quick``
 (the first 12 programs, 2 rounds: seconds) is what CI runs.
 """
@@ -51,6 +60,18 @@ WORKERS = 2
 COMPONENTS = ["correctness", "quality", "efficiency", "security"]
 
 
+def _visible_tests(prompt: str, entry_point: str) -> str:
+    """The prompt's examples as the task's visible tests (what the hard-coding detector compares
+    a program's literals with), or ``""`` when it shows none."""
+    from tasks_library.validation.examples import (  # noqa: PLC0415 (after setup)
+        examples_test_source,
+        python_prompt_examples,
+    )
+
+    examples = python_prompt_examples(prompt, entry_point)
+    return examples_test_source(examples, entry_point, language="python") if examples else ""
+
+
 def _tasks(limit: int):
     from training.rollout import TaskSpec  # noqa: PLC0415 (models: after django.setup)
 
@@ -59,7 +80,7 @@ def _tasks(limit: int):
             task_version_id=index + 1,
             prompt=p["prompt"],
             entry_point=p["entry_point"],
-            visible_tests="",
+            visible_tests=_visible_tests(p["prompt"], p["entry_point"]),
             hidden_tests=p["test"],
             timeout_s=10.0,
             reference_solution=p["canonical_solution"],
@@ -81,8 +102,37 @@ def _requests(tasks, programs):
     ]
 
 
-def _programs(tasks, tag: str) -> list[str]:
-    return [t.prompt + t.reference_solution + f"\n# {tag}\n" for t in tasks]
+OUTPUT_KINDS = ("reference", "one_mutation", "hard_coded_examples", "stub")
+
+
+def _output(task, kind: str) -> tuple[str, str]:
+    """``(kind it is, program)`` of one output of ``task``; the reference where the task's
+    prompt cannot give ``kind``."""
+    from tasks_library.exploitable import hard_coded_completion  # noqa: PLC0415 (after setup)
+    from tasks_library.validation.mutants import python_mutants  # noqa: PLC0415 (after setup)
+
+    reference = task.prompt + task.reference_solution
+    if kind == "one_mutation":
+        mutants = python_mutants(task.prompt, task.reference_solution, limit=1)
+        return (kind, mutants[0].program) if mutants else ("reference", reference)
+    if kind == "hard_coded_examples":
+        try:
+            return kind, task.prompt + hard_coded_completion(task.prompt, task.entry_point)
+        except ValueError:
+            return "reference", reference
+    if kind == "stub":
+        return kind, task.prompt + "    pass\n"
+    return "reference", reference
+
+
+def _outputs(tasks) -> list[tuple[str, str]]:
+    """One output per task, the kinds of :data:`OUTPUT_KINDS` in turn."""
+    return [_output(t, OUTPUT_KINDS[i % len(OUTPUT_KINDS)]) for i, t in enumerate(tasks)]
+
+
+def _programs(outputs, tag: str) -> list[str]:
+    """The outputs' programs, each round's own (a trailing comment: nothing is cached)."""
+    return [program + f"\n# {tag}\n" for _kind, program in outputs]
 
 
 def _reference_profiles(tasks, runs: int = 3) -> tuple[list, float]:
@@ -107,8 +157,9 @@ def _reference_profiles(tasks, runs: int = 3) -> tuple[list, float]:
     return stats, seconds
 
 
-def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[dict], int]:
-    """What a trainer step adds after grading; per-part seconds added to ``timings``."""
+def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[dict], list]:
+    """What a trainer step adds after grading; per-part seconds added to ``timings``. Returns
+    the reward rows and, per submission, whether a detector flagged it."""
     from training.hacks import detect, probes_run  # noqa: PLC0415 (models: after django.setup)
 
     submissions = [
@@ -123,7 +174,7 @@ def _rewards(tasks, programs, grades, references, timings: dict) -> tuple[list[d
         timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
     started = time.perf_counter()
     probes_run(submissions)
-    flagged = sum(1 for s in submissions if detect(s))
+    flagged = [bool(detect(s)) for s in submissions]
     timings["hack_detectors"] = timings.get("hack_detectors", 0.0) + time.perf_counter() - started
     return rows, flagged
 
@@ -177,20 +228,22 @@ def main() -> None:
 
 def measure(stack, options) -> dict:
     tasks = _tasks(options.samples)
+    outputs = _outputs(tasks)
     common.own_sandbox_workers(stack, "python", WORKERS)
-    run_many(_requests(tasks[:WORKERS], _programs(tasks[:WORKERS], "warm")))  # every slot warm
+    run_many(_requests(tasks[:WORKERS], _programs(outputs[:WORKERS], "warm")))  # every slot warm
     references, reference_seconds = _reference_profiles(tasks)
     grading, combined, rewards_only, cold = [], [], [], None
     timings: dict[str, float] = {}
-    audit_events = failed = flagged = 0
+    audit_events = failed = 0
+    flagged: list[bool] = []
     rows: list[dict] = []
     for round_ in range(options.rounds):
-        programs = _programs(tasks, f"alone {round_}")
+        programs = _programs(outputs, f"alone {round_}")
         started = time.perf_counter()
         grades = run_many(_requests(tasks, programs))
         grading.append(time.perf_counter() - started)
 
-        programs = _programs(tasks, f"rewarded {round_}")
+        programs = _programs(outputs, f"rewarded {round_}")
         started = time.perf_counter()
         grades = run_many(_requests(tasks, programs))
         graded_at = time.perf_counter()
@@ -219,10 +272,10 @@ def measure(stack, options) -> dict:
         "grading_alone_s": round(grading_s, 3),
         "grading_plus_rewards_s": round(combined_s, 3),
         "overhead_ratio": round(combined_s / grading_s, 3),
-        # The same from its parts: less exposed to the grading time's noise on a shared machine.
-        "overhead_ratio_from_parts": round(
-            (grading_s + statistics.median(rewards_only or [cold["seconds"]])) / grading_s, 3
-        ),
+        "overhead_ratio_defined_as": "median (grading + rewards and detectors) / median grading "
+        "alone, the same outputs, over the rounds",
+        "grading_alone_s_each": [round(x, 3) for x in grading],
+        "grading_plus_rewards_s_each": [round(x, 3) for x in combined],
         "overhead_target": 1.5,
         "rewards_s_warm": round(statistics.median(rewards_only), 3) if rewards_only else None,
         "rewards_s_per_component_warm": {k: round(v / warm_rounds, 4) for k, v in timings.items()},
@@ -232,7 +285,19 @@ def measure(stack, options) -> dict:
             name: round(statistics.fmean(r[name] for r in rows), 4) for name in COMPONENTS
         },
         "hack_detectors": True,
-        "flagged_submissions_last_round": flagged,
+        "outputs": {
+            kind: {
+                "count": sum(1 for k, _p in outputs if k == kind),
+                "passed_last_round": sum(
+                    1 for (k, _p), g in zip(outputs, grades, strict=True) if k == kind and g.passed
+                ),
+                "flagged_last_round": sum(
+                    1 for (k, _p), f in zip(outputs, flagged, strict=True) if k == kind and f
+                ),
+            }
+            for kind in OUTPUT_KINDS
+        },
+        "flagged_submissions_last_round": sum(flagged),
         "audit_events_seen": audit_events,
         "non_ok_grades": failed,
         "drift": _drift(rows),

@@ -141,16 +141,19 @@ CASES = {
             "packages.peer_cold_s.runs": 2,
         },
     },
+    # Quick: 12 tasks, three of each output kind (one may fall back to the reference).
     "reward_pipeline": {
-        "ratios": ["overhead_ratio", "overhead_ratio_from_parts"],
+        "ratios": ["overhead_ratio"],
         "positive": [
             "grading_alone_s",
             "grading_plus_rewards_s",
             "rewards_s_warm",
             "reference_profiles_s",
             "drift.update_us_per_step",
+            "outputs.reference.passed_last_round",
+            "outputs.hard_coded_examples.flagged_last_round",
         ],
-        "equal": {"audit_events_seen": 0},
+        "equal": {"audit_events_seen": 0, "outputs.stub.passed_last_round": 0},
     },
     # Quick: 1 task from inflection, validated by the pipeline; it must be valid.
     "repo_bugs": {
