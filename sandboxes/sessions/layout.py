@@ -45,6 +45,12 @@ class StateLayoutError(ValueError):
     """A state directory that cannot be mounted as asked (the message names it)."""
 
 
+def in_state_dirs(path: str, state_dirs) -> bool:
+    """Whether the workspace path ``path`` (an absolute path without its leading ``/``) lies
+    inside one of ``state_dirs`` (absolute directories)."""
+    return any(path.startswith(d.lstrip("/") + "/") for d in state_dirs)
+
+
 def check_dir(path: str) -> str:
     """``path`` if it is a normalised absolute directory a state may occupy.
 

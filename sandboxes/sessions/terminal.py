@@ -42,6 +42,7 @@ from sandboxes.sessions.client import (
     SessionLost,
     open_session,
 )
+from sandboxes.sessions.layout import in_state_dirs
 from sandboxes.sessions.limits import SessionLimits
 from sandboxes.sessions.workspace import Workspace
 
@@ -61,11 +62,11 @@ OUTPUT_TAIL_CHARS = 8000
 HIDDEN_FROM_SERVICES = ("/tests", "/logs", "/workspace")
 OUTPUT_TEST_CHARS = 4000  # of it kept on the grading's one test (the replay shows it)
 
-# Run as ``python3 -I -S -c LANDLOCK WRITABLE... -- HIDDEN... -- COMMAND``: restrict this
-# process (and all it starts) with Landlock (ABI 1 and up) to writing only under the WRITABLE
-# trees and to reading and running only what lies outside the HIDDEN top-level directories,
-# then exec ``bash -c COMMAND``. Prints ``landlock:none`` on stderr and execs anyway where the
-# kernel has no Landlock.
+# Run as ``python3 -I -S landlock.py WRITABLE... -- HIDDEN... -- COMMAND`` (from ``/crucible/lib``,
+# by ``/crucible/bin/confine``: :data:`CONFINE`): restrict this process (and all it starts) with
+# Landlock (ABI 1 and up) to writing only under the WRITABLE trees and to reading and running
+# only what lies outside the HIDDEN top-level directories, then exec ``bash -c COMMAND``. Prints
+# ``landlock:none`` on stderr and execs anyway where the kernel has no Landlock.
 LANDLOCK = r"""
 import ctypes, os, sys
 args = sys.argv[1:]
@@ -224,7 +225,9 @@ def open_terminal_session(
         verifier_dirs: directories mounted writable that landlocked services may not write
             (``/logs``: the verifier's reward).
         services: shell commands, each started detached in ``workdir`` with ``env``.
-        landlocked: start the services under the Landlock ruleset (grading: see the module).
+        landlocked: start the services under the Landlock ruleset (grading: see the module),
+            through ``/crucible/bin/confine``: ``/crucible`` (:func:`confine_tool`) must be among
+            ``read_only``.
         limits: the session's; processes are always kept (services live between calls).
 
     Returns:
@@ -234,6 +237,8 @@ def open_terminal_session(
         SessionError: as :func:`sandboxes.sessions.open_session` (a bad state directory:
             ``invalid``; no slot: ``lost``).
     """
+    if landlocked and "/crucible" not in read_only:
+        raise ValueError("landlocked services run through /crucible/bin/confine: mount it")
     limits = limits or SessionLimits(idle_timeout_s=300.0, max_lifetime_s=3600.0)
     if not limits.keep_processes:
         limits = replace(limits, keep_processes=True)
@@ -252,7 +257,7 @@ def open_terminal_session(
             services,
             workdir=workdir,
             env=env,
-            writable=[*sorted(state_dirs), "/tmp", "/dev"] if landlocked else None,
+            confined=landlocked,
         )
     except SessionError:
         session.close()
@@ -281,11 +286,12 @@ def confine_tool(state_dirs) -> dict[str, bytes]:
 
 
 def start_services(
-    session: Session, services, *, workdir: str, env: dict | None, writable=None
+    session: Session, services, *, workdir: str, env: dict | None, confined: bool = False
 ) -> tuple[list[dict], str]:
     """Start each of ``services`` detached in ``session`` (which keeps processes), in
-    ``workdir`` with ``env``; with ``writable`` (absolute directories), under the Landlock
-    ruleset that lets them write only there and read nothing of :data:`HIDDEN_FROM_SERVICES`.
+    ``workdir`` with ``env``; ``confined``: through ``/crucible/bin/confine`` (mounted in the
+    session: :func:`confine_tool`), under the Landlock ruleset that lets them write only to the
+    state directories, ``/tmp`` and ``/dev`` and read nothing of :data:`HIDDEN_FROM_SERVICES`.
 
     Returns:
         ``([{"command", "log"}], isolation)``: ``landlock``, ``none`` (asked, but the kernel has
@@ -300,20 +306,13 @@ def start_services(
     lines = []
     for index, command in enumerate(services):
         log = SERVICE_LOG.format(index=index)
-        if writable is not None:
-            words = [
-                "/usr/bin/python3 -I -S -c",
-                shlex.quote(LANDLOCK),
-                *map(shlex.quote, writable),
-            ]
-            launcher = " ".join([*words, "--", *HIDDEN_FROM_SERVICES, "--", shlex.quote(command)])
-        else:
-            launcher = f"bash -c {shlex.quote(command)}"
+        launcher = "/crucible/bin/confine" if confined else "bash -c"
+        launcher = f"{launcher} {shlex.quote(command)}"
         lines.append(f"setsid {launcher} > {log} 2>&1 < /dev/null &")
         started.append({"command": command, "log": log})
     session.exec("\n".join(lines), cwd=workdir, env=env or {}, timeout_s=30.0)
     isolation = ""
-    if writable is not None:
+    if confined:
         isolation = "landlock"
         for service in started:
             if "landlock:none" in _read(session, service["log"], 200):
@@ -389,11 +388,7 @@ def run_verifier(
         return VerifierOutcome(R.FAILED, detail="the task has no tests/test.sh")
     # Only the state directories' files: nothing of a state reaches /tests or /logs (the
     # caller's final state keeps only those already; this holds whatever it passes).
-    state = {
-        path: data
-        for path, data in state.items()
-        if any(path.startswith(d.lstrip("/") + "/") for d in state_dirs)
-    }
+    state = {path: data for path, data in state.items() if in_state_dirs(path, state_dirs)}
     workspace = state_workspace(
         state,
         executable,

@@ -23,6 +23,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from sandboxes.sessions.layout import BOUND_FROM_ROOT as ROOT_OWNED
+from sandboxes.sessions.layout import in_state_dirs
 from tasks_library.terminal.layout import TerminalTask, TerminalTaskError
 
 RESERVED = (
@@ -215,8 +216,7 @@ def kept(spec: TerminalSpec, path: str, owned: frozenset[str]) -> bool:
     lies in one of the task's state directories (the session's workspace holds more, such as a
     ``tests/`` or ``logs/`` the agent wrote at its top, which must never reach ``/tests`` or
     ``/logs``), and, under the root's own directories, is one of the task's own files."""
-    inside = any(path.startswith(d.lstrip("/") + "/") for d in spec.state_dirs)
-    if not inside:
+    if not in_state_dirs(path, spec.state_dirs):
         return False
     return path.split("/", 1)[0] not in ROOT_OWNED or path in owned
 
