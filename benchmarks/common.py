@@ -108,6 +108,29 @@ def private_var_dir(
             shutil.rmtree(path, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def postgres_database(admin_url: str, name: str) -> Iterator[str]:
+    """A fresh PostgreSQL database ``name`` on the server of ``admin_url`` (a URL any database
+    of that server), dropped at the end whatever happened; yields its URL."""
+    from urllib.parse import urlsplit, urlunsplit  # noqa: PLC0415
+
+    import psycopg  # noqa: PLC0415 (only the PostgreSQL modes need it)
+
+    def admin(sql: str) -> None:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(sql)
+
+    admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
+    finally:
+        if "django" in sys.modules:
+            from django.db import connections  # noqa: PLC0415
+
+            connections.close_all()
+        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def own_sandbox_workers(stack, runtime: str, concurrency: int) -> int:
     """Start a ``sandbox_worker`` of ``runtime`` with ``concurrency`` slots on ``stack``'s Redis
     and return its pid. Exits when a worker already serves that Redis (``REDIS_URL`` shared with

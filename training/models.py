@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core.packed import PackedArrayField
 from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
 
 
@@ -167,18 +168,20 @@ class Turn(models.Model):
     """One think-execute-observe turn: the sampled tokens and what the sandbox said.
 
     ``token_ids`` are exactly the ids the policy sampled (token in, token out);
-    ``observation_token_ids`` are the ids appended after it, masked out of the loss.
+    ``observation_token_ids`` are the ids appended after it, masked out of the loss. The three
+    arrays are packed binary (``core.packed``: int32 ids, float64 log-probs), not JSON: a turn
+    carries over a thousand ids and a step writes tens of thousands of turns.
     """
 
     trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveIntegerField()
     policy_text = models.TextField()
-    token_ids = models.JSONField(default=list)
-    logprobs = models.JSONField(default=list)
+    token_ids = PackedArrayField(typecode="i")
+    logprobs = PackedArrayField(typecode="d")
     action = models.CharField(max_length=20, default="run_code")
     code = models.TextField(blank=True)
     observation = models.TextField(blank=True)
-    observation_token_ids = models.JSONField(default=list)
+    observation_token_ids = PackedArrayField(typecode="i")
     sandbox_status = models.CharField(max_length=20, blank=True)
     sandbox_result = models.JSONField(default=dict)
 

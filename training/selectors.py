@@ -31,6 +31,7 @@ from django.db.models.functions import Cast, Coalesce, Now
 from django.utils import timezone
 
 from core.errors import InputError
+from core.packed import PackedLength
 from training import flags, run_warnings
 from training.models import (
     REWARD_BINS,
@@ -162,17 +163,6 @@ TRAJECTORY_SORTS = {
     "-reward": ("-reward", "id"),
     "newest": ("-id",),
 }
-
-
-class JsonArrayLength(Func):
-    """The length of a JSON array column (SQLite ``json_array_length``, PostgreSQL
-    ``jsonb_array_length``)."""
-
-    function = "JSON_ARRAY_LENGTH"
-    output_field = IntegerField()
-
-    def as_postgresql(self, compiler, connection, **extra_context):
-        return super().as_sql(compiler, connection, function="JSONB_ARRAY_LENGTH", **extra_context)
 
 
 def _has_flag(queryset: QuerySet[Trajectory], flag: str) -> QuerySet[Trajectory]:
@@ -453,8 +443,8 @@ def trajectory_turns(*, trajectory_id: int) -> QuerySet[Turn]:
         .order_by("index")
         .defer("token_ids", "logprobs", "observation_token_ids")
         .annotate(
-            sampled_tokens=JsonArrayLength("token_ids"),
-            observation_tokens=JsonArrayLength("observation_token_ids"),
+            sampled_tokens=PackedLength("token_ids"),
+            observation_tokens=PackedLength("observation_token_ids"),
         )
     )
 

@@ -35,7 +35,6 @@ from training.models import (
     StepMetric,
     TrainingRun,
     Trajectory,
-    Turn,
 )
 from training.monitors import LlmMonitor, LlmMonitorConfig, RuleMonitor, failure, trajectory_view
 from training.selectors import (
@@ -45,6 +44,7 @@ from training.selectors import (
     step_event,
     warning_event,
 )
+from training.turn_writer import turns_write
 
 log = logging.getLogger(__name__)
 
@@ -316,19 +316,19 @@ def step_record(
             )
             for r in rollouts
         )
-        Turn.objects.bulk_create(
-            Turn(
-                trajectory=trajectory,
-                index=i,
-                action=getattr(t, "action", "run_code"),
-                policy_text=storable(t.policy_text),
-                token_ids=t.token_ids,
-                logprobs=t.logprobs,
-                code=storable(t.code),
-                observation=storable(t.observation),
-                observation_token_ids=t.observation_ids,
-                sandbox_status=t.sandbox_status,
-                sandbox_result=storable(t.sandbox_result),
+        turns_write(
+            (
+                trajectory.pk,
+                i,
+                getattr(t, "action", "run_code"),
+                t.policy_text,
+                t.token_ids,
+                t.logprobs,
+                t.code,
+                t.observation,
+                t.observation_ids,
+                t.sandbox_status,
+                t.sandbox_result,
             )
             for trajectory, r in zip(trajectories, rollouts)
             for i, t in enumerate(r.turns)
