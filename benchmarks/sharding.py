@@ -28,9 +28,9 @@ Run: ``.venv/bin/python benchmarks/sharding.py [--size 0.5b] [--ranks 2] [--step
 [--seq-len 512] [--batch 2] [--device auto|cpu|cuda] [--peak-tflops 989]``. At 0.5B on CPUs
 DDP needs about 16 bytes per parameter per rank (8 GB), its gradient buckets and the activations
 of a 151,936-entry vocabulary: two ranks peaked at 10.7 GiB each with ``--seq-len 128 --batch 2``,
-which a 24 GiB machine holds with nothing else running; 512 tokens need more. ``--quick`` (what CI runs): a
-two-layer model 64 wide, 2 sequences of 32 tokens per rank, one measured step. ``--size 0.2b``
-is what a small shared machine can measure (see ``SIZES``).
+which a 24 GiB machine holds with nothing else running; 512 tokens need more. ``--quick`` (what
+CI runs): a two-layer model 64 wide, 2 sequences of 32 tokens per rank, one measured step.
+``--size 0.2b`` is what a smaller machine can measure (see ``SIZES``).
 """
 
 from __future__ import annotations
