@@ -16,9 +16,11 @@ of the completion's characters that are ASCII letters) and take one optimizer st
   ``transformers`` ``generate`` with its KV cache, no vLLM).
 
 Each side runs in a fresh subprocess (so peak memory does not mix): one warm-up step, then
-``--steps`` measured steps; ``--rounds`` such subprocesses per side, run alternately (Crucible,
-TRL, TRL, Crucible, ...), and each side's best round is reported with every round's figure (the
-ratio of round means too). Tokens per step = generated completion tokens + trained tokens
+``--steps`` measured steps; ``--rounds`` (3) such subprocesses per side, run alternately
+(Crucible, TRL, TRL, Crucible, ...). Each side's throughput is the median over its rounds with
+the spread (``tokens_per_s_spread``: median, min, max, each round) and the other figures of its
+median round; the ratio is of the medians (``ratio_of_round_means`` too). Tokens per step =
+generated completion tokens + trained tokens
 (completion tokens inside the loss mask: Crucible trains the rows of groups whose rewards
 differ, TRL every completion; with this reward the groups always differ, so both train every
 generated token). Throughput = measured tokens / measured seconds; the ratio is Crucible / TRL
@@ -427,7 +429,7 @@ def top_functions(profiler: cProfile.Profile, limit: int = 25) -> list[str]:
 
 QUICK = {
     "steps": 1,
-    "rounds": 1,
+    "rounds": 2,
     "prompts": 2,
     "group_size": 2,
     "max_new_tokens": 8,
@@ -466,8 +468,8 @@ def main() -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=2,
-        help="fresh subprocesses per side, run alternately; the best round is reported",
+        default=3,
+        help="fresh subprocesses per side, run alternately; the median round is reported",
     )
     parser.add_argument(
         "--threads",
@@ -501,7 +503,7 @@ def main() -> None:
             rounds[side].append(run_side(side, argv))
     generation = run_side("generation", argv)
 
-    best = {side: max(results, key=lambda r: r["tokens_per_s"]) for side, results in rounds.items()}
+    best = {side: median_round(results) for side, results in rounds.items()}
     mean = {
         side: sum(r["tokens_per_s"] for r in results) / len(results)
         for side, results in rounds.items()
@@ -536,9 +538,12 @@ def main() -> None:
         },
         "crucible": {
             **best["crucible"],
-            "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["crucible"]],
+            "tokens_per_s_spread": common.spread([r["tokens_per_s"] for r in rounds["crucible"]]),
         },
-        "trl": {**best["trl"], "tokens_per_s_rounds": [r["tokens_per_s"] for r in rounds["trl"]]},
+        "trl": {
+            **best["trl"],
+            "tokens_per_s_spread": common.spread([r["tokens_per_s"] for r in rounds["trl"]]),
+        },
         "ratio_crucible_over_trl": round(
             best["crucible"]["tokens_per_s"] / best["trl"]["tokens_per_s"], 2
         ),
@@ -553,6 +558,12 @@ def main() -> None:
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     print(json.dumps(report, indent=2))
+
+
+def median_round(results: list[dict]) -> dict:
+    """The round whose throughput is the median (the lower middle one of an even count)."""
+    ordered = sorted(results, key=lambda r: r["tokens_per_s"])
+    return dict(ordered[(len(ordered) - 1) // 2])
 
 
 if __name__ == "__main__":

@@ -51,7 +51,10 @@ TRAINER = {
         "crucible.peak_rss_bytes",
         "trl.peak_rss_bytes",
         "generation_kv_cache.cache_speedup",
+        "crucible.tokens_per_s_spread.median",
+        "trl.tokens_per_s_spread.median",
     ],
+    "equal": {"crucible.tokens_per_s_spread.runs": 2, "trl.tokens_per_s_spread.runs": 2},
 }
 
 # name: the ratio keys (Crucible against its peer), the keys whose numbers must be above zero,
