@@ -541,13 +541,17 @@ def _available() -> int:
 
 
 def _cgroup_usage(names: list[str]) -> int:
+    """The memory charged to the sessions' cgroups, in bytes: each is under Crucible's parent
+    cgroup, or inside its worker's budget cgroup there (``w-*``)."""
     total = 0
+    parent = cgroups.ROOT / "memory" / cgroups.PARENT
     for name in names:
-        path = cgroups.ROOT / "memory" / cgroups.PARENT / name / "memory.usage_in_bytes"
-        try:
-            total += int(path.read_text())
-        except (OSError, ValueError):
-            continue
+        for where in [parent / name, *parent.glob(f"*/{name}")]:
+            try:
+                total += int((where / "memory.usage_in_bytes").read_text())
+                break
+            except (OSError, ValueError):
+                continue
     return total
 
 
