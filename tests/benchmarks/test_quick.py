@@ -232,38 +232,54 @@ CASES = {
             "probe_answers": ["crucible: hello from the task", "peer: hello from the task"],
         },
     },
+    # The peers: bwrap per call, bwrap persistent (one per session) and unshare per call. bwrap
+    # may not be installed (then its entries say "unavailable"): unshare's ratios, and the
+    # strongest peer's (unshare's at worst), are held above zero.
     "sandbox_sessions": {
         "ratios": [
-            f"ratios.unshare.{key}"
-            for key in (
-                "true_interleaved",
-                "true_back_to_back",
-                "python_interleaved",
-                "python_back_to_back",
-                "suite_interleaved",
-                "suite_back_to_back",
-            )
+            f"ratios.{peer}.{call}_{way}"
+            for peer in ("unshare", "strongest")
+            for call in ("true", "python", "true_repository", "python_repository", "suite")
+            for way in ("interleaved", "back_to_back")
         ],
         "positive": [
             *(
                 f"sessions.{open_}.{key}"
                 for open_ in ("open_one_file", "open_repository")
-                for key in ("first_open_ms", "open_ms.p50", "close_ms.p50")
+                for key in ("first_open_ms", "open_ms.median", "close_ms.median", "open_ms.all.p99")
             ),
             *(
-                f"sessions.{call}.{way}.{key}.p50"
-                for call in ("exec_true", "exec_python", "suite")
+                f"sessions.exec_{call}.{way}.{key}.median"
+                for call in ("true", "python", "true_repository", "python_repository", "suite")
                 for way in ("interleaved", "back_to_back")
                 for key in ("ms", "worker_host_ms")
             ),
             "sessions.idle.sessions",
             "sessions.idle.pss_per_session_bytes",
-            "unshare.exec_true.interleaved.p50",
-            "unshare.open_copy_ms.repository.p50",
+            "unshare.exec_true.interleaved.median",
+            "unshare.exec_suite.back_to_back.median",
+            "unshare.open_ms.repository.median",
+            *(
+                f"profile.crucible.{key}"
+                for key in ("total_ms", "command_ms", "worker_host_ms", "client_and_redis_ms")
+            ),
+            "profile.redis.ping_ms",
         ],
-        "equal": {"sessions.suite.tests": 100},
+        "equal": {
+            "sessions.suite_runner.tests": 100,
+            "sizes.rounds": 3,
+            "sessions.exec_python.back_to_back.ms.runs": 3,
+            "unshare.exec_python.interleaved.runs": 3,
+        },
         "same": [("sessions.idle.answering", "sessions.idle.sessions")],
         "present": [
+            "bwrap",
+            "bwrap_persistent",
+            *(
+                f"peers.{peer}.{key}"
+                for peer in ("bwrap", "bwrap_persistent", "unshare")
+                for key in ("version", "settings")
+            ),
             "ratios.unshare.open_one_file",
             "ratios.unshare.open_repository",
             *(
@@ -276,6 +292,10 @@ CASES = {
                     "per_call_speedup_over_bwrap_interleaved",
                     "per_call_speedup_over_bwrap_back_to_back",
                     "idle_sessions_total_bytes",
+                    "speedup_over_strongest_python_back_to_back",
+                    "speedup_over_strongest_suite_back_to_back",
+                    "open_one_file_at_most_5ms",
+                    "open_repository_at_most_5ms",
                 )
                 for key in ("target", "measured", "met")
             ),
