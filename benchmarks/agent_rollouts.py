@@ -15,10 +15,12 @@ something else: with 30 epochs (SFT loss 0.17) most first turns were malformed, 
 trajectories ended there (one turn each) while Crucible's answered each malformed call and went
 on to ``max_turns``: two workloads, not one.
 
-At each concurrency C of ``--concurrency``, one batch of C trajectories (C / 8 tasks x groups of
-8, tasks reused round-robin) is rolled out by :func:`training.rollout.collect_rollouts`: the
-groups in two chunks that take turns, each generating one batch while the other's tool calls run
-in their sessions on threads, final workspaces graded in fresh sandboxes. Figures per run:
+Both sides' sessions take the same limits (:func:`_session_limits`: 80 MiB of files each, so
+that 128 fit in a worker's disk budget). At each concurrency C of ``--concurrency``, one batch
+of C trajectories (C / 8 tasks x groups of 8, tasks reused round-robin) is rolled out by
+:func:`training.rollout.collect_rollouts`: the groups in two chunks that take turns, each
+generating one batch while the other's tool calls run in their sessions on threads, final
+workspaces graded in fresh sandboxes. Figures per run:
 trajectories per minute and turns per second (wall time from the first session's open to the
 last grade and the sessions closed), tool calls per tool, parse errors, the end reasons, where
 the seconds went (``session_open_s``, ``generation_s``: sampling, ``tool_wait_s``: waiting for
@@ -82,6 +84,23 @@ SIZES = {  # option: (full, quick)
 CONCURRENCY = ((8, 32, 128), (2, 4))
 GROUP = 8
 BENCH_KIND = "function-trl-schemas"
+MIB = 1024 * 1024
+
+
+def _session_limits():
+    """Both sides' session limits: the function tasks' own with a smaller workspace (32 MiB),
+    ``/tmp`` (32 MiB) and ``/dev/shm`` (16 MiB) than the defaults' 448 MiB in all, which a
+    worker reserves from its disk budget (half the memory: 12.6 GB here) for every open session:
+    at the defaults, 26 sessions at once fit, not 32 or 128 (a HumanEval workspace holds a few
+    KB)."""
+    from training.agents.environment import FunctionTaskEnvironment  # noqa: PLC0415
+
+    return replace(
+        FunctionTaskEnvironment.session_limits,
+        workspace_bytes=32 * MIB,
+        tmp_bytes=32 * MIB,
+        shm_bytes=16 * MIB,
+    )
 
 
 def _register_aligned_environment(trl_environment_class) -> type:
@@ -110,6 +129,7 @@ def _register_aligned_environment(trl_environment_class) -> type:
 
     class AlignedEnvironment(FunctionTaskEnvironment):
         kind = BENCH_KIND
+        session_limits = _session_limits()
 
         def tools(self) -> list:
             return [Aligned(tool) for tool in coding_tools()]
@@ -263,7 +283,7 @@ def _trl_environment(tasks, calls: list, resets: list | None = None):
             # TRL steps every rollout of its batch in lockstep, and grades after the last turn of
             # all: a session waits while the whole batch generates, past the 300 s idle timeout
             # that Crucible's own rollouts never come near (level 128 hit it on this machine).
-            limits = replace(self.env.session_limits, idle_timeout_s=3000.0)
+            limits = replace(_session_limits(), idle_timeout_s=3000.0)
             self.env.open(open_session(self.env.workspace(), limits=limits))
 
         def _call(self, name: str, **arguments) -> str:
