@@ -60,7 +60,8 @@ TRAINER = {
 # name: the ratio keys (Crucible against its peer), the keys whose numbers must be above zero,
 # the ones that must equal a value or each other, and the ones that must be there.
 CASES = {
-    # Quick levels 2 and 4 concurrent trajectories (full: 8, 32, 128).
+    # Quick levels 2 and 4 concurrent trajectories (full: 8, 32, 128), each side's runs
+    # interleaved, medians with their spread.
     "agent_rollouts": {
         "ratios": [
             f"ratio_{figure}_crucible_over_trl.{level}"
@@ -68,15 +69,20 @@ CASES = {
             for level in (2, 4)
         ],
         "positive": [
-            f"{side}.{level}.{key}"
+            f"{side}.{level}.{key}.median"
             for side in ("crucible", "trl")
             for level in (2, 4)
-            for key in ("trajectories_per_min", "turns_per_s")
+            for key in ("trajectories_per_min", "turns_per_s", "generation_s")
         ]
-        + ["crucible.4.generation_s", "warm_start.seconds"]
-        # the quick warm start leaves a policy that calls tools, on both sides
-        + [f"{side}.4.tool_calls_total" for side in ("crucible", "trl")],
-        "present": ["crucible.4.tool_hidden_share", "crucible.4.end_reasons"],
+        + ["warm_start.seconds"]
+        # the quick warm start leaves a policy that calls tools, on both sides, every run
+        + [f"{side}.4.tool_calls_total.min" for side in ("crucible", "trl")],
+        "present": [
+            "crucible.4.tool_hidden_share.median",
+            "crucible.4.end_reasons",
+            "crucible.4.trajectories_per_min.runs",
+            "peer.version",
+        ],
     },
     "console_streaming": {
         "ratios": [
