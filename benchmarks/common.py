@@ -35,6 +35,14 @@ def alternating(round_index: int, sides: Sequence[T]) -> list[T]:
     return list(sides) if round_index % 2 == 0 else list(reversed(sides))
 
 
+def rotating(round_index: int, sides: Sequence[T]) -> list[T]:
+    """``sides`` in the order round ``round_index`` runs them, rotated by one each round: with
+    three sides over three rounds each goes first, in the middle and last once (for two sides
+    the same order as :func:`alternating`)."""
+    start = round_index % len(sides)
+    return [*sides[start:], *sides[:start]]
+
+
 def spread(values: Sequence[float], digits: int = 6) -> dict:
     """One figure over a benchmark's rounds, in the shape every benchmark prints it:
     ``{"median", "min", "max", "runs", "each"}`` (``each``: the rounds' values in order), rounded

