@@ -74,14 +74,22 @@ def test_a_request_waiting_past_the_queue_timeout_is_refused():
 
 def test_websockets_and_probes_are_not_counted():
     async def scenario():
-        app = Backpressure(_app(0.1), concurrency=1, max_queue=0, queue_timeout_s=1)
+        app = Backpressure(_app(0.3), concurrency=1, max_queue=0, queue_timeout_s=1)
         busy = asyncio.create_task(_call(app))
         await asyncio.sleep(0.01)
-        assert (await _call(app, "/healthz"))[0] == 200
-        assert (await _call(app, "/livez"))[0] == 200
-        await _call(app, "/ws/runs/1/", kind="websocket")  # let through (its app answers none)
-        assert (await _call(app))[0] == 503
-        await busy
+        probes = [
+            asyncio.create_task(_call(app, path, kind))
+            for path, kind in (
+                ("/healthz", "http"),
+                ("/livez", "http"),
+                ("/ws/runs/1/", "websocket"),
+            )
+        ]
+        assert (await _call(app))[0] == 503  # the one slot is busy, no room to wait
+        # the probes and the websocket were let through beside it, none refused
+        # (the websocket's stand-in app answers an http-style start only for http scopes)
+        assert [(await probe)[0] for probe in probes] == [200, 200, None]
+        assert (await busy)[0] == 200 and (app.admitted, app.refused) == (1, 1)
 
     asyncio.run(scenario())
 
@@ -125,4 +133,5 @@ def test_an_overloaded_server_answers_503_with_retry_after_quickly():
     refused = [(retry, seconds) for status, retry, seconds in answers if status == 503]
     assert all(retry == "2" for retry, _s in refused), refused
     assert max(seconds for _retry, seconds in refused) < 1.0, refused
-    assert sum(1 for status, _r, _s in answers if status == 200) >= 3, answers
+    # the first one runs (200 ms), the next waits its turn within the 300 ms limit
+    assert sum(1 for status, _r, _s in answers if status == 200) >= 2, answers

@@ -196,7 +196,7 @@ def _manage_commands(docs) -> list[tuple[str, list[str]]]:
 def test_manage_commands_parse_with_their_own_parsers(variant):
     docs = render(variant)
     commands = _manage_commands(docs)
-    assert {args[0] for _where, args in commands} == {"migrate", "sandbox_worker"}
+    assert {args[0] for _where, args in commands} == {"migrate", "sandbox_worker", "serve"}
     available = get_commands()
     for where, (name, *args) in commands:
         assert name in available, f"{where}: no management command {name!r}"
