@@ -2,47 +2,65 @@
 browsers watch.
 
 On a fresh var dir it seeds a library and a run with history (``--history-steps`` steps of 64
-trajectories), starts the console as ``crucible up`` does (daphne,
-``console.management.stack.Stack``; a fresh one for each phase, so that one phase's backlog is
-not the next one's latency), signs a viewer in (a session cookie, as a browser holds) and measures:
+trajectories), starts the console as ``crucible up`` does (granian in one worker process per CPU,
+``console.management.stack.Stack``; ``--server`` picks uvicorn, gunicorn with uvicorn workers or
+daphne instead, for comparison; a fresh server for each load, so that one load's backlog is not
+the next one's latency), signs a viewer in (a session cookie, as a browser holds) and measures:
 
-1. **Request load.** An open-loop async client (aiohttp) sends ``--rate`` (200) requests per
-   second for ``--seconds`` (60) over loopback, round-robin over the endpoint families: the runs
-   API (list, one run, its steps), the trajectories API (``?run=``), the task-library API (task
-   versions, task sets), the console's pages (runs list, run page, a run's trajectories, task
-   library) and ``/healthz``. Open loop: request *i* leaves at ``i / rate`` whatever the answers
-   before it did, so a slow server shows as latency and errors, not as a lower rate. Per family:
-   requests, errors (a status >= 400, a timeout of 30 s, a dropped connection; target 0), p50 and
-   p99 in milliseconds, and the rate achieved.
-2. **Ingestion.** One step of ``--trajectories`` (4,096) trajectories of ``--turns`` (30) turns
-   each is written with ``training.services.step_record`` (the trainer's own call: one
-   transaction, then the broadcast): turns per second (target >= 5,000 on PostgreSQL). Meanwhile
-   ``--clients`` (200) websocket clients watch a second live run that records a small step
-   (64 trajectories) every 0.5 s, and the console gets ``--ingest-rate`` (20) page and API
-   requests per second: the fan-out's record-to-receipt latency (from the call of
-   ``step_record``, which persists the step and then broadcasts it, to each client's receipt; p99
-   target < 250 ms) and the console's p99
-   while the big step is written.
+1. **Request load.** wrk, in a process of its own (``load_wrk.lua``; its own CPU use is reported
+   as ``generator_cpu``, beside the server's, ``server_cpu``: CPU seconds and cores), sends GET
+   requests on an open-loop schedule over loopback, round-robin over the endpoint families: the
+   runs API (list, one run, its steps), the trajectories API (``?run=``), the task-library API
+   (task versions, task sets), the console's pages (runs list, run page, a run's trajectories,
+   task library) and ``/healthz``. Open loop: request *i* is due at ``i / rate`` whatever the
+   answers before it did, and its latency counts from then, so a slow server shows as latency
+   and errors, not as a lower rate. First a ramp (``--ramp``: 50, 75, 100, 150, 200, 300, 400,
+   600 requests per second, ``--ramp-seconds`` (20) each, stopped at the first rate with an
+   error): ``highest_rate_without_errors``; then ``--rate`` (400) for ``--seconds`` (60), held to
+   the target (0 errors, p99 < 1,000 ms). Per family: requests, errors (a status >= 400, the
+   server's 503 past capacity included; a request not answered within 10 s; a request due that
+   wrk could not send), p50 and p99 in milliseconds from the due time (``latency_ms``) and from
+   the send (``service_ms``).
+2. **Ingestion.** One step of ``--trajectories`` (1,024) agent trajectories of ``--turns``
+   (30-60, drawn per trajectory) turns, each turn a ``run_tests`` tool call with 0.5-8 KB of
+   pytest-like output, is written with ``training.services.step_record`` (the trainer's own call:
+   one transaction, then the broadcast): turns per second (target >= 10,000 on PostgreSQL,
+   >= 5,000 on SQLite). Meanwhile ``--clients`` (200) websocket clients watch a second live run
+   that records a small step (64 trajectories) every 0.5 s, and the console gets
+   ``--ingest-rate`` (20) page and API requests per second (wrk): the fan-out's
+   record-to-receipt latency (from the call of ``step_record``, which persists the step and then
+   broadcasts it, to each client's receipt; p99 target < 250 ms) and the console's p99 while the
+   big step is written.
 
 ``--database postgres`` runs the same on PostgreSQL and Redis (``--database-url``, default the
 local server's ``postgres://root@127.0.0.1:5432/``, in a database of the benchmark's own, dropped
 at the end; ``--redis-url``, default ``redis://127.0.0.1:6379/9``, with a channel prefix of its
 own); the default is the embedded one (SQLite and the embedded Redis). No peer: the figures are
-held to the targets above, which the JSON reports with ``met``.
+held to the targets above, which the JSON reports with ``met`` (``--server daphne`` gives the
+console's earlier server for comparison).
 
-Prints one JSON object. Run: ``.venv/bin/python benchmarks/load.py [--database postgres]``
-(about three minutes on two cores); ``--quick``: 20 requests per second for 3 s, 64 trajectories
-of 30 turns, 10 clients, in seconds, as CI runs it.
+Prints one JSON object. Needs ``wrk`` (Debian: ``apt-get install wrk``; .ci/run installs it).
+Run: ``.venv/bin/python benchmarks/load.py [--database postgres]`` (about six minutes on two
+cores); ``--quick``: a ramp of 20 and 40 requests per second for 2 s each, 20 per second for 3 s,
+64 trajectories of 3-6 turns, 10 clients, in seconds, as CI runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import dataclasses
+import importlib.metadata
 import json
+import math
 import os
+import random
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -58,22 +76,55 @@ from benchmarks.console_streaming import live_run, percentiles, rollouts_for, se
 QUICK = {
     "rate": 20.0,
     "seconds": 3.0,
+    "ramp": "20,40",
+    "ramp_seconds": 2.0,
+    "turns": (3, 6),
     "trajectories": 64,
     "clients": 10,
     "history_steps": 3,
     "ingest_rate": 5.0,
 }
-REQUEST_TIMEOUT_S = 30.0
+REQUEST_TIMEOUT_S = 10.0
+WEB_SERVERS = ("granian", "uvicorn", "gunicorn", "daphne")  # console.management.stack's
+
+
+def turn_range(text: str) -> tuple[int, int]:
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
 LIVE_PERIOD_S = 0.5
 LIVE_TRAJECTORIES = 64
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rate", type=float, default=200.0, help="requests per second")
+    parser.add_argument("--rate", type=float, default=400.0, help="requests per second")
+    parser.add_argument(
+        "--ramp",
+        default="50,75,100,150,200,300,400,600",
+        help="request rates (per second, comma-separated) stepped up, --ramp-seconds each, "
+        "until one has an error; the highest without is reported ('' to skip)",
+    )
+    parser.add_argument("--ramp-seconds", type=float, default=20.0, help="length of a step")
+    parser.add_argument(
+        "--server",
+        choices=WEB_SERVERS,
+        default="granian",
+        help="the web server (granian: what `crucible up` runs)",
+    )
+    parser.add_argument("--workers", type=int, default=0, help="web workers (0: one per CPU)")
+    parser.add_argument(
+        "--skip-ingestion", action="store_true", help="the request load only (server comparisons)"
+    )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the request load")
-    parser.add_argument("--trajectories", type=int, default=4096, help="of the ingested step")
-    parser.add_argument("--turns", type=int, default=30, help="per ingested trajectory")
+    parser.add_argument("--trajectories", type=int, default=1024, help="of the ingested step")
+    parser.add_argument(
+        "--turns",
+        type=turn_range,
+        default=(30, 60),
+        help="turns per ingested trajectory, MIN-MAX (drawn per trajectory; default 30-60)",
+    )
     parser.add_argument("--clients", type=int, default=200, help="websocket clients")
     parser.add_argument("--ingest-rate", type=float, default=20.0, help="console requests/s then")
     parser.add_argument("--history-steps", type=int, default=20, help="of the seeded run")
@@ -101,14 +152,82 @@ def _admin(url: str, sql: str) -> None:
 # --- data -------------------------------------------------------------------------------------
 
 
-def many_turns(rollouts: list, turns: int) -> list:
-    """``rollouts`` with ``turns`` turns each (the first one repeated, as a long episode reads)."""
-    from training.agents.trajectory import AgentTrajectory  # noqa: PLC0415 (after django.setup)
+TOOL_OUTPUT_BYTES = (512, 8192)
+"""The size range of a turn's tool output (bytes), drawn uniformly per turn."""
 
+
+def pytest_output(rng: random.Random, size: int) -> str:
+    """About ``size`` bytes of text that reads like a pytest run's output (test ids, progress,
+    a failure's traceback and assertion), as a coding agent's ``run_tests`` call returns."""
+    words = ("parse", "config", "loader", "cache", "tokenize", "merge", "window", "schema")
+    lines = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.2, pytest-8.3.4, pluggy-1.5.0",
+        f"rootdir: /workspace/repo-{rng.randrange(1000):03d}",
+        f"collected {rng.randrange(5, 400)} items",
+        "",
+    ]
+    while sum(len(line) + 1 for line in lines) < size:
+        module = f"tests/test_{rng.choice(words)}_{rng.choice(words)}.py"
+        kind = rng.random()
+        if kind < 0.6:
+            marks = "".join(rng.choice("....F.s.E.") for _ in range(rng.randrange(10, 60)))
+            lines.append(f"{module} {marks} [{rng.randrange(1, 100):3d}%]")
+        elif kind < 0.85:
+            name = f"test_{rng.choice(words)}_{rng.randrange(100)}"
+            lines += [
+                f"________________________________ {name} ________________________________",
+                f"    def {name}():",
+                f"        result = {rng.choice(words)}({rng.randrange(1000)}, strict=True)",
+                f">       assert result == {rng.randrange(1000)}",
+                f"E       assert {rng.randrange(1000)} == {rng.randrange(1000)}",
+                f"{module}:{rng.randrange(10, 900)}: AssertionError",
+            ]
+        else:
+            lines.append(
+                f"FAILED {module}::test_{rng.choice(words)} - ValueError: bad "
+                f"{rng.choice(words)} at offset {rng.randrange(1 << 16)}"
+            )
+    passed, failed = rng.randrange(100), rng.randrange(10)
+    lines.append(
+        f"========== {failed} failed, {passed} passed in {rng.uniform(0.1, 9):.2f}s =========="
+    )
+    return "\n".join(lines)[:size]
+
+
+def realistic_turns(rollouts: list, turns: tuple[int, int], *, seed: int = 0) -> list:
+    """``rollouts`` with agent episodes of a realistic size: ``turns`` (min, max) turns each
+    (drawn uniformly per trajectory), each turn a ``run_tests`` tool call whose output is
+    :data:`TOOL_OUTPUT_BYTES` of pytest-like text, after a short reasoning text."""
+    from training.agents.trajectory import AgentTrajectory, ToolRecord  # noqa: PLC0415
+
+    rng = random.Random(seed)
     for rollout in rollouts:
         first = rollout.turns[0]
-        repeated = [dataclasses.replace(first, index=index) for index in range(turns)]
-        rollout.trajectory = AgentTrajectory.of(rollout.prompt_ids, repeated)
+        episode = []
+        for index in range(rng.randint(*turns)):
+            output = pytest_output(rng, rng.randint(*TOOL_OUTPUT_BYTES))
+            tool = ToolRecord(
+                call_id="call_0",
+                name="run_tests",
+                arguments={"command": "python -m pytest -q -x"},
+                output=output,
+                seconds=round(rng.uniform(0.2, 6.0), 3),
+            )
+            episode.append(
+                dataclasses.replace(
+                    first,
+                    index=index,
+                    text=f"The failure is in the {rng.choice(('parser', 'cache', 'loader'))}; "
+                    "running the tests again after the fix.",
+                    message={"role": "assistant", "content": "", "tool_calls": []},
+                    tools=[tool],
+                    observation_ids=[9] * 8,
+                    action="tool_calls",
+                    tool_s=tool.seconds,
+                )
+            )
+        rollout.trajectory = AgentTrajectory.of(rollout.prompt_ids, episode)
     return rollouts
 
 
@@ -155,66 +274,138 @@ def families(run_id: int) -> dict[str, list[str]]:
     }
 
 
-# --- request load -----------------------------------------------------------------------------
+# --- request load: wrk in a process of its own ----------------------------------------------
+
+WRK_SCRIPT = Path(__file__).resolve().with_name("load_wrk.lua")
 
 
-async def request_load(
+def wrk_version() -> str:
+    """wrk's version line (``wrk 4.1.0 [epoll] ...``), or "" when wrk is not installed."""
+    if not shutil.which("wrk"):
+        return ""
+    done = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
+    return (done.stdout + done.stderr).strip().splitlines()[0]
+
+
+def _connections(rate: float) -> int:
+    """wrk connections for ``rate``: each one sends a request every connections / rate seconds
+    (500 ms) at most, so a request answered within 500 ms never delays the next one's start, and
+    past capacity the server, not the generator, holds the queue (and answers 503)."""
+    return max(4, min(512, math.ceil(rate / 2)))
+
+
+def _group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of process group
+    ``pgid`` (a web server and its workers); 0.0 without /proc."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def request_load(
     base: str,
     cookie: str,
     paths: dict,
     *,
     rate: float,
     seconds: float,
-    stop: asyncio.Event | None = None,
+    stop: threading.Event | None = None,
+    server_pgid: int | None = None,
 ) -> dict:
-    """Open-loop requests at ``rate`` per second for ``seconds`` (or until ``stop`` is set); per
-    family: requests, errors, p50 and p99 in milliseconds."""
-    schedule = [(family, path) for family, items in paths.items() for path in items]
-    results: dict[str, list[tuple[float, str | None]]] = {family: [] for family in paths}
-    timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(
-        base, cookies={"sessionid": cookie}, timeout=timeout, connector=connector
-    ) as session:
-
-        async def one(family: str, path: str) -> None:
-            started = time.perf_counter()
-            error = None
-            try:
-                async with session.get(path, allow_redirects=False) as response:
-                    await response.read()
-                    if response.status >= 400:
-                        error = f"HTTP {response.status}"
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                error = type(exc).__name__
-            results[family].append(((time.perf_counter() - started) * 1000, error))
-
-        start = time.perf_counter()
-        tasks = []
-        while len(tasks) < max(1, int(rate * seconds)) and not (stop and stop.is_set()):
-            await asyncio.sleep(max(0.0, start + len(tasks) / rate - time.perf_counter()))
-            family, path = schedule[len(tasks) % len(schedule)]
-            tasks.append(asyncio.create_task(one(family, path)))
-        total = len(tasks)
-        sent_s = time.perf_counter() - start
-        await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - start
+    """Open-loop GET requests at ``rate`` per second for ``seconds`` (or until ``stop`` is set),
+    sent by wrk in a process of its own (``load_wrk.lua``: request *i* is due at ``i / rate``
+    whatever the answers before it did; its latency counts from that moment). Per family:
+    requests, errors (a status >= 400, or no answer within :data:`REQUEST_TIMEOUT_S`), p50 and
+    p99 in milliseconds. ``unsent``: requests due that wrk never sent (the server held every
+    connection); ``unanswered``: sent, never answered (a timeout, a dropped connection); both
+    count as errors. ``generator_cpu``: wrk's own CPU seconds and cores (CPU seconds / wall
+    seconds); ``server_cpu``: the same for the web server's process group, when given."""
+    host = urlsplit(base)
+    conns = _connections(rate)
+    total = max(1, int(rate * seconds))
+    with tempfile.TemporaryDirectory(prefix="crucible-wrk-") as tmp:
+        listing = Path(tmp) / "paths"
+        listing.write_text(
+            "".join(f"{family} {path}\n" for family, items in paths.items() for path in items)
+        )
+        out_file = Path(tmp) / "out"
+        start_ms = (time.monotonic() + 1.0) * 1000  # wrk's threads connect before the first
+        duration = seconds + 1.0 + REQUEST_TIMEOUT_S
+        argv = [
+            *("wrk", "-t", str(conns), "-c", str(conns), "-d", f"{duration:.0f}s"),
+            *("--timeout", f"{REQUEST_TIMEOUT_S:.0f}s", "-s", str(WRK_SCRIPT)),
+            f"{host.scheme}://{host.netloc}",
+            *("--", str(rate), str(seconds), f"{start_ms:.3f}", str(conns)),
+            *(str(listing), cookie, str(out_file)),
+        ]
+        server_before = _group_cpu_s(server_pgid) if server_pgid else None
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # wrk has no "stop when done": it runs its duration unless interrupted (SIGINT: it then
+        # stops its threads and writes what it has). Interrupt it once every request is due and
+        # has had its timeout, or at once when ``stop`` is set.
+        deadline = started + 1.0 + seconds + REQUEST_TIMEOUT_S
+        while proc.poll() is None:
+            if (stop is not None and stop.is_set()) or time.monotonic() > deadline:
+                proc.send_signal(signal.SIGINT)
+                break
+            marks = Path(f"{out_file}.done")
+            if marks.exists() and marks.stat().st_size >= conns:
+                proc.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.05)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - started
+        server_cpu = _group_cpu_s(server_pgid) - server_before if server_pgid else None
+        log = proc.stdout.read().decode(errors="replace")
+        if not out_file.exists():
+            raise RuntimeError(f"wrk wrote no results (status {status}): {log[-2000:]}")
+        lines = out_file.read_text().splitlines()
+    results: dict[str, list[tuple[float, float, int]]] = {family: [] for family in paths}
+    sent = answered = 0
+    for line in lines:
+        if line.startswith("# sent"):
+            _hash, _sent, n_sent, _answered, n_answered = line.split()
+            sent += int(n_sent)
+            answered += int(n_answered)
+            continue
+        family, code, due_ms, service_ms = line.split()
+        results[family].append((float(due_ms), float(service_ms), int(code)))
     out = {}
     for family, rows in results.items():
-        errors = [error for _ms, error in rows if error]
+        codes = collections.Counter(code for _due, _service, code in rows if code >= 400)
         out[family] = {
             "requests": len(rows),
-            "errors": len(errors),
-            "error_kinds": sorted(set(errors)),
-            "latency_ms": percentiles([ms for ms, _error in rows]),
+            "errors": sum(codes.values()),
+            "error_kinds": sorted(f"HTTP {code}" for code in codes),
+            "latency_ms": percentiles([due for due, _service, _code in rows]),
+            "service_ms": percentiles([service for _due, service, _code in rows]),
         }
+    unsent = max(0, total - sent) if not (stop and stop.is_set()) else 0
+    cpu_s = usage.ru_utime + usage.ru_stime
     return {
+        "generator": "wrk",
         "rate_target_per_s": rate,
-        "rate_sent_per_s": round(total / sent_s, 1) if sent_s else None,
-        "seconds": round(elapsed, 1),
-        "requests": total,
-        "errors": sum(family["errors"] for family in out.values()),
+        "seconds": seconds,
+        "connections": conns,
+        "requests": answered,
+        "sent": sent,
+        "unsent": unsent,
+        "unanswered": sent - answered,
+        "errors": sum(family["errors"] for family in out.values()) + unsent + sent - answered,
         "families": out,
+        "generator_cpu": {"cpu_s": round(cpu_s, 2), "cores": round(cpu_s / wall, 3)},
+        "server_cpu": (
+            None
+            if server_cpu is None
+            else {"cpu_s": round(server_cpu, 2), "cores": round(server_cpu / wall, 3)}
+        ),
     }
 
 
@@ -243,7 +434,9 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
     from training import services  # noqa: PLC0415 (after django.setup)
 
     big, live, version = data["big"], data["live"], data["version"]
-    rollouts = many_turns(rollouts_for(version, 1, args.trajectories), args.turns)
+    rollouts = realistic_turns(rollouts_for(version, 1, args.trajectories), args.turns)
+    turns = sum(len(rollout.turns) for rollout in rollouts)
+    tool_bytes = sum(len(t.tools[0].output) for rollout in rollouts for t in rollout.turns)
     persisted: dict[int, float] = {}
     receipts: list[tuple[int, float]] = []
     connected = [0]
@@ -312,9 +505,10 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
         live_thread = threading.Thread(target=live_steps, name="live-steps")
         live_thread.start()
         writer = asyncio.create_task(asyncio.to_thread(big_step))
-        written = asyncio.Event()
+        written = threading.Event()
         console = asyncio.create_task(
-            request_load(
+            asyncio.to_thread(
+                request_load,
                 base,
                 cookie,
                 families(data["history"].pk),
@@ -332,16 +526,15 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
         for watcher in watchers:
             watcher.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
-    turns = args.trajectories * args.turns
     fanout = [(now - persisted[step]) * 1000 for step, now in receipts if step in persisted]
     figures = percentiles(fanout)
     return {
         "trajectories": args.trajectories,
-        "turns_per_trajectory": args.turns,
+        "turns_per_trajectory": list(args.turns),
+        "tool_output_bytes": {"range": list(TOOL_OUTPUT_BYTES), "total": tool_bytes},
         "turns": turns,
         "step_record_s": round(ingest["seconds"], 2),
         "turns_per_s": round(turns / ingest["seconds"], 1),
-        "target_turns_per_s": 5000,
         "console_during": during,
         "fanout": {
             "clients": args.clients,
@@ -387,7 +580,7 @@ def run(args, var: Path) -> dict:
     from django.conf import settings  # noqa: PLC0415 (after django.setup)
     from django.db import connection  # noqa: PLC0415
 
-    from console.management.stack import Stack, port_free  # noqa: PLC0415
+    from console.management.stack import Stack, port_free, web_workers  # noqa: PLC0415
 
     out: dict = {
         "benchmark": "load",
@@ -397,28 +590,94 @@ def run(args, var: Path) -> dict:
         "redis": "embedded" if settings.EMBEDDED_REDIS else "REDIS_URL",
         "var_dir": str(var) if args.var_dir else f"{var} (removed)",
     }
+    out["server"] = {
+        "name": args.server,
+        "version": importlib.metadata.version(args.server),
+        "workers": 1 if args.server == "daphne" else web_workers(args.workers or None),
+        "concurrency_per_worker": settings.WEB_CONCURRENCY,
+        "max_queue_per_worker": settings.WEB_MAX_QUEUE,
+        "queue_timeout_ms": settings.WEB_QUEUE_TIMEOUT_MS,
+    }
+    out["generator"] = {"name": "wrk", "version": wrk_version(), "script": WRK_SCRIPT.name}
     with Stack() as stack:
         stack.redis()
         data = seed(args)
         paths = families(data["history"].pk)
-        # A console of its own for each phase: an overloaded one's backlog (requests whose
-        # clients gave up long ago) must not be measured as the next phase's latency.
-        with Stack() as web:
-            base = web.web(next(p for p in range(8410, 8500) if port_free(p)))
-            out["unloaded_ms"] = asyncio.run(unloaded(base, data["cookie"], paths))
-            requests = asyncio.run(
-                request_load(base, data["cookie"], paths, rate=args.rate, seconds=args.seconds)
-            )
-        requests["met"] = requests["errors"] == 0
+
+        def load_at(rate: float, seconds: float) -> dict:
+            # A console of its own for each load: an overloaded one's backlog must not be
+            # measured as the next load's latency.
+            with Stack() as web:
+                port = next(p for p in range(8410, 8500) if port_free(p))
+                base = web.web(port, server=args.server, workers=args.workers or None)
+                if "unloaded_ms" not in out:
+                    out["unloaded_ms"] = asyncio.run(unloaded(base, data["cookie"], paths))
+                proc = dict(web.started)["web"]
+                return request_load(
+                    base,
+                    data["cookie"],
+                    paths,
+                    rate=rate,
+                    seconds=seconds,
+                    server_pgid=proc.pid,
+                )
+
+        ramp = []
+        for rate in [float(r) for r in args.ramp.split(",") if r.strip()]:
+            step = load_at(rate, args.ramp_seconds)
+            ramp.append(_step_summary(step))
+            print(json.dumps({"ramp": ramp[-1]}), file=sys.stderr, flush=True)
+            if step["errors"]:
+                break
+        if ramp:
+            clean = [step["rate_per_s"] for step in ramp if step["errors"] == 0]
+            out["ramp"] = {
+                "seconds_per_step": args.ramp_seconds,
+                "steps": ramp,
+                "highest_rate_without_errors": max(clean) if clean else None,
+            }
+        requests = load_at(args.rate, args.seconds)
+        requests["p99_ms"] = _p99_all(requests)
+        requests["met"] = requests["errors"] == 0 and (requests["p99_ms"] or 1e9) < 1000
         out["requests"] = requests
         # on stderr at once: kept should the ingestion phase fail
-        print(json.dumps({"requests": requests}), file=sys.stderr, flush=True)
+        print(json.dumps({"requests": _step_summary(requests)}), file=sys.stderr, flush=True)
+        if args.skip_ingestion:
+            return out
         data["big"], data["live"] = live_run(data["task_set"]), live_run(data["task_set"])
         with Stack() as web:
-            base = web.web(next(p for p in range(8410, 8500) if port_free(p)))
+            port = next(p for p in range(8410, 8500) if port_free(p))
+            base = web.web(port, server=args.server, workers=args.workers or None)
             out["ingestion"] = asyncio.run(ingestion(base, data["cookie"], data, args))
-    out["ingestion"]["met_turns_per_s"] = out["ingestion"]["turns_per_s"] >= 5000
+    target = 10_000 if connection.vendor == "postgresql" else 5000
+    out["ingestion"]["target_turns_per_s"] = target
+    out["ingestion"]["met_turns_per_s"] = out["ingestion"]["turns_per_s"] >= target
     return out
+
+
+def _p99_all(load: dict) -> float | None:
+    """The p99 over every family's requests: the worst family's p99 (an upper bound of it)."""
+    figures = [f["latency_ms"]["p99"] for f in load["families"].values() if f["requests"]]
+    return max(figures) if figures else None
+
+
+def _step_summary(load: dict) -> dict:
+    return {
+        "rate_per_s": load["rate_target_per_s"],
+        "seconds": load["seconds"],
+        "requests": load["requests"],
+        "errors": load["errors"],
+        "unsent": load["unsent"],
+        "unanswered": load["unanswered"],
+        "error_kinds": sorted({k for f in load["families"].values() for k in f["error_kinds"]}),
+        "p50_ms_worst_family": max(
+            (f["latency_ms"]["p50"] for f in load["families"].values() if f["requests"]),
+            default=None,
+        ),
+        "p99_ms_worst_family": _p99_all(load),
+        "generator_cpu_cores": load["generator_cpu"]["cores"],
+        "server_cpu_cores": (load["server_cpu"] or {}).get("cores"),
+    }
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
+Each web worker process (granian, started by ``console.management.stack``) serves this
+application; :class:`core.backpressure.Backpressure` bounds the HTTP requests in flight in the
+process and answers the overflow 503 with ``Retry-After``.
+
 The embedded default serves static files (plotly.js, the console's JS) itself
 through WhiteNoise, so no separate web server is needed.
 """
@@ -14,20 +18,35 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from console.apikeys import WebsocketApiKeyMiddleware  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
 from core import longurl  # noqa: E402
+from core.backpressure import Backpressure  # noqa: E402
 
 # A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
 longurl.install()
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            # A bearer API key (reading) takes the place of the session's user when sent.
-            AuthMiddlewareStack(WebsocketApiKeyMiddleware(URLRouter(websocket_urlpatterns)))
-        ),
-    }
+application = Backpressure(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(
+                # A bearer API key (reading) takes the place of the session's user when sent.
+                AuthMiddlewareStack(WebsocketApiKeyMiddleware(URLRouter(websocket_urlpatterns)))
+            ),
+        }
+    ),
+    concurrency=settings.WEB_CONCURRENCY,
+    max_queue=settings.WEB_MAX_QUEUE,
+    queue_timeout_s=settings.WEB_QUEUE_TIMEOUT_MS / 1000,
+    retry_after_s=settings.WEB_RETRY_AFTER_S,
 )
+if settings.SECURE_PROXY_SSL_HEADER:
+    # Behind a proxy that overwrites X-Forwarded-For/-Proto (CRUCIBLE_TRUST_X_FORWARDED_PROTO):
+    # the request's client address and scheme are the proxy's report, as daphne's
+    # --proxy-headers made them.
+    from granian.utils.proxies import wrap_asgi_with_proxy_headers
+
+    application = wrap_asgi_with_proxy_headers(application, trusted_hosts="*")

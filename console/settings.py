@@ -142,6 +142,19 @@ TEMPLATES = [
     },
 ]
 
+# --- web server: worker processes, backpressure (console/management/stack.py, core/backpressure.py)
+# `crucible up` and the Kubernetes web pods serve HTTP and websockets with granian (ASGI) in
+# CRUCIBLE_WEB_WORKERS processes (default: one per CPU; the channel layer on Redis carries a run's
+# events to the websockets of every process). In each process at most CRUCIBLE_WEB_CONCURRENCY
+# HTTP requests run at once; up to CRUCIBLE_WEB_MAX_QUEUE more wait, each at most
+# CRUCIBLE_WEB_QUEUE_TIMEOUT_MS milliseconds; any other is answered 503 with Retry-After
+# (CRUCIBLE_WEB_RETRY_AFTER_S seconds) at once.
+WEB_WORKERS = env_int("CRUCIBLE_WEB_WORKERS", 0, minimum=0)  # 0: one per CPU
+WEB_CONCURRENCY = env_int("CRUCIBLE_WEB_CONCURRENCY", 4, minimum=1)
+WEB_MAX_QUEUE = env_int("CRUCIBLE_WEB_MAX_QUEUE", 64, minimum=0)
+WEB_QUEUE_TIMEOUT_MS = env_int("CRUCIBLE_WEB_QUEUE_TIMEOUT_MS", 500, minimum=1)
+WEB_RETRY_AFTER_S = env_int("CRUCIBLE_WEB_RETRY_AFTER_S", 1, minimum=1)
+
 # --- database -------------------------------------------------------------------
 _sqlite_path = VAR_DIR / "crucible.sqlite3"
 DATABASE_URL = env_secret("DATABASE_URL", f"sqlite:///{_sqlite_path}")

@@ -13,7 +13,10 @@ not is started here and stopped when the stack closes.
   the clean-ups), without gossip and mingle (one embedded worker has no peers, and kombu's
   restart of those steps after a lost broker is what killed the worker with
   ``AttributeError: 'NoneType' object has no attribute 'hostname'``).
-* Web: ``daphne`` serving ``console.asgi:application``.
+* Web: ``granian`` serving ``console.asgi:application`` (HTTP and websockets, ASGI) in
+  ``settings.WEB_WORKERS`` processes (``CRUCIBLE_WEB_WORKERS``; default one per CPU):
+  :func:`web_server_argv`. Past capacity each process answers 503 with ``Retry-After``
+  (core/backpressure.py).
 
 Every service is started in a process group of its own and stopped as a group (SIGTERM, then
 SIGKILL), so a worker's children (the embedded beat, a trainer) go with it. A stack opened with
@@ -168,6 +171,52 @@ def celery_worker_argv(queues: list[str], *, hostname: str, concurrency: int = 8
         "--without-gossip",
         "--without-mingle",
     ]
+
+
+WEB_SERVERS = ("granian", "uvicorn", "gunicorn", "daphne")
+"""Servers :func:`web_server_argv` knows: granian is the one ``up`` and the pods run (it served
+the console's mixed load best here: README, load section); the others are for comparisons."""
+
+
+def web_workers(workers: int | None = None) -> int:
+    """Web worker processes: ``workers``, else ``settings.WEB_WORKERS``, else one per CPU."""
+    return max(1, workers or settings.WEB_WORKERS or os.cpu_count() or 1)
+
+
+def web_server_argv(
+    host: str,
+    port: int,
+    *,
+    server: str = "granian",
+    workers: int | None = None,
+    app: str = "console.asgi:application",
+) -> list[str]:
+    """The command line of the console's web server on ``host:port``: ``app`` (``console.asgi``'s
+    application: HTTP and websockets) in :func:`web_workers` processes; daphne has one."""
+    workers = web_workers(workers)
+    if server == "granian":
+        # asginl: no ASGI lifespan (Channels' router has none); the workers are respawned if one
+        # dies; no access log (one line per request costs CPU; django-prometheus counts them).
+        return [
+            *(sys.executable, "-m", "granian", "--interface", "asginl"),
+            *("--host", host, "--port", str(port), "--workers", str(workers)),
+            *("--loop", "uvloop", "--respawn-failed-workers", "--log-level", "warning"),
+            *("--no-access-log", app),
+        ]
+    if server == "uvicorn":
+        return [
+            *(sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port)),
+            *("--workers", str(workers), "--lifespan", "off", "--no-access-log"),
+            *("--log-level", "warning", app),
+        ]
+    if server == "gunicorn":
+        return [
+            *(sys.executable, "-m", "gunicorn", "-k", "uvicorn.workers.UvicornWorker"),
+            *("-b", f"{host}:{port}", "-w", str(workers), "--log-level", "warning", app),
+        ]
+    if server == "daphne":
+        return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), app]
+    raise ValueError(f"unknown web server {server!r}; one of {', '.join(WEB_SERVERS)}")
 
 
 def _exit_on_sigterm(signum, frame) -> None:
@@ -467,28 +516,24 @@ class Stack:
                 f"port {port} is taken by something that is not the console; pass --port"
             )
 
-    def web(self, port: int) -> str:
-        """Make sure the console answers on ``port``; returns its base address."""
+    def web(self, port: int, *, server: str = "granian", workers: int | None = None) -> str:
+        """Make sure the console answers on ``port``; returns its base address.
+
+        Args:
+            server: :data:`WEB_SERVERS` (granian, what ``up`` and the pods run; the others for
+                comparisons).
+            workers: worker processes (default ``settings.WEB_WORKERS``).
+        """
         self.redis()
         if not http_up(port):
             self.check_web_port(port)
             proc, logfile = self._spawn(
-                "web",
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "console.asgi:application",
-                ],
+                "web", web_server_argv("127.0.0.1", port, server=server, workers=workers)
             )
             _wait(
                 lambda: http_up(port),
                 seconds=60,
-                what="web server (daphne)",
+                what=f"web server ({server})",
                 proc=proc,
                 logfile=logfile,
             )

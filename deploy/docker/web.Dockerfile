@@ -56,4 +56,4 @@ RUN python -m compileall -q /app \
 USER 10001:10001
 EXPOSE 8000
 # Kubernetes probes GET /healthz; no HEALTHCHECK here (Kubernetes ignores it).
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "console.asgi:application"]
+CMD ["python", "manage.py", "serve", "--host", "0.0.0.0", "--port", "8000"]

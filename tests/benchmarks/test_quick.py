@@ -109,11 +109,16 @@ CASES = {
             ),
         ],
     },
-    # No peer: the API and console at a fixed rate, and a big step's ingestion while watched.
+    # No peer: the API and console at a fixed rate (wrk), a ramp of rates, and a big step's
+    # ingestion while watched.
     "load": {
         "ratios": [],
         "positive": [
             "requests.requests",
+            "requests.generator_cpu.cpu_s",
+            "requests.server_cpu.cpu_s",
+            "ramp.highest_rate_without_errors",
+            "ingestion.tool_output_bytes.total",
             *(
                 f"requests.families.{family}.latency_ms.p99"
                 for family in ("api_runs", "api_trajectories", "api_tasks", "console_pages")

@@ -196,7 +196,7 @@ def _manage_commands(docs) -> list[tuple[str, list[str]]]:
 def test_manage_commands_parse_with_their_own_parsers(variant):
     docs = render(variant)
     commands = _manage_commands(docs)
-    assert {args[0] for _where, args in commands} == {"migrate", "sandbox_worker"}
+    assert {args[0] for _where, args in commands} == {"migrate", "sandbox_worker", "serve"}
     available = get_commands()
     for where, (name, *args) in commands:
         assert name in available, f"{where}: no management command {name!r}"
@@ -319,3 +319,25 @@ def test_the_console_accepts_its_probes_and_scrapes(variant):
             config["CRUCIBLE_PRODUCTION"] == "true" and config["CRUCIBLE_SSL_REDIRECT"] == "false"
         )
         assert config["CRUCIBLE_CSRF_TRUSTED_ORIGINS"] == f"https://{public}"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_web_serves_with_workers_within_its_cpu_limit(variant):
+    """The web pods run `manage.py serve` (granian, several worker processes) with the worker
+    count set in crucible-config (a container sees the node's CPUs, so it is not guessed), at
+    most one worker per CPU of the limit, and the backpressure knobs set beside it."""
+    docs = render(variant)
+    (web,) = [
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "crucible-web"
+    ]
+    (container,) = [c for c in web["spec"]["template"]["spec"]["containers"] if c["name"] == "web"]
+    assert container["command"][:3] == ["python", "manage.py", "serve"]
+    (config,) = [
+        d
+        for d in docs
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("crucible-config")
+    ]
+    workers = int(config["data"]["CRUCIBLE_WEB_WORKERS"])
+    assert 1 <= workers <= parse_quantity(container["resources"]["limits"]["cpu"])
+    for knob in ("CONCURRENCY", "MAX_QUEUE", "QUEUE_TIMEOUT_MS"):
+        assert int(config["data"][f"CRUCIBLE_WEB_{knob}"]) >= 0

@@ -22,7 +22,7 @@ pytestmark = browser_marks()
 
 @pytest.fixture
 def console_server(monkeypatch):
-    """The console (daphne, started by the launcher) serving the test database."""
+    """The console (granian, started by the launcher) serving the test database."""
     port = free_port()
     monkeypatch.setenv("DATABASE_URL", child_database_url())
     monkeypatch.delenv("DATABASE_URL_FILE", raising=False)
