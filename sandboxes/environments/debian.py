@@ -142,6 +142,8 @@ def build_root(
         "--mode=root",
         "--variant=minbase",
         "--format=tar",
+        # a mirror's passing hiccup (a reset connection, a 503) costs a retry, not the build
+        '--aptopt=Acquire::Retries "3"',
         f"--include={','.join(packages)}",
         spec["suite"],
         "-",
@@ -150,10 +152,16 @@ def build_root(
     what = f"the Debian root of {runtime}" + (
         f" with {', '.join(spec['debian_packages'])}" if debian_packages else ""
     )
+    unreadable: list[ArchiveUnreadable] = []
+
+    def unpack(stream) -> None:
+        try:
+            _unpack(stream, tree)
+        except ArchiveUnreadable as exc:  # cut short: mmdebstrap's exit and output say why
+            unreadable.append(exc)
+
     try:
-        done = run_as_namespace_root(
-            command, timeout_s=timeout_s, read_stdout=lambda stream: _unpack(stream, tree)
-        )
+        done = run_as_namespace_root(command, timeout_s=timeout_s, read_stdout=unpack)
     except NamespaceUnavailable as exc:
         raise EnvironmentBuildError(
             f"{what} is built as root of a user namespace, which this host cannot make "
@@ -170,6 +178,8 @@ def build_root(
     log = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
     if done.returncode != 0:
         raise _failure(what, done.stdout + done.stderr, log)
+    if unreadable:
+        raise EnvironmentBuildError(str(unreadable[0]), log=tail(log))
     for rel in PRUNE:
         target = tree / rel
         if target.is_dir():
@@ -186,6 +196,10 @@ def build_root(
         if "Package" in fields and "installed" in fields.get("Status", ""):
             resolved.append({"name": fields["Package"], "version": fields.get("Version", "")})
     return {"resolved": sorted(resolved, key=lambda r: r["name"]), "log": tail(log)}
+
+
+class ArchiveUnreadable(EnvironmentBuildError):
+    """The build's tar stream ended early or was not a tar."""
 
 
 UNKNOWN_PACKAGE = re.compile(r"E: Unable to locate package (\S+)")
@@ -222,6 +236,8 @@ def _unpack(stream, tree: Path) -> None:
 
     Raises:
         EnvironmentBuildError: a member the filter refuses (named).
+        ArchiveUnreadable: the stream is not a whole tar (mmdebstrap failed part way or at once:
+            its exit status and output, read after, name the cause).
     """
 
     def member_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
@@ -235,7 +251,7 @@ def _unpack(stream, tree: Path) -> None:
     except tarfile.FilterError as exc:
         raise EnvironmentBuildError(f"the Debian root's archive was refused: {exc}") from None
     except tarfile.TarError as exc:
-        raise EnvironmentBuildError(f"the Debian root's archive could not be read: {exc}") from None
+        raise ArchiveUnreadable(f"the Debian root's archive could not be read: {exc}") from None
 
 
 def launcher(root: Path, runtime: str) -> list[str]:
