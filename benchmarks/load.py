@@ -65,7 +65,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -133,20 +133,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/9")
     parser.add_argument("--var-dir", default="", help="keep the var dir here (default: temporary)")
     return common.parse_args(parser, QUICK)
-
-
-# --- PostgreSQL: a database of the benchmark's own --------------------------------------------
-
-
-def _with_db(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def _admin(url: str, sql: str) -> None:
-    import psycopg  # noqa: PLC0415 (only the postgres mode needs it)
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql)
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -554,26 +540,22 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"load{os.getpid()}")
-    database_url = ""
     if args.database == "postgres":
-        database_url = _with_db(args.database_url, f"crucible_load_{os.getpid()}")
-        _admin(args.database_url, f'CREATE DATABASE "{urlsplit(database_url).path[1:]}"')
         os.environ["REDIS_URL"] = args.redis_url
-    try:
-        with common.private_var_dir(
-            args.var_dir, keep_redis_url=bool(database_url), database_url=database_url
-        ) as var:
-            out = run(args, var)
-    finally:
-        if database_url:
-            from django.db import connections  # noqa: PLC0415 (after django.setup)
-
-            connections.close_all()
-            _admin(
-                args.database_url,
-                f'DROP DATABASE IF EXISTS "{urlsplit(database_url).path[1:]}" WITH (FORCE)',
-            )
+        with common.postgres_database(
+            args.database_url, f"crucible_load_{os.getpid()}"
+        ) as database_url:
+            out = measure(args, database_url)
+    else:
+        out = measure(args, "")
     print(json.dumps(out, indent=2))
+
+
+def measure(args, database_url: str) -> dict:
+    with common.private_var_dir(
+        args.var_dir, keep_redis_url=bool(database_url), database_url=database_url
+    ) as var:
+        return run(args, var)
 
 
 def run(args, var: Path) -> dict:

@@ -41,8 +41,19 @@ COLUMNS = (
 def _encoded(row: tuple) -> tuple:
     """A row's values as the columns take them: packed id and log-prob arrays, JSON text, and
     every NUL character replaced (``core.dbtext``: PostgreSQL's text and jsonb refuse it)."""
-    (trajectory_id, index, action, policy_text, token_ids, logprobs, code, observation) = row[:8]
-    observation_ids, status, result = row[8:]
+    (
+        trajectory_id,
+        index,
+        action,
+        policy_text,
+        token_ids,
+        logprobs,
+        code,
+        observation,
+        observation_ids,
+        status,
+        result,
+    ) = row
     return (
         trajectory_id,
         index,
