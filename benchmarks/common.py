@@ -139,6 +139,19 @@ def postgres_database(admin_url: str, name: str) -> Iterator[str]:
         admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def profile_database(args, name: str) -> Iterator[str]:
+    """The database a benchmark's ``--database`` names: ``""`` for the embedded profile (SQLite
+    under the var dir), else a fresh PostgreSQL database ``name`` (:func:`postgres_database` on
+    ``--database-url``) with ``REDIS_URL`` set to ``--redis-url``; yields its URL."""
+    if args.database != "postgres":
+        yield ""
+        return
+    os.environ["REDIS_URL"] = args.redis_url
+    with postgres_database(args.database_url, name) as url:
+        yield url
+
+
 def own_sandbox_workers(stack, runtime: str, concurrency: int) -> int:
     """Start a ``sandbox_worker`` of ``runtime`` with ``concurrency`` slots on ``stack``'s Redis
     and return its pid. Exits when a worker already serves that Redis (``REDIS_URL`` shared with

@@ -577,14 +577,8 @@ def in_process_figures(run_id: int) -> dict:
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"bench{os.getpid()}")
-    if args.database == "postgres":
-        os.environ["REDIS_URL"] = args.redis_url
-        with common.postgres_database(
-            args.database_url, f"crucible_streaming_{os.getpid()}"
-        ) as database_url:
-            out = measure(args, database_url)
-    else:
-        out = measure(args, "")
+    with common.profile_database(args, f"crucible_streaming_{os.getpid()}") as database_url:
+        out = measure(args, database_url)
     print(json.dumps(out, indent=2))
 
 

@@ -540,14 +540,8 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"load{os.getpid()}")
-    if args.database == "postgres":
-        os.environ["REDIS_URL"] = args.redis_url
-        with common.postgres_database(
-            args.database_url, f"crucible_load_{os.getpid()}"
-        ) as database_url:
-            out = measure(args, database_url)
-    else:
-        out = measure(args, "")
+    with common.profile_database(args, f"crucible_load_{os.getpid()}") as database_url:
+        out = measure(args, database_url)
     print(json.dumps(out, indent=2))
 
 
