@@ -5,7 +5,9 @@ On a fresh var dir it seeds a library and a run with history (``--history-steps`
 trajectories), starts the console as ``crucible up`` does (granian in one worker process per CPU,
 ``console.management.stack.Stack``; ``--server`` picks uvicorn, gunicorn with uvicorn workers or
 daphne instead, for comparison; a fresh server for each load, so that one load's backlog is not
-the next one's latency), signs a viewer in (a session cookie, as a browser holds) and measures:
+the next one's latency), signs ``--viewers`` (20) viewers in (each with a session cookie and a
+CSRF cookie, as a browser holds them: the console's micro-cache keeps answers per viewer, so
+one viewer would flatter it) and measures:
 
 1. **Request load.** wrk, in a process of its own (``load_wrk.lua``; its own CPU use is reported
    as ``generator_cpu``, beside the server's, ``server_cpu``: CPU seconds and cores), sends GET
@@ -17,7 +19,8 @@ the next one's latency), signs a viewer in (a session cookie, as a browser holds
    and errors, not as a lower rate. First a ramp (``--ramp``: 50, 75, 100, 150, 200, 300, 400,
    600 requests per second, ``--ramp-seconds`` (20) each, stopped at the first rate with an
    error): ``highest_rate_without_errors``; then ``--rate`` (400) for ``--seconds`` (60), held to
-   the target (0 errors, p99 < 1,000 ms). Per family: requests, errors (a status >= 400, the
+   the target (0 errors, p99 < 1,000 ms). Per family: requests, cache hits (answered by the
+   console's micro-cache, ``X-Crucible-Cache: hit``), errors (a status >= 400, the
    server's 503 past capacity included; a request not answered within 10 s; a request due that
    wrk could not send), p50 and p99 in milliseconds from the due time (``latency_ms``) and from
    the send (``service_ms``).
@@ -81,6 +84,7 @@ QUICK = {
     "turns": (3, 6),
     "trajectories": 64,
     "clients": 10,
+    "viewers": 3,
     "history_steps": 3,
     "ingest_rate": 5.0,
 }
@@ -126,6 +130,13 @@ def parse_args() -> argparse.Namespace:
         help="turns per ingested trajectory, MIN-MAX (drawn per trajectory; default 30-60)",
     )
     parser.add_argument("--clients", type=int, default=200, help="websocket clients")
+    parser.add_argument(
+        "--viewers",
+        type=int,
+        default=20,
+        help="signed-in viewers the request load comes from (each wrk connection is one of "
+        "them, round-robin): kept answers are per viewer, so more viewers, fewer hits",
+    )
     parser.add_argument("--ingest-rate", type=float, default=20.0, help="console requests/s then")
     parser.add_argument("--history-steps", type=int, default=20, help="of the seeded run")
     parser.add_argument("--database", choices=("embedded", "postgres"), default="embedded")
@@ -218,9 +229,11 @@ def realistic_turns(rollouts: list, turns: tuple[int, int], *, seed: int = 0) ->
 
 
 def seed(args) -> dict:
+    from django.conf import settings  # noqa: PLC0415
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: PLC0415
     from django.contrib.auth.models import Group, User  # noqa: PLC0415
     from django.contrib.sessions.backends.db import SessionStore  # noqa: PLC0415
+    from django.utils.crypto import get_random_string  # noqa: PLC0415
 
     from tasks_library.management.commands.create_user import ROLES  # noqa: PLC0415
     from training import services  # noqa: PLC0415
@@ -234,18 +247,27 @@ def seed(args) -> dict:
             rollouts=rollouts_for(version, step, 64),
             metrics={"loss/policy": 0.1},
         )
-    user = User.objects.create_user("load-viewer", password=uuid.uuid4().hex)
-    user.groups.add(Group.objects.get(name=ROLES["viewer"]))
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.create()
+    viewer = Group.objects.get(name=ROLES["viewer"])
+    cookies = []
+    for number in range(args.viewers):
+        user = User.objects.create_user(f"load-viewer-{number}", password=uuid.uuid4().hex)
+        user.groups.add(viewer)
+        session = SessionStore()
+        session[SESSION_KEY] = str(user.pk)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        # What a signed-in browser sends: its session and the CSRF cookie the first page set.
+        cookies.append(
+            f"{settings.SESSION_COOKIE_NAME}={session.session_key}; "
+            f"{settings.CSRF_COOKIE_NAME}={get_random_string(32)}"
+        )
     return {
         "task_set": task_set,
         "version": version,
         "history": history,
-        "cookie": session.session_key,
+        "cookie": cookies[0].split(";")[0].split("=", 1)[1],
+        "cookies": cookies,
     }
 
 
@@ -296,7 +318,7 @@ def _group_cpu_s(pgid: int) -> float:
 
 def request_load(
     base: str,
-    cookie: str,
+    cookies: list[str],
     paths: dict,
     *,
     rate: float,
@@ -320,6 +342,8 @@ def request_load(
         listing.write_text(
             "".join(f"{family} {path}\n" for family, items in paths.items() for path in items)
         )
+        cookie_file = Path(tmp) / "cookies"
+        cookie_file.write_text("".join(f"{cookie}\n" for cookie in cookies))
         out_file = Path(tmp) / "out"
         start_ms = (time.monotonic() + 1.0) * 1000  # wrk's threads connect before the first
         duration = seconds + 1.0 + REQUEST_TIMEOUT_S
@@ -328,7 +352,7 @@ def request_load(
             *("--timeout", f"{REQUEST_TIMEOUT_S:.0f}s", "-s", str(WRK_SCRIPT)),
             f"{host.scheme}://{host.netloc}",
             *("--", str(rate), str(seconds), f"{start_ms:.3f}", str(conns)),
-            *(str(listing), cookie, str(out_file)),
+            *(str(listing), str(cookie_file), str(out_file)),
         ]
         server_before = _group_cpu_s(server_pgid) if server_pgid else None
         started = time.monotonic()
@@ -353,7 +377,7 @@ def request_load(
         if not out_file.exists():
             raise RuntimeError(f"wrk wrote no results (status {status}): {log[-2000:]}")
         lines = out_file.read_text().splitlines()
-    results: dict[str, list[tuple[float, float, int]]] = {family: [] for family in paths}
+    results: dict[str, list[tuple[float, float, int, bool]]] = {family: [] for family in paths}
     sent = answered = 0
     for line in lines:
         if line.startswith("# sent"):
@@ -361,17 +385,18 @@ def request_load(
             sent += int(n_sent)
             answered += int(n_answered)
             continue
-        family, code, due_ms, service_ms = line.split()
-        results[family].append((float(due_ms), float(service_ms), int(code)))
+        family, code, due_ms, service_ms, hit = line.split()
+        results[family].append((float(due_ms), float(service_ms), int(code), hit == "1"))
     out = {}
     for family, rows in results.items():
-        codes = collections.Counter(code for _due, _service, code in rows if code >= 400)
+        codes = collections.Counter(code for _due, _service, code, _hit in rows if code >= 400)
         out[family] = {
             "requests": len(rows),
+            "cache_hits": sum(hit for *_rest, hit in rows),
             "errors": sum(codes.values()),
             "error_kinds": sorted(f"HTTP {code}" for code in codes),
-            "latency_ms": percentiles([due for due, _service, _code in rows]),
-            "service_ms": percentiles([service for _due, service, _code in rows]),
+            "latency_ms": percentiles([due for due, *_rest in rows]),
+            "service_ms": percentiles([service for _due, service, *_rest in rows]),
         }
     unsent = max(0, total - sent) if not (stop and stop.is_set()) else 0
     cpu_s = usage.ru_utime + usage.ru_stime
@@ -496,7 +521,7 @@ async def ingestion(base: str, cookie: str, data: dict, args) -> dict:
             asyncio.to_thread(
                 request_load,
                 base,
-                cookie,
+                data["cookies"],
                 families(data["history"].pk),
                 rate=args.ingest_rate,
                 seconds=3600,
@@ -573,6 +598,8 @@ def run(args, var: Path) -> dict:
         "concurrency_per_worker": settings.WEB_CONCURRENCY,
         "max_queue_per_worker": settings.WEB_MAX_QUEUE,
         "queue_timeout_ms": settings.WEB_QUEUE_TIMEOUT_MS,
+        "response_cache_ms": settings.WEB_RESPONSE_CACHE_MS,
+        "viewers": args.viewers,
     }
     out["generator"] = {"name": "wrk", "version": wrk_version(), "script": WRK_SCRIPT.name}
     with Stack() as stack:
@@ -591,7 +618,7 @@ def run(args, var: Path) -> dict:
                 proc = dict(web.started)["web"]
                 return request_load(
                     base,
-                    data["cookie"],
+                    data["cookies"],
                     paths,
                     rate=rate,
                     seconds=seconds,

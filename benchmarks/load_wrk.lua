@@ -10,8 +10,10 @@
 -- stops are counted by load.py from sent/answered.
 --
 -- Arguments (after --): rate (per second), seconds, start (CLOCK_MONOTONIC, milliseconds),
--- connections, paths file (one "family path" per line), cookie (session id), output file.
--- Output: one line per answered request, "family status due_to_answer_ms send_to_answer_ms",
+-- connections, paths file (one "family path" per line), cookies file (one Cookie header per
+-- line, a signed-in viewer each: connection c is viewer c mod the count), output file.
+-- Output: one line per answered request, "family status due_to_answer_ms send_to_answer_ms hit"
+-- (hit: 1 when the console's micro-cache answered, X-Crucible-Cache),
 -- then "# sent N answered M" per connection. OUT.done gets one byte per connection whose share
 -- is sent and answered (or timed out).
 
@@ -49,7 +51,13 @@ function init(args)
       table.insert(paths, path)
     end
   end
-  headers = { ["Cookie"] = "sessionid=" .. args[6], ["Accept-Encoding"] = "identity" }
+  local cookies = {}
+  for line in io.lines(args[6]) do
+    if line ~= "" then
+      table.insert(cookies, line)
+    end
+  end
+  headers = { ["Cookie"] = cookies[conn % #cookies + 1], ["Accept-Encoding"] = "identity" }
   total = math.floor(rate * seconds)
   index = conn -- the next request's global index
   sent, answered = 0, 0
@@ -100,11 +108,12 @@ function request()
   return wrk.format("GET", paths[slot], headers)
 end
 
-function response(status, _headers, _body)
+function response(status, headers, _body)
   local now = now_ms()
   answered = answered + 1
+  local hit = (headers["x-crucible-cache"] or headers["X-Crucible-Cache"]) == "hit" and 1 or 0
   rows[#rows + 1] = string.format(
-    "%s %d %.2f %.2f", current[1], status, now - current[2], now - sent_at
+    "%s %d %.2f %.2f %d", current[1], status, now - current[2], now - sent_at, hit
   )
   if index >= total then
     finish()

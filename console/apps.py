@@ -12,3 +12,11 @@ class ConsoleConfig(AppConfig):
         from core.bounds import IdConverter  # noqa: PLC0415
 
         register_converter(IdConverter, "id")
+
+        # A committed write to a row the console shows drops the web tier's kept answers
+        # (core/response_cache.py), however it was written.
+        from django.db.backends.signals import connection_created  # noqa: PLC0415
+
+        from core.response_cache import watch_connection  # noqa: PLC0415
+
+        connection_created.connect(watch_connection, dispatch_uid="response-cache-writes")

@@ -1,8 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
 Each web worker process (granian, started by ``console.management.stack``) serves this
-application; :class:`core.backpressure.Backpressure` bounds the HTTP requests in flight in the
-process and answers the overflow 503 with ``Retry-After``.
+application; :class:`core.response_cache.ResponseCache` answers a repeated read-only GET from
+its micro-cache, and :class:`core.backpressure.Backpressure` bounds the HTTP requests in flight
+in the process and answers the overflow 503 with ``Retry-After``.
 
 The embedded default serves static files (plotly.js, the console's JS) itself
 through WhiteNoise, so no separate web server is needed.
@@ -24,6 +25,7 @@ from console.apikeys import WebsocketApiKeyMiddleware  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
 from core import longurl  # noqa: E402
 from core.backpressure import Backpressure  # noqa: E402
+from core.response_cache import ResponseCache, view_cacheable  # noqa: E402
 
 # A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
 longurl.install()
@@ -42,6 +44,16 @@ application = Backpressure(
     max_queue=settings.WEB_MAX_QUEUE,
     queue_timeout_s=settings.WEB_QUEUE_TIMEOUT_MS / 1000,
     retry_after_s=settings.WEB_RETRY_AFTER_S,
+)
+# Outside the backpressure: a kept answer is served without taking one of the process's slots.
+application = ResponseCache(
+    application,
+    redis_url=settings.REDIS_URL,
+    prefix=settings.WEB_RESPONSE_CACHE_PREFIX,
+    ttl_ms=settings.WEB_RESPONSE_CACHE_MS,
+    cacheable=view_cacheable,
+    max_bytes=settings.WEB_RESPONSE_CACHE_MAX_BYTES,
+    csrf_cookie=settings.CSRF_COOKIE_NAME,
 )
 if settings.SECURE_PROXY_SSL_HEADER:
     # Behind a proxy that overwrites X-Forwarded-For/-Proto (CRUCIBLE_TRUST_X_FORWARDED_PROTO):

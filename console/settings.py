@@ -154,6 +154,29 @@ WEB_CONCURRENCY = env_int("CRUCIBLE_WEB_CONCURRENCY", 4, minimum=1)
 WEB_MAX_QUEUE = env_int("CRUCIBLE_WEB_MAX_QUEUE", 64, minimum=0)
 WEB_QUEUE_TIMEOUT_MS = env_int("CRUCIBLE_WEB_QUEUE_TIMEOUT_MS", 500, minimum=1)
 WEB_RETRY_AFTER_S = env_int("CRUCIBLE_WEB_RETRY_AFTER_S", 1, minimum=1)
+# Micro-caching of read-only GETs in front of Django (core/response_cache.py): a 200 answer of
+# these views is kept CRUCIBLE_WEB_RESPONSE_CACHE_MS milliseconds (0: off) for the same
+# credentials only, and dropped at once by any write through the web tier or live event.
+WEB_RESPONSE_CACHE_MS = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MS", 2000, minimum=0)
+WEB_RESPONSE_CACHE_MAX_BYTES = env_int(
+    "CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES", 2 * 2**20, minimum=1024
+)
+WEB_RESPONSE_CACHE_PREFIX = env_str("CRUCIBLE_WEB_RESPONSE_CACHE_PREFIX", "crucible-response")
+# Views (namespaced URL names) whose GET answers may be kept: reads with no side effect.
+WEB_RESPONSE_CACHE_VIEWS = frozenset(
+    {
+        # runs: changed only by the trainer's steps and status changes, each broadcast
+        *("run-list", "run-detail", "run-compare", "run-trajectory-list", "trajectory-list"),
+        *("trajectory-detail", "api-runs", "api-run", "api-run-steps", "api-run-metrics"),
+        *("api-run-components", "api-trajectories", "api-run-trajectories", "api-trajectory"),
+        "api-trajectory-turns",
+        # the task library and environments
+        *("task-list", "task-detail", "taskset-list", "taskset-detail", "environment-list"),
+        *("environment-detail", "api-task-versions", "api-task-sets", "api-task-set"),
+        *("api-task", "api-task-versions-of", "api-task-version", "api-environments"),
+        *("api-environment", "api-environment-versions"),
+    }
+)
 
 # --- database -------------------------------------------------------------------
 _sqlite_path = VAR_DIR / "crucible.sqlite3"

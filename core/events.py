@@ -12,6 +12,8 @@ import logging
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from core.response_cache import bump_epoch
+
 log = logging.getLogger(__name__)
 
 
@@ -33,6 +35,7 @@ def broadcast_event(group: str, event: dict) -> None:
     """Send ``event`` to ``group`` (consumers receive it as a ``run.event`` message); a broker
     outage is logged, never raised, because the event is already persisted and clients back-fill
     from the database."""
+    bump_epoch()  # what the event reports is persisted: no kept answer may hide it
     try:
         async_to_sync(get_channel_layer().group_send)(group, {"type": "run.event", "event": event})
     except Exception as exc:  # live push is best effort over a durable record

@@ -1,0 +1,355 @@
+"""Micro-caching of the console's read-only pages and API answers, in front of Django.
+
+A console under load answers the same few GETs again and again: a team's browsers reloading a
+run page, scripts polling ``/api/runs/``. Each costs Django 5-15 ms of CPU (middleware,
+queries, templates); the answer a moment ago would do. :class:`ResponseCache` is an ASGI
+middleware that keeps a ``200`` answer of an opted-in view (``settings.WEB_RESPONSE_CACHE_VIEWS``,
+URL names) for ``ttl_ms`` milliseconds in Redis, shared by the process's workers, and serves it
+again without entering Django (the technique reverse proxies call micro-caching).
+
+What keeps it correct:
+
+- **Per credentials, never shared.** The key hashes the method, scheme, host, path and query
+  with the request's ``Cookie`` and ``Authorization`` headers (and ``Accept``,
+  ``Accept-Language``, ``X-Requested-With``): an answer is served only to a request that
+  carries exactly the credentials it was made for, so no user ever sees another's page, CSRF
+  token or role-dependent button. Only a ``200`` is kept, and not one that sets a cookie, says
+  ``Cache-Control: no-store`` or varies on a header outside the key.
+- **Writes invalidate.** Every answer is stored with the *epoch* read before Django computed
+  it; a lookup serves it only while the epoch is unchanged. The epoch goes up after every
+  unsafe request through the web tier (POST, PUT, PATCH, DELETE: a cancel, a label, an
+  import) and with every live event the console broadcasts (:func:`bump_epoch` from
+  :func:`core.events.broadcast_event`: a step recorded, a run's status, a build), so an answer
+  never outlives a write the console knows of. A write that broadcasts nothing (a management
+  command's import) shows after at most ``ttl_ms``.
+- **Best effort.** Redis unreachable: the request goes to Django uncached (logged once per
+  outage), never fails because of the cache.
+
+Settings: ``CRUCIBLE_WEB_RESPONSE_CACHE_MS`` (default 2000; 0 turns it off),
+``CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES`` (the largest answer kept, default 2 MiB).
+Answers served from it carry ``X-Crucible-Cache: hit``, and the process's
+``crucible_web_response_cache_total{result}`` counter (``/metrics``) counts hits, misses
+and answers not kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import struct
+import time
+
+from prometheus_client import Counter
+
+log = logging.getLogger(__name__)
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+KEY_HEADERS = (b"cookie", b"authorization", b"accept", b"accept-language", b"x-requested-with")
+"""Request headers an answer may depend on: all part of the key."""
+VARY_ALLOWED = frozenset(name.decode() for name in KEY_HEADERS)
+EPOCH_KEY = "epoch"
+HIT_HEADER = (b"x-crucible-cache", b"hit")
+NONCE = re.compile(rb"'nonce-([A-Za-z0-9+/=_-]{16,})'")
+"""A script nonce in a Content-Security-Policy header (django-csp writes one per page)."""
+
+RESULTS = Counter(
+    "crucible_web_response_cache",
+    "Cacheable console GETs by result: hit (served from the cache), miss (computed and kept), "
+    "uncacheable (computed, not kept: status, Set-Cookie, no-store, Vary, size)",
+    ["result"],
+)
+
+
+def _key(scope: dict) -> str:
+    """The sha256 of what an answer may depend on: method, scheme, path, query, ``Host`` and
+    the :data:`KEY_HEADERS`, each header's values in the order sent."""
+    named = (b"host", *KEY_HEADERS)
+    values: dict[bytes, list[bytes]] = {name: [] for name in named}
+    for name, value in scope.get("headers", ()):
+        if name in values:
+            values[name].append(value)
+    material = [
+        scope.get("method", "GET").encode(),
+        scope.get("scheme", "http").encode(),
+        scope.get("path", "").encode("utf-8", "surrogateescape"),
+        scope.get("query_string", b""),
+        *(name + b"=" + b"\x00".join(values[name]) for name in named),
+    ]
+    return hashlib.sha256(b"\x01".join(material)).hexdigest()
+
+
+def _keepable(status: int, headers: list, size: int, max_bytes: int, renewal: bytes) -> bool:
+    """Whether an answer may be kept: a ``200`` within ``max_bytes``, that sets no cookie but
+    ``renewal`` (the request's own CSRF cookie sent back with a new expiry: Django does that
+    on every page with a form), is not ``no-store``, and varies on the key's headers only."""
+    if status != 200 or size > max_bytes:
+        return False
+    for name, value in headers:
+        name = name.lower()
+        if name == b"set-cookie" and not (renewal and value.startswith(renewal)):
+            return False
+        if name == b"cache-control" and b"no-store" in value.lower():
+            return False
+        if name == b"vary":
+            varied = {part.strip().lower() for part in value.decode("latin-1").split(",")}
+            if not varied <= VARY_ALLOWED:
+                return False
+    return True
+
+
+def _packed(epoch: int, status: int, headers: list, body: bytes) -> bytes:
+    head = json.dumps(
+        [status, [[name.decode("latin-1"), value.decode("latin-1")] for name, value in headers]]
+    ).encode()
+    return struct.pack(">QI", epoch, len(head)) + head + body
+
+
+def _unpacked(blob: bytes) -> tuple[int, int, list, bytes]:
+    epoch, length = struct.unpack_from(">QI", blob)
+    status, headers = json.loads(blob[12 : 12 + length])
+    pairs = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+    return epoch, status, pairs, blob[12 + length :]
+
+
+def _fresh_nonce(headers: list, body: bytes) -> tuple[list, bytes]:
+    """The answer with its CSP script nonce replaced by a new random one, in the header and
+    wherever the page carries it: a nonce must not repeat between answers (CSP Level 3,
+    section 7.1), a kept page included. The nonce is 128 random bits, so replacing its every
+    occurrence touches nothing else."""
+    for name, value in headers:
+        if name == b"content-security-policy":
+            found = NONCE.search(value)
+            if found:
+                old = found.group(1)
+                new = base64.b64encode(os.urandom(16))
+                headers = [
+                    (key, val.replace(old, new) if key == b"content-security-policy" else val)
+                    for key, val in headers
+                ]
+                return headers, body.replace(old, new)
+    return headers, body
+
+
+class ResponseCache:
+    """ASGI middleware: per-credential micro-caching of opted-in GETs (module docstring).
+
+    Args:
+        app: the ASGI application behind it.
+        redis_url: the Redis (``redis://``, ``rediss://`` or ``unix://``) the answers and the
+            epoch live in.
+        prefix: the keys' prefix (``<prefix>:epoch``, ``<prefix>:r:<sha256>``).
+        ttl_ms: how long an answer is kept, in milliseconds; 0 passes every request through.
+        cacheable: ``path -> bool``, whether a GET of that path may be cached (the views in
+            ``settings.WEB_RESPONSE_CACHE_VIEWS``).
+        max_bytes: the largest body kept, in bytes.
+        csrf_cookie: the CSRF cookie's name: an answer that only renews the request's own
+            CSRF cookie may be kept (its value is part of the key).
+    """
+
+    def __init__(
+        self,
+        app,
+        *,
+        redis_url: str,
+        prefix: str,
+        ttl_ms: int,
+        cacheable,
+        max_bytes: int,
+        csrf_cookie: str = "csrftoken",
+    ):
+        self.app = app
+        self.csrf_cookie = csrf_cookie
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.ttl_ms = int(ttl_ms)
+        self.cacheable = cacheable
+        self.max_bytes = int(max_bytes)
+        self._redis = None
+        self._down = False
+
+    def _client(self):
+        # An asyncio client belongs to the loop it first ran in: one per loop (a server runs
+        # one loop per worker; tests run several in turn).
+        import redis.asyncio  # noqa: PLC0415 (only where the cache is on)
+
+        loop = asyncio.get_running_loop()
+        if self._redis is None or self._redis[0] is not loop:
+            client = redis.asyncio.Redis.from_url(
+                self.redis_url, socket_timeout=1, socket_connect_timeout=1
+            )
+            self._redis = (loop, client)
+        return self._redis[1]
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._down:
+            self._down = True
+            log.warning("response cache off until Redis answers: %s: %s", type(exc).__name__, exc)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or self.ttl_ms <= 0:
+            await self.app(scope, receive, send)
+            return
+        method = scope.get("method", "GET")
+        if method not in SAFE_METHODS:
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                await self._bump()
+            return
+        if method != "GET" or not self.cacheable(scope.get("path", "")):
+            await self.app(scope, receive, send)
+            return
+        await self._cached(scope, receive, send)
+
+    def _renewal(self, scope) -> bytes:
+        """``b"<csrf cookie>=<value>;"`` for the CSRF cookie the request sent, else ``b""``."""
+        from django.http.cookie import parse_cookie  # noqa: PLC0415
+
+        for name, value in scope.get("headers", ()):
+            if name == b"cookie":
+                token = parse_cookie(value.decode("latin-1")).get(self.csrf_cookie)
+                if token:
+                    return f"{self.csrf_cookie}={token};".encode("latin-1")
+        return b""
+
+    async def _bump(self) -> None:
+        try:
+            await self._client().incr(f"{self.prefix}:{EPOCH_KEY}")
+            self._down = False
+        except Exception as exc:  # noqa: BLE001 (the cache is best effort; see the docstring)
+            self._failed(exc)
+
+    async def _cached(self, scope, receive, send) -> None:
+        key = f"{self.prefix}:r:{_key(scope)}"
+        try:
+            epoch_raw, blob = await self._client().mget(f"{self.prefix}:{EPOCH_KEY}", key)
+            self._down = False
+        except Exception as exc:  # noqa: BLE001 (best effort: Django answers uncached)
+            self._failed(exc)
+            await self.app(scope, receive, send)
+            return
+        epoch = int(epoch_raw or 0)
+        if blob is not None:
+            stored_epoch, status, headers, body = _unpacked(blob)
+            if stored_epoch == epoch:
+                RESULTS.labels("hit").inc()
+                headers, body = _fresh_nonce(headers, body)
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        start: dict = {}
+        chunks: list[bytes] = []
+        size = 0
+        renewal = self._renewal(scope)
+
+        async def capture(message):
+            # The answer is kept before its last body part goes out: once the client has it,
+            # the server may cancel this request's task.
+            nonlocal size
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body" and start:
+                size += len(message.get("body", b""))
+                if size <= self.max_bytes:
+                    chunks.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    await self._keep(key, epoch, start, size, b"".join(chunks), renewal)
+            await send(message)
+
+        await self.app(scope, receive, capture)
+
+    async def _keep(self, key, epoch, start, size, body, renewal) -> None:
+        headers = list(start.get("headers", ()))
+        if not _keepable(start["status"], headers, size, self.max_bytes, renewal):
+            RESULTS.labels("uncacheable").inc()
+            return
+        RESULTS.labels("miss").inc()
+        blob = _packed(epoch, start["status"], [*headers, HIT_HEADER], body)
+        try:
+            await self._client().set(key, blob, px=self.ttl_ms)
+        except Exception as exc:  # noqa: BLE001 (best effort)
+            self._failed(exc)
+
+
+@functools.lru_cache(maxsize=4096)
+def view_cacheable(path: str) -> bool:
+    """Whether ``path`` resolves to a view named in ``settings.WEB_RESPONSE_CACHE_VIEWS``."""
+    from django.conf import settings  # noqa: PLC0415
+    from django.urls import Resolver404, resolve  # noqa: PLC0415
+
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return False
+    return match.view_name in settings.WEB_RESPONSE_CACHE_VIEWS
+
+
+_sync_client = None
+_sync_down_until = 0.0
+SYNC_RETRY_S = 5.0
+"""After a failed bump, the next bumps are skipped this long (a missed bump only shortens an
+answer's life to its TTL; a Redis that hangs must not hold every write)."""
+
+
+def bump_epoch() -> None:
+    """Invalidate every kept answer (the epoch goes up by one), from sync code: called with each
+    live event the console broadcasts and after each write to a row the console shows. Best
+    effort: a Redis error is logged once per outage, never raised (the answers then expire
+    within ``CRUCIBLE_WEB_RESPONSE_CACHE_MS``)."""
+    global _sync_client, _sync_down_until  # one client per process
+    from django.conf import settings  # noqa: PLC0415
+
+    if settings.WEB_RESPONSE_CACHE_MS <= 0 or time.monotonic() < _sync_down_until:
+        return
+    try:
+        if _sync_client is None:
+            import redis  # noqa: PLC0415
+
+            _sync_client = redis.Redis.from_url(
+                settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+            )
+        _sync_client.incr(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:{EPOCH_KEY}")
+    except Exception as exc:  # noqa: BLE001 (best effort)
+        if not _sync_down_until:  # info: `migrate` before Redis starts lands here
+            log.info("could not invalidate the response cache: %s: %s", type(exc).__name__, exc)
+        _sync_down_until = time.monotonic() + SYNC_RETRY_S
+        return
+    _sync_down_until = 0.0
+
+
+SHOWN_WRITE = re.compile(
+    r'\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(?:auth|console|review|tasks_library|training)_',
+    re.IGNORECASE,
+)
+"""A statement that writes a table of an app whose rows the cached views show."""
+
+
+def bump_on_shown_write(execute, sql, params, many, context):
+    """A database execute wrapper (Django's ``connection.execute_wrapper`` protocol): a
+    statement that writes a shown table (:data:`SHOWN_WRITE`: ``save``, ``update``,
+    ``bulk_create``, ``delete``, raw SQL alike) raises the epoch once its transaction commits,
+    once per transaction. Installed on every connection by :func:`watch_connection`."""
+    result = execute(sql, params, many, context)
+    # after the statement: outside a transaction on_commit runs at once, and the bump must not
+    # come before the write it announces
+    if isinstance(sql, str) and SHOWN_WRITE.match(sql):
+        connection = context["connection"]
+        if not (
+            connection.in_atomic_block
+            and any(func is bump_epoch for _sids, func, _robust in connection.run_on_commit)
+        ):
+            connection.on_commit(bump_epoch, robust=True)
+    return result
+
+
+def watch_connection(sender, connection, **_kwargs) -> None:
+    """A ``connection_created`` receiver: :func:`bump_on_shown_write` on the connection
+    (once: a pooled connection is created again on every checkout)."""
+    if bump_on_shown_write not in connection.execute_wrappers:
+        connection.execute_wrappers.append(bump_on_shown_write)
