@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from core.packed import PackedArrayField
+from training.turn_outputs import outputs_restored
 from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
 
 
@@ -188,6 +189,15 @@ class Turn(models.Model):
     class Meta:
         ordering = ["index"]
         constraints = [models.UniqueConstraint(fields=["trajectory", "index"], name="unique_turn")]
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        """A loaded turn, its tool calls' outputs put back from the observation
+        (``training.turn_outputs``: the writer stores each output once)."""
+        turn = super().from_db(db, field_names, values)
+        if "sandbox_result" in field_names and "observation" in field_names:
+            turn.sandbox_result = outputs_restored(turn.sandbox_result, turn.observation)
+        return turn
 
 
 class MonitorScore(models.Model):

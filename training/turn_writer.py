@@ -21,6 +21,7 @@ from django.db import connection
 from core.dbtext import storable
 from core.packed import pack
 from training.models import Turn
+from training.turn_outputs import outputs_referenced
 
 COLUMNS = (
     "trajectory_id",
@@ -65,7 +66,7 @@ def _encoded(row: tuple) -> tuple:
         storable(observation),
         _packed(observation_ids, "i", "observation_token_ids", index),
         status,
-        _json_text(result),
+        _json_text(outputs_referenced(result, observation)),  # each output stored once
     )
 
 

@@ -69,3 +69,34 @@ def test_a_bad_turn_writes_nothing_of_its_step(trajectory):
         with transaction.atomic():
             turns_write([_row(trajectory.pk, 0), _row(trajectory.pk, 0)])
     assert not Turn.objects.exists()
+
+
+@pytest.mark.django_db
+def test_each_tool_output_is_stored_once_and_read_back_whole(trajectory):
+    first, second = "==== 3 failed ====\n" * 200 + "E\x00", "ok\n"
+    observation = f"[run_tests] {first}\n\n[bash] {second}\n\n[bash] {second}"
+    calls = [
+        {"name": "run_tests", "arguments": {"command": "pytest"}, "output": first},
+        {"name": "bash", "output": second, "seconds": 0.5},
+        {"name": "bash", "output": second, "seconds": 0.25},  # the same text again: its own
+        {"name": "file_editor", "output": "not in the observation"},
+        {"name": "submit", "output": ""},
+    ]
+    result = {"message": {"role": "assistant"}, "tool_calls": calls, "parse_errors": []}
+    with transaction.atomic():
+        turns_write([_row(trajectory.pk, 0, observation=observation, result=result)])
+    # stored: the outputs the observation holds are offsets into it, not a second copy
+    stored = Turn.objects.filter(trajectory=trajectory).values_list("sandbox_result", flat=True)
+    stored_calls = stored.get()["tool_calls"]
+    assert [("output" in call, call.get("output_at")) for call in stored_calls] == [
+        (False, [12, 12 + len(first)]),
+        (False, [len(first) + 21, len(first) + 24]),
+        (False, [len(first) + 33, len(first) + 36]),
+        (True, None),
+        (True, None),
+    ]
+    # read: every call as written (the NUL replaced, as in the observation)
+    turn = Turn.objects.get(trajectory=trajectory)
+    expected = [dict(call) for call in calls]
+    expected[0]["output"] = first.replace("\x00", "\ufffd")
+    assert turn.sandbox_result == {**result, "tool_calls": expected}
