@@ -125,6 +125,7 @@ CASES = {
             ),
             "ingestion.turns_per_s",
             "ingestion.fanout.record_to_receipt_ms.p99",
+            "ingestion.fanout.broadcast_to_receipt_ms.p99",
         ],
         "equal": {"requests.errors": 0, "ingestion.console_during.errors": 0},
         "same": [("ingestion.fanout.events_received", "ingestion.fanout.events_expected")],
