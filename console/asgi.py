@@ -30,10 +30,21 @@ from core.response_cache import ResponseCache, view_cacheable  # noqa: E402
 # A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
 longurl.install()
 
+if settings.WEB_HTTP_HANDLER == "wsgi":
+    # Django's sync handler in one thread hop per request (a2wsgi's thread pool, one thread per
+    # admitted request): the ASGI handler hops between the event loop and a thread for each
+    # sync middleware, which costs a request of this console about a third more CPU.
+    from a2wsgi import WSGIMiddleware
+    from django.core.wsgi import get_wsgi_application
+
+    http_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_CONCURRENCY)
+else:
+    http_app = django_asgi_app
+
 application = Backpressure(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": http_app,
             "websocket": AllowedHostsOriginValidator(
                 # A bearer API key (reading) takes the place of the session's user when sent.
                 AuthMiddlewareStack(WebsocketApiKeyMiddleware(URLRouter(websocket_urlpatterns)))

@@ -154,6 +154,13 @@ WEB_CONCURRENCY = env_int("CRUCIBLE_WEB_CONCURRENCY", 4, minimum=1)
 WEB_MAX_QUEUE = env_int("CRUCIBLE_WEB_MAX_QUEUE", 64, minimum=0)
 WEB_QUEUE_TIMEOUT_MS = env_int("CRUCIBLE_WEB_QUEUE_TIMEOUT_MS", 500, minimum=1)
 WEB_RETRY_AFTER_S = env_int("CRUCIBLE_WEB_RETRY_AFTER_S", 1, minimum=1)
+# How HTTP reaches Django inside each worker: "wsgi" (Django's sync handler, one thread hop per
+# request, through a2wsgi) or "asgi" (Django's ASGI handler). Websockets are ASGI either way.
+WEB_HTTP_HANDLER = env_str("CRUCIBLE_WEB_HTTP_HANDLER", "wsgi").strip().lower()
+if WEB_HTTP_HANDLER not in ("wsgi", "asgi"):
+    raise ImproperlyConfigured(
+        f"CRUCIBLE_WEB_HTTP_HANDLER={WEB_HTTP_HANDLER!r} is not a handler; use wsgi or asgi"
+    )
 # Micro-caching of read-only GETs in front of Django (core/response_cache.py): a 200 answer of
 # these views is kept CRUCIBLE_WEB_RESPONSE_CACHE_MS milliseconds (0: off) for the same
 # credentials only, and dropped at once by any write through the web tier or live event.

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 
 from core.packed import PackedArrayField
-from training.turn_outputs import outputs_restored
 from tasks_library.models import TaskSet, TaskSetVersion, TaskVersion
+from training.turn_outputs import outputs_restored
 
 
 class TrainingRun(models.Model):
