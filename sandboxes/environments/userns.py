@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable
 from typing import IO
@@ -40,6 +42,21 @@ def _unshare(flags: int) -> None:
         raise OSError(err, f"unshare: {os.strerror(err)}")
 
 
+@contextlib.contextmanager
+def _namespace_scratch():
+    """A temporary directory the namespace's root owns, under ``/tmp`` (world-traversable):
+    the command's ``TMPDIR`` and ``HOME``. The caller's own ``TMPDIR`` may be a directory only
+    the host's root may enter (``tempfile.mkdtemp`` makes them 0700), and ``HOME`` is
+    ``/root``: the namespace's root is an unprivileged host id, which could write neither
+    (mmdebstrap's ``tempdir() ... Permission denied``)."""
+    scratch = tempfile.mkdtemp(prefix="crucible-userns-", dir="/tmp")
+    try:
+        os.chown(scratch, BUILD_ID_BASE, BUILD_ID_BASE)
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def run_as_namespace_root(
     command: list[str],
     *,
@@ -50,7 +67,8 @@ def run_as_namespace_root(
 ) -> subprocess.CompletedProcess:
     """Run ``command`` as uid 0 of a fresh user namespace (see the module), in its own mount
     namespace and, through ``unshare --pid --fork``, its own pid namespace (everything it
-    starts dies with it).
+    starts dies with it), with ``TMPDIR`` and ``HOME`` a fresh directory it owns (removed
+    after; :func:`_namespace_scratch`).
 
     Args:
         read_stdout: called with the command's standard output as a binary stream, read as it
@@ -69,6 +87,12 @@ def run_as_namespace_root(
         raise NamespaceUnavailable(
             "a build in a user namespace is started by root (it maps unprivileged host ids)"
         )
+    with _namespace_scratch() as scratch:
+        own_env = {**(os.environ if env is None else env), "TMPDIR": scratch, "HOME": scratch}
+        return _run(command, timeout_s=timeout_s, cwd=cwd, env=own_env, read_stdout=read_stdout)
+
+
+def _run(command, *, timeout_s, cwd, env, read_stdout) -> subprocess.CompletedProcess:
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     failure: list[str] = []
