@@ -53,7 +53,7 @@ first trainer); then at each level ``--repeats`` rounds, the side that goes firs
 
 Run: ``.venv/bin/python benchmarks/agent_rollouts.py``; ``--quick`` (a one-layer policy warmed
 for 150 epochs on two tasks, so that it calls tools on both sides; concurrency 2 and 4, two turns
-of at most 64 tokens, 3 rounds) is what CI runs.
+of at most 64 tokens, 2 rounds) is what CI runs.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ SIZES = {  # option: (full, quick)
     "n_layer": (2, 1),
     "n_embd": (128, 64),
     "n_positions": (8192, 2048),
-    "repeats": (3, 3),
+    "repeats": (3, 2),
 }
 CONCURRENCY = ((8, 32, 128), (2, 4))
 GROUP = 8

@@ -64,6 +64,7 @@ application = ResponseCache(
     ttl_ms=settings.WEB_RESPONSE_CACHE_MS,
     cacheable=view_cacheable,
     max_bytes=settings.WEB_RESPONSE_CACHE_MAX_BYTES,
+    budget_bytes=settings.WEB_RESPONSE_CACHE_BUDGET_MB * 2**20,
     csrf_cookie=settings.CSRF_COOKIE_NAME,
 )
 if settings.SECURE_PROXY_SSL_HEADER:

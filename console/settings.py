@@ -162,12 +162,12 @@ if WEB_HTTP_HANDLER not in ("wsgi", "asgi"):
         f"CRUCIBLE_WEB_HTTP_HANDLER={WEB_HTTP_HANDLER!r} is not a handler; use wsgi or asgi"
     )
 # Micro-caching of read-only GETs in front of Django (core/response_cache.py): a 200 answer of
-# these views is kept CRUCIBLE_WEB_RESPONSE_CACHE_MS milliseconds (0: off) for the same
-# credentials only, and dropped at once by any write through the web tier or live event.
-WEB_RESPONSE_CACHE_MS = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MS", 2000, minimum=0)
-WEB_RESPONSE_CACHE_MAX_BYTES = env_int(
-    "CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES", 2 * 2**20, minimum=1024
-)
+# these views is kept in the worker process for the same credentials only, dropped at once by any
+# write (web request, live event, committed database write) through a shared epoch in Redis;
+# CRUCIBLE_WEB_RESPONSE_CACHE_MS bounds its life (0: off), BUDGET_MB its memory per process.
+WEB_RESPONSE_CACHE_MS = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MS", 30_000, minimum=0)
+WEB_RESPONSE_CACHE_MAX_BYTES = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES", 2**20, minimum=1024)
+WEB_RESPONSE_CACHE_BUDGET_MB = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_BUDGET_MB", 64, minimum=1)
 WEB_RESPONSE_CACHE_PREFIX = env_str("CRUCIBLE_WEB_RESPONSE_CACHE_PREFIX", "crucible-response")
 # Views (namespaced URL names) whose GET answers may be kept: reads with no side effect.
 WEB_RESPONSE_CACHE_VIEWS = frozenset(

@@ -1,11 +1,11 @@
 """Micro-caching of the console's read-only pages and API answers, in front of Django.
 
-A console under load answers the same few GETs again and again: a team's browsers reloading a
-run page, scripts polling ``/api/runs/``. Each costs Django 5-15 ms of CPU (middleware,
-queries, templates); the answer a moment ago would do. :class:`ResponseCache` is an ASGI
-middleware that keeps a ``200`` answer of an opted-in view (``settings.WEB_RESPONSE_CACHE_VIEWS``,
-URL names) for ``ttl_ms`` milliseconds in Redis, shared by the process's workers, and serves it
-again without entering Django (the technique reverse proxies call micro-caching).
+A console under load answers the same GETs again and again: a team's browsers reloading a run
+page, scripts polling ``/api/runs/``. Each costs Django 5-30 ms of CPU (middleware, queries,
+templates) when the answer it gave a moment ago would do. :class:`ResponseCache` is an ASGI
+middleware that keeps the ``200`` answers of opted-in views (``settings.WEB_RESPONSE_CACHE_VIEWS``,
+URL names) in the worker process and serves them again without entering Django, until the
+data under them changes (the technique reverse proxies call micro-caching, with invalidation).
 
 What keeps it correct:
 
@@ -13,36 +13,44 @@ What keeps it correct:
   with the request's ``Cookie`` and ``Authorization`` headers (and ``Accept``,
   ``Accept-Language``, ``X-Requested-With``): an answer is served only to a request that
   carries exactly the credentials it was made for, so no user ever sees another's page, CSRF
-  token or role-dependent button. Only a ``200`` is kept, and not one that sets a cookie, says
-  ``Cache-Control: no-store`` or varies on a header outside the key.
-- **Writes invalidate.** Every answer is stored with the *epoch* read before Django computed
-  it; a lookup serves it only while the epoch is unchanged. The epoch goes up after every
-  unsafe request through the web tier (POST, PUT, PATCH, DELETE: a cancel, a label, an
-  import) and with every live event the console broadcasts (:func:`bump_epoch` from
-  :func:`core.events.broadcast_event`: a step recorded, a run's status, a build), so an answer
-  never outlives a write the console knows of. A write that broadcasts nothing (a management
-  command's import) shows after at most ``ttl_ms``.
+  token or role-dependent button. Only a ``200`` is kept, and not one that sets a cookie (but
+  the renewal of the request's own CSRF cookie), says ``Cache-Control: no-store`` or varies on
+  a header outside the key. Each hit gets a fresh CSP nonce.
+- **Writes invalidate, everywhere at once.** The *epoch*, a counter in Redis shared by every
+  worker process and replica, is read before Django computes an answer and stored with it; a
+  lookup reads it again and serves the answer only while it is unchanged. It goes up after
+  every unsafe request through the web tier (POST, PUT, PATCH, DELETE), with every live event
+  the console broadcasts (:func:`bump_epoch` from :func:`core.events.broadcast_event`: a step
+  recorded, a run's status, a build) and when a transaction that wrote a table of the apps the
+  cached views show commits (:func:`bump_on_shown_write`, a database execute wrapper on every
+  connection: ``save``, ``update``, ``bulk_create``, raw SQL alike). A write by anything that is
+  not a Crucible process (``psql`` by hand) shows within ``ttl_ms``.
+- **Bounded.** The bodies live in the worker process, least recently used dropped past its
+  budget: the cache never takes Redis's memory from the broker's queues.
 - **Best effort.** Redis unreachable: the request goes to Django uncached (logged once per
   outage), never fails because of the cache.
 
-Settings: ``CRUCIBLE_WEB_RESPONSE_CACHE_MS`` (default 2000; 0 turns it off),
-``CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES`` (the largest answer kept, default 2 MiB).
-Answers served from it carry ``X-Crucible-Cache: hit``, and the process's
-``crucible_web_response_cache_total{result}`` counter (``/metrics``) counts hits, misses
-and answers not kept.
+The price: every write drops every kept answer, so under a steady stream of writes (trainers
+recording steps) the hit rate falls with the write rate, and a request costs what Django costs.
+
+Settings: ``CRUCIBLE_WEB_RESPONSE_CACHE_MS`` (how long an answer is kept at most, default
+30,000; 0 turns the cache off), ``CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES`` (the largest answer
+kept, default 1 MiB), ``CRUCIBLE_WEB_RESPONSE_CACHE_BUDGET_MB`` (per worker process, default
+64). Answers served from it carry ``X-Crucible-Cache: hit``, and the process's
+``crucible_web_response_cache_total{result}`` counter (``/metrics``) counts hits, misses and
+answers not kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import functools
 import hashlib
-import json
 import logging
 import os
 import re
-import struct
 import time
 
 from prometheus_client import Counter
@@ -103,20 +111,6 @@ def _keepable(status: int, headers: list, size: int, max_bytes: int, renewal: by
     return True
 
 
-def _packed(epoch: int, status: int, headers: list, body: bytes) -> bytes:
-    head = json.dumps(
-        [status, [[name.decode("latin-1"), value.decode("latin-1")] for name, value in headers]]
-    ).encode()
-    return struct.pack(">QI", epoch, len(head)) + head + body
-
-
-def _unpacked(blob: bytes) -> tuple[int, int, list, bytes]:
-    epoch, length = struct.unpack_from(">QI", blob)
-    status, headers = json.loads(blob[12 : 12 + length])
-    pairs = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-    return epoch, status, pairs, blob[12 + length :]
-
-
 def _fresh_nonce(headers: list, body: bytes) -> tuple[list, bytes]:
     """The answer with its CSP script nonce replaced by a new random one, in the header and
     wherever the page carries it: a nonce must not repeat between answers (CSP Level 3,
@@ -141,13 +135,16 @@ class ResponseCache:
 
     Args:
         app: the ASGI application behind it.
-        redis_url: the Redis (``redis://``, ``rediss://`` or ``unix://``) the answers and the
-            epoch live in.
-        prefix: the keys' prefix (``<prefix>:epoch``, ``<prefix>:r:<sha256>``).
+        redis_url: the Redis (``redis://``, ``rediss://`` or ``unix://``) the epoch lives in,
+            shared by every worker process and replica.
+        prefix: the epoch's key prefix (``<prefix>:epoch``).
         ttl_ms: how long an answer is kept, in milliseconds; 0 passes every request through.
         cacheable: ``path -> bool``, whether a GET of that path may be cached (the views in
             ``settings.WEB_RESPONSE_CACHE_VIEWS``).
         max_bytes: the largest body kept, in bytes.
+        budget_bytes: the bodies this process keeps at most, in bytes (least recently used
+            dropped first). The answers live in the process, not in Redis, so the cache can
+            never crowd the broker's queues out of Redis's memory.
         csrf_cookie: the CSRF cookie's name: an answer that only renews the request's own
             CSRF cookie may be kept (its value is part of the key).
     """
@@ -161,9 +158,14 @@ class ResponseCache:
         ttl_ms: int,
         cacheable,
         max_bytes: int,
+        budget_bytes: int = 64 * 2**20,
         csrf_cookie: str = "csrftoken",
     ):
         self.app = app
+        self.budget_bytes = int(budget_bytes)
+        # key -> (expires at, monotonic s; epoch; status; headers; body), oldest use first
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._held = 0  # bytes of the bodies kept
         self.csrf_cookie = csrf_cookie
         self.redis_url = redis_url
         self.prefix = prefix
@@ -226,31 +228,33 @@ class ResponseCache:
             self._failed(exc)
 
     async def _cached(self, scope, receive, send) -> None:
-        key = f"{self.prefix}:r:{_key(scope)}"
+        key = _key(scope)
         try:
-            epoch_raw, blob = await self._client().mget(f"{self.prefix}:{EPOCH_KEY}", key)
+            epoch = int(await self._client().get(f"{self.prefix}:{EPOCH_KEY}") or 0)
             self._down = False
         except Exception as exc:  # noqa: BLE001 (best effort: Django answers uncached)
             self._failed(exc)
             await self.app(scope, receive, send)
             return
-        epoch = int(epoch_raw or 0)
-        if blob is not None:
-            stored_epoch, status, headers, body = _unpacked(blob)
-            if stored_epoch == epoch:
+        entry = self._entries.get(key)
+        if entry is not None:
+            expires, stored_epoch, status, headers, body = entry
+            if stored_epoch == epoch and time.monotonic() < expires:
+                self._entries.move_to_end(key)
                 RESULTS.labels("hit").inc()
                 headers, body = _fresh_nonce(headers, body)
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
                 return
+            self._drop(key)
         start: dict = {}
         chunks: list[bytes] = []
         size = 0
         renewal = self._renewal(scope)
 
         async def capture(message):
-            # The answer is kept before its last body part goes out: once the client has it,
-            # the server may cancel this request's task.
+            # kept before its last body part goes out: once the client has it, the server may
+            # cancel this request's task
             nonlocal size
             if message["type"] == "http.response.start":
                 start.update(message)
@@ -259,22 +263,28 @@ class ResponseCache:
                 if size <= self.max_bytes:
                     chunks.append(message.get("body", b""))
                 if not message.get("more_body", False):
-                    await self._keep(key, epoch, start, size, b"".join(chunks), renewal)
+                    self._keep(key, epoch, start, size, b"".join(chunks), renewal)
             await send(message)
 
         await self.app(scope, receive, capture)
 
-    async def _keep(self, key, epoch, start, size, body, renewal) -> None:
+    def _keep(self, key, epoch, start, size, body, renewal) -> None:
         headers = list(start.get("headers", ()))
         if not _keepable(start["status"], headers, size, self.max_bytes, renewal):
             RESULTS.labels("uncacheable").inc()
             return
         RESULTS.labels("miss").inc()
-        blob = _packed(epoch, start["status"], [*headers, HIT_HEADER], body)
-        try:
-            await self._client().set(key, blob, px=self.ttl_ms)
-        except Exception as exc:  # noqa: BLE001 (best effort)
-            self._failed(exc)
+        self._drop(key)
+        expires = time.monotonic() + self.ttl_ms / 1000
+        self._entries[key] = (expires, epoch, start["status"], [*headers, HIT_HEADER], body)
+        self._held += len(body)
+        while self._held > self.budget_bytes and self._entries:
+            self._drop(next(iter(self._entries)))  # the least recently used
+
+    def _drop(self, key) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._held -= len(entry[4])
 
 
 @functools.lru_cache(maxsize=4096)
