@@ -23,7 +23,8 @@ one viewer would flatter it) and measures:
    console's micro-cache, ``X-Crucible-Cache: hit``), errors (a status >= 400, the
    server's 503 past capacity included; a request not answered within 10 s; a request due that
    wrk could not send), p50 and p99 in milliseconds from the due time (``latency_ms``) and from
-   the send (``service_ms``).
+   the send (``service_ms``). The console's micro-cache (``core/response_cache.py``) is on, as
+   ``up`` runs it; ``--response-cache-ms 0`` sends every request through Django (the ablation).
 2. **Ingestion.** One step of ``--trajectories`` (1,024) agent trajectories of ``--turns``
    (30-60, drawn per trajectory) turns, each turn a ``run_tests`` tool call with 0.5-8 KB of
    pytest-like output, is written with ``training.services.step_record`` (the trainer's own call:
@@ -120,6 +121,13 @@ def parse_args() -> argparse.Namespace:
         help="the web server (granian: what `crucible up` runs)",
     )
     parser.add_argument("--workers", type=int, default=0, help="web workers (0: one per CPU)")
+    parser.add_argument(
+        "--response-cache-ms",
+        type=int,
+        default=None,
+        help="the console's micro-cache (CRUCIBLE_WEB_RESPONSE_CACHE_MS; default: the "
+        "settings', as `up` runs it; 0: every request through Django, the ablation)",
+    )
     parser.add_argument(
         "--skip-ingestion", action="store_true", help="the request load only (server comparisons)"
     )
@@ -561,6 +569,8 @@ async def ingestion(base: str, data: dict, args) -> dict:
 
 def main() -> None:
     args = parse_args()
+    if args.response_cache_ms is not None:  # before Django reads its settings
+        os.environ["CRUCIBLE_WEB_RESPONSE_CACHE_MS"] = str(args.response_cache_ms)
     os.environ.setdefault("CRUCIBLE_CHANNEL_PREFIX", f"load{os.getpid()}")
     with common.profile_database(args, f"crucible_load_{os.getpid()}") as database_url:
         out = measure(args, database_url)
