@@ -50,6 +50,7 @@ import functools
 import hashlib
 import logging
 import os
+import random
 import re
 import time
 
@@ -63,6 +64,8 @@ KEY_HEADERS = (b"cookie", b"authorization", b"accept", b"accept-language", b"x-r
 VARY_ALLOWED = frozenset(name.decode() for name in KEY_HEADERS)
 EPOCH_KEY = "epoch"
 HIT_HEADER = (b"x-crucible-cache", b"hit")
+FLIGHT_WAIT_S = 10.0
+"""How long a request waits for the same key's answer in flight before computing its own."""
 NONCE = re.compile(rb"'nonce-([A-Za-z0-9+/=_-]{16,})'")
 """A script nonce in a Content-Security-Policy header (django-csp writes one per page)."""
 
@@ -166,6 +169,7 @@ class ResponseCache:
         # key -> (expires at, monotonic s; epoch; status; headers; body), oldest use first
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._held = 0  # bytes of the bodies kept
+        self._flights: dict[str, asyncio.Future] = {}  # key -> its computation in Django
         self.csrf_cookie = csrf_cookie
         self.redis_url = redis_url
         self.prefix = prefix
@@ -236,17 +240,48 @@ class ResponseCache:
             self._failed(exc)
             await self.app(scope, receive, send)
             return
+        if await self._served(key, epoch, send):
+            return
+        # Single flight: while one request of this key is in Django, the others wait for its
+        # answer instead of each computing it (a cold or just-invalidated cache at hundreds of
+        # requests a second would otherwise queue the same work many times over).
+        flight = self._flights.get(key)
+        if flight is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(flight), FLIGHT_WAIT_S)
+            except TimeoutError:
+                pass
+            if not await self._served(key, epoch, send):  # not kept, or of another epoch
+                await self._computed(key, epoch, scope, receive, send)
+            return
+        flight = asyncio.get_running_loop().create_future()
+        self._flights[key] = flight
+        try:
+            await self._computed(key, epoch, scope, receive, send)
+        finally:
+            if self._flights.get(key) is flight:
+                del self._flights[key]
+            if not flight.done():
+                flight.set_result(None)
+
+    async def _served(self, key, epoch, send) -> bool:
+        """Answer from the kept entry of ``key`` when it is of ``epoch`` and alive."""
         entry = self._entries.get(key)
-        if entry is not None:
-            expires, stored_epoch, status, headers, body = entry
-            if stored_epoch == epoch and time.monotonic() < expires:
-                self._entries.move_to_end(key)
-                RESULTS.labels("hit").inc()
-                headers, body = _fresh_nonce(headers, body)
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
-                return
-            self._drop(key)
+        if entry is None:
+            return False
+        expires, stored_epoch, status, headers, body = entry
+        if stored_epoch != epoch or time.monotonic() >= expires:
+            if stored_epoch < epoch or time.monotonic() >= expires:
+                self._drop(key)
+            return False
+        self._entries.move_to_end(key)
+        RESULTS.labels("hit").inc()
+        headers, body = _fresh_nonce(headers, body)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return True
+
+    async def _computed(self, key, epoch, scope, receive, send) -> None:
         start: dict = {}
         chunks: list[bytes] = []
         size = 0
@@ -274,8 +309,13 @@ class ResponseCache:
             RESULTS.labels("uncacheable").inc()
             return
         RESULTS.labels("miss").inc()
+        current = self._entries.get(key)
+        if current is not None and current[1] > epoch:
+            return  # a newer answer is kept already
         self._drop(key)
-        expires = time.monotonic() + self.ttl_ms / 1000
+        # each answer's life drawn in [3/4, 1] of the TTL: answers kept together do not all
+        # expire together (a burst of misses every TTL)
+        expires = time.monotonic() + self.ttl_ms / 1000 * (0.75 + 0.25 * random.random())
         self._entries[key] = (expires, epoch, start["status"], [*headers, HIT_HEADER], body)
         self._held += len(body)
         while self._held > self.budget_bytes and self._entries:

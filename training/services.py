@@ -8,7 +8,7 @@ import logging
 import re
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -42,6 +42,7 @@ from training.selectors import (
     evaluation_event,
     run_row_event,
     step_event,
+    step_event_components,
     warning_event,
 )
 from training.turn_writer import turns_write
@@ -334,11 +335,26 @@ def step_record(
             for i, t in enumerate(r.turns)
         )
         warnings = _step_warnings_write(run_id, step, metric.metrics)
-    broadcast_run_event(run_id, step_event(metric))
+    broadcast_run_event(run_id, _step_event_with_components(metric))
     for warning in warnings:
         broadcast_run_event(run_id, warning_event(warning))
     runs_table_publish(run_id=run_id, step_metrics={"step": step, **metric.metrics})
     return metric
+
+
+def _step_event_with_components(metric: StepMetric) -> dict:
+    """The step's live event with its reward components' histograms, read once here, after the
+    commit, for every watcher: the web processes then forward it as it is, instead of each
+    querying the database for them (``console.consumers.wire_event``), which during a big
+    write is what a watcher waited for. A failed read leaves them to the web processes."""
+    event = step_event(metric)
+    try:
+        event["components"] = step_event_components(
+            run_id=metric.run_id, step=metric.step, metrics=metric.metrics
+        )
+    except DatabaseError:
+        log.warning("step %s of run %s: components left to the console", metric.step, metric.run_id)
+    return event
 
 
 def _openings_stored(rollouts: list) -> dict[int, str]:

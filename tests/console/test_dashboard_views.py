@@ -4,18 +4,21 @@ comparison page, and the sandbox pool API against the session's real Redis and s
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from console.asgi import application
+from core.events import run_group
 from sandboxes import queue as Q
 from tasks_library.models import EnvironmentVersion, Task, TaskSet, TaskVersion, TestSuiteVersion
 from tests.training.rollouts import graded
@@ -220,6 +223,10 @@ def test_live_step_event_reaches_every_watcher_with_component_histograms():
             while (await watcher.receive_json_from(timeout=10))["kind"] != "backfill":
                 pass
 
+        # a raw member of the run's group: what the writer broadcast, before any web process
+        layer = get_channel_layer()
+        raw = await layer.new_channel()
+        await layer.group_add(run_group(run.pk), raw)
         await database_sync_to_async(services.step_record)(
             run_id=run.pk,
             step=1,
@@ -227,10 +234,13 @@ def test_live_step_event_reaches_every_watcher_with_component_histograms():
             metrics={"reward/correctness": 0.44, "reward/efficiency": 0.56},
         )
         received = [await watcher.receive_json_from(timeout=10) for watcher in watchers]
+        broadcast = await asyncio.wait_for(layer.receive(raw), 10)
         for watcher in watchers:
             await watcher.disconnect()
-        return received
+        await layer.group_discard(run_group(run.pk), raw)
+        return [*received, broadcast["event"]]
 
+    # the writer reads the components once, with the step: the watchers get them as it sent them
     for event in async_to_sync(watch)():
         assert event["kind"] == "step" and event["step"] == 1
         assert event["components"]["correctness"] == [1, 0, 1, 0, 0, 1, 0, 0, 0, 1]

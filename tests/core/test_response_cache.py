@@ -173,3 +173,28 @@ def test_redis_down_answers_uncached():
     vic = signed_in("viewer_vic")
     answers = [get(app, "/api/runs/", vic) for _ in range(2)]
     assert [a["status"] for a in answers] == [200, 200] and not any(map(hit, answers))
+
+
+def test_concurrent_misses_of_one_answer_compute_it_once():
+    calls = []
+
+    async def slow(scope, receive, send):
+        calls.append(scope["path"])
+        await asyncio.sleep(0.3)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"computed once"})
+
+    app = cache(app=slow)
+    vic = signed_in("viewer_vic")
+
+    async def together():
+        headers = [(b"host", b"127.0.0.1"), (b"cookie", vic)]
+        communicators = [
+            HttpCommunicator(app, "GET", "/api/runs/", headers=headers) for _ in range(5)
+        ]
+        return await asyncio.gather(*(c.get_response(timeout=60) for c in communicators))
+
+    answers = asyncio.run(together())
+    assert len(calls) == 1
+    assert [a["body"] for a in answers] == [b"computed once"] * 5
+    assert sorted(map(hit, answers)) == [False, True, True, True, True]
