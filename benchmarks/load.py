@@ -23,8 +23,11 @@ one viewer would flatter it) and measures:
    console's micro-cache, ``X-Crucible-Cache: hit``), errors (a status >= 400, the
    server's 503 past capacity included; a request not answered within 10 s; a request due that
    wrk could not send), p50 and p99 in milliseconds from the due time (``latency_ms``) and from
-   the send (``service_ms``). The console's micro-cache (``core/response_cache.py``) is on, as
-   ``up`` runs it; ``--response-cache-ms 0`` sends every request through Django (the ablation).
+   the send (``service_ms``); ``errors_by_second``, when the errors were due. The console's
+   micro-cache (``core/response_cache.py``) is on, as ``up`` runs it; ``--response-cache-ms 0``
+   sends every request through Django (the ablation). Each load starts on a fresh, cold server;
+   ``--warmup-seconds N`` first runs the same load for N seconds on it and reports that apart
+   (``warmup``: a cold cache's first seconds, as after a restart), then measures.
 2. **Ingestion.** One step of ``--trajectories`` (1,024) agent trajectories of ``--turns``
    (30-60, drawn per trajectory) turns, each turn a ``run_tests`` tool call with 0.5-8 KB of
    pytest-like output, is written with ``training.services.step_record`` (the trainer's own call:
@@ -132,6 +135,13 @@ def parse_args() -> argparse.Namespace:
         "--skip-ingestion", action="store_true", help="the request load only (server comparisons)"
     )
     parser.add_argument("--seconds", type=float, default=60.0, help="length of the request load")
+    parser.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=0.0,
+        help="before each measured load, the same load on the same fresh server for this long, "
+        "reported apart as its 'warmup' (0: measured from the server's cold start)",
+    )
     parser.add_argument("--trajectories", type=int, default=1024, help="of the ingested step")
     parser.add_argument(
         "--turns",
@@ -389,14 +399,17 @@ def request_load(
         lines = out_file.read_text().splitlines()
     results: dict[str, list[tuple[float, float, int, bool]]] = {family: [] for family in paths}
     sent = answered = 0
+    errors_by_second: collections.Counter = collections.Counter()
     for line in lines:
         if line.startswith("# sent"):
             _hash, _sent, n_sent, _answered, n_answered = line.split()
             sent += int(n_sent)
             answered += int(n_answered)
             continue
-        family, code, due_ms, service_ms, hit = line.split()
+        family, code, due_ms, service_ms, hit, at_ms = line.split()
         results[family].append((float(due_ms), float(service_ms), int(code), hit == "1"))
+        if int(code) >= 400:
+            errors_by_second[int(float(at_ms) // 1000)] += 1
     out = {}
     for family, rows in results.items():
         codes = collections.Counter(code for _due, _service, code, _hit in rows if code >= 400)
@@ -420,6 +433,8 @@ def request_load(
         "unsent": unsent,
         "unanswered": sent - answered,
         "errors": sum(family["errors"] for family in out.values()) + unsent + sent - answered,
+        # when the answered errors were due: [second from the start, errors], seconds with any
+        "errors_by_second": sorted(errors_by_second.items()),
         "families": out,
         "generator_cpu": {"cpu_s": round(cpu_s, 2), "cores": round(cpu_s / wall, 3)},
         "server_cpu": (
@@ -623,7 +638,19 @@ def run(args, var: Path) -> dict:
                 if "unloaded_ms" not in out:
                     out["unloaded_ms"] = asyncio.run(unloaded(base, data["cookie"], paths))
                 proc = dict(web.started)["web"]
-                return request_load(
+                warmup = None
+                if args.warmup_seconds > 0:
+                    # the same mix at the same rate, reported apart: what a console in service
+                    # has kept; the cold start's own errors stay visible here
+                    warmup = request_load(
+                        base,
+                        data["cookies"],
+                        paths,
+                        rate=rate,
+                        seconds=args.warmup_seconds,
+                        server_pgid=proc.pid,
+                    )
+                measured = request_load(
                     base,
                     data["cookies"],
                     paths,
@@ -631,6 +658,15 @@ def run(args, var: Path) -> dict:
                     seconds=seconds,
                     server_pgid=proc.pid,
                 )
+                if warmup is not None:
+                    measured["warmup"] = {
+                        key: warmup[key]
+                        for key in ("seconds", "requests", "errors", "errors_by_second")
+                    }
+                    measured["warmup"]["p99_ms_worst_family"] = max(
+                        (f["latency_ms"]["p99"] or 0) for f in warmup["families"].values()
+                    )
+                return measured
 
         ramp = []
         for rate in [float(r) for r in args.ramp.split(",") if r.strip()]:
@@ -687,6 +723,8 @@ def _step_summary(load: dict) -> dict:
         "p99_ms_worst_family": _p99_all(load),
         "generator_cpu_cores": load["generator_cpu"]["cores"],
         "server_cpu_cores": (load["server_cpu"] or {}).get("cores"),
+        "errors_by_second": load["errors_by_second"],
+        "warmup": load.get("warmup"),
     }
 
 

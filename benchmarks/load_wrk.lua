@@ -12,8 +12,9 @@
 -- Arguments (after --): rate (per second), seconds, start (CLOCK_MONOTONIC, milliseconds),
 -- connections, paths file (one "family path" per line), cookies file (one Cookie header per
 -- line, a signed-in viewer each: connection c is viewer c mod the count), output file.
--- Output: one line per answered request, "family status due_to_answer_ms send_to_answer_ms hit"
--- (hit: 1 when the console's micro-cache answered, X-Crucible-Cache),
+-- Output: one line per answered request, "family status due_to_answer_ms send_to_answer_ms hit
+-- due_ms" (hit: 1 when the console's micro-cache answered, X-Crucible-Cache; due_ms: when it was
+-- due, from the start),
 -- then "# sent N answered M" per connection. OUT.done gets one byte per connection whose share
 -- is sent and answered (or timed out).
 
@@ -113,7 +114,8 @@ function response(status, headers, _body)
   answered = answered + 1
   local hit = (headers["x-crucible-cache"] or headers["X-Crucible-Cache"]) == "hit" and 1 or 0
   rows[#rows + 1] = string.format(
-    "%s %d %.2f %.2f %d", current[1], status, now - current[2], now - sent_at, hit
+    "%s %d %.2f %.2f %d %.0f", current[1], status, now - current[2], now - sent_at, hit,
+    current[2] - start
   )
   if index >= total then
     finish()
