@@ -119,14 +119,15 @@ def _fresh_nonce(headers: list, body: bytes) -> tuple[list, bytes]:
     wherever the page carries it: a nonce must not repeat between answers (CSP Level 3,
     section 7.1), a kept page included. The nonce is 128 random bits, so replacing its every
     occurrence touches nothing else."""
+    policy = b"content-security-policy"
     for name, value in headers:
-        if name == b"content-security-policy":
+        if name.lower() == policy:  # Django sends header names as written, capitalised
             found = NONCE.search(value)
             if found:
                 old = found.group(1)
                 new = base64.b64encode(os.urandom(16))
                 headers = [
-                    (key, val.replace(old, new) if key == b"content-security-policy" else val)
+                    (key, val.replace(old, new) if key.lower() == policy else val)
                     for key, val in headers
                 ]
                 return headers, body.replace(old, new)

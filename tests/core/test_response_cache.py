@@ -137,6 +137,23 @@ def test_each_hit_carries_a_fresh_csp_nonce_in_its_header_and_its_page():
     assert len({sent for sent, _hit in seen}) == 3
 
 
+def test_the_nonce_is_fresh_whatever_the_case_of_the_header_name():
+    # Django sends its headers as written: "Content-Security-Policy"
+    nonce = b"UVJTVFVWV1hZWmFiY2RlZg=="
+
+    async def page(scope, receive, send):
+        policy = b"script-src 'self' 'nonce-" + nonce + b"'"
+        headers = [(b"Content-Security-Policy", policy)]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'<script nonce="' + nonce + b'">'})
+
+    app = cache(app=page)
+    vic = signed_in("viewer_vic")
+    answers = [get(app, "/api/runs/", vic) for _ in range(3)]
+    policies = [dict(answer["headers"])[b"Content-Security-Policy"] for answer in answers]
+    assert list(map(hit, answers)) == [False, True, True] and len(set(policies)) == 3
+
+
 def test_views_not_named_and_answers_that_must_not_be_kept_are_not():
     vic = signed_in("viewer_vic")
     app = cache()
