@@ -16,9 +16,10 @@ What keeps it correct:
   token or role-dependent button. Only a ``200`` is kept, and not one that sets a cookie (but
   the renewal of the request's own CSRF cookie), says ``Cache-Control: no-store`` or varies on
   a header outside the key. Each hit gets a fresh CSP nonce.
-- **Writes invalidate, everywhere at once.** The *epoch*, a counter in Redis shared by every
-  worker process and replica, is read before Django computes an answer and stored with it; a
-  lookup reads it again and serves the answer only while it is unchanged. It goes up after
+- **Writes invalidate, everywhere at once.** The *epoch*, a random token in Redis shared by
+  every worker process and replica, is read before Django computes an answer and stored with it;
+  a lookup reads it again and serves the answer only while it is unchanged. It is drawn anew
+  (never a value it had: a counter would come back to old values after Redis lost it) after
   every unsafe request through the web tier (POST, PUT, PATCH, DELETE), with every live event
   the console broadcasts (:func:`bump_epoch` from :func:`core.events.broadcast_event`: a step
   recorded, a run's status, a build) and when a transaction that wrote a table of the apps the
@@ -227,15 +228,25 @@ class ResponseCache:
 
     async def _bump(self) -> None:
         try:
-            await self._client().incr(f"{self.prefix}:{EPOCH_KEY}")
+            await self._client().set(f"{self.prefix}:{EPOCH_KEY}", new_epoch())
             self._down = False
         except Exception as exc:  # noqa: BLE001 (the cache is best effort; see the docstring)
             self._failed(exc)
 
+    async def _epoch(self) -> bytes:
+        """The epoch now; where Redis has none (never written, or lost), a fresh one is set
+        first, so an epoch never comes back to a value answers were kept under."""
+        client, name = self._client(), f"{self.prefix}:{EPOCH_KEY}"
+        epoch = await client.get(name)
+        if epoch is None:
+            await client.set(name, new_epoch(), nx=True)
+            epoch = await client.get(name)
+        return epoch
+
     async def _cached(self, scope, receive, send) -> None:
         key = _key(scope)
         try:
-            epoch = int(await self._client().get(f"{self.prefix}:{EPOCH_KEY}") or 0)
+            epoch = await self._epoch()
             self._down = False
         except Exception as exc:  # noqa: BLE001 (best effort: Django answers uncached)
             self._failed(exc)
@@ -272,8 +283,7 @@ class ResponseCache:
             return False
         expires, stored_epoch, status, headers, body = entry
         if stored_epoch != epoch or time.monotonic() >= expires:
-            if stored_epoch < epoch or time.monotonic() >= expires:
-                self._drop(key)
+            self._drop(key)
             return False
         self._entries.move_to_end(key)
         RESULTS.labels("hit").inc()
@@ -310,9 +320,6 @@ class ResponseCache:
             RESULTS.labels("uncacheable").inc()
             return
         RESULTS.labels("miss").inc()
-        current = self._entries.get(key)
-        if current is not None and current[1] > epoch:
-            return  # a newer answer is kept already
         self._drop(key)
         # each answer's life drawn in [3/4, 1] of the TTL: answers kept together do not all
         # expire together (a burst of misses every TTL)
@@ -348,8 +355,13 @@ SYNC_RETRY_S = 5.0
 answer's life to its TTL; a Redis that hangs must not hold every write)."""
 
 
+def new_epoch() -> str:
+    """A fresh epoch: 128 random bits, so never one an answer was kept under."""
+    return os.urandom(16).hex()
+
+
 def bump_epoch() -> None:
-    """Invalidate every kept answer (the epoch goes up by one), from sync code: called with each
+    """Invalidate every kept answer (a fresh epoch), from sync code: called with each
     live event the console broadcasts and after each write to a row the console shows. Best
     effort: a Redis error is logged once per outage, never raised (the answers then expire
     within ``CRUCIBLE_WEB_RESPONSE_CACHE_MS``)."""
@@ -365,7 +377,7 @@ def bump_epoch() -> None:
             _sync_client = redis.Redis.from_url(
                 settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
             )
-        _sync_client.incr(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:{EPOCH_KEY}")
+        _sync_client.set(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:{EPOCH_KEY}", new_epoch())
     except Exception as exc:  # noqa: BLE001 (best effort)
         if not _sync_down_until:  # info: `migrate` before Redis starts lands here
             log.info("could not invalidate the response cache: %s: %s", type(exc).__name__, exc)
@@ -384,7 +396,7 @@ SHOWN_WRITE = re.compile(
 def bump_on_shown_write(execute, sql, params, many, context):
     """A database execute wrapper (Django's ``connection.execute_wrapper`` protocol): a
     statement that writes a shown table (:data:`SHOWN_WRITE`: ``save``, ``update``,
-    ``bulk_create``, ``delete``, raw SQL alike) raises the epoch once its transaction commits,
+    ``bulk_create``, ``delete``, raw SQL alike) renews the epoch once its transaction commits,
     once per transaction. Installed on every connection by :func:`watch_connection`."""
     result = execute(sql, params, many, context)
     # after the statement: outside a transaction on_commit runs at once, and the bump must not

@@ -215,3 +215,17 @@ def test_concurrent_misses_of_one_answer_compute_it_once():
     assert len(calls) == 1
     assert [a["body"] for a in answers] == [b"computed once"] * 5
     assert sorted(map(hit, answers)) == [False, True, True, True, True]
+
+
+def test_an_epoch_redis_lost_never_comes_back_to_an_old_value():
+    import redis  # noqa: PLC0415
+
+    app = cache()
+    vic = signed_in("viewer_vic")
+    get(app, "/api/runs/", vic)
+    assert hit(get(app, "/api/runs/", vic))
+    # Redis restarted without its data (or the key evicted): whatever epoch comes next, the
+    # answers kept under the lost one are not served
+    redis.Redis.from_url(settings.REDIS_URL).delete(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:epoch")
+    assert not hit(get(app, "/api/runs/", vic))
+    assert hit(get(app, "/api/runs/", vic))
