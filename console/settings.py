@@ -169,10 +169,11 @@ WEB_RESPONSE_CACHE_MS = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MS", 30_000, minimu
 WEB_RESPONSE_CACHE_MAX_BYTES = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES", 2**20, minimum=1024)
 WEB_RESPONSE_CACHE_BUDGET_MB = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_BUDGET_MB", 64, minimum=1)
 WEB_RESPONSE_CACHE_PREFIX = env_str("CRUCIBLE_WEB_RESPONSE_CACHE_PREFIX", "crucible-response")
-# Views (namespaced URL names) whose GET answers may be kept: reads with no side effect.
+# Views (namespaced URL names) whose GET answers may be kept: reads with no side effect, of rows
+# whose every write (a step, a status, an import, a label) renews the epoch.
 WEB_RESPONSE_CACHE_VIEWS = frozenset(
     {
-        # runs: changed only by the trainer's steps and status changes, each broadcast
+        # runs, trajectories and their turns
         *("run-list", "run-detail", "run-compare", "run-trajectory-list", "trajectory-list"),
         *("trajectory-detail", "api-runs", "api-run", "api-run-steps", "api-run-metrics"),
         *("api-run-components", "api-trajectories", "api-run-trajectories", "api-trajectory"),
