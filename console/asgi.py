@@ -37,7 +37,15 @@ if settings.WEB_HTTP_HANDLER == "wsgi":
     from a2wsgi import WSGIMiddleware
     from django.core.wsgi import get_wsgi_application
 
-    http_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_CONCURRENCY)
+    wsgi_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_CONCURRENCY)
+
+    async def http_app(scope, receive, send):
+        # a2wsgi reads a request's body with run_coroutine_threadsafe(receive()), which takes a
+        # coroutine only; granian's receive returns another kind of awaitable
+        async def receive_coroutine():
+            return await receive()
+
+        await wsgi_app(scope, receive_coroutine, send)
 else:
     http_app = django_asgi_app
 
