@@ -10,7 +10,7 @@ Redis) it starts the console as ``crucible up`` does (daphne,
    ``--rate`` steps per second. Latency is from the call of ``step_record`` (persist, then
    broadcast) to the step event's receipt by each client, including the per-component
    histograms the consumer adds; p50/p90/p99/max over every (client, step). Target p99 < 250 ms.
-   ``after_persist_ms`` starts when ``step_record`` returns (persisted and broadcast): the
+   ``after_persist_ms`` starts when the step's event is broadcast, after its commit: the
    fan-out alone. On SQLite the recorder's commit checkpoints the write-ahead log every ~1000
    pages (an fsync: hundreds of ms on a slow disk, one step in ~25), so the same run is
    repeated with ``PRAGMA wal_autocheckpoint=0`` on the recorder's connection
@@ -424,7 +424,17 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                     if received[0] == args.clients * args.steps:
                         done.set()
 
+    # The moment each step's event leaves step_record, after its commit: the fan-out counts
+    # from there (a receipt can come before step_record returns).
+    original_broadcast = services.broadcast_run_event
+
+    def timed_broadcast(target_run, event):
+        if target_run == run_id and event.get("kind") == "step":
+            persisted[event["step"]] = time.perf_counter()
+        original_broadcast(target_run, event)
+
     def record_steps():
+        services.broadcast_run_event = timed_broadcast
         try:
             if not autocheckpoint and connection.vendor == "sqlite":
                 with connection.cursor() as cursor:  # this connection's commits never checkpoint
@@ -442,9 +452,9 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
                     rollouts=rollouts,
                     metrics=step_metrics(step, args.steps),
                 )
-                persisted[step] = time.perf_counter()
-                record_ms.append((persisted[step] - recorded[step]) * 1000)
+                record_ms.append((time.perf_counter() - recorded[step]) * 1000)
         finally:
+            services.broadcast_run_event = original_broadcast
             connection.close()
 
     connector = aiohttp.TCPConnector(limit=0)
@@ -486,7 +496,7 @@ async def stream(base: str, run_id: int, version, args, *, autocheckpoint: bool 
         ],
         "first_client_ms": percentiles([min(v) for v in by_step.values()]),
         "last_client_ms": percentiles([max(v) for v in by_step.values()]),
-        # from step_record's return (persisted and broadcast) to receipt: the fan-out alone
+        # from the step event's broadcast (after the commit) to receipt: the fan-out alone
         "after_persist_ms": percentiles(
             [(now - persisted[step]) * 1000 for step, now in receipts if step in persisted]
         ),

@@ -368,11 +368,13 @@ CASES = {
 }
 
 
+# Modules the benchmarks use, not benchmarks: the shared helpers, load.py's websocket watchers.
+HELPERS = ("__init__.py", "common.py", "ws_watchers.py")
 SCRIPTS = sorted(
     path.name
     for pattern in ("*.py", "*.sh")
     for path in (ROOT / "benchmarks").glob(pattern)
-    if path.name not in ("__init__.py", "common.py")
+    if path.name not in HELPERS
 )
 
 
