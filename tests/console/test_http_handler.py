@@ -6,7 +6,6 @@ answers them, never with a 500."""
 from __future__ import annotations
 
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from console.management.stack import web_server_argv
-from tests.ports import free_port
+from tests.ports import free_port, wait_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -34,16 +33,7 @@ def test_granian_hands_request_bodies_to_django():
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode()
-            try:
-                if answer(f"{base}/livez")[0] == 200:
-                    break
-            except OSError:  # not listening yet
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.3)
+        wait_answering(proc, f"{base}/livez")
         # a form POST with a CSRF cookie but without the token: Django reads the body for it,
         # then refuses (403), where an unreadable body was a 500
         form = urllib.request.Request(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from console.management.stack import web_server_argv
 from core.backpressure import Backpressure
-from tests.ports import free_port
+from tests.ports import free_port, wait_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,15 +105,7 @@ def test_an_overloaded_server_answers_503_with_retry_after_quickly():
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/api/runs/"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode()
-            try:
-                urllib.request.urlopen(base, timeout=5).read()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+        wait_answering(proc, base, seconds=30)
 
         def get(_):
             started = time.monotonic()
