@@ -9,6 +9,7 @@ The embedded default serves static files (plotly.js, the console's JS) itself
 through WhiteNoise, so no separate web server is needed.
 """
 
+import logging
 import os
 
 from django.core.asgi import get_asgi_application
@@ -21,11 +22,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from console import warmup  # noqa: E402
 from console.apikeys import WebsocketApiKeyMiddleware  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
-from core import longurl  # noqa: E402
+from core import longurl, readiness  # noqa: E402
 from core.backpressure import Backpressure  # noqa: E402
 from core.response_cache import ResponseCache, view_cacheable  # noqa: E402
+
+log = logging.getLogger("console.asgi")
 
 # A request line past 16 KiB answers 414 instead of a dropped connection (daphne's Twisted).
 longurl.install()
@@ -73,6 +77,7 @@ application = ResponseCache(
     cacheable=view_cacheable,
     max_bytes=settings.WEB_RESPONSE_CACHE_MAX_BYTES,
     budget_bytes=settings.WEB_RESPONSE_CACHE_BUDGET_MB * 2**20,
+    shared_bytes=settings.WEB_RESPONSE_CACHE_SHARED_MB * 2**20,
     csrf_cookie=settings.CSRF_COOKIE_NAME,
 )
 if settings.SECURE_PROXY_SSL_HEADER:
@@ -82,3 +87,11 @@ if settings.SECURE_PROXY_SSL_HEADER:
     from granian.utils.proxies import wrap_asgi_with_proxy_headers
 
     application = wrap_asgi_with_proxy_headers(application, trusted_hosts="*")
+
+if readiness.launched():
+    # A worker of a launched server (manage.py serve, crucible up): warm before serving (the
+    # server imports this module before the worker accepts a connection), then say so to the
+    # readiness probe. Tests that import the application skip both.
+    warmed = warmup.warm()
+    readiness.mark_ready()
+    log.info("web worker %s warm in %.0f ms: %s", os.getpid(), warmed["total_ms"], warmed)

@@ -164,10 +164,12 @@ if WEB_HTTP_HANDLER not in ("wsgi", "asgi"):
 # Micro-caching of read-only GETs in front of Django (core/response_cache.py): a 200 answer of
 # these views is kept in the worker process for the same credentials only, dropped at once by any
 # write (web request, live event, committed database write) through a shared epoch in Redis;
-# CRUCIBLE_WEB_RESPONSE_CACHE_MS bounds its life (0: off), BUDGET_MB its memory per process.
+# CRUCIBLE_WEB_RESPONSE_CACHE_MS bounds its life (0: off), BUDGET_MB its memory per process,
+# SHARED_MB the answers of one epoch shared with the other processes and replicas through Redis.
 WEB_RESPONSE_CACHE_MS = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MS", 30_000, minimum=0)
 WEB_RESPONSE_CACHE_MAX_BYTES = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES", 2**20, minimum=1024)
 WEB_RESPONSE_CACHE_BUDGET_MB = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_BUDGET_MB", 64, minimum=1)
+WEB_RESPONSE_CACHE_SHARED_MB = env_int("CRUCIBLE_WEB_RESPONSE_CACHE_SHARED_MB", 32, minimum=0)
 WEB_RESPONSE_CACHE_PREFIX = env_str("CRUCIBLE_WEB_RESPONSE_CACHE_PREFIX", "crucible-response")
 # Views (namespaced URL names) whose GET answers may be kept: reads with no side effect, of rows
 # whose every write (a step, a status, an import, a label) renews the epoch.

@@ -1,7 +1,9 @@
 """What ``/healthz`` checks: what a console process needs to serve a request.
 
 * ``database``: one ``SELECT 1`` on the default connection (SQLite file or PostgreSQL);
-* ``redis``: a ``PING`` of ``settings.REDIS_URL`` (channel layer, cache, broker, sandbox queue).
+* ``redis``: a ``PING`` of ``settings.REDIS_URL`` (channel layer, cache, broker, sandbox queue);
+* ``workers``, in a web server started by ``manage.py serve`` or ``crucible up``: every worker
+  process of the server has warmed up (:mod:`core.readiness`); absent elsewhere.
 
 Each check answers ``"ok"`` or why it failed, within :data:`TIMEOUT_S` seconds.
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
+
+from core import readiness
 
 TIMEOUT_S = 2.0  # a probe (Kubernetes: 1 s by default, 3 retries) must not hang on a dead peer
 
@@ -39,5 +43,9 @@ def redis_server() -> str:
 
 
 def checks() -> dict[str, str]:
-    """``{"database": "ok" | why, "redis": "ok" | why}``."""
-    return {"database": database(), "redis": redis_server()}
+    """``{"database": "ok" | why, "redis": "ok" | why}``, and ``"workers": "ok" | why`` in a
+    launched web server."""
+    found = {"database": database(), "redis": redis_server()}
+    if readiness.launched():
+        found["workers"] = readiness.workers()
+    return found

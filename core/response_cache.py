@@ -26,8 +26,13 @@ What keeps it correct:
   cached views show commits (:func:`bump_on_shown_write`, a database execute wrapper on every
   connection: ``save``, ``update``, ``bulk_create``, raw SQL alike). A write by anything that is
   not a Crucible process (``psql`` by hand) shows within ``ttl_ms``.
-- **Bounded.** The bodies live in the worker process, least recently used dropped past its
-  budget: the cache never takes Redis's memory from the broker's queues.
+- **Shared, bounded.** A kept answer lives in the worker process that computed it (least
+  recently used dropped past the process's budget) and, up to a budget of its own, in Redis
+  beside its epoch (``<prefix>:answers:<epoch>``), so the pod's other workers and the other
+  replicas serve it too instead of each computing it again: a restarted or just-invalidated tier
+  computes each answer once, not once per process. Renewing the epoch unlinks the old epoch's
+  answers at once, and every write of an answer sets its hash's expiry to the TTL, so Redis holds
+  at most one epoch's budget for long (the broker's queues keep their memory).
 - **Best effort.** Redis unreachable: the request goes to Django uncached (logged once per
   outage), never fails because of the cache.
 
@@ -37,9 +42,10 @@ recording steps) the hit rate falls with the write rate, and a request costs wha
 Settings: ``CRUCIBLE_WEB_RESPONSE_CACHE_MS`` (how long an answer is kept at most, default
 30,000; 0 turns the cache off), ``CRUCIBLE_WEB_RESPONSE_CACHE_MAX_BYTES`` (the largest answer
 kept, default 1 MiB), ``CRUCIBLE_WEB_RESPONSE_CACHE_BUDGET_MB`` (per worker process, default
-64). Answers served from it carry ``X-Crucible-Cache: hit``, and the process's
-``crucible_web_response_cache_total{result}`` counter (``/metrics``) counts hits, misses and
-answers not kept.
+64), ``CRUCIBLE_WEB_RESPONSE_CACHE_SHARED_MB`` (the answers of one epoch in Redis, default 32;
+0: none shared). Answers served from it carry ``X-Crucible-Cache: hit``, and the process's
+``crucible_web_response_cache_total{result}`` counter (``/metrics``) counts hits (``hit``: from
+the process, ``shared``: from Redis), misses and answers not kept.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ import base64
 import collections
 import functools
 import hashlib
+import json
 import logging
 import os
 import random
@@ -64,6 +71,23 @@ KEY_HEADERS = (b"cookie", b"authorization", b"accept", b"accept-language", b"x-r
 """Request headers an answer may depend on: all part of the key."""
 VARY_ALLOWED = frozenset(name.decode() for name in KEY_HEADERS)
 EPOCH_KEY = "epoch"
+ANSWERS_KEY = "answers"
+"""``<prefix>:answers:<epoch>``: the hash of the answers shared under an epoch (field: the key)."""
+BYTES_KEY = "answer-bytes"
+"""``<prefix>:answer-bytes:<epoch>``: the bytes that hash holds (its budget's count)."""
+SHARE_SCRIPT = """
+local old = redis.call('HSTRLEN', KEYS[1], ARGV[1])
+local used = tonumber(redis.call('GET', KEYS[2]) or '0')
+local size = string.len(ARGV[2])
+if used - old + size > tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('INCRBY', KEYS[2], size - old)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+"""Share one answer (KEYS: the epoch's hash and byte count; ARGV: field, packed answer, budget
+in bytes, TTL in ms) unless the epoch's budget is spent; an answer replaced is counted out."""
 HIT_HEADER = (b"x-crucible-cache", b"hit")
 FLIGHT_WAIT_S = 10.0
 """How long a request waits for the same key's answer in flight before computing its own."""
@@ -72,8 +96,9 @@ NONCE = re.compile(rb"'nonce-([A-Za-z0-9+/=_-]{16,})'")
 
 RESULTS = Counter(
     "crucible_web_response_cache",
-    "Cacheable console GETs by result: hit (served from the cache), miss (computed and kept), "
-    "uncacheable (computed, not kept: status, Set-Cookie, no-store, Vary, size)",
+    "Cacheable console GETs by result: hit (served from the process's cache), shared (served "
+    "from an answer another process kept in Redis), miss (computed and kept), uncacheable "
+    "(computed, not kept: status, Set-Cookie, no-store, Vary, size)",
     ["result"],
 )
 
@@ -135,6 +160,31 @@ def _fresh_nonce(headers: list, body: bytes) -> tuple[list, bytes]:
     return headers, body
 
 
+def _pack(expires_at: float, status: int, headers: list, body: bytes) -> bytes:
+    """An answer as Redis keeps it: a JSON line (wall-clock expiry in seconds since the epoch,
+    status, headers as latin-1 text), then the body. Data only: reading it back runs no code,
+    whatever Redis holds."""
+    head = {
+        "expires_at": expires_at,
+        "status": status,
+        "headers": [[name.decode("latin-1"), value.decode("latin-1")] for name, value in headers],
+    }
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n" + body
+
+
+def _unpack(packed: bytes) -> tuple[float, int, list, bytes] | None:
+    """:func:`_pack`'s answer back, or None for anything else."""
+    head, newline, body = packed.partition(b"\n")
+    try:
+        fields = json.loads(head)
+        headers = [
+            (name.encode("latin-1"), value.encode("latin-1")) for name, value in fields["headers"]
+        ]
+        return float(fields["expires_at"]), int(fields["status"]), headers, body
+    except (ValueError, KeyError, TypeError, UnicodeError):
+        return None
+
+
 class ResponseCache:
     """ASGI middleware: per-credential micro-caching of opted-in GETs (module docstring).
 
@@ -148,8 +198,10 @@ class ResponseCache:
             ``settings.WEB_RESPONSE_CACHE_VIEWS``).
         max_bytes: the largest body kept, in bytes.
         budget_bytes: the bodies this process keeps at most, in bytes (least recently used
-            dropped first). The answers live in the process, not in Redis, so the cache can
-            never crowd the broker's queues out of Redis's memory.
+            dropped first).
+        shared_bytes: the answers of one epoch shared through Redis at most, in bytes (0: none
+            shared); past it answers stay in their process only, so the cache cannot crowd the
+            broker's queues out of Redis's memory.
         csrf_cookie: the CSRF cookie's name: an answer that only renews the request's own
             CSRF cookie may be kept (its value is part of the key).
     """
@@ -164,10 +216,13 @@ class ResponseCache:
         cacheable,
         max_bytes: int,
         budget_bytes: int = 64 * 2**20,
+        shared_bytes: int = 0,
         csrf_cookie: str = "csrftoken",
     ):
         self.app = app
         self.budget_bytes = int(budget_bytes)
+        self.shared_bytes = int(shared_bytes)
+        self._sharing: set[asyncio.Task] = set()  # answers on their way to Redis
         # key -> (expires at, monotonic s; epoch; status; headers; body), oldest use first
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._held = 0  # bytes of the bodies kept
@@ -193,6 +248,12 @@ class ResponseCache:
             )
             self._redis = (loop, client)
         return self._redis[1]
+
+    async def settled(self) -> None:
+        """Wait until the answers on their way to Redis are there (tests; a server never
+        needs to)."""
+        while self._sharing:
+            await asyncio.gather(*self._sharing, return_exceptions=True)
 
     def _failed(self, exc: Exception) -> None:
         if not self._down:
@@ -228,7 +289,10 @@ class ResponseCache:
 
     async def _bump(self) -> None:
         try:
-            await self._client().set(f"{self.prefix}:{EPOCH_KEY}", new_epoch())
+            client = self._client()
+            old = await client.set(f"{self.prefix}:{EPOCH_KEY}", new_epoch(), get=True)
+            if old is not None:
+                await client.unlink(*_shared_names(self.prefix, old))
             self._down = False
         except Exception as exc:  # noqa: BLE001 (the cache is best effort; see the docstring)
             self._failed(exc)
@@ -269,7 +333,8 @@ class ResponseCache:
         flight = asyncio.get_running_loop().create_future()
         self._flights[key] = flight
         try:
-            await self._computed(key, epoch, scope, receive, send)
+            if not await self._shared(key, epoch, send):
+                await self._computed(key, epoch, scope, receive, send)
         finally:
             if self._flights.get(key) is flight:
                 del self._flights[key]
@@ -291,6 +356,41 @@ class ResponseCache:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
         return True
+
+    async def _shared(self, key, epoch, send) -> bool:
+        """Answer from the copy another process shared in Redis, when there is a live one of
+        ``epoch`` (kept in this process too, for its remaining life)."""
+        if self.shared_bytes <= 0:
+            return False
+        answers, _count = _shared_names(self.prefix, epoch)
+        try:
+            packed = await self._client().hget(answers, key)
+        except Exception as exc:  # noqa: BLE001 (best effort: computed instead)
+            self._failed(exc)
+            return False
+        answer = _unpack(packed) if packed is not None else None
+        if answer is None:
+            return False
+        expires_at, status, headers, body = answer
+        life = expires_at - time.time()
+        if life <= 0:
+            return False
+        self._store(key, epoch, time.monotonic() + life, status, headers, body)
+        RESULTS.labels("shared").inc()
+        headers, body = _fresh_nonce(headers, body)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return True
+
+    async def _share(self, key, epoch, life_s, status, headers, body) -> None:
+        answers, count = _shared_names(self.prefix, epoch)
+        packed = _pack(time.time() + life_s, status, headers, body)
+        try:
+            await self._client().eval(
+                SHARE_SCRIPT, 2, answers, count, key, packed, self.shared_bytes, self.ttl_ms
+            )
+        except Exception as exc:  # noqa: BLE001 (best effort: kept in this process only)
+            self._failed(exc)
 
     async def _computed(self, key, epoch, scope, receive, send) -> None:
         start: dict = {}
@@ -320,11 +420,22 @@ class ResponseCache:
             RESULTS.labels("uncacheable").inc()
             return
         RESULTS.labels("miss").inc()
-        self._drop(key)
         # each answer's life drawn in [3/4, 1] of the TTL: answers kept together do not all
         # expire together (a burst of misses every TTL)
-        expires = time.monotonic() + self.ttl_ms / 1000 * (0.75 + 0.25 * random.random())
-        self._entries[key] = (expires, epoch, start["status"], [*headers, HIT_HEADER], body)
+        life_s = self.ttl_ms / 1000 * (0.75 + 0.25 * random.random())
+        headers = [*headers, HIT_HEADER]
+        self._store(key, epoch, time.monotonic() + life_s, start["status"], headers, body)
+        if self.shared_bytes > 0:
+            task = asyncio.get_running_loop().create_task(
+                self._share(key, epoch, life_s, start["status"], headers, body)
+            )
+            self._sharing.add(task)  # held until done: the loop keeps weak references only
+            task.add_done_callback(self._sharing.discard)
+
+    def _store(self, key, epoch, expires, status, headers, body) -> None:
+        """Keep an answer in this process until ``expires`` (monotonic seconds)."""
+        self._drop(key)
+        self._entries[key] = (expires, epoch, status, headers, body)
         self._held += len(body)
         while self._held > self.budget_bytes and self._entries:
             self._drop(next(iter(self._entries)))  # the least recently used
@@ -355,6 +466,13 @@ SYNC_RETRY_S = 5.0
 answer's life to its TTL; a Redis that hangs must not hold every write)."""
 
 
+def _shared_names(prefix: str, epoch: bytes | str) -> tuple[str, str]:
+    """The Redis keys of an epoch's shared answers: the hash and its byte count."""
+    if isinstance(epoch, bytes):
+        epoch = epoch.decode("ascii", "replace")
+    return f"{prefix}:{ANSWERS_KEY}:{epoch}", f"{prefix}:{BYTES_KEY}:{epoch}"
+
+
 def new_epoch() -> str:
     """A fresh epoch: 128 random bits, so never one an answer was kept under."""
     return os.urandom(16).hex()
@@ -377,7 +495,10 @@ def bump_epoch() -> None:
             _sync_client = redis.Redis.from_url(
                 settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
             )
-        _sync_client.set(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:{EPOCH_KEY}", new_epoch())
+        prefix = settings.WEB_RESPONSE_CACHE_PREFIX
+        old = _sync_client.set(f"{prefix}:{EPOCH_KEY}", new_epoch(), get=True)
+        if old is not None:  # the old epoch's shared answers can never be served again
+            _sync_client.unlink(*_shared_names(prefix, old))
     except Exception as exc:  # noqa: BLE001 (best effort)
         if not _sync_down_until:  # info: `migrate` before Redis starts lands here
             log.info("could not invalidate the response cache: %s: %s", type(exc).__name__, exc)

@@ -46,6 +46,7 @@ import redis
 from django.conf import settings
 
 from console.celery import app
+from core import readiness
 from core.queues import ALL
 from sandboxes.queue import live_workers
 from sandboxes.runtimes import builds_own_root
@@ -527,8 +528,12 @@ class Stack:
         self.redis()
         if not http_up(port):
             self.check_web_port(port)
+            count = 1 if server == "daphne" else web_workers(workers)
             proc, logfile = self._spawn(
-                "web", web_server_argv("127.0.0.1", port, server=server, workers=workers)
+                "web",
+                web_server_argv("127.0.0.1", port, server=server, workers=workers),
+                # each worker warms before it serves; /healthz answers 200 once all have
+                readiness.server_environment(count, Path(settings.VAR_DIR) / "run"),
             )
             _wait(
                 lambda: http_up(port),

@@ -229,3 +229,102 @@ def test_an_epoch_redis_lost_never_comes_back_to_an_old_value():
     redis.Redis.from_url(settings.REDIS_URL).delete(f"{settings.WEB_RESPONSE_CACHE_PREFIX}:epoch")
     assert not hit(get(app, "/api/runs/", vic))
     assert hit(get(app, "/api/runs/", vic))
+
+
+def shared_cache(app, shared_bytes: int = 2**20) -> ResponseCache:
+    """A cache as another worker process holds it: its own kept answers, the same Redis."""
+    return ResponseCache(
+        app,
+        redis_url=settings.REDIS_URL,
+        prefix=settings.WEB_RESPONSE_CACHE_PREFIX,
+        ttl_ms=60_000,
+        cacheable=view_cacheable,
+        max_bytes=settings.WEB_RESPONSE_CACHE_MAX_BYTES,
+        shared_bytes=shared_bytes,
+        csrf_cookie=settings.CSRF_COOKIE_NAME,
+    )
+
+
+def counting_django(calls: list):
+    django_app = get_asgi_application()
+
+    async def app(scope, receive, send):
+        calls.append(scope["path"])
+        await django_app(scope, receive, send)
+
+    return app
+
+
+def get_settled(app: ResponseCache, path: str, cookie: bytes) -> dict:
+    """A GET, then the wait for what it shares to reach Redis (a server's loop runs on; a
+    test's ends with the request)."""
+
+    async def go():
+        headers = [(b"host", b"127.0.0.1"), (b"cookie", cookie)]
+        answer = await HttpCommunicator(app, "GET", path, headers=headers).get_response(60)
+        await app.settled()
+        return answer
+
+    return asyncio.run(go())
+
+
+def shared_keys(epoch: bytes | None = None) -> list[bytes]:
+    import redis  # noqa: PLC0415
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    prefix = settings.WEB_RESPONSE_CACHE_PREFIX
+    epoch = epoch or client.get(f"{prefix}:epoch")
+    return [key for key in client.keys(f"{prefix}:answer*:{epoch.decode()}")]
+
+
+def test_an_answer_one_process_kept_is_served_by_the_others_until_a_write():
+    calls: list = []
+    first, second = shared_cache(counting_django(calls)), shared_cache(counting_django(calls))
+    new_run("shared-run")
+    vic, ann = signed_in("viewer_vic"), signed_in("viewer_ann")
+    computed = get_settled(first, "/api/runs/", vic)
+    assert not hit(computed) and calls == ["/api/runs/"]
+    # the other process answers it without Django, and then from its own memory
+    for _ in range(2):
+        answer = get_settled(second, "/api/runs/", vic)
+        assert hit(answer) and answer["body"] == computed["body"]
+    assert calls == ["/api/runs/"]
+    # still per credentials: another viewer's request is computed
+    assert not hit(get_settled(second, "/api/runs/", ann)) and len(calls) == 2
+    # a committed write renews the epoch and unlinks the old epoch's shared answers
+    import redis  # noqa: PLC0415
+
+    epoch = redis.Redis.from_url(settings.REDIS_URL).get(
+        f"{settings.WEB_RESPONSE_CACHE_PREFIX}:epoch"
+    )
+    assert len(shared_keys(epoch)) == 2  # the hash and its byte count
+    new_run("after-the-write")
+    assert shared_keys(epoch) == []
+    answer = get_settled(second, "/api/runs/", vic)
+    assert not hit(answer) and b"after-the-write" in answer["body"] and len(calls) == 3
+
+
+def test_past_its_budget_an_epoch_shares_no_more_and_garbage_in_redis_is_computed_over():
+    import redis  # noqa: PLC0415
+
+    calls: list = []
+    small = 2000  # bytes: one small API answer, not the run page too
+    first, second = (shared_cache(counting_django(calls), small) for _ in range(2))
+    run = new_run("budget-run")
+    vic = signed_in("viewer_vic")
+    get_settled(first, "/api/runs/", vic)
+    get_settled(first, f"/runs/{run.pk}/", vic)  # a page of several KB: over the budget
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    prefix = settings.WEB_RESPONSE_CACHE_PREFIX
+    epoch = client.get(f"{prefix}:epoch").decode()
+    held = int(client.get(f"{prefix}:answer-bytes:{epoch}"))
+    assert 0 < held <= small
+    assert hit(get_settled(second, "/api/runs/", vic))
+    assert not hit(get_settled(second, f"/runs/{run.pk}/", vic))
+    # whatever else Redis holds under the key is not an answer: computed, never a 500
+    for field in client.hkeys(f"{prefix}:answers:{epoch}"):
+        client.hset(f"{prefix}:answers:{epoch}", field, b"not json\nbody")
+    third = shared_cache(counting_django(calls), small)
+    before = len(calls)
+    answer = get_settled(third, "/api/runs/", vic)
+    assert answer["status"] == 200 and not hit(answer) and len(calls) == before + 1

@@ -12,6 +12,7 @@ import os
 from django.core.management.base import BaseCommand
 
 from console.management.stack import web_server_argv, web_workers
+from core import readiness
 from core.bounds import bounded
 
 
@@ -31,7 +32,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, host, port, workers, **options):
-        argv = web_server_argv(host, port, workers=web_workers(workers))
-        self.stderr.write(f"serving on http://{host}:{port} with {web_workers(workers)} workers")
+        count = web_workers(workers)
+        argv = web_server_argv(host, port, workers=count)
+        # each worker warms before it serves; /healthz (the readiness probe) answers 200 once
+        # all of them have
+        os.environ.update(readiness.server_environment(count))
+        self.stderr.write(f"serving on http://{host}:{port} with {count} workers")
         self.stderr.flush()
         os.execv(argv[0], argv)
