@@ -346,7 +346,9 @@ def request_load(
     stop: threading.Event | None = None,
     server_pgid: int | None = None,
 ) -> dict:
-    """Open-loop GET requests at ``rate`` per second for ``seconds`` (or until ``stop`` is set),
+    """Open-loop GET requests at ``rate`` per second for ``seconds`` (or until ``stop`` is set:
+    then nothing more is sent and the requests in flight are waited for, at most
+    :data:`REQUEST_TIMEOUT_S`),
     sent by wrk in a process of its own (``load_wrk.lua``: request *i* is due at ``i / rate``
     whatever the answers before it did; its latency counts from that moment). Per family:
     requests, errors (a status >= 400, or no answer within :data:`REQUEST_TIMEOUT_S`), p50 and
@@ -365,6 +367,7 @@ def request_load(
         cookie_file = Path(tmp) / "cookies"
         cookie_file.write_text("".join(f"{cookie}\n" for cookie in cookies))
         out_file = Path(tmp) / "out"
+        stop_file = Path(tmp) / "stop"
         start_ms = (time.monotonic() + 1.0) * 1000  # wrk's threads connect before the first
         duration = seconds + 1.0 + REQUEST_TIMEOUT_S
         argv = [
@@ -372,17 +375,21 @@ def request_load(
             *("--timeout", f"{REQUEST_TIMEOUT_S:.0f}s", "-s", str(WRK_SCRIPT)),
             f"{host.scheme}://{host.netloc}",
             *("--", str(rate), str(seconds), f"{start_ms:.3f}", str(conns)),
-            *(str(listing), str(cookie_file), str(out_file)),
+            *(str(listing), str(cookie_file), str(out_file), str(stop_file) if stop else "-"),
         ]
         server_before = _group_cpu_s(server_pgid) if server_pgid else None
         started = time.monotonic()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # wrk has no "stop when done": it runs its duration unless interrupted (SIGINT: it then
         # stops its threads and writes what it has). Interrupt it once every request is due and
-        # has had its timeout, or at once when ``stop`` is set.
+        # has had its timeout, or once every connection has finished: its share sent and
+        # answered, or, after ``stop``, its request in flight answered (the stop file).
         deadline = started + 1.0 + seconds + REQUEST_TIMEOUT_S
         while proc.poll() is None:
-            if (stop is not None and stop.is_set()) or time.monotonic() > deadline:
+            if stop is not None and stop.is_set() and not stop_file.exists():
+                stop_file.touch()
+                deadline = min(deadline, time.monotonic() + REQUEST_TIMEOUT_S)
+            if time.monotonic() > deadline:
                 proc.send_signal(signal.SIGINT)
                 break
             marks = Path(f"{out_file}.done")

@@ -11,7 +11,9 @@
 --
 -- Arguments (after --): rate (per second), seconds, start (CLOCK_MONOTONIC, milliseconds),
 -- connections, paths file (one "family path" per line), cookies file (one Cookie header per
--- line, a signed-in viewer each: connection c is viewer c mod the count), output file.
+-- line, a signed-in viewer each: connection c is viewer c mod the count), output file, stop file
+-- ("-": none; once it exists, each connection sends nothing more and finishes as soon as its
+-- request in flight is answered, so a load stopped early counts no answer it cut off).
 -- Output: one line per answered request, "family status due_to_answer_ms send_to_answer_ms hit
 -- due_ms" (hit: 1 when the console's micro-cache answered, X-Crucible-Cache; due_ms: when it was
 -- due, from the start),
@@ -44,6 +46,7 @@ function init(args)
   start = tonumber(args[3])
   nconn = tonumber(args[4])
   out_path = args[7]
+  stop_path = args[8]
   families, paths = {}, {}
   for line in io.lines(args[5]) do
     local family, path = line:match("^(%S+)%s+(%S+)$")
@@ -79,6 +82,18 @@ local function finish()
   wrk.thread:stop()
 end
 
+local function stopped()
+  if stop_path == "-" then
+    return false
+  end
+  local mark = io.open(stop_path, "r")
+  if mark then
+    mark:close()
+    return true
+  end
+  return false
+end
+
 local scheduled = false -- delay() ran for the coming request
 
 function delay()
@@ -97,8 +112,8 @@ function request()
     return wrk.format("GET", paths[1], headers)
   end
   scheduled = false
-  if index >= total then -- this connection's share is sent: the request below never leaves
-    finish()
+  if index >= total or stopped() then -- this connection's share is sent: the request below
+    finish() -- never leaves
     return wrk.format("GET", paths[1], headers)
   end
   local slot = index % #paths + 1
@@ -117,7 +132,7 @@ function response(status, headers, _body)
     "%s %d %.2f %.2f %d %.0f", current[1], status, now - current[2], now - sent_at, hit,
     current[2] - start
   )
-  if index >= total then
+  if index >= total or stopped() then
     finish()
   end
 end
