@@ -33,7 +33,8 @@ one viewer would flatter it) and measures:
    pytest-like output, is written with ``training.services.step_record`` (the trainer's own call:
    one transaction, then the broadcast): turns per second (target >= 10,000 on PostgreSQL,
    >= 5,000 on SQLite). Meanwhile ``--clients`` (1,000) websocket clients, in a process of their
-   own (``benchmarks/ws_watchers.py``), watch a second live run that records a small step (64
+   own (``benchmarks/ws_watchers.py``), watch a second live run whose trainer, a process of its
+   own too (``benchmarks/live_steps.py``, as a team's trainers are), records a small step (64
    trajectories) every 0.5 s, and the console gets ``--ingest-rate`` (20) page and API requests
    per second (wrk): the fan-out's latency, from the step event's broadcast (right after the
    live step's commit) to each client's receipt (``broadcast_to_receipt_ms``, p99 target < 250
@@ -480,33 +481,9 @@ async def ingestion(base: str, data: dict, args) -> dict:
     rollouts = realistic_turns(rollouts_for(version, 1, args.trajectories), args.turns)
     turns = sum(len(rollout.turns) for rollout in rollouts)
     tool_bytes = sum(len(t.tools[0].output) for rollout in rollouts for t in rollout.turns)
-    called: dict[int, float] = {}
-    broadcast: dict[int, float] = {}
-    stop = threading.Event()
     ingest: dict = {}
     ws_url = base.replace("http://", "ws://") + f"/ws/runs/{live.pk}/"
-
-    # The moment the live step's event leaves (step_record broadcasts it after its commit):
-    # the fan-out's own latency counts from there.
-    original_broadcast = services.broadcast_run_event
-
-    def timed_broadcast(run_id, event):
-        if run_id == live.pk and event.get("kind") == "step":
-            broadcast[event["step"]] = time.monotonic()
-        original_broadcast(run_id, event)
-
-    def live_steps():
-        """The watched run: a small step every LIVE_PERIOD_S until the big one is written."""
-        try:
-            step = 0
-            while not stop.is_set():
-                step += 1
-                small = rollouts_for(version, step, LIVE_TRAJECTORIES)
-                called[step] = time.monotonic()
-                services.step_record(run_id=live.pk, step=step, rollouts=small, metrics={})
-                stop.wait(LIVE_PERIOD_S)
-        finally:
-            connection.close()
+    root = Path(__file__).resolve().parents[1]
 
     def big_step():
         try:
@@ -517,46 +494,56 @@ async def ingestion(base: str, data: dict, args) -> dict:
             connection.close()
 
     with tempfile.TemporaryDirectory(prefix="crucible-watchers-") as tmp:
-        out_file = Path(tmp) / "receipts.json"
+        out_file, stop_file, steps_file = (Path(tmp) / n for n in ("receipts", "stop", "steps"))
         # the watchers in a process of their own (benchmarks/ws_watchers.py)
         watchers = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.ws_watchers", ws_url, base]
             + [str(args.clients), str(out_file)],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=root,
             stdout=subprocess.PIPE,
             text=True,
         )
         connect_started = time.perf_counter()
         settled = json.loads(await asyncio.to_thread(watchers.stdout.readline) or "{}")
         connect_s = time.perf_counter() - connect_started
-        services.broadcast_run_event = timed_broadcast
-        try:
-            live_thread = threading.Thread(target=live_steps, name="live-steps")
-            live_thread.start()
-            writer = asyncio.create_task(asyncio.to_thread(big_step))
-            written = threading.Event()
-            console = asyncio.create_task(
-                asyncio.to_thread(
-                    request_load,
-                    base,
-                    data["cookies"],
-                    families(data["history"].pk),
-                    rate=args.ingest_rate,
-                    seconds=3600,
-                    stop=written,
-                )
+        # the watched run's trainer in a process of its own too (benchmarks/live_steps.py): a
+        # small step every LIVE_PERIOD_S until the big one is written
+        trainer = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.live_steps", str(live.pk), str(version.pk)]
+            + [str(LIVE_TRAJECTORIES), str(LIVE_PERIOD_S), str(stop_file), str(steps_file)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if (await asyncio.to_thread(trainer.stdout.readline)).strip() != "ready":
+            raise RuntimeError(f"benchmarks/live_steps.py did not start (exit {trainer.wait()})")
+        writer = asyncio.create_task(asyncio.to_thread(big_step))
+        written = threading.Event()
+        console = asyncio.create_task(
+            asyncio.to_thread(
+                request_load,
+                base,
+                data["cookies"],
+                families(data["history"].pk),
+                rate=args.ingest_rate,
+                seconds=3600,
+                stop=written,
             )
+        )
+        try:
             await writer
-            written.set()
-            stop.set()
-            during = await console
-            await asyncio.to_thread(live_thread.join)
         finally:
-            services.broadcast_run_event = original_broadcast
+            written.set()
+            stop_file.touch()
+        during = await console
+        await asyncio.to_thread(trainer.wait, 60)
         await asyncio.sleep(1.0)  # the last live step's receipts
         watchers.send_signal(signal.SIGINT)
         await asyncio.to_thread(watchers.wait, 30)
         receipts = json.loads(out_file.read_text())["receipts"] if out_file.exists() else []
+        steps = json.loads(steps_file.read_text())
+    called = {int(step): at for step, at in steps["called"].items()}
+    broadcast = {int(step): at for step, at in steps["broadcast"].items()}
     from_call = [(now - called[step]) * 1000 for step, now in receipts if step in called]
     from_broadcast = [(now - broadcast[step]) * 1000 for step, now in receipts if step in broadcast]
     fanout = percentiles(from_broadcast)
@@ -573,6 +560,7 @@ async def ingestion(base: str, data: dict, args) -> dict:
             "clients_connected": settled.get("connected", 0),
             "clients_failed": settled.get("failed", []),
             "watchers": "a process of their own (benchmarks/ws_watchers.py)",
+            "live_trainer": "a process of its own (benchmarks/live_steps.py)",
             "connect_all_s": round(connect_s, 2),
             "live_steps": len(called),
             "events_expected": args.clients * len(called),

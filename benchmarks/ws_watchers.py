@@ -68,5 +68,8 @@ async def watch(ws_url: str, origin: str, clients: int, out_file: str) -> None:
 
 
 if __name__ == "__main__":
+    import uvloop  # the server's loop too: the watchers must cost little CPU
+
     url, origin_arg, count, out = sys.argv[1:5]
+    uvloop.install()
     asyncio.run(watch(url, origin_arg, int(count), out))
