@@ -369,7 +369,7 @@ CASES = {
 
 
 # Modules the benchmarks use, not benchmarks: the shared helpers, load.py's websocket watchers.
-HELPERS = ("__init__.py", "common.py", "ws_watchers.py")
+HELPERS = ("__init__.py", "common.py", "live_steps.py", "ws_watchers.py")
 SCRIPTS = sorted(
     path.name
     for pattern in ("*.py", "*.sh")
