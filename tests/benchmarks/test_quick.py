@@ -368,7 +368,8 @@ CASES = {
 }
 
 
-# Modules the benchmarks use, not benchmarks: the shared helpers, load.py's websocket watchers.
+# Modules the benchmarks use, not benchmarks: the shared helpers, load.py's websocket watchers
+# and its watched run's trainer.
 HELPERS = ("__init__.py", "common.py", "live_steps.py", "ws_watchers.py")
 SCRIPTS = sorted(
     path.name
