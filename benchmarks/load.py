@@ -611,7 +611,7 @@ def run(args, var: Path) -> dict:
     out["server"] = {
         "name": args.server,
         "version": importlib.metadata.version(args.server),
-        "workers": 1 if args.server == "daphne" else web_workers(args.workers or None),
+        "workers": web_workers(args.workers or None, server=args.server),
         "concurrency_per_worker": settings.WEB_CONCURRENCY,
         "max_queue_per_worker": settings.WEB_MAX_QUEUE,
         "queue_timeout_ms": settings.WEB_QUEUE_TIMEOUT_MS,

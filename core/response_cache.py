@@ -160,6 +160,13 @@ def _fresh_nonce(headers: list, body: bytes) -> tuple[list, bytes]:
     return headers, body
 
 
+async def _send_kept(send, status: int, headers: list, body: bytes) -> None:
+    """Send a kept answer (from this process or shared) with a fresh CSP nonce."""
+    headers, body = _fresh_nonce(headers, body)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def _pack(expires_at: float, status: int, headers: list, body: bytes) -> bytes:
     """An answer as Redis keeps it: a JSON line (wall-clock expiry in seconds since the epoch,
     status, headers as latin-1 text), then the body. Data only: reading it back runs no code,
@@ -174,7 +181,7 @@ def _pack(expires_at: float, status: int, headers: list, body: bytes) -> bytes:
 
 def _unpack(packed: bytes) -> tuple[float, int, list, bytes] | None:
     """:func:`_pack`'s answer back, or None for anything else."""
-    head, newline, body = packed.partition(b"\n")
+    head, _newline, body = packed.partition(b"\n")
     try:
         fields = json.loads(head)
         headers = [
@@ -352,9 +359,7 @@ class ResponseCache:
             return False
         self._entries.move_to_end(key)
         RESULTS.labels("hit").inc()
-        headers, body = _fresh_nonce(headers, body)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _send_kept(send, status, headers, body)
         return True
 
     async def _shared(self, key, epoch, send) -> bool:
@@ -377,9 +382,7 @@ class ResponseCache:
             return False
         self._store(key, epoch, time.monotonic() + life, status, headers, body)
         RESULTS.labels("shared").inc()
-        headers, body = _fresh_nonce(headers, body)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _send_kept(send, status, headers, body)
         return True
 
     async def _share(self, key, epoch, life_s, status, headers, body) -> None:

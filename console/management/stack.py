@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -179,8 +180,11 @@ WEB_SERVERS = ("granian", "uvicorn", "gunicorn", "daphne")
 the console's mixed load best here: README, load section); the others are for comparisons."""
 
 
-def web_workers(workers: int | None = None) -> int:
-    """Web worker processes: ``workers``, else ``settings.WEB_WORKERS``, else one per CPU."""
+def web_workers(workers: int | None = None, *, server: str = "granian") -> int:
+    """Web worker processes: ``workers``, else ``settings.WEB_WORKERS``, else one per CPU;
+    always one for daphne (a single process)."""
+    if server == "daphne":
+        return 1
     return max(1, workers or settings.WEB_WORKERS or os.cpu_count() or 1)
 
 
@@ -528,12 +532,13 @@ class Stack:
         self.redis()
         if not http_up(port):
             self.check_web_port(port)
-            count = 1 if server == "daphne" else web_workers(workers)
             proc, logfile = self._spawn(
                 "web",
                 web_server_argv("127.0.0.1", port, server=server, workers=workers),
                 # each worker warms before it serves; /healthz answers 200 once all have
-                readiness.server_environment(count, Path(settings.VAR_DIR) / "run"),
+                readiness.server_environment(
+                    web_workers(workers, server=server), Path(settings.VAR_DIR) / "run"
+                ),
             )
             _wait(
                 lambda: http_up(port),
@@ -555,3 +560,7 @@ class Stack:
             while self.started:
                 name, proc = self.started.pop()
                 _stop_group(name, proc)
+                # a web server's ready directory (kept across its restarts) goes with it
+                env = self._services[name].env if name in self._services else None
+                if env and env.get(readiness.READY_DIR_ENV):
+                    shutil.rmtree(env[readiness.READY_DIR_ENV], ignore_errors=True)

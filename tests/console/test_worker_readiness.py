@@ -97,3 +97,22 @@ def test_healthz_waits_for_every_worker_to_warm_and_for_a_dead_ones_replacement(
     compiled = [int(re.search(r"'templates': (\d+)", line).group(1)) for line in warmed]
     assert min(compiled) >= 10, warmed  # the console's pages, at least
     assert "Traceback" not in output, output[-3000:]
+
+
+def test_the_launcher_waits_for_every_worker_and_removes_the_ready_directory(monkeypatch):
+    from django.conf import settings  # noqa: PLC0415
+
+    from console.management.stack import Stack  # noqa: PLC0415
+    from tests.database import child_database_url  # noqa: PLC0415
+
+    monkeypatch.setenv("DATABASE_URL", child_database_url())
+    monkeypatch.delenv("DATABASE_URL_FILE", raising=False)
+    run_dir = Path(settings.VAR_DIR) / "run"
+    before = set(run_dir.glob("crucible-web-ready-*"))
+    with Stack() as stack:
+        base = stack.web(free_port(), workers=2)
+        # web() returned: both workers are warm, each has its marker
+        (ready_dir,) = set(run_dir.glob("crucible-web-ready-*")) - before
+        assert len(list(ready_dir.iterdir())) == 2
+        assert health(base)[1]["checks"]["workers"] == "ok"
+    assert not ready_dir.exists()
