@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import traceback
+from types import FunctionType
 
 try:  # on the host (tests); in the sandbox grading_trust's source comes first
     from sandboxes.harness.grading_trust import (
@@ -41,9 +42,12 @@ except ImportError:
 class Guard:
     """The audit hook of the first line (see the module): refusals, and what it saw."""
 
-    def __init__(self, trust, hidden, hashes, *, guards=True):
+    def __init__(self, trust, hidden, hashes, *, guards=True, function_writes=None):
         self.trust = trust
         self.guards = guards
+        # Every write of a function's code or defaults, whoever writes it: the machinery
+        # check's cue (``Machinery.function_writes``).
+        self.function_writes = function_writes
         self.hidden = frozenset(_join(WORKSPACE, p) for p in hidden)
         self.hidden_names = frozenset(p.rsplit("/", 1)[-1] for p in hidden)
         self.telling = frozenset(
@@ -255,6 +259,8 @@ class Guard:
 
     def _setattr(self, args):
         obj, name = args[0], args[1]
+        if self.function_writes is not None and _isinstance(obj, FunctionType):
+            self.function_writes.append(name)
         if name == "__code__":
             self._untrusted_caller("replacing a function's code")
         elif name in ("__defaults__", "__kwdefaults__"):

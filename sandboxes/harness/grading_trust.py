@@ -19,6 +19,9 @@ import tempfile
 import threading
 import time
 import types
+from itertools import chain
+from operator import attrgetter, methodcaller
+from operator import is_ as _is
 
 # Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
 _write, _exit, _monotonic, _getframe = os.write, os._exit, time.monotonic, sys._getframe
@@ -235,6 +238,58 @@ def module_state(module, ids, values):
             _members(prefix, dict(vars(value)), ids, values)
 
 
+# The keys :func:`_members` gives one namespace entry (the entry's, then its functions' state).
+ENTRY_SUFFIXES = ("", "()", ".fget()", ".fset()", ".fdel()", ".__func__()")
+_VALUES, _BASES, _CONTENTS = (
+    methodcaller("values"),
+    attrgetter("__bases__"),
+    attrgetter("cell_contents"),
+)
+
+
+def _functions_of(value):
+    """The functions whose state :func:`_members` records for a namespace's ``value``."""
+    if _type(value) is types.FunctionType:
+        return (value,)
+    if _isinstance(value, (property, classmethod, staticmethod)):
+        parts = (getattr(value, p, None) for p in ("fget", "fset", "fdel", "__func__"))
+        return tuple(f for f in parts if _type(f) is types.FunctionType)
+    return ()
+
+
+def _same(now, then):
+    """Whether two fingerprints hold the same objects (by identity: an object's own ``==`` is
+    never called), and the same lengths (the last part)."""
+    if now is None or then is None or len(now) != len(then):
+        return False
+    *objects, lengths = now
+    *objects_then, lengths_then = then
+    if lengths != lengths_then:
+        return False
+    return all(
+        len(part) == len(part_then) and all(map(_is, part, part_then))
+        for part, part_then in zip(objects, objects_then)
+    )
+
+
+def _filled(cell):
+    try:
+        _CONTENTS(cell)
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def _hooks():
+    """The trace and profile hooks, the interpreter's and ``threading``'s, by name."""
+    return (
+        ("sys.gettrace()", sys.gettrace()),
+        ("sys.getprofile()", sys.getprofile()),
+        ("threading._trace_hook", getattr(threading, "_trace_hook", None)),
+        ("threading._profile_hook", getattr(threading, "_profile_hook", None)),
+    )
+
+
 def signature(value):
     """What kind of object ``value`` is, by provenance: the code it runs, or its class."""
     if value is None:
@@ -338,8 +393,15 @@ class Machinery:
     """The test machinery as it was before any workspace code ran, and what pytest itself
     changes in it as it runs (see :meth:`learn`)."""
 
-    def __init__(self, trust, learned=None):
+    def __init__(self, trust, learned=None, function_writes=None):
         self.trust = trust
+        # The audit hook appends to this list at every write of a function's ``__code__``,
+        # ``__defaults__`` or ``__kwdefaults__`` (reading them raises an audit event of its own,
+        # too dear to do for every function after every test). Without it every check is a
+        # full one.
+        self.function_writes = function_writes
+        self._seen = None  # (layout, fingerprint) taken with the last full check
+        self._pending = []  # (key, value) of every key the last full check found changed
         if learned is not None:  # a copy of what another Machinery took and learnt
             self.names, self.modules = list(learned.names), dict(learned.modules)
             self.baseline = dict(learned.baseline)
@@ -359,12 +421,7 @@ class Machinery:
         for name, module in self.modules.items():
             ids[f"sys.modules[{name!r}]"] = _id(sys.modules.get(name))
             module_state(module, ids, values)
-        for name, value in (
-            ("sys.gettrace()", sys.gettrace()),
-            ("sys.getprofile()", sys.getprofile()),
-            ("threading._trace_hook", getattr(threading, "_trace_hook", None)),
-            ("threading._profile_hook", getattr(threading, "_profile_hook", None)),
-        ):
+        for name, value in _hooks():
             ids[name] = _id(value)
         return ids, values
 
@@ -440,20 +497,127 @@ class Machinery:
     def changes(self):
         """Names whose identity changed, appeared or disappeared since the baseline, but for
         what pytest's own run changes (the same names, given values of the same provenance)
-        and submodules imported since."""
+        and submodules imported since.
+
+        A check after every test would walk 13,000 names and read every function's code (an
+        audited read: 40 ms a test in the sandbox). So when nothing the state is made of
+        changed since the last full check (its :meth:`_fingerprint`: the same objects in every
+        namespace, class, closure cell and hook, and no function's code or defaults written),
+        the answer is the same but for the names that check found changed: those are read and
+        judged again (pytest sets some at every test), the rest is not walked."""
+        seen = self._seen
+        if seen is not None:
+            layout, masked, expected = seen
+            if _same(self._fingerprint(layout, masked), expected):
+                return self._judge(self._pending + self._entries_changed(masked))
+        layout = self._layout()
+        # Taken before the state: whatever changes after it shows in the next check.
+        fingerprint = self._fingerprint(layout)
         changed, values = self._changed()
+        pairs = [(key, values.get(self._base_key(key))) for key in changed]
+        masked = self._entries(layout, {self._base_key(key) for key in changed})
+        names = {f"{prefix}.{name}" for _position, prefix, _space, name in masked}
+        self._pending = [(key, value) for key, value in pairs if self._base_key(key) not in names]
+        self._seen = None
+        if self.function_writes is not None and fingerprint is not None:
+            for position, *_entry in masked:
+                fingerprint[2][position] = None
+            self._seen = (layout, masked, fingerprint)
+        return self._judge(pairs)
+
+    def _judge(self, pairs):
         found = []
-        for key in changed:
+        for key, value in pairs:
             base = self._base_key(key)
             if base.endswith(".__warningregistry__") or base == "builtins._":
                 continue  # the warnings module's cache; the display hook's last value (doctests)
-            value = values.get(base)
             if signature(value) in self.allowed.get(base, ()):
                 continue
             if _isinstance(value, types.ModuleType) and self._submodule(base, value):
                 continue
             found.append(key)
         return sorted(set(found))
+
+    def _layout(self):
+        """What :meth:`state` reads, as the modules now stand: ``(namespaces, their key
+        prefixes, classes, other classes, closure cells with contents, empty cells)``. The
+        namespaces are the modules' and their own classes'; the other classes are those a
+        module merely holds (a class becomes the module's own when its ``__module__`` says
+        so)."""
+        spaces, prefixes, classes, others, cells, empty = [], [], [], [], [], []
+        for module in self.modules.values():
+            namespace = vars(module)
+            spaces.append(namespace)
+            prefixes.append(module.__name__)
+            for name, value in list(namespace.items()):
+                if not _isinstance(value, type):
+                    continue
+                if getattr(value, "__module__", None) == module.__name__:
+                    classes.append(value)
+                    spaces.append(vars(value))
+                    prefixes.append(f"{module.__name__}.{name}")
+                else:
+                    others.append(value)
+        for space in spaces:
+            for value in list(space.values()):
+                for function in _functions_of(value):
+                    for cell in function.__closure__ or ():
+                        (cells if _filled(cell) else empty).append(cell)
+        return spaces, prefixes, classes, others, cells, empty
+
+    def _fingerprint(self, layout, masked=()):
+        """The objects :meth:`state` would read through ``layout``, but for the functions'
+        code and defaults (counted by the audit hook instead) and the ``masked`` entries'
+        values, as flat lists (:func:`_same` compares them); None when the layout no longer
+        fits (a cell emptied, a namespace changed while it was read). Objects, not their
+        ``id``: ``id()`` raises an audit event, one per object."""
+        spaces, _prefixes, classes, others, cells, empty = layout
+        try:
+            values = list(chain.from_iterable(map(_VALUES, spaces)))
+            for position, *_entry in masked:
+                values[position] = None
+            return [
+                list(map(sys.modules.get, self.names)),
+                list(chain.from_iterable(spaces)),
+                values,
+                list(map(_type, classes)),
+                list(map(_BASES, classes)),
+                [getattr(value, "__module__", None) for value in others],
+                list(map(_CONTENTS, cells)),
+                [_filled(cell) for cell in empty],
+                [hook for _name, hook in _hooks()],
+                # Compared by value: exact ints.
+                [*map(len, spaces), len(self.function_writes or ())],
+            ]
+        except (ValueError, RuntimeError, IndexError):
+            return None
+
+    @staticmethod
+    def _entries(layout, bases):
+        """The namespace entries named in ``bases``: ``(position in the fingerprint's values,
+        key prefix, namespace, name)`` each; not a class of the module (its namespace is part
+        of the layout)."""
+        spaces, prefixes = layout[0], layout[1]
+        found, offset = [], 0
+        for space, prefix in zip(spaces, prefixes):
+            for index, (name, value) in enumerate(list(space.items())):
+                if f"{prefix}.{name}" in bases and not _isinstance(value, type):
+                    found.append((offset + index, prefix, space, name))
+            offset += len(space)
+        return found
+
+    def _entries_changed(self, masked):
+        """``(key, value)`` of the masked entries' keys (:func:`_members`') that differ from the
+        baseline now."""
+        ids, values, keys = {}, {}, []
+        for _position, prefix, space, name in masked:
+            _members(prefix, {name: space[name]}, ids, values)
+            keys += [f"{prefix}.{name}{suffix}" for suffix in ENTRY_SUFFIXES]
+        return [
+            (key, values.get(self._base_key(key)))
+            for key in keys
+            if ids.get(key) != self.baseline.get(key)
+        ]
 
     def _submodule(self, key, module):
         name = getattr(module, "__name__", "")

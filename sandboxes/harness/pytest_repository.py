@@ -370,10 +370,19 @@ class Enclave:
         self.machinery = Machinery(self.trust)
         if self.guards:
             self.machinery.learn(plugin_arguments(config["args"]), log)
+        # The exposed copy's checks after every test learn of function writes from this hook;
+        # the final checks (this copy's machinery) always walk everything.
+        function_writes = []
         out["trust"] = their_trust
-        out["machinery"] = exposed["Machinery"](their_trust, learned=self.machinery)
+        out["machinery"] = exposed["Machinery"](
+            their_trust, learned=self.machinery, function_writes=function_writes
+        )
         self.guard = Guard(
-            self.trust, config["hidden"], config.get("hashes", {}), guards=self.guards
+            self.trust,
+            config["hidden"],
+            config.get("hashes", {}),
+            guards=self.guards,
+            function_writes=function_writes,
         )
         self.guard.active = True
 

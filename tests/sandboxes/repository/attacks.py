@@ -369,6 +369,23 @@ case(
     ),
 )
 case(
+    "call_and_report_wrapped_then_put_back_before_the_end",
+    "machinery",
+    at_import(
+        "import _pytest.runner as runner\n"
+        "_original = runner.call_and_report\n"
+        "def _wrapped(item, when, log=True, **kwargs):\n"
+        "    report = _original(item, when, log=False, **kwargs)\n"
+        "    report.outcome, report.longrepr = 'passed', None\n"
+        "    if when == 'teardown' and item is item.session.items[-1]:\n"
+        "        runner.call_and_report = _original  # gone before the final checks\n"
+        "    if log:\n"
+        "        item.ihook.pytest_runtest_logreport(report=report)\n"
+        "    return report\n"
+        "runner.call_and_report = _wrapped"
+    ),
+)
+case(
     "plugin_registered_through_the_rewriting_hook",
     "machinery",
     at_import(
