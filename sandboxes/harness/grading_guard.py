@@ -13,13 +13,22 @@ import importlib
 import importlib.machinery
 import inspect
 import logging
-import os
+import pathlib
 import sys
 import traceback
-from types import FunctionType
+from types import (
+    AsyncGeneratorType,
+    CoroutineType,
+    FrameType,
+    FunctionType,
+    GeneratorType,
+    MemberDescriptorType,
+    TracebackType,
+)
 
 try:  # on the host (tests); in the sandbox grading_trust's source comes first
     from sandboxes.harness.grading_trust import (
+        _O_WRITING,
         FRAME_ATTRIBUTES,
         GENERIC_NAMES,
         NATIVE_BACKDOORS,
@@ -27,16 +36,90 @@ try:  # on the host (tests); in the sandbox grading_trust's source comes first
         WORKSPACE,
         Refused,
         Trust,
+        _bytes,
+        _getcwd,
         _getframe,
-        _isinstance,
+        _int,
         _join,
+        _kind,
+        _lexists,
         _normpath,
+        _one_of,
         _realpath,
         _sha256,
+        _str,
+        _text,
         _type,
     )
 except ImportError:
     pass
+
+
+# The objects whose frame attributes raise ``object.__getattr__`` (an event anyone can raise with
+# objects of their own: only these are read).
+FRAME_HOLDERS = (TracebackType, GeneratorType, CoroutineType, AsyncGeneratorType, FrameType)
+
+
+def _words(value, depth=0):
+    """The strings in ``value`` (a process event's program, arguments, directory), exact
+    copies; what is not text, or a list or tuple of it, is left out unread."""
+    text = _text(value)
+    if text is not None:
+        return [text]
+    if depth < 2 and _one_of(_type(value), (list, tuple)):
+        return [word for item in value for word in _words(item, depth + 1)]
+    return []
+
+
+def _slot(name):
+    """The member descriptor of ``pathlib.PurePath``'s slot ``name`` (None without one)."""
+    for base in pathlib.PurePath.__mro__:
+        found = vars(base).get(name)
+        if _type(found) is MemberDescriptorType:
+            return found
+    return None
+
+
+# pathlib's own classes and the slots that hold a path's text, taken before any workspace code
+# runs: Python 3.12 and later keep the arguments (``_raw_paths``), 3.11 the parsed parts.
+PATH_TYPES = (pathlib.PurePath, pathlib.PurePosixPath, pathlib.Path, pathlib.PosixPath)
+_RAW_PATHS, _DRV, _ROOT, _PARTS = (_slot(n) for n in ("_raw_paths", "_drv", "_root", "_parts"))
+
+
+def _path_text(value):
+    """What a path names, as an exact ``str``: text, or one of pathlib's own paths read from its
+    slots (its methods, which the submission could patch, are never called); else None."""
+    text = _text(value)
+    if text is not None or not _one_of(_type(value), PATH_TYPES):
+        return text
+    try:
+        if _RAW_PATHS is not None:
+            parts = [_text(part) for part in _RAW_PATHS.__get__(value)]
+            if None in parts:
+                return None
+            joined = ""
+            for part in parts:
+                joined = _join(joined, part)
+            return joined or "."
+        if _PARTS is not None:
+            head = (_text(_DRV.__get__(value)) or "") + (_text(_ROOT.__get__(value)) or "")
+            parts = [_text(part) for part in _PARTS.__get__(value)]
+            if None in parts:
+                return None
+            return head + "/".join(parts[1:]) if head else "/".join(parts) or "."
+    except AttributeError:  # a slot never set
+        return None
+    return None
+
+
+def _class_attribute(klass, name):
+    """``name`` as ``klass`` and its bases hold it, read from their namespaces: a descriptor the
+    submission planted there is returned, never called."""
+    for base in klass.__mro__:
+        namespace = vars(base)
+        if name in namespace:
+            return namespace[name]
+    return None
 
 
 class Guard:
@@ -126,11 +209,18 @@ class Guard:
         if who is not None:
             self.refuse(what, who)
 
-    def _path(self, path):
-        if _isinstance(path, int) or not _isinstance(path, (str, bytes)):
+    def _path(self, value):
+        """The absolute path an event names; None for a descriptor (an int). A path given as
+        an object the grading cannot read without running its code (an ``os.PathLike`` of the
+        code's own, handed straight to ``os.open`` or ``io.FileIO``) is refused to untrusted
+        code: its ``__fspath__`` would run here, where nothing is refused."""
+        if _kind(value, _int):
             return None
-        path = os.fsdecode(path)
-        return _normpath(path if path.startswith("/") else _join(os.getcwd(), path))
+        path = _path_text(value)
+        if path is None:
+            self._untrusted_caller("naming a file by an object of its own")
+            return None
+        return _normpath(path if path.startswith("/") else _join(_getcwd(), path))
 
     # Events.
     def _gc(self, args):
@@ -149,7 +239,7 @@ class Guard:
         self._untrusted_caller("native memory (ctypes)")
 
     def _import(self, args):
-        name = str(args[0]) if args else ""
+        name = (_text(args[0]) if args else None) or ""
         if name.split(".", 1)[0] in NATIVE_BACKDOORS:
             self._untrusted_caller(f"importing {name}")
 
@@ -167,33 +257,37 @@ class Guard:
         loader = outer.f_locals.get("self")
         if _type(loader) is not self.loader_class:
             return None
-        if any(name in vars(loader) for name in self.loader_methods):
+        own = vars(loader)  # an exact loader's: no property of the submission's runs
+        if any(dict.__contains__(own, name) for name in self.loader_methods):
             return None
-        if any(getattr(self.loader_class, n) is not m for n, m in self.loader_methods.items()):
-            return None
+        for name, method in self.loader_methods.items():
+            if _class_attribute(self.loader_class, name) is not method:
+                return None
         return loader
 
     def _marshal(self, args):
         loader = self._genuine_import("marshal")
         # Cached bytecode of the standard library and the environment; never the workspace's,
         # whoever imports it (no honest grading has any: it is stripped and never written).
-        if loader is not None and str(loader.path).startswith(WORKSPACE + "/"):
-            self.refuse("bytecode of the workspace", str(loader.path))
+        where = (_text(loader.path) or "") if loader is not None else ""
+        if loader is not None and where.startswith(WORKSPACE + "/"):
+            self.refuse("bytecode of the workspace", where)
         if loader is None:
             self._untrusted_caller("unmarshalled code")
 
     def _compile(self, args):
-        source, filename = args[0], args[1]
-        if not _isinstance(filename, (str, bytes)):
-            return
-        filename = os.fsdecode(filename)
-        if filename.startswith("<"):
+        source, filename = args[0], _text(args[1])
+        if filename is None or filename.startswith("<"):
             return
         path = _normpath(filename if filename.startswith("/") else _join(WORKSPACE, filename))
         expected = self.hashes.get(path)
         if expected is not None:  # a test file: loaded from its exact bytes only
-            if _isinstance(source, (bytes, str)):
-                data = source.encode("utf-8") if _isinstance(source, str) else bytes(source)
+            if _kind(source, (_bytes, _str)):
+                data = (
+                    _str.encode(source, "utf-8")
+                    if _kind(source, _str)
+                    else _bytes.join(b"", [source])  # an exact copy
+                )
                 if _sha256(data).hexdigest() != expected:
                     if self._loading_a_module():
                         self.refuse(f"loading other code as {filename}", "the process")
@@ -225,15 +319,16 @@ class Guard:
         the project's: ``namedtuple``-like helpers read their caller's module) is not refused:
         the runner keeps nothing there, and what a test frame holds is the differential's and
         the detectors' to judge."""
-        code = getattr(returned, "f_code", None)
-        if code is None or code.co_filename.startswith(WORKSPACE + "/"):
+        if _type(returned) is not FrameType:
+            return
+        if (_text(returned.f_code.co_filename) or "").startswith(WORKSPACE + "/"):
             return
         frame = self.frame
         kind = self.trust.of_frame(frame)
         if kind == Trust.TRUSTED:
             return
         if kind == Trust.UNTRUSTED:
-            self.refuse(what, f"{frame.f_code.co_filename}:{frame.f_lineno}")
+            self.refuse(what, f"{_text(frame.f_code.co_filename)}:{frame.f_lineno}")
         walk, returns = frame, False
         while walk is not None and self.trust.of_frame(walk) == Trust.STDLIB:
             if walk.f_code in self.consumers:
@@ -253,19 +348,20 @@ class Guard:
         # A test function's ``__code__`` is not refused: libraries inspect the functions they
         # are given (toolz's curry, signature helpers); reading its constants is for the
         # detectors (``reads_expected_values``) and the differential.
-        if args[1] in FRAME_ATTRIBUTES:
-            returned = getattr(args[0], args[1], None)
-            self._frame_reach(f"a frame of the test machinery ({args[1]})", returned)
+        name = _text(args[1]) if len(args) > 1 else None
+        if name in FRAME_ATTRIBUTES and _one_of(_type(args[0]), FRAME_HOLDERS):
+            returned = getattr(args[0], name, None)
+            self._frame_reach(f"a frame of the test machinery ({name})", returned)
 
     def _setattr(self, args):
-        obj, name = args[0], args[1]
-        if self.function_writes is not None and _isinstance(obj, FunctionType):
+        obj, name = args[0], _text(args[1]) if len(args) > 1 else None
+        if self.function_writes is not None and _type(obj) is FunctionType:
             self.function_writes.append(name)
         if name == "__code__":
             self._untrusted_caller("replacing a function's code")
-        elif name in ("__defaults__", "__kwdefaults__"):
-            code = getattr(obj, "__code__", None)
-            if code is not None and self.trust.of_code(code) != Trust.UNTRUSTED:
+        elif name in ("__defaults__", "__kwdefaults__") and _type(obj) is FunctionType:
+            code = obj.__code__
+            if self.trust.of_code(code) != Trust.UNTRUSTED:
                 self._untrusted_caller(f"changing {name} of a function it does not own")
 
     def _open(self, args):
@@ -278,11 +374,11 @@ class Guard:
             if len(parts) >= 4 and parts[1] == "proc" and parts[3] in ("mem", "maps", "environ"):
                 self._untrusted_caller(f"reading {resolved}")
             mode = args[1] if len(args) > 1 else "r"
+            text_mode = _text(mode) if _kind(mode, _str) else None
             flags = args[2] if len(args) > 2 else 0
-            writing = (_isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                _isinstance(flags, int)
-                and _isinstance(mode, (str, type(None)))
-                and flags & (os.O_WRONLY | os.O_RDWR | os.O_TRUNC)
+            flags = _int.__int__(flags) if _kind(flags, _int) else 0  # an exact copy
+            writing = (text_mode is not None and any(c in text_mode for c in "wax+")) or (
+                (mode is None or text_mode is not None) and flags & _O_WRITING
             )
             if writing and resolved in self.hashes:
                 self._untrusted_caller(f"writing the test file {resolved}")
@@ -290,7 +386,7 @@ class Guard:
 
     def _hidden(self, resolved, path, event):
         named = resolved in self.hidden or (
-            not os.path.lexists(resolved) and path.rsplit("/", 1)[-1] in self.hidden_names
+            not _lexists(resolved) and path.rsplit("/", 1)[-1] in self.hidden_names
         )
         if named:
             who = self.trust.culprit(self.frame)
@@ -308,7 +404,7 @@ class Guard:
                 self._hidden(resolved, path, "a link or rename")
 
     def _process(self, args):
-        text = " ".join(str(a) for a in args[:3])
+        text = " ".join(_words(args[:3]))
         if any(name in text for name in self.telling):
             who = self.trust.culprit(self.frame)
             if who is not None:

@@ -13,6 +13,7 @@ import _thread
 import ctypes
 import hashlib
 import os
+import stat
 import sys
 import sysconfig
 import tempfile
@@ -24,15 +25,16 @@ from operator import attrgetter, methodcaller
 from operator import is_ as _is
 
 # Taken before any workspace code runs, so a patched builtin or module cannot forge the answer.
+# Only C functions: a Python function of the standard library (``os.path.realpath``,
+# ``os.fsdecode``) looks its helpers up in ``os`` at every call, and a submission that rebinds
+# ``os.lstat`` would run inside the audit hook, where nothing is refused.
 _write, _exit, _monotonic, _getframe = os.write, os._exit, time.monotonic, sys._getframe
+_lstat, _readlink, _getcwd, _S_ISLNK = os.lstat, os.readlink, os.getcwd, stat.S_ISLNK
+_O_WRITING = os.O_WRONLY | os.O_RDWR | os.O_TRUNC
 _ascii = ascii
-_realpath, _normpath, _join, _get_ident = (
-    os.path.realpath,
-    os.path.normpath,
-    os.path.join,
-    _thread.get_ident,
-)
+_get_ident = _thread.get_ident
 _type, _id, _isinstance, _sha256 = type, id, isinstance, hashlib.sha256
+_str, _bytes, _int, _issubclass = str, bytes, int, issubclass
 WORKSPACE = "/workspace"
 REPORT_FD = 3
 PR_SET_DUMPABLE = 4
@@ -43,7 +45,7 @@ PROCESS_EVENTS = frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posi
 MACHINERY_PREFIXES = ("_pytest", "pytest", "pluggy", "unittest")
 MACHINERY_MODULES = ("builtins", "importlib._bootstrap", "importlib._bootstrap_external")
 STDLIB = tuple(
-    sorted({_normpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
+    sorted({os.path.normpath(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")})
 )
 SITE_DIRS = ("/site-packages/", "/dist-packages/")
 # Modules that hand out raw memory or interpreter internals: never for untrusted code.
@@ -57,6 +59,114 @@ NATIVE_BACKDOORS = (
     "_cffi_backend",
 )
 FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"))
+
+
+def _kind(value, kinds):
+    """``isinstance`` by the object's real class: ``isinstance`` also asks the object for its
+    ``__class__``, which a property of the submission's could answer (running its code)."""
+    return _issubclass(_type(value), kinds)
+
+
+def _one_of(kind, kinds):
+    """``kind in kinds`` by identity (``in`` calls a metaclass's ``__eq__``)."""
+    for candidate in kinds:
+        if kind is candidate:
+            return True
+    return False
+
+
+def _text(value):
+    """``value`` as an exact ``str`` when it is a ``str`` or ``bytes`` (a file system name
+    decoded as ``os.fsdecode`` does), else None. A subclass's methods are never called: what
+    reaches the audit hook may be the submission's object."""
+    if _type(value) is _str:
+        return value
+    if _kind(value, _str):
+        return _str.__str__(value)  # an exact copy
+    if _kind(value, _bytes):
+        return _bytes.decode(value, "utf-8", "surrogateescape")
+    return None
+
+
+def _join(head, tail):
+    """``posixpath.join`` of two exact strings."""
+    if tail.startswith("/") or not head:
+        return tail
+    return head + tail if head.endswith("/") else head + "/" + tail
+
+
+def _normpath(path):
+    """``posixpath.normpath`` of an exact string (``//`` kept at the start, as POSIX allows)."""
+    if not path:
+        return "."
+    lead = 2 if path.startswith("//") and not path.startswith("///") else int(path[:1] == "/")
+    parts = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part != ".." or (not lead and not parts) or (parts and parts[-1] == ".."):
+            parts.append(part)
+        elif parts:
+            parts.pop()
+    return "/" * lead + "/".join(parts) or "."
+
+
+def _lexists(path):
+    try:
+        _lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _realpath(path):
+    """``posixpath.realpath`` (not strict) of an exact string, from the C calls taken above:
+    every link followed, ``..`` applied after the link before it, a loop left as it is."""
+    if not path.startswith("/"):
+        path = _join(_getcwd(), path)
+    resolved, _whole = _resolve("/", path, {})
+    return _normpath(resolved)
+
+
+def _resolve(path, rest, seen):
+    """``path`` (resolved already) joined with ``rest``, links followed; ``(path, whether it
+    resolved without a loop)``."""
+    if rest.startswith("/"):
+        path, rest = "/", rest[1:]
+    while rest:
+        name, _sep, rest = rest.partition("/")
+        if name in ("", "."):
+            continue
+        if name == "..":
+            head = path[: path.rfind("/") + 1]
+            if head and head != "/" * len(head):
+                head = head.rstrip("/")
+            path = head or "/"
+            continue
+        candidate = _join(path, name)
+        try:
+            link = _S_ISLNK(_lstat(candidate).st_mode)
+        except (OSError, ValueError):
+            link = False
+        if not link:
+            path = candidate
+            continue
+        if candidate in seen:
+            if seen[candidate] is not None:
+                path = seen[candidate]
+                continue
+            return _join(candidate, rest), False  # a loop
+        seen[candidate] = None
+        try:
+            target = _readlink(candidate)
+        except OSError:
+            path = candidate
+            continue
+        path, whole = _resolve(path, target, seen)
+        if not whole:
+            return _join(path, rest), False
+        seen[candidate] = path
+    return path, True
 
 
 class Refused(PermissionError):
@@ -87,6 +197,9 @@ class Trust:
 
     def of(self, filename):
         """The kind of a whole file (a changed file is untrusted: see :meth:`of_frame`)."""
+        filename = _text(filename)  # a code object's name may be a str subclass of the code's
+        if filename is None:
+            return self.UNTRUSTED
         kind = self._cache.get(filename)
         if kind is None:
             kind = self._cache[filename] = self._classify(filename)
@@ -115,6 +228,7 @@ class Trust:
 
     def _written(self, filename):
         """The lines the submission wrote in ``filename`` (None: the whole file is its own)."""
+        filename = _text(filename) or ""
         if not filename.startswith(WORKSPACE + "/"):
             return None
         return self.changed.get(filename[len(WORKSPACE) + 1 :])
@@ -144,11 +258,13 @@ class Trust:
     def added(self, filename):
         """Whether ``filename`` is code the submission wrote throughout (a file it added, code
         made at run time, ``/tmp``), as opposed to a file of the task's it changed."""
+        filename = _text(filename) or ""
         return self.of(filename) == self.UNTRUSTED and (
             not filename.startswith(WORKSPACE + "/") or self._written(filename) is None
         )
 
     def is_test_file(self, filename):
+        filename = _text(filename) or ""
         path = _realpath(filename if filename.startswith("/") else _join(WORKSPACE, filename))
         return path.startswith(WORKSPACE + "/") and path[len(WORKSPACE) + 1 :] in self.trusted
 
@@ -160,7 +276,7 @@ class Trust:
         while frame is not None:
             kind = self.of_frame(frame)
             if kind == self.UNTRUSTED:
-                return f"{frame.f_code.co_filename or '<unnamed>'}:{frame.f_lineno}"
+                return f"{_text(frame.f_code.co_filename) or '<unnamed>'}:{frame.f_lineno}"
             if kind == self.TRUSTED:
                 return None
             frame = frame.f_back

@@ -407,7 +407,9 @@ class Enclave:
 def _enclave_open(source, report_fd, caller, guards):
     """Make the :class:`Enclave` from a private copy of this program and register it as an
     audit hook; keep no reference to either."""
-    private = {"__name__": "crucible_grading_enclave", "__builtins__": builtins}
+    # Its own copy of the builtins, taken now: a name the submission rebinds in ``builtins``
+    # later (``len``, ``getattr``, ``str``) is not what the enclave's code calls.
+    private = {"__name__": "crucible_grading_enclave", "__builtins__": dict(vars(builtins))}
     exec(compile(source, RUNNER_NAME, "exec"), private)  # our own source: the enclave's copy
     sys.addaudithook(private["Enclave"](report_fd, caller, guards))
 
