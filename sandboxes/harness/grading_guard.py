@@ -37,6 +37,7 @@ try:  # on the host (tests); in the sandbox grading_trust's source comes first
         Refused,
         Trust,
         _bytes,
+        _get_ident,
         _getcwd,
         _getframe,
         _int,
@@ -139,9 +140,11 @@ class Guard:
         self.hashes = {_join(WORKSPACE, p): h for p, h in hashes.items()}
         self.refused = []
         self.hidden_reads = []
-        self.busy = False
+        # Per thread: the frames that raised the events its handlers are handling (innermost
+        # last), and whether it is inspecting a nested event (see __call__).
+        self.frames = {}
+        self.inspecting = set()
         self.active = False
-        self.frame = None  # the Python frame that raised the event being handled
         bootstrap = importlib._bootstrap_external
         self.import_steps = {
             bootstrap._compile_bytecode.__code__: "marshal",
@@ -185,23 +188,52 @@ class Guard:
             self.refused.append(f"{what} by {who}")
         raise Refused(f"refused in grading: {what}")
 
+    @property
+    def frame(self):
+        """The Python frame that raised the event this thread's handler is handling."""
+        return self.frames[_get_ident()][-1]
+
     def __call__(self, event, args, depth=1):
         """The hook; ``depth``: how far up the stack the frame that raised the event is (1 when
-        the interpreter calls this, 2 through the enclave's own hook)."""
-        if self.busy or not self.active:
+        the interpreter calls this, 2 through the enclave's own hook).
+
+        An event raised while one of this thread's handlers runs comes from the handler's own
+        reads (let through: handling them would recurse), or from code that ran inside the
+        handler without being called by it (a finalizer the garbage collector ran, a signal
+        handler): that code's events are handled like any other, re-entrantly, where they used
+        to pass unrefused. The state is per thread: another thread's events are handled as
+        always while this one's handler runs (they used to pass too). What such code does
+        without an audited operation (``f_back`` from its own frame) no audit hook sees."""
+        if not self.active:
             return
         handler = self.handlers.get(event)
         if handler is None and self.guards and event.startswith("ctypes."):
             handler = Guard._ctypes
         if handler is None:
             return
-        self.busy = True
+        thread = _get_ident()
+        if thread in self.inspecting:
+            return  # the nested check's own frame read
+        self._handle(thread, handler, args, depth + 1)
+
+    def _handle(self, thread, handler, args, depth):
+        stack = self.frames.get(thread)
+        self.inspecting.add(thread)
         try:
-            self.frame = _getframe(depth)
+            frame = _getframe(depth)
+            if stack and self.trust.culprit(frame) is None:
+                return  # a handler's own read (or trusted code inside it)
+        finally:
+            self.inspecting.discard(thread)
+        if stack is None:
+            stack = self.frames[thread] = []
+        stack.append(frame)
+        try:
             handler(self, args)
         finally:
-            self.frame = None
-            self.busy = False
+            stack.pop()
+            if not stack:
+                del self.frames[thread]
 
     # Helpers.
     def _untrusted_caller(self, what):

@@ -8,6 +8,7 @@ the task:
 - a standard-library function the hook used to call, rebound (``os.lstat`` under
   ``os.path.realpath``, ``os.fspath`` under ``os.path.normpath``);
 - a builtin the hook calls by name, rebound in ``builtins``;
+- another thread's code while a handler runs (the hook's state is per thread);
 - an event argument whose own methods run when the hook reads it: a ``str`` subclass as a file
   name, an object whose ``__class__`` property answers ``isinstance``, one whose ``__getattr__``
   answers a frame attribute, a metaclass whose ``__eq__`` answers ``in``;
@@ -63,6 +64,20 @@ ROUTES = {
     ),
     "os_fspath_rebound": rebound("os", "fspath", OPEN_A_FILE),
     "builtin_any_rebound": rebound("builtins", "any", OPEN_A_FILE),
+    # another thread, whose events used to go unhandled while this one's handler ran:
+    "another_thread_while_a_handler_runs": """
+import gc, threading
+def _race():
+    for _ in range(20000):
+        try:
+            found = gc.get_objects()
+        except BaseException:
+            continue
+        for thing in found:
+            if type(thing).__name__ == 'Enclave' and hasattr(thing, 'token'):
+                _send(thing)
+threading.Thread(target=_race, daemon=True).start()
+""",
     "str_subclass_file_name": """
 class _Name(str):
     def startswith(self, *args):
