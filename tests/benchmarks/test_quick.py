@@ -232,6 +232,15 @@ CASES = {
     # installed; else ``bwrap.unavailable`` says why and its ratios are left out). The open
     # ratios (a copy of a file against a session's open) can round to 0.0: there, not above 0.
     # Both sides open the same nginx task and grade the same final state: both must earn 1.
+    # A project's whole suite graded by the grading runner, run bare with pytest -rA (SWE-bench's
+    # reading of a run) and by the runner without its guards, in the same kind of session; every
+    # side reads the same ids.
+    "repo_grading": {
+        "ratios": ["ratio_bare_over_crucible", "ratio_unguarded_over_crucible"],
+        "positive": [f"{side}_ms_all_projects" for side in ("crucible", "bare", "unguarded")]
+        + ["tests"],
+        "equal": {"ids_agree": True},
+    },
     "terminal_tasks": {
         "ratios": ["ratios.open_peer_over_crucible", "ratios.grading_peer_over_crucible"],
         "positive": [
