@@ -73,6 +73,15 @@ def parse_args(parser: argparse.ArgumentParser, quick: dict) -> argparse.Namespa
     return args
 
 
+def project_pins(argument: str) -> list[str]:
+    """The ``NAME==VERSION`` pins of a ``--projects`` argument (comma-separated), or, when it
+    is empty, every project of ``tasks_library/data/repo_bugs_projects.json``."""
+    from tasks_library.generators.repo_bugs import known_projects  # noqa: PLC0415 (Django set up)
+
+    pins = [pin.strip() for pin in argument.split(",") if pin.strip()]
+    return pins or [project["package"] for project in known_projects()]
+
+
 @contextlib.contextmanager
 def private_var_dir(
     var_dir: str = "", *, migrate: bool = True, keep_redis_url: bool = True, database_url: str = ""

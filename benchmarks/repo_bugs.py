@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import parse_args, private_var_dir
+from benchmarks.common import parse_args, private_var_dir, project_pins
 
 
 def main() -> None:
@@ -52,14 +52,9 @@ def main() -> None:
     os.environ.setdefault("CRUCIBLE_ENVIRONMENT_STORE", "/var/cache/crucible/environments")
     with private_var_dir(args.var_dir):
         from console.management.stack import Stack  # noqa: PLC0415 (after django.setup)
-        from tasks_library.generators.repo_bugs import (  # noqa: PLC0415
-            known_projects,
-            repo_bugs_import,
-        )
+        from tasks_library.generators.repo_bugs import repo_bugs_import  # noqa: PLC0415
 
-        pins = [p.strip() for p in args.projects.split(",") if p.strip()] or [
-            project["package"] for project in known_projects()
-        ]
+        pins = project_pins(args.projects)
         out: dict = {
             "quick": args.quick,
             "seed": args.seed,

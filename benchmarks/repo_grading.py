@@ -135,11 +135,8 @@ def main() -> None:
     os.environ.setdefault("CRUCIBLE_ENVIRONMENT_STORE", "/var/cache/crucible/environments")
     with common.private_var_dir(migrate=False) as var_dir:
         from console.management.stack import Stack  # noqa: PLC0415 (after django.setup)
-        from tasks_library.generators.repo_bugs import known_projects  # noqa: PLC0415
 
-        pins = [p.strip() for p in args.projects.split(",") if p.strip()] or [
-            project["package"] for project in known_projects()
-        ]
+        pins = common.project_pins(args.projects)
         out: dict = {
             "quick": args.quick,
             "rounds": args.rounds,
