@@ -18,8 +18,9 @@ test packages), three ways:
 Each round runs every side ``--gradings`` times, in an order that rotates between rounds
 (``benchmarks.common.rotating``); a side's figure is the spread of its per-round medians, in
 milliseconds, from the call to the answer. ``ids`` says how many test ids each side read and
-whether they agree. Ratios: ``bare`` over ``crucible`` and ``unguarded`` over ``crucible`` (above
-1: Crucible is faster; below: what its defences cost).
+whether they agree (skipped tests aside: pytest's ``-rA`` summary does not name them). Ratios:
+``bare`` over ``crucible`` and ``unguarded`` over ``crucible`` (above 1: Crucible is faster;
+below: what its defences cost).
 
     .venv/bin/python benchmarks/repo_grading.py [--quick] [--rounds 3] [--gradings 3]
 """
@@ -52,10 +53,11 @@ def bare_statuses(output: str) -> dict[str, str]:
 
 def sides(pin: str, slot: str, sdists: Path) -> dict:
     """Each side's grading of the project ``pin``: a callable that runs its whole suite once in
-    a fresh session of ``slot`` and returns the test ids it read."""
+    a fresh session of ``slot`` and returns what it read: test id -> status."""
     from sandboxes.environments.build import materialise  # noqa: PLC0415 (after django.setup)
     from sandboxes.environments.spec import parse  # noqa: PLC0415
     from sandboxes.repository.grading import pytest_options, run_suite_report  # noqa: PLC0415
+    from sandboxes.repository.report import statuses_of  # noqa: PLC0415
     from sandboxes.repository.runner import graded_tree, run_pytest  # noqa: PLC0415
     from sandboxes.sessions import Workspace, open_session  # noqa: PLC0415
     from tasks_library.generators.repo_bugs import (  # noqa: PLC0415
@@ -70,17 +72,17 @@ def sides(pin: str, slot: str, sdists: Path) -> dict:
     command = test_command(project)
     files = dict(project.files)
 
-    def crucible() -> set[str]:
+    def crucible() -> dict[str, str]:
         report = run_suite_report(files, test_command=command, environment=request, slot=slot)
-        return set(report.statuses)
+        return report.statuses
 
-    def bare() -> set[str]:
+    def bare() -> dict[str, str]:
         argv = f"python3 -m {command} -rA -p no:cacheprovider"
         with open_session(Workspace.from_files(files), environment=request, slot=slot) as session:
             done = session.exec(argv, timeout_s=300)
-        return set(bare_statuses(done.stdout))
+        return bare_statuses(done.stdout)
 
-    def unguarded() -> set[str]:
+    def unguarded() -> dict[str, str]:
         _execution, answer = run_pytest(
             graded_tree(files, files, {}, files),
             files,
@@ -93,7 +95,7 @@ def sides(pin: str, slot: str, sdists: Path) -> dict:
             slot=slot,
             guards=False,
         )
-        return set((answer or {}).get("phases", {}))
+        return statuses_of(answer or {})
 
     return {"crucible": crucible, "bare": bare, "unguarded": unguarded}
 
@@ -101,7 +103,12 @@ def sides(pin: str, slot: str, sdists: Path) -> dict:
 def measure(runs: dict, rounds: int, gradings: int) -> dict:
     """One project's figures: ids read (after a warm-up grading per side), milliseconds per
     grading per side, and the ratios."""
-    read = {side: run() for side, run in runs.items()}  # the warm-up
+    # The warm-up; what each side read. pytest's -rA summary names no skipped test (its line is
+    # "SKIPPED [1] file:line: reason"), so the sides agree on the ids of the others.
+    read = {side: run() for side, run in runs.items()}
+    counted = {
+        side: {i for i, s in found.items() if s != "skipped"} for side, found in read.items()
+    }
     times: dict[str, list[float]] = {side: [] for side in SIDES}
     for round_index in range(rounds):
         per_round: dict[str, list[float]] = {side: [] for side in SIDES}
@@ -117,8 +124,9 @@ def measure(runs: dict, rounds: int, gradings: int) -> dict:
     return {
         "tests": len(read["crucible"]),
         "ids": {
-            **{side: len(ids) for side, ids in read.items()},
-            "agree": read["crucible"] == read["bare"] == read["unguarded"],
+            **{side: len(ids) for side, ids in counted.items()},
+            "skipped": len(read["crucible"]) - len(counted["crucible"]),
+            "agree": counted["crucible"] == counted["bare"] == counted["unguarded"],
         },
         **{f"{side}_ms": figures[side] for side in SIDES},
         "ratio_bare_over_crucible": round(figures["bare"]["median"] / crucible_ms, 3),
