@@ -625,7 +625,10 @@ class Machinery:
         if seen is not None:
             layout, masked, expected = seen
             if _same(self._fingerprint(layout, masked), expected):
-                return self._judge(self._pending + self._entries_changed(masked))
+                try:
+                    return self._judge(self._pending + self._entries_changed(masked))
+                except KeyError:  # an entry removed since (by another thread): walk
+                    pass
         layout = self._layout()
         # Taken before the state: whatever changes after it shows in the next check.
         fingerprint = self._fingerprint(layout)
