@@ -327,17 +327,35 @@ def _function_state(value):
     )
 
 
+# The key suffixes of a namespace entry's function state: the function's own, or a property's,
+# classmethod's or staticmethod's parts'.
+PARTS = ("fget", "fset", "fdel", "__func__")
+FUNCTION_SUFFIXES = ("()", *(f".{part}()" for part in PARTS))
+
+
+def _function_parts(value):
+    """``(key suffix, function)`` of every function whose state the snapshot records for a
+    namespace entry ``value``."""
+    if _type(value) is types.FunctionType:
+        return [("()", value)]
+    if not _isinstance(value, (property, classmethod, staticmethod)):
+        return []
+    inner = [(f".{part}()", getattr(value, part, None)) for part in PARTS]
+    return [(suffix, part) for suffix, part in inner if _type(part) is types.FunctionType]
+
+
+def _own_class(module, value):
+    """Whether a module's global ``value`` is a class of that module (its namespace is part of
+    the snapshot), as opposed to one it imported."""
+    return _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__
+
+
 def _members(prefix, namespace, ids, values):
     for name, value in list(namespace.items()):
         key = f"{prefix}.{name}"
         ids[key], values[key] = _id(value), value
-        if _type(value) is types.FunctionType:
-            ids[key + "()"] = _function_state(value)
-        elif _isinstance(value, (property, classmethod, staticmethod)):
-            for part in ("fget", "fset", "fdel", "__func__"):
-                inner = getattr(value, part, None)
-                if _type(inner) is types.FunctionType:
-                    ids[f"{key}.{part}()"] = _function_state(inner)
+        for suffix, function in _function_parts(value):
+            ids[key + suffix] = _function_state(function)
 
 
 def module_state(module, ids, values):
@@ -347,7 +365,7 @@ def module_state(module, ids, values):
     namespace = vars(module)
     _members(module.__name__, namespace, ids, values)
     for name, value in list(namespace.items()):
-        if _isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+        if _own_class(module, value):
             prefix = f"{module.__name__}.{name}"
             ids[prefix + ".__class__"] = _id(_type(value))
             ids[prefix + ".__bases__"] = tuple(_id(b) for b in value.__bases__)
@@ -355,22 +373,12 @@ def module_state(module, ids, values):
 
 
 # The keys :func:`_members` gives one namespace entry (the entry's, then its functions' state).
-ENTRY_SUFFIXES = ("", "()", ".fget()", ".fset()", ".fdel()", ".__func__()")
+ENTRY_SUFFIXES = ("", *FUNCTION_SUFFIXES)
 _VALUES, _BASES, _CONTENTS = (
     methodcaller("values"),
     attrgetter("__bases__"),
     attrgetter("cell_contents"),
 )
-
-
-def _functions_of(value):
-    """The functions whose state :func:`_members` records for a namespace's ``value``."""
-    if _type(value) is types.FunctionType:
-        return (value,)
-    if _isinstance(value, (property, classmethod, staticmethod)):
-        parts = (getattr(value, p, None) for p in ("fget", "fset", "fdel", "__func__"))
-        return tuple(f for f in parts if _type(f) is types.FunctionType)
-    return ()
 
 
 def _same(now, then):
@@ -548,7 +556,7 @@ class Machinery:
 
     @staticmethod
     def _base_key(key):
-        for suffix in ("()", ".fget()", ".fset()", ".fdel()", ".__func__()"):
+        for suffix in FUNCTION_SUFFIXES:
             if key.endswith(suffix):
                 return key[: -len(suffix)]
         return key
@@ -669,17 +677,15 @@ class Machinery:
             spaces.append(namespace)
             prefixes.append(module.__name__)
             for name, value in list(namespace.items()):
-                if not _isinstance(value, type):
-                    continue
-                if getattr(value, "__module__", None) == module.__name__:
+                if _own_class(module, value):
                     classes.append(value)
                     spaces.append(vars(value))
                     prefixes.append(f"{module.__name__}.{name}")
-                else:
+                elif _isinstance(value, type):
                     others.append(value)
         for space in spaces:
             for value in list(space.values()):
-                for function in _functions_of(value):
+                for _suffix, function in _function_parts(value):
                     for cell in function.__closure__ or ():
                         (cells if _filled(cell) else empty).append(cell)
         return spaces, prefixes, classes, others, cells, empty

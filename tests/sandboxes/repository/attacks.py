@@ -353,36 +353,32 @@ case(
         "_pytest.unittest.TestCaseFunction.runtest = lambda self: None"
     ),
 )
-case(
-    "call_and_report_wrapped",
-    "machinery",
-    at_import(
+
+
+def call_and_report_wrapped(before_log: str = "") -> dict:
+    """The package wraps pytest's ``call_and_report`` so that every phase reports passed;
+    ``before_log``: lines of the wrapper (indented) run before the report is logged."""
+    return at_import(
         "import _pytest.runner as runner\n"
         "_original = runner.call_and_report\n"
         "def _wrapped(item, when, log=True, **kwargs):\n"
         "    report = _original(item, when, log=False, **kwargs)\n"
         "    report.outcome, report.longrepr = 'passed', None\n"
+        f"{before_log}"
         "    if log:\n"
         "        item.ihook.pytest_runtest_logreport(report=report)\n"
         "    return report\n"
         "runner.call_and_report = _wrapped"
-    ),
-)
+    )
+
+
+case("call_and_report_wrapped", "machinery", call_and_report_wrapped())
 case(
     "call_and_report_wrapped_then_put_back_before_the_end",
     "machinery",
-    at_import(
-        "import _pytest.runner as runner\n"
-        "_original = runner.call_and_report\n"
-        "def _wrapped(item, when, log=True, **kwargs):\n"
-        "    report = _original(item, when, log=False, **kwargs)\n"
-        "    report.outcome, report.longrepr = 'passed', None\n"
+    call_and_report_wrapped(
         "    if when == 'teardown' and item is item.session.items[-1]:\n"
         "        runner.call_and_report = _original  # gone before the final checks\n"
-        "    if log:\n"
-        "        item.ihook.pytest_runtest_logreport(report=report)\n"
-        "    return report\n"
-        "runner.call_and_report = _wrapped"
     ),
 )
 case(
