@@ -180,6 +180,17 @@ WEB_SERVERS = ("granian", "uvicorn", "gunicorn", "daphne")
 the console's mixed load best here: README, load section); the others are for comparisons."""
 
 
+WEB_WORKER_KILL_TIMEOUT_S = 5
+"""Seconds granian's main process waits for a worker to stop after SIGTERM before it kills it.
+
+Without it the main process waits forever: a worker whose interpreter is held by a thread that
+is not a daemon never exits, and granian's own shutdown can deadlock (a worker's main thread
+drops its runtime holding the GIL while a runtime thread waits for the GIL to wake the event
+loop: emmett-framework/granian#875). A stopping worker only finishes writing what it has (granian
+cancels its requests on the signal), so five seconds is ample; it is below `up`'s 15 s grace and
+the web pods' 30 s terminationGracePeriodSeconds, so the server exits on its own first."""
+
+
 def web_workers(workers: int | None = None, *, server: str = "granian") -> int:
     """Web worker processes: ``workers``, else ``settings.WEB_WORKERS``, else one per CPU;
     always one for daphne (a single process)."""
@@ -201,11 +212,13 @@ def web_server_argv(
     workers = web_workers(workers)
     if server == "granian":
         # asginl: no ASGI lifespan (Channels' router has none); the workers are respawned if one
-        # dies; no access log (one line per request costs CPU; django-prometheus counts them).
+        # dies; a worker that has not stopped WEB_WORKER_KILL_TIMEOUT_S after SIGTERM is killed;
+        # no access log (one line per request costs CPU; django-prometheus counts them).
         return [
             *(sys.executable, "-m", "granian", "--interface", "asginl"),
             *("--host", host, "--port", str(port), "--workers", str(workers)),
             *("--loop", "uvloop", "--respawn-failed-workers", "--log-level", "warning"),
+            *("--workers-kill-timeout", str(WEB_WORKER_KILL_TIMEOUT_S)),
             *("--no-access-log", app),
         ]
     if server == "uvicorn":
