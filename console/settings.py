@@ -333,7 +333,7 @@ CELERY_BEAT_SCHEDULE = {
 
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "core.channel_layer.RedisChannelLayer",
         # channels_redis blocks up to 5 s in BZPOPMIN: the read timeout must exceed it,
         # or every idle websocket is dropped with a TimeoutError every few seconds.
         "CONFIG": {
