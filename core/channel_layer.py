@@ -8,8 +8,8 @@ waiter count is never decremented (django/channels_redis#313), so the lock is ne
 it stays bound to the event loop it was contended on. The next loop that contends on it fails
 with "bound to a different event loop". A web worker runs one loop, so there the leak is only a
 lock; but every ``async_to_sync`` call (the tests' websocket clients, a management command) runs
-in a new loop, and a stop-41 CI rehearsal lost four console websocket tests to it. Kept per loop,
-a loop's locks die with it.
+in a new loop, and a CI rehearsal (2026-12-07) lost four console websocket tests to it. Kept per
+loop, a loop's locks die with it.
 """
 
 from __future__ import annotations

@@ -186,9 +186,10 @@ WEB_WORKER_KILL_TIMEOUT_S = 5
 Without it the main process waits forever: a worker whose interpreter is held by a thread that
 is not a daemon never exits, and granian's own shutdown can deadlock (a worker's main thread
 drops its runtime holding the GIL while a runtime thread waits for the GIL to wake the event
-loop: emmett-framework/granian#875). A stopping worker only finishes writing what it has (granian
-cancels its requests on the signal), so five seconds is ample; it is below `up`'s 15 s grace and
-the web pods' 30 s terminationGracePeriodSeconds, so the server exits on its own first."""
+loop: emmett-framework/granian#875, which once held a test's server past 20 s in CI). A worker
+that stops cleanly stops within a second here, so five seconds is ample; it is below `up`'s 15 s
+grace and the web pods' 30 s terminationGracePeriodSeconds, so the server exits on its own
+first."""
 
 
 def web_workers(workers: int | None = None, *, server: str = "granian") -> int:
