@@ -1,7 +1,8 @@
 """The console's channel layer (core/channel_layer.py) keeps channels_redis's per-channel receive
 locks per event loop: a lock that one loop left behind (a receive cancelled while waiting for it,
 django/channels_redis#313) does not fail the next loop that receives on the same layer, as it does
-on channels_redis's own layer; and websocket subscriptions, each in its own loop, keep working."""
+on channels_redis's own layer; and messages sent and received on one layer, each round in its
+own loop and ending with a cancelled receive (as a closing websocket's), keep arriving in order."""
 
 from __future__ import annotations
 
